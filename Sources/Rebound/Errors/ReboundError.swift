@@ -1,0 +1,132 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The one error a ``Session`` throws when a request fails for good (cancellation excepted).
+///
+/// It says why the request failed (``reason``) and keeps what a caller needs to react: the request as the caller
+/// gave it, the last request sent, the last attempt's response and body if there was one, and the record of
+/// every attempt. A cancelled request throws `CancellationError` instead, never this type.
+///
+/// ```swift
+/// do {
+///     let response = try await session.send(request)
+/// } catch let error as ReboundError {
+///     if case .unacceptableStatusCode(503) = error.reason { showMaintenancePage() }
+///     print(error.attemptCount, error.urlError?.code as Any)
+/// }
+/// ```
+public struct ReboundError: Error, Sendable {
+    /// Why a request or one of its attempts failed.
+    public enum Reason: Sendable {
+        /// An adapter threw `error`; the request was not sent in that attempt.
+        case adaptationFailed(error: any Error)
+        /// The transport threw `error`, usually a `URLError` whose code is kept as is.
+        case transportFailed(error: any Error)
+        /// The response's status code was not acceptable to the validator in effect.
+        case unacceptableStatusCode(Int)
+        /// A custom validator threw `error` after reading the response and its body.
+        case validationFailed(error: any Error)
+        /// A retrier answered ``RetryResult/doNotRetryWithError(_:)`` with `error`; `original` is why the attempt failed.
+        indirect case retryAborted(error: any Error, original: Reason)
+        /// The body of a successful response could not be decoded into the requested type.
+        case decodingFailed(error: any Error)
+    }
+
+    /// Why the request failed.
+    public let reason: Reason
+    /// The request as the caller passed it to the session, before any adapter ran.
+    public let originalRequest: URLRequest
+    /// The last request sent to the transport, after adaptation; `nil` if no attempt got that far.
+    public let lastRequest: URLRequest?
+    /// The response of the last attempt; `nil` if the last attempt got no response.
+    public let response: HTTPURLResponse?
+    /// The body of the last attempt's response; `nil` if the last attempt got no response.
+    public let data: Data?
+    /// Every attempt made, in order; never empty.
+    public let attempts: [Attempt]
+
+    /// Creates an error; the session creates these, and test code may too.
+    public init(
+        reason: Reason, originalRequest: URLRequest, lastRequest: URLRequest? = nil,
+        response: HTTPURLResponse? = nil, data: Data? = nil, attempts: [Attempt] = []
+    ) {
+        self.reason = reason
+        self.originalRequest = originalRequest
+        self.lastRequest = lastRequest
+        self.response = response
+        self.data = data
+        self.attempts = attempts
+    }
+
+    /// How many attempts were made.
+    public var attemptCount: Int { attempts.count }
+
+    /// The status code of the last attempt's response, if it had one.
+    public var statusCode: Int? { response?.statusCode }
+
+    /// The error underneath ``reason``: for ``Reason/retryAborted(error:original:)``, the retrier's error;
+    /// `nil` for an unacceptable status code.
+    public var underlyingError: (any Error)? { reason.underlyingError }
+
+    /// The `URLError` behind a transport or adaptation failure, if there is one (also inside a retry abort).
+    public var urlError: URLError? { reason.urlError }
+}
+
+extension ReboundError.Reason {
+    /// The error carried by this reason; `nil` for ``unacceptableStatusCode(_:)``.
+    public var underlyingError: (any Error)? {
+        switch self {
+        case .adaptationFailed(let error), .transportFailed(let error), .validationFailed(let error),
+            .decodingFailed(let error), .retryAborted(let error, _):
+            error
+        case .unacceptableStatusCode:
+            nil
+        }
+    }
+
+    /// The `URLError` behind a transport or adaptation failure, looking through a retry abort to its original reason.
+    public var urlError: URLError? {
+        switch self {
+        case .adaptationFailed(let error), .transportFailed(let error):
+            error as? URLError
+        case .retryAborted(_, let original):
+            original.urlError
+        case .unacceptableStatusCode, .validationFailed, .decodingFailed:
+            nil
+        }
+    }
+
+    /// The reason an attempt failed, looking through a retry abort.
+    public var original: ReboundError.Reason {
+        if case .retryAborted(_, let original) = self { return original.original }
+        return self
+    }
+}
+
+extension ReboundError.Reason: CustomStringConvertible {
+    /// A short description of the reason, for logs.
+    public var description: String {
+        switch self {
+        case .adaptationFailed(let error): "adapter failed: \(error)"
+        case .transportFailed(let error as URLError): "transport failed: URLError \(error.code.rawValue)"
+        case .transportFailed(let error): "transport failed: \(error)"
+        case .unacceptableStatusCode(let code): "unacceptable status code \(code)"
+        case .validationFailed(let error): "validation failed: \(error)"
+        case .retryAborted(let error, let original): "retry aborted: \(error) (after \(original))"
+        case .decodingFailed(let error): "decoding failed: \(error)"
+        }
+    }
+}
+
+extension ReboundError: CustomStringConvertible {
+    /// A one-line description: method, URL, reason and attempt count.
+    public var description: String {
+        let method = (lastRequest ?? originalRequest).method
+        let url = originalRequest.url?.absoluteString ?? "(no URL)"
+        let attempts = attemptCount == 1 ? "1 attempt" : "\(attemptCount) attempts"
+        return "\(method) \(url) failed after \(attempts): \(reason)"
+    }
+}

@@ -1,0 +1,76 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Adapters and retriers from several places, run as one interceptor.
+///
+/// The rules, which the session follows too when it runs its own interceptor and then the request's:
+/// - **Adapters run in order**, each receiving the previous one's output. The first that throws stops the chain;
+///   its error fails the attempt and is offered to the retriers like any other failure.
+/// - **Every attempt re-runs the whole adapter chain** on the request as the caller gave it, so adapters never see
+///   their own output from an earlier attempt.
+/// - **Retriers are asked in order**, exactly once per failed attempt. ``RetryResult/doNotRetry`` passes on to the
+///   next; any other answer wins and the retriers after it are not asked. When all pass, the answer is
+///   ``RetryResult/doNotRetry``.
+/// - Interceptors given with `interceptors:` adapt after `adapters` and retry after `retriers`, in the order given.
+///
+/// An `Interceptor` is immutable and safe to share between sessions and tasks.
+///
+/// ```swift
+/// let interceptor = Interceptor(
+///     adapters: [.adapter { request, _ in request }],
+///     retriers: [RetryPolicy()]
+/// )
+/// ```
+public struct Interceptor: RequestInterceptor {
+    /// The adapters, in the order they run.
+    public let adapters: [any RequestAdapter]
+    /// The retriers, in the order they are asked.
+    public let retriers: [any RequestRetrier]
+
+    /// Creates an interceptor from adapters, retriers and other interceptors.
+    ///
+    /// - Parameters:
+    ///   - adapters: Adapters, run first, in order; none by default.
+    ///   - retriers: Retriers, asked first, in order; none by default.
+    ///   - interceptors: Interceptors whose adapters run after `adapters` and whose retriers are asked after
+    ///     `retriers`, in order; none by default.
+    public init(
+        adapters: [any RequestAdapter] = [], retriers: [any RequestRetrier] = [],
+        interceptors: [any RequestInterceptor] = []
+    ) {
+        self.adapters = adapters + interceptors.map { $0 as any RequestAdapter }
+        self.retriers = retriers + interceptors.map { $0 as any RequestRetrier }
+    }
+
+    /// Creates an interceptor from one adapter and one retrier.
+    public init(adapter: any RequestAdapter, retrier: any RequestRetrier) {
+        self.init(adapters: [adapter], retriers: [retrier])
+    }
+
+    /// Creates an interceptor from an adapter closure and a retrier closure.
+    public init(adaptHandler: @escaping Adapter.AdaptHandler, retryHandler: @escaping Retrier.RetryHandler) {
+        self.init(adapters: [Adapter(adaptHandler)], retriers: [Retrier(retryHandler)])
+    }
+
+    /// Runs the adapters in order, each on the previous one's output; the first error thrown stops the chain.
+    public func adapt(_ request: URLRequest, context: RequestContext) async throws -> URLRequest {
+        var request = request
+        for adapter in adapters {
+            request = try await adapter.adapt(request, context: context)
+        }
+        return request
+    }
+
+    /// Asks the retriers in order and returns the first answer that is not ``RetryResult/doNotRetry``.
+    public func retry(_ request: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
+        for retrier in retriers {
+            let result = await retrier.retry(request, dueTo: error)
+            if case .doNotRetry = result { continue }
+            return result
+        }
+        return .doNotRetry
+    }
+}

@@ -1,0 +1,152 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Retries idempotent requests that failed with a transient status or network error, with exponential backoff.
+///
+/// Its defaults are Alamofire's, so an app moving over sees the same behaviour: at most 2 retries; a delay of
+/// `exponentialBackoffBase ^ retryCount × exponentialBackoffScale` seconds (0.5 s, 1 s, 2 s, …); the methods DELETE,
+/// GET, HEAD, OPTIONS, PUT and TRACE; the statuses 408, 500, 502, 503 and 504; and 18 transient `URLError` codes.
+/// Unlike Alamofire, a status counts with no extra call, because a ``Session`` validates every response.
+///
+/// A request is retried when its retry count is below ``retryLimit``, its method is retryable, and either the
+/// failed attempt's status code or the `URLError` behind a transport (or adapter) failure is retryable. A
+/// custom validator's failure on an otherwise fine status is not retried by this policy.
+///
+/// `RetryPolicy` is an immutable value, safe to share between sessions.
+///
+/// ```swift
+/// let session = Session(interceptor: try RetryPolicy(retryLimit: 4))  // retries after 0.5 s, 1 s, 2 s, 4 s
+/// ```
+public struct RetryPolicy: RequestInterceptor {
+    /// The default ``retryLimit``: `2`.
+    public static let defaultRetryLimit = 2
+    /// The default ``exponentialBackoffBase``: `2`.
+    public static let defaultExponentialBackoffBase = 2
+    /// The default ``exponentialBackoffScale``: `0.5` seconds.
+    public static let defaultExponentialBackoffScale = 0.5
+    /// The default ``retryableHTTPMethods``: DELETE, GET, HEAD, OPTIONS, PUT and TRACE, the idempotent methods.
+    public static let defaultRetryableHTTPMethods: Set<HTTPMethod> = [.delete, .get, .head, .options, .put, .trace]
+    /// The default ``retryableHTTPStatusCodes``: 408, 500, 502, 503 and 504.
+    public static let defaultRetryableHTTPStatusCodes: Set<Int> = [408, 500, 502, 503, 504]
+    /// The default ``retryableURLErrorCodes``: the 18 codes of transient network failures that Alamofire retries.
+    public static let defaultRetryableURLErrorCodes: Set<URLError.Code> = [
+        .backgroundSessionInUseByAnotherProcess, .backgroundSessionWasDisconnected, .badServerResponse,
+        .callIsActive, .cannotConnectToHost, .cannotFindHost, .cannotLoadFromNetwork, .dataNotAllowed,
+        .dnsLookupFailed, .downloadDecodingFailedMidStream, .downloadDecodingFailedToComplete,
+        .internationalRoamingOff, .networkConnectionLost, .notConnectedToInternet, .secureConnectionFailed,
+        .serverCertificateHasBadDate, .serverCertificateNotYetValid, .timedOut,
+    ]
+
+    /// How many times a request is retried at most; ``defaultRetryLimit`` (`2`) by default.
+    public let retryLimit: Int
+    /// The base of the exponential backoff, at least 2; ``defaultExponentialBackoffBase`` (`2`) by default.
+    public let exponentialBackoffBase: Int
+    /// The factor, in seconds, of the exponential backoff; ``defaultExponentialBackoffScale`` (`0.5`) by default.
+    public let exponentialBackoffScale: Double
+    /// The methods that may be retried; ``defaultRetryableHTTPMethods`` by default.
+    public let retryableHTTPMethods: Set<HTTPMethod>
+    /// The status codes that are retried; ``defaultRetryableHTTPStatusCodes`` by default.
+    public let retryableHTTPStatusCodes: Set<Int>
+    /// The `URLError` codes that are retried; ``defaultRetryableURLErrorCodes`` by default.
+    public let retryableURLErrorCodes: Set<URLError.Code>
+
+    /// Creates a policy with every default.
+    public init() {
+        retryLimit = Self.defaultRetryLimit
+        exponentialBackoffBase = Self.defaultExponentialBackoffBase
+        exponentialBackoffScale = Self.defaultExponentialBackoffScale
+        retryableHTTPMethods = Self.defaultRetryableHTTPMethods
+        retryableHTTPStatusCodes = Self.defaultRetryableHTTPStatusCodes
+        retryableURLErrorCodes = Self.defaultRetryableURLErrorCodes
+    }
+
+    /// Creates a policy, checking its configuration.
+    ///
+    /// - Parameters:
+    ///   - retryLimit: How many times a request is retried at most, `0` or more; `2` by default.
+    ///   - exponentialBackoffBase: The base of the backoff, `2` or more; `2` by default.
+    ///   - exponentialBackoffScale: The factor of the backoff in seconds, finite and `0` or more; `0.5` by default.
+    ///   - retryableHTTPMethods: The methods that may be retried; ``defaultRetryableHTTPMethods`` by default.
+    ///   - retryableHTTPStatusCodes: The status codes that are retried; ``defaultRetryableHTTPStatusCodes`` by default.
+    ///   - retryableURLErrorCodes: The `URLError` codes that are retried; ``defaultRetryableURLErrorCodes`` by default.
+    /// - Throws: ``ConfigurationError`` naming the first invalid setting.
+    public init(
+        retryLimit: Int = defaultRetryLimit,
+        exponentialBackoffBase: Int = defaultExponentialBackoffBase,
+        exponentialBackoffScale: Double = defaultExponentialBackoffScale,
+        retryableHTTPMethods: Set<HTTPMethod> = defaultRetryableHTTPMethods,
+        retryableHTTPStatusCodes: Set<Int> = defaultRetryableHTTPStatusCodes,
+        retryableURLErrorCodes: Set<URLError.Code> = defaultRetryableURLErrorCodes
+    ) throws(ConfigurationError) {
+        guard retryLimit >= 0 else {
+            throw ConfigurationError("RetryPolicy.retryLimit must be 0 or more, got \(retryLimit)")
+        }
+        guard exponentialBackoffBase >= 2 else {
+            throw ConfigurationError(
+                "RetryPolicy.exponentialBackoffBase must be at least 2, got \(exponentialBackoffBase)")
+        }
+        guard exponentialBackoffScale.isFinite, exponentialBackoffScale >= 0 else {
+            throw ConfigurationError(
+                "RetryPolicy.exponentialBackoffScale must be a finite number of seconds, 0 or more, got \(exponentialBackoffScale)"
+            )
+        }
+        self.retryLimit = retryLimit
+        self.exponentialBackoffBase = exponentialBackoffBase
+        self.exponentialBackoffScale = exponentialBackoffScale
+        self.retryableHTTPMethods = retryableHTTPMethods
+        self.retryableHTTPStatusCodes = retryableHTTPStatusCodes
+        self.retryableURLErrorCodes = retryableURLErrorCodes
+    }
+
+    /// The backoff before retry number `retryCount + 1`: `exponentialBackoffBase ^ retryCount × exponentialBackoffScale`
+    /// seconds, held at about 31,700 years where the power would overflow.
+    public func delay(forRetryCount retryCount: Int) -> Duration {
+        let seconds = pow(Double(exponentialBackoffBase), Double(max(retryCount, 0))) * exponentialBackoffScale
+        return .seconds(seconds.isFinite ? min(seconds, Self.longestDelaySeconds) : Self.longestDelaySeconds)
+    }
+
+    /// Whether `error`, the failure of `request`'s last attempt, is one this policy retries, ignoring the retry limit.
+    public func shouldRetry(_ request: RetryRequest, dueTo error: ReboundError) -> Bool {
+        guard retryableHTTPMethods.contains(request.method) else { return false }
+        if let statusCode = request.response?.statusCode, retryableHTTPStatusCodes.contains(statusCode) {
+            return true
+        }
+        if let code = error.reason.original.urlError?.code, retryableURLErrorCodes.contains(code) {
+            return true
+        }
+        return false
+    }
+
+    /// Answers ``RetryResult/retryWithDelay(_:)`` with ``delay(forRetryCount:)`` while the retry count is below the
+    /// limit and ``shouldRetry(_:dueTo:)`` holds, ``RetryResult/doNotRetry`` otherwise.
+    public func retry(_ request: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
+        guard request.retryCount < retryLimit, shouldRetry(request, dueTo: error) else { return .doNotRetry }
+        return .retryWithDelay(delay(forRetryCount: request.retryCount))
+    }
+
+    /// 10^12 seconds: far beyond any useful delay, far below where `Duration` would overflow.
+    private static let longestDelaySeconds = 1e12
+}
+
+extension RequestRetrier where Self == RetryPolicy {
+    /// A ``RetryPolicy`` with every default.
+    public static var retryPolicy: RetryPolicy { RetryPolicy() }
+
+    /// A ``RetryPolicy`` with the settings given; see ``RetryPolicy/init(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:)``.
+    public static func retryPolicy(
+        retryLimit: Int = RetryPolicy.defaultRetryLimit,
+        exponentialBackoffBase: Int = RetryPolicy.defaultExponentialBackoffBase,
+        exponentialBackoffScale: Double = RetryPolicy.defaultExponentialBackoffScale,
+        retryableHTTPMethods: Set<HTTPMethod> = RetryPolicy.defaultRetryableHTTPMethods,
+        retryableHTTPStatusCodes: Set<Int> = RetryPolicy.defaultRetryableHTTPStatusCodes,
+        retryableURLErrorCodes: Set<URLError.Code> = RetryPolicy.defaultRetryableURLErrorCodes
+    ) throws(ConfigurationError) -> RetryPolicy {
+        try RetryPolicy(
+            retryLimit: retryLimit, exponentialBackoffBase: exponentialBackoffBase,
+            exponentialBackoffScale: exponentialBackoffScale, retryableHTTPMethods: retryableHTTPMethods,
+            retryableHTTPStatusCodes: retryableHTTPStatusCodes, retryableURLErrorCodes: retryableURLErrorCodes)
+    }
+}

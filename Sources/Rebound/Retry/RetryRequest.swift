@@ -1,0 +1,46 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// What a retrier knows about the request whose attempt just failed.
+public struct RetryRequest: Sendable {
+    /// An identifier shared by every attempt of one request, and different between requests.
+    public let requestID: UUID
+    /// The label the caller gave the request, for retriers that treat kinds of request differently; `nil` if none.
+    public let label: String?
+    /// The request as the caller passed it to the session, before any adapter ran.
+    public let originalRequest: URLRequest
+    /// The request sent in the failed attempt; `nil` if an adapter failed before it could be sent.
+    public let lastRequest: URLRequest?
+    /// The failed attempt's response; `nil` if it got none.
+    public let response: HTTPURLResponse?
+    /// The failed attempt's response body; `nil` if it got no response.
+    public let data: Data?
+    /// Every attempt so far, in order; the last one is the attempt that just failed.
+    public let attempts: [Attempt]
+
+    /// Creates a retry request; the session creates these, and test code may too.
+    public init(
+        requestID: UUID = UUID(), label: String? = nil, originalRequest: URLRequest, lastRequest: URLRequest? = nil,
+        response: HTTPURLResponse? = nil, data: Data? = nil, attempts: [Attempt] = []
+    ) {
+        self.requestID = requestID
+        self.label = label
+        self.originalRequest = originalRequest
+        self.lastRequest = lastRequest
+        self.response = response
+        self.data = data
+        self.attempts = attempts
+    }
+
+    /// How many retries were made before the attempt that just failed: `0` after the first attempt fails.
+    public var retryCount: Int { max(attempts.count - 1, 0) }
+
+    /// The request that failed: the last one sent, or the original when no attempt was sent.
+    public var request: URLRequest { lastRequest ?? originalRequest }
+
+    /// The failed request's method, `GET` when it sets none.
+    public var method: HTTPMethod { request.method }
+}

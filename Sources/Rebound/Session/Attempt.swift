@@ -1,0 +1,40 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The record of one attempt of a request: what was sent, what came back, how long it took.
+public struct Attempt: Sendable {
+    /// The attempt's number, starting at 1.
+    public let number: Int
+    /// The request sent to the transport, after adaptation; `nil` if an adapter failed.
+    public let request: URLRequest?
+    /// The response received; `nil` if the adapters or the transport failed.
+    public let response: HTTPURLResponse?
+    /// Why the attempt failed; `nil` if it succeeded.
+    public let failure: ReboundError.Reason?
+    /// The time from the start of adaptation to the end of validation, measured on the session's clock.
+    public let duration: Duration
+    /// The delay slept before the next attempt; `nil` if there was no next attempt, `.zero` for an immediate retry.
+    public internal(set) var retryDelay: Duration?
+
+    /// Creates an attempt record; the session creates these, and test code may too.
+    public init(
+        number: Int, request: URLRequest?, response: HTTPURLResponse?, failure: ReboundError.Reason?,
+        duration: Duration, retryDelay: Duration? = nil
+    ) {
+        self.number = number
+        self.request = request
+        self.response = response
+        self.failure = failure
+        self.duration = duration
+        self.retryDelay = retryDelay
+    }
+
+    /// The response's status code, if there was a response.
+    public var statusCode: Int? { response?.statusCode }
+
+    /// Whether this attempt succeeded.
+    public var succeeded: Bool { failure == nil }
+}

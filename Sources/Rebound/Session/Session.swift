@@ -1,0 +1,115 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Sends HTTP requests through a chain of interceptors: adapt, send, validate, and retry on failure.
+///
+/// For each request, attempt after attempt:
+/// 1. If the task is cancelled, the request ends with `CancellationError`.
+/// 2. **Adapt**: the session's interceptor adapts the request as the caller gave it, then the request's own
+///    interceptor adapts the result (see ``Interceptor`` for the chain's rules).
+/// 3. **Send** it through the ``transport``.
+/// 4. **Validate** the response with the request's validator, or the session's if the request has none.
+/// 5. On success, return a ``Response`` with the body and the record of every attempt.
+/// 6. On failure (adapter error, transport error, or validation failure), ask the retriers **once**: the session's
+///    interceptor first, then the request's. A retry sleeps the delay on the session's clock, cancellably, then goes
+///    back to 1. Otherwise the request ends with a ``ReboundError``.
+///
+/// Each call ends with exactly one outcome: a ``Response``, a ``ReboundError``, or `CancellationError` when the
+/// calling task is cancelled (during adaptation, the transport's send, a retrier's decision or a backoff sleep).
+/// Cancellation is never retried and no attempt starts after it.
+///
+/// A session is immutable and safe to use from many tasks at once; interceptors it holds are shared by all its
+/// requests.
+///
+/// ```swift
+/// let session = Session(interceptor: Interceptor(
+///     adapters: [.adapter { request, _ in
+///         var request = request
+///         request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+///         return request
+///     }],
+///     retriers: [RetryPolicy()]
+/// ))
+/// let response = try await session.send(URL(string: "https://example.com/items")!)
+/// let items: [Item] = try response.decode()
+/// ```
+public final class Session: Sendable {
+    /// The transport every attempt is sent through.
+    public let transport: any HTTPTransport
+    /// The interceptor every request goes through, before the request's own; `nil` for none.
+    public let interceptor: (any RequestInterceptor)?
+    /// The validator for requests that do not bring their own.
+    public let validator: ResponseValidator
+
+    let clock: SessionClock
+
+    /// Creates a session.
+    ///
+    /// - Parameters:
+    ///   - transport: Sends each attempt; ``URLSessionTransport`` on `URLSession.shared` by default.
+    ///   - interceptor: Adapts and retries every request, before the request's own interceptor; none by default.
+    ///   - validator: Validates responses of requests that bring no validator of their own;
+    ///     ``ResponseValidator/successfulStatusCodes`` (200..<300) by default.
+    ///   - clock: The clock that backoff delays are slept on and attempts are timed with; `ContinuousClock` by
+    ///     default. Tests pass a `ManualClock` or an `ImmediateClock` from `ReboundTesting`.
+    public init<C: Clock>(
+        transport: any HTTPTransport = URLSessionTransport(),
+        interceptor: (any RequestInterceptor)? = nil,
+        validator: ResponseValidator = .successfulStatusCodes,
+        clock: C = ContinuousClock()
+    ) where C.Duration == Duration {
+        self.transport = transport
+        self.interceptor = interceptor
+        self.validator = validator
+        self.clock = SessionClock(clock)
+    }
+
+    /// Sends `request`, retrying as the interceptors decide, and returns the successful response.
+    ///
+    /// - Parameters:
+    ///   - request: The request to send; adapters start from it on every attempt.
+    ///   - label: A string that interceptors can read to treat kinds of request differently; none by default.
+    ///   - interceptor: This request's own interceptor, which adapts after the session's and is asked to retry after
+    ///     the session's; none by default.
+    ///   - validator: This request's validator, used instead of the session's; the session's by default.
+    /// - Returns: The response of the first attempt that passed validation.
+    /// - Throws: ``ReboundError`` when the request fails for good; `CancellationError` when the task is cancelled.
+    public func send(
+        _ request: URLRequest,
+        label: String? = nil,
+        interceptor: (any RequestInterceptor)? = nil,
+        validator: ResponseValidator? = nil
+    ) async throws -> Response {
+        var run = RequestRun(
+            session: self, originalRequest: request, label: label, requestInterceptor: interceptor,
+            validator: validator ?? self.validator)
+        return try await run.execute()
+    }
+
+    /// Sends a request built from a URL, a method, headers and a body; see ``send(_:label:interceptor:validator:)``.
+    ///
+    /// - Parameters:
+    ///   - url: The URL to request.
+    ///   - method: The HTTP method; ``HTTPMethod/get`` by default.
+    ///   - headers: Header fields to set; none by default.
+    ///   - body: The body to send; none by default.
+    ///   - label: A string that interceptors can read; none by default.
+    ///   - interceptor: This request's own interceptor, run after the session's; none by default.
+    ///   - validator: This request's validator, used instead of the session's; the session's by default.
+    public func send(
+        _ url: URL,
+        method: HTTPMethod = .get,
+        headers: [String: String] = [:],
+        body: Data? = nil,
+        label: String? = nil,
+        interceptor: (any RequestInterceptor)? = nil,
+        validator: ResponseValidator? = nil
+    ) async throws -> Response {
+        try await send(
+            URLRequest(url: url, method: method, headers: headers, body: body), label: label,
+            interceptor: interceptor, validator: validator)
+    }
+}

@@ -1,0 +1,13 @@
+/// A clock reduced to the two things the pipeline needs, so that `Session` need not be generic over its clock.
+struct SessionClock: Sendable {
+    /// The time elapsed since the clock was wrapped.
+    let now: @Sendable () -> Duration
+    /// Sleeps for a duration, throwing `CancellationError` if the task is cancelled.
+    let sleep: @Sendable (Duration) async throws -> Void
+
+    init<C: Clock>(_ clock: C) where C.Duration == Duration {
+        let origin = clock.now
+        now = { origin.duration(to: clock.now) }
+        sleep = { duration in try await clock.sleep(for: duration) }
+    }
+}

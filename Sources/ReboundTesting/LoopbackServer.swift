@@ -1,0 +1,377 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// An HTTP/1.1 server on 127.0.0.1, started in-process by a test, that answers scripted routes and counts what each
+/// route received.
+///
+/// It binds an ephemeral port when created and serves until ``stop()`` or until it is released. Each route answers
+/// with a sequence of replies, one per request, the last one repeating (503, 503, 200 answers every request after
+/// the second with 200), or with a closure. A reply can carry headers such as `Retry-After`, a body, a delay, or
+/// drop the connection without answering. Paths without a route answer 404.
+///
+/// ```swift
+/// let server = try LoopbackServer()
+/// server.route("/flaky", [.status(503), .status(503), .status(200, body: "ok")])
+/// let response = try await session.send(server.url("/flaky"))
+/// #expect(server.hits("/flaky") == 3)
+/// ```
+///
+/// Connections are kept alive, each served by its own thread with `TCP_NODELAY` set, so the server keeps up with
+/// thousands of requests a second. All methods are thread-safe.
+public final class LoopbackServer: Sendable {
+    /// A scripted answer to one request.
+    public struct Reply: Sendable {
+        /// The status code.
+        public var status: Int
+        /// The header fields, sent in this order; `Content-Length` is always computed by the server.
+        public var headers: [(name: String, value: String)]
+        /// The body.
+        public var body: Data
+        /// How long the server waits before answering; zero by default.
+        public var delay: Duration
+        /// Whether the server closes the connection instead of answering, after ``delay``.
+        public var dropsConnection: Bool
+        /// Whether the server sends the head and only half the body, then closes the connection.
+        public var truncatesBody = false
+
+        /// A reply with `status`, `headers` and a UTF-8 `body`; no headers and an empty body by default.
+        public static func status(_ status: Int, headers: [String: String] = [:], body: String = "") -> Reply {
+            response(status: status, headers: headers, body: Data(body.utf8))
+        }
+
+        /// A reply with `status`, `headers` and `body`.
+        public static func response(status: Int, headers: [String: String] = [:], body: Data) -> Reply {
+            Reply(
+                status: status, headers: headers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }, body: body,
+                delay: .zero, dropsConnection: false)
+        }
+
+        /// A reply whose body is `json`, with `Content-Type: application/json`.
+        public static func json(_ json: String, status: Int = 200) -> Reply {
+            .status(status, headers: ["Content-Type": "application/json"], body: json)
+        }
+
+        /// Closes the connection after reading the request, without answering.
+        public static let drop = Reply(status: 0, headers: [], body: Data(), delay: .zero, dropsConnection: true)
+
+        /// Sends the head of a response with `status` and a body of `length` bytes, but only half the body, then
+        /// closes the connection: a connection lost in the middle of a response.
+        public static func truncated(status: Int = 200, length: Int = 1024) -> Reply {
+            var reply = response(status: status, body: Data(repeating: UInt8(ascii: "x"), count: max(length, 2)))
+            reply.truncatesBody = true
+            return reply
+        }
+
+        /// The same reply, sent (or the connection dropped) after `delay` of real time.
+        public func delayed(by delay: Duration) -> Reply {
+            var reply = self
+            reply.delay += delay
+            return reply
+        }
+    }
+
+    /// A request as the server received it.
+    public struct Request: Sendable {
+        /// The method, for example `"GET"`.
+        public let method: String
+        /// The path, without the query.
+        public let path: String
+        /// The query, without the `?`; `nil` if the target had none.
+        public let query: String?
+        /// The header fields in the order received.
+        public let headers: [(name: String, value: String)]
+        /// The body, de-chunked if it was sent chunked; empty if none.
+        public let body: Data
+
+        /// The first value of the header `name`, compared without regard to case.
+        public func value(forHeader name: String) -> String? {
+            headers.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+        }
+    }
+
+    /// The closure form of a route: the request and its number on this route, counting from 1, in; the reply out.
+    public typealias Handler = @Sendable (Request, Int) -> Reply
+
+    /// The port the server listens on, on 127.0.0.1.
+    public let port: UInt16
+
+    private let core: ServerCore
+
+    /// Starts a server on an ephemeral port of 127.0.0.1.
+    ///
+    /// - Throws: An error naming the socket call that failed, if the port cannot be opened.
+    public init() throws {
+        let (listener, port) = try POSIXSocket.listenOnLoopback()
+        self.port = port
+        do {
+            core = try ServerCore(listener: listener)
+        } catch {
+            POSIXSocket.closeSocket(listener)
+            throw error
+        }
+        core.start()
+    }
+
+    deinit {
+        core.stop()
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    public var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
+
+    /// The URL of `path` (which may carry a query) on this server.
+    public func url(_ path: String) -> URL {
+        URL(string: "http://127.0.0.1:\(port)\(path.hasPrefix("/") ? "" : "/")\(path)")!
+    }
+
+    /// Answers requests to `path` with `replies` in order, one per request; the last reply repeats.
+    ///
+    /// Replaces any route `path` had, and its counts.
+    public func route(_ path: String, _ replies: [Reply]) {
+        precondition(!replies.isEmpty, "LoopbackServer.route(_:_:) needs at least one reply for \(path)")
+        route(path) { _, number in replies[min(number, replies.count) - 1] }
+    }
+
+    /// Answers requests to `path` with what `handler` returns for each.
+    ///
+    /// Replaces any route `path` had, and its counts.
+    public func route(_ path: String, handler: @escaping Handler) {
+        core.setRoute(path, handler: handler)
+    }
+
+    /// How many requests `path` has received.
+    public func hits(_ path: String) -> Int {
+        core.requests(path).count
+    }
+
+    /// The requests `path` has received, in order.
+    public func requests(_ path: String) -> [Request] {
+        core.requests(path)
+    }
+
+    /// How many requests the server has received in all, on every path.
+    public var totalHits: Int { core.totalHits }
+
+    /// Stops accepting connections, closes the open ones, and returns when every server thread has finished.
+    ///
+    /// Requests being delayed are dropped. Calling it again does nothing.
+    public func stop() {
+        core.stop()
+    }
+}
+
+/// The server's state and threads, apart from the public handle so that threads do not keep the handle alive.
+private final class ServerCore: Sendable {
+    private struct Route {
+        var handler: LoopbackServer.Handler
+        var requests: [LoopbackServer.Request] = []
+    }
+
+    private struct State {
+        var routes: [String: Route] = [:]
+        var unrouted: [String: [LoopbackServer.Request]] = [:]
+        var totalHits = 0
+        var connections: Set<Int32> = []
+        var stopped = false
+    }
+
+    private let listener: Int32
+    private let wake: (read: Int32, write: Int32)
+    private let state = Mutex(State())
+    private let threads = DispatchGroup()
+
+    init(listener: Int32) throws {
+        self.listener = listener
+        wake = try POSIXSocket.makePipe()
+    }
+
+    func start() {
+        spawn { self.acceptLoop() }
+    }
+
+    func setRoute(_ path: String, handler: @escaping LoopbackServer.Handler) {
+        state.withLock { state in
+            state.routes[path] = Route(handler: handler)
+            state.unrouted[path] = nil
+        }
+    }
+
+    func requests(_ path: String) -> [LoopbackServer.Request] {
+        state.withLock { $0.routes[path]?.requests ?? $0.unrouted[path] ?? [] }
+    }
+
+    var totalHits: Int { state.withLock { $0.totalHits } }
+
+    func stop() {
+        let connections = state.withLock { state -> Set<Int32>? in
+            guard !state.stopped else { return nil }
+            state.stopped = true
+            return state.connections
+        }
+        guard let connections else { return }
+        POSIXSocket.signal(wake.write)
+        for fd in connections { POSIXSocket.shutdownBoth(fd) }
+        threads.wait()
+        POSIXSocket.closeSocket(listener)
+        POSIXSocket.closeSocket(wake.read)
+        POSIXSocket.closeSocket(wake.write)
+    }
+
+    private func spawn(_ body: @escaping @Sendable () -> Void) {
+        threads.enter()
+        let thread = Thread { [threads] in
+            body()
+            threads.leave()
+        }
+        thread.stackSize = 512 * 1024
+        thread.start()
+    }
+
+    private func acceptLoop() {
+        while POSIXSocket.waitReadable(listener, orWake: wake.read) {
+            guard let fd = POSIXSocket.acceptConnection(listener) else { continue }
+            let accepted = state.withLock { state in
+                guard !state.stopped else { return false }
+                state.connections.insert(fd)
+                return true
+            }
+            guard accepted else {
+                POSIXSocket.closeSocket(fd)
+                return
+            }
+            spawn { self.serve(fd) }
+        }
+    }
+
+    private func serve(_ fd: Int32) {
+        defer {
+            state.withLock { _ = $0.connections.remove(fd) }
+            POSIXSocket.closeSocket(fd)
+        }
+        var buffer: [UInt8] = []
+        while true {
+            // Read the head.
+            var head: HTTPRequestParser.Head
+            while true {
+                switch HTTPRequestParser.parseHead(buffer) {
+                case .head(let parsed):
+                    head = parsed
+                case .incomplete:
+                    guard receive(fd, into: &buffer) else { return }
+                    continue
+                case .invalid(let reason):
+                    respond(fd, status: 400, headers: [], body: Data(reason.utf8), keepAlive: false, isHead: false)
+                    return
+                }
+                break
+            }
+
+            // Read the body.
+            var sentContinue = false
+            let body: Data
+            while true {
+                switch HTTPRequestParser.parseBody(buffer[head.length...], framing: head.bodyFraming) {
+                case .body(let data, let consumed):
+                    body = data
+                    buffer.removeFirst(head.length + consumed)
+                case .incomplete:
+                    if head.expectsContinue && !sentContinue {
+                        sentContinue = true
+                        guard POSIXSocket.writeAll(fd, Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)) else { return }
+                    }
+                    guard receive(fd, into: &buffer) else { return }
+                    continue
+                case .invalid(let reason):
+                    respond(fd, status: 400, headers: [], body: Data(reason.utf8), keepAlive: false, isHead: false)
+                    return
+                }
+                break
+            }
+
+            let (path, query) = Self.split(head.target)
+            let request = LoopbackServer.Request(
+                method: head.method, path: path, query: query, headers: head.headers, body: body)
+            let reply = record(request)
+            if reply.delay > .zero {
+                let milliseconds = Int32(clamping: reply.delay.components.seconds * 1000
+                    + reply.delay.components.attoseconds / 1_000_000_000_000_000)
+                guard POSIXSocket.sleep(milliseconds: milliseconds, orWake: wake.read) else { return }
+            }
+            if reply.dropsConnection { return }
+            guard
+                respond(
+                    fd, status: reply.status, headers: reply.headers, body: reply.body, keepAlive: head.keepsAlive,
+                    isHead: head.method == "HEAD", truncated: reply.truncatesBody),
+                head.keepsAlive, !reply.truncatesBody
+            else { return }
+        }
+    }
+
+    private func receive(_ fd: Int32, into buffer: inout [UInt8]) -> Bool {
+        POSIXSocket.waitReadable(fd, orWake: wake.read) && POSIXSocket.readAvailable(fd, into: &buffer)
+    }
+
+    /// Counts the request on its route and returns the route's reply (404 for a path without a route).
+    private func record(_ request: LoopbackServer.Request) -> LoopbackServer.Reply {
+        let (handler, number) = state.withLock { state -> (LoopbackServer.Handler?, Int) in
+            state.totalHits += 1
+            guard state.routes[request.path] != nil else {
+                state.unrouted[request.path, default: []].append(request)
+                return (nil, state.unrouted[request.path]!.count)
+            }
+            state.routes[request.path]!.requests.append(request)
+            return (state.routes[request.path]!.handler, state.routes[request.path]!.requests.count)
+        }
+        guard let handler else { return .status(404, body: "no route for \(request.path)") }
+        return handler(request, number)
+    }
+
+    @discardableResult
+    private func respond(
+        _ fd: Int32, status: Int, headers: [(name: String, value: String)], body: Data, keepAlive: Bool,
+        isHead: Bool, truncated: Bool = false
+    ) -> Bool {
+        var head = "HTTP/1.1 \(status) \(Self.reasonPhrase(status))\r\n"
+        var hasCacheControl = false
+        for (name, value) in headers where name.caseInsensitiveCompare("Content-Length") != .orderedSame {
+            if name.caseInsensitiveCompare("Cache-Control") == .orderedSame { hasCacheControl = true }
+            head += "\(name): \(value)\r\n"
+        }
+        // Keep clients' caches out of the way of scripted sequences.
+        if !hasCacheControl { head += "Cache-Control: no-store\r\n" }
+        head += "Content-Length: \(body.count)\r\n"
+        if !keepAlive { head += "Connection: close\r\n" }
+        head += "\r\n"
+        var bytes = Array(head.utf8)
+        if !isHead { bytes.append(contentsOf: truncated ? body.prefix(body.count / 2) : body) }
+        return POSIXSocket.writeAll(fd, bytes)
+    }
+
+    private static func split(_ target: String) -> (path: String, query: String?) {
+        guard let mark = target.firstIndex(of: "?") else { return (target, nil) }
+        return (String(target[..<mark]), String(target[target.index(after: mark)...]))
+    }
+
+    private static func reasonPhrase(_ status: Int) -> String {
+        switch status {
+        case 200: "OK"
+        case 201: "Created"
+        case 204: "No Content"
+        case 301: "Moved Permanently"
+        case 302: "Found"
+        case 304: "Not Modified"
+        case 400: "Bad Request"
+        case 401: "Unauthorized"
+        case 403: "Forbidden"
+        case 404: "Not Found"
+        case 408: "Request Timeout"
+        case 429: "Too Many Requests"
+        case 500: "Internal Server Error"
+        case 502: "Bad Gateway"
+        case 503: "Service Unavailable"
+        case 504: "Gateway Timeout"
+        default: "Status \(status)"
+        }
+    }
+}

@@ -1,0 +1,186 @@
+import Synchronization
+
+/// A clock whose time moves only when the test advances it: sleeps are recorded and finish when time reaches them.
+///
+/// Inject it into a `Session` (or any policy that takes a clock), start the work in a task, wait for it to sleep,
+/// check what it asked for, and advance:
+///
+/// ```swift
+/// let clock = ManualClock()
+/// let session = Session(transport: transport, interceptor: RetryPolicy(), clock: clock)
+/// let task = Task { try await session.send(request) }
+/// try await clock.waitForSleepers(1)          // the first backoff has started
+/// #expect(clock.sleeps == [.milliseconds(500)])
+/// clock.advance(by: .milliseconds(500))       // and now it ends
+/// ```
+///
+/// Nothing here sleeps for real or depends on scheduling luck: ``waitForSleepers(_:)`` suspends until the sleep is
+/// registered. A cancelled sleep throws `CancellationError` at once. All methods are thread-safe.
+public final class ManualClock: Clock, Sendable {
+    /// The clock's instants: offsets from its start.
+    public typealias Instant = TestInstant
+
+    private struct Sleeper {
+        let id: Int
+        let deadline: TestInstant
+        let continuation: CheckedContinuation<Void, any Error>
+    }
+
+    private struct State {
+        var now: TestInstant
+        var sleepers: [Sleeper] = []
+        var sleeps: [Duration] = []
+        var nextID = 0
+        var unregisteredIDs: Set<Int> = []
+        var cancelledIDs: Set<Int> = []
+    }
+
+    private let state: Mutex<State>
+    private let pendingSignal = CountSignal()
+    private let startedSignal = CountSignal()
+
+    /// Creates a clock that reads `now`, the start (offset zero) by default.
+    public init(now: TestInstant = TestInstant(offset: .zero)) {
+        state = Mutex(State(now: now))
+    }
+
+    /// The current time, which changes only through ``advance(by:)`` and ``advance(to:)``.
+    public var now: TestInstant { state.withLock { $0.now } }
+
+    /// Zero: the clock has no resolution limit.
+    public var minimumResolution: Duration { .zero }
+
+    /// Every sleep asked of this clock so far, as the duration from the time of the call to its deadline, in order.
+    public var sleeps: [Duration] { state.withLock { $0.sleeps } }
+
+    /// How many sleeps are waiting for time to reach them.
+    public var pendingSleepCount: Int { state.withLock { $0.sleepers.count } }
+
+    /// Suspends until the clock is advanced to `deadline`; returns at once if it is already there.
+    ///
+    /// - Throws: `CancellationError` when the task is cancelled, at once, whatever the clock's time.
+    public func sleep(until deadline: TestInstant, tolerance: Duration? = nil) async throws {
+        try Task.checkCancellation()
+        let id: Int? = state.withLock { state in
+            state.sleeps.append(state.now.duration(to: deadline))
+            startedSignal.set(state.sleeps.count)
+            guard deadline > state.now else { return nil }
+            state.nextID += 1
+            state.unregisteredIDs.insert(state.nextID)
+            return state.nextID
+        }
+        guard let id else { return }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                state.withLock { state in
+                    state.unregisteredIDs.remove(id)
+                    if state.cancelledIDs.remove(id) != nil {
+                        continuation.resume(throwing: CancellationError())
+                    } else if deadline <= state.now {
+                        continuation.resume()
+                    } else {
+                        state.sleepers.append(Sleeper(id: id, deadline: deadline, continuation: continuation))
+                        pendingSignal.set(state.sleepers.count)
+                    }
+                }
+            }
+        } onCancel: {
+            state.withLock { state in
+                if let index = state.sleepers.firstIndex(where: { $0.id == id }) {
+                    state.sleepers.remove(at: index).continuation.resume(throwing: CancellationError())
+                    pendingSignal.set(state.sleepers.count)
+                } else if state.unregisteredIDs.contains(id) {
+                    // The handler ran before the sleeper was registered: make registration fail at once.
+                    state.cancelledIDs.insert(id)
+                }
+            }
+        }
+    }
+
+    /// Moves time forward by `duration` and ends every sleep whose deadline it reaches, earliest first.
+    public func advance(by duration: Duration = .zero) {
+        state.withLock { state in
+            Self.move(&state, to: state.now.advanced(by: duration))
+            pendingSignal.set(state.sleepers.count)
+        }
+    }
+
+    /// Moves time forward to `instant` (never back) and ends every sleep whose deadline it reaches, earliest first.
+    public func advance(to instant: TestInstant) {
+        state.withLock { state in
+            Self.move(&state, to: max(instant, state.now))
+            pendingSignal.set(state.sleepers.count)
+        }
+    }
+
+    /// Suspends until at least `count` sleeps are waiting on this clock.
+    ///
+    /// - Throws: `CancellationError` if the waiting task is cancelled first.
+    public func waitForSleepers(_ count: Int = 1) async throws {
+        try await pendingSignal.wait(atLeast: count)
+    }
+
+    /// Suspends until at least `count` sleeps in all have been asked of this clock, including those already over.
+    ///
+    /// - Throws: `CancellationError` if the waiting task is cancelled first.
+    public func waitForSleeps(_ count: Int) async throws {
+        try await startedSignal.wait(atLeast: count)
+    }
+
+    private static func move(_ state: inout State, to instant: TestInstant) {
+        state.now = instant
+        let due = state.sleepers.filter { $0.deadline <= instant }.sorted { $0.deadline < $1.deadline }
+        state.sleepers.removeAll { $0.deadline <= instant }
+        for sleeper in due {
+            sleeper.continuation.resume()
+        }
+    }
+}
+
+/// A clock on which every sleep ends at once, moving the clock's time to its deadline: for tests that check
+/// which delays were asked for without waiting for them.
+///
+/// ```swift
+/// let clock = ImmediateClock()
+/// let session = Session(interceptor: RetryPolicy(), clock: clock)
+/// _ = try await session.send(url)          // against a route that answers 503, 503, 200
+/// #expect(clock.sleeps == [.milliseconds(500), .seconds(1)])
+/// ```
+///
+/// A cancelled task's sleep throws `CancellationError`. All methods are thread-safe.
+public final class ImmediateClock: Clock, Sendable {
+    /// The clock's instants: offsets from its start.
+    public typealias Instant = TestInstant
+
+    private struct State {
+        var now: TestInstant
+        var sleeps: [Duration] = []
+    }
+
+    private let state: Mutex<State>
+
+    /// Creates a clock that reads `now`, the start (offset zero) by default.
+    public init(now: TestInstant = TestInstant(offset: .zero)) {
+        state = Mutex(State(now: now))
+    }
+
+    /// The current time: the start, moved forward by every sleep.
+    public var now: TestInstant { state.withLock { $0.now } }
+
+    /// Zero: the clock has no resolution limit.
+    public var minimumResolution: Duration { .zero }
+
+    /// Every sleep asked of this clock so far, as the duration from the time of the call to its deadline, in order.
+    public var sleeps: [Duration] { state.withLock { $0.sleeps } }
+
+    /// Records the sleep and moves the time to `deadline` if it is later, without suspending.
+    ///
+    /// - Throws: `CancellationError` when the task is cancelled.
+    public func sleep(until deadline: TestInstant, tolerance: Duration? = nil) async throws {
+        try Task.checkCancellation()
+        state.withLock { state in
+            state.sleeps.append(state.now.duration(to: deadline))
+            state.now = max(state.now, deadline)
+        }
+    }
+}

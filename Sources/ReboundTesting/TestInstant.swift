@@ -1,0 +1,28 @@
+/// A point in time on a test clock: the time elapsed since the clock was created.
+public struct TestInstant: InstantProtocol, Sendable, CustomStringConvertible {
+    /// The time since the clock's start.
+    public let offset: Duration
+
+    /// Creates the instant `offset` after the clock's start.
+    public init(offset: Duration) {
+        self.offset = offset
+    }
+
+    /// The instant `duration` later.
+    public func advanced(by duration: Duration) -> TestInstant {
+        TestInstant(offset: offset + duration)
+    }
+
+    /// The duration from this instant to `other`.
+    public func duration(to other: TestInstant) -> Duration {
+        other.offset - offset
+    }
+
+    /// Orders instants by their offset.
+    public static func < (lhs: TestInstant, rhs: TestInstant) -> Bool {
+        lhs.offset < rhs.offset
+    }
+
+    /// The offset, for test failure messages.
+    public var description: String { "TestInstant(\(offset))" }
+}

@@ -1,0 +1,519 @@
+import Foundation
+import Rebound
+import ReboundTesting
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+@Suite("Session")
+struct SessionTests {
+    // MARK: - Success and records
+
+    @Test func returnsBodyResponseFinalRequestAndAttempts() async throws {
+        let transport = ScriptedTransport([.response(status: 201, headers: ["X-Id": "7"], body: "made")])
+        let session = Session(
+            transport: transport, interceptor: Interceptor(adapters: [taggingAdapter("a", log: Log())]),
+            clock: ImmediateClock())
+
+        let response = try await session.send(request(.post))
+
+        #expect(response.statusCode == 201)
+        #expect(String(decoding: response.data, as: UTF8.self) == "made")
+        #expect(response.value(forHTTPHeaderField: "x-id") == "7")
+        #expect(response.request.value(forHTTPHeaderField: "X-Adapters") == "a")
+        #expect(response.originalRequest.value(forHTTPHeaderField: "X-Adapters") == nil)
+        #expect(response.attempts.count == 1)
+        #expect(response.attempts[0].succeeded)
+        #expect(response.attempts[0].statusCode == 201)
+        #expect(response.retryCount == 0)
+    }
+
+    @Test func recordsEveryAttemptWithItsFailureDurationAndDelay() async throws {
+        let clock = ManualClock()
+        let transport = ScriptedTransport(
+            [.status(503).delayed(by: .milliseconds(30)), .urlError(.timedOut), .status(200)], clock: clock)
+        let session = Session(
+            transport: transport, interceptor: retryAnything(limit: 5, delay: .seconds(1)), clock: clock)
+
+        let task = Task { try await session.send(request()) }
+        try await clock.waitForSleepers(1)  // the transport's 30 ms
+        clock.advance(by: .milliseconds(30))
+        try await clock.waitForSleeps(2)  // the first backoff
+        clock.advance(by: .seconds(1))
+        try await clock.waitForSleeps(3)  // the second backoff
+        clock.advance(by: .seconds(1))
+        let response = try await task.value
+
+        let attempts = response.attempts
+        #expect(attempts.map(\.number) == [1, 2, 3])
+        #expect(attempts.map(\.statusCode) == [503, nil, 200])
+        #expect(attempts.map(\.duration) == [.milliseconds(30), .zero, .zero])
+        #expect(attempts.map(\.retryDelay) == [.seconds(1), .seconds(1), nil])
+        guard case .unacceptableStatusCode(503) = attempts[0].failure else {
+            Issue.record("first attempt: \(String(describing: attempts[0].failure))")
+            return
+        }
+        #expect(attempts[1].failure?.urlError?.code == .timedOut)
+        #expect(attempts[1].request != nil && attempts[1].response == nil)
+    }
+
+    @Test func conveniencesBuildTheRequestFromURLMethodHeadersAndBody() async throws {
+        let transport = ScriptedTransport([.status(200)])
+        let session = Session(transport: transport, clock: ImmediateClock())
+
+        _ = try await session.send(
+            exampleURL, method: .put, headers: ["Content-Type": "text/plain"], body: Data("hi".utf8))
+
+        let sent = try #require(transport.requests.first)
+        #expect(sent.httpMethod == "PUT")
+        #expect(sent.url == exampleURL)
+        #expect(sent.value(forHTTPHeaderField: "Content-Type") == "text/plain")
+        #expect(sent.httpBody == Data("hi".utf8))
+    }
+
+    @Test func decodesAJSONBody() async throws {
+        struct Item: Decodable, Equatable { let id: Int }
+        let session = Session(transport: ScriptedTransport([.response(body: #"{"id": 4}"#)]), clock: ImmediateClock())
+
+        let item: Item = try await session.send(exampleURL).decode()
+
+        #expect(item == Item(id: 4))
+    }
+
+    @Test func decodingFailureKeepsTheDecoderErrorAndTheResponse() async throws {
+        struct Item: Decodable { let id: Int }
+        let session = Session(transport: ScriptedTransport([.response(body: "not json")]), clock: ImmediateClock())
+        let response = try await session.send(exampleURL)
+
+        #expect {
+            _ = try response.decode(Item.self)
+        } throws: { error in
+            guard let error = error as? ReboundError, case .decodingFailed(let underlying) = error.reason else {
+                return false
+            }
+            return underlying is DecodingError && error.data == Data("not json".utf8) && error.statusCode == 200
+        }
+    }
+
+    // MARK: - Pipeline order
+
+    @Test func sessionInterceptorAdaptsAndRetriesBeforeTheRequestsOwn() async throws {
+        let log = Log()
+        let transport = ScriptedTransport([.status(500), .status(200)])
+        let session = Session(
+            transport: transport,
+            interceptor: Interceptor(
+                adapters: [taggingAdapter("session", log: log)],
+                retriers: [loggingRetrier("session", log: log, answer: .doNotRetry)]),
+            clock: ImmediateClock())
+        let own = Interceptor(
+            adapters: [taggingAdapter("request", log: log)],
+            retriers: [loggingRetrier("request", log: log, answer: .retry)])
+
+        _ = try await session.send(request(), interceptor: own)
+
+        #expect(
+            log.all == [
+                "adapt session #1", "adapt request #1", "retry session #0", "retry request #0",
+                "adapt session #2", "adapt request #2",
+            ])
+        #expect(transport.requests.map { $0.value(forHTTPHeaderField: "X-Adapters") } == ["session,request", "session,request"])
+    }
+
+    @Test func sessionRetrierThatRetriesKeepsTheRequestRetrierFromBeingAsked() async throws {
+        let log = Log()
+        let session = Session(
+            transport: ScriptedTransport([.status(500), .status(200)]),
+            interceptor: loggingRetrier("session", log: log, answer: .retry), clock: ImmediateClock())
+
+        _ = try await session.send(request(), interceptor: loggingRetrier("request", log: log, answer: .retry))
+
+        #expect(log.all == ["retry session #0"])
+    }
+
+    @Test func everyAttemptAdaptsTheOriginalRequestAgain() async throws {
+        let transport = ScriptedTransport([.status(503), .status(503), .status(200)])
+        let session = Session(
+            transport: transport,
+            interceptor: Interceptor(adapters: [taggingAdapter("a", log: Log())], retriers: [retryAnything(limit: 2)]),
+            clock: ImmediateClock())
+
+        _ = try await session.send(request())
+
+        #expect(transport.requests.map { $0.value(forHTTPHeaderField: "X-Adapters") } == ["a", "a", "a"])
+    }
+
+    @Test func adaptersSeeTheRequestIDAttemptAndLabel() async throws {
+        let contexts = Log()
+        let session = Session(
+            transport: ScriptedTransport([.status(500), .status(200), .status(200)]),
+            interceptor: Interceptor(
+                adapters: [
+                    .adapter { request, context in
+                        contexts.append("\(context.requestID) \(context.attempt) \(context.label ?? "-")")
+                        return request
+                    }
+                ],
+                retriers: [retryAnything(limit: 1)]),
+            clock: ImmediateClock())
+
+        _ = try await session.send(request(), label: "critical")
+        _ = try await session.send(request())
+
+        let entries = contexts.all.map { $0.split(separator: " ").map(String.init) }
+        #expect(entries.map { $0[1] } == ["1", "2", "1"])
+        #expect(entries.map { $0[2] } == ["critical", "critical", "-"])
+        #expect(entries[0][0] == entries[1][0])
+        #expect(entries[0][0] != entries[2][0])
+    }
+
+    @Test func retriersSeeTheFailedAttemptsRequestResponseBodyAndLabel() async throws {
+        let seen = Log()
+        let session = Session(
+            transport: ScriptedTransport([.response(status: 503, body: "busy"), .status(200)]),
+            interceptor: Interceptor(
+                adapters: [taggingAdapter("a", log: Log())],
+                retriers: [
+                    .retrier { request, error in
+                        seen.append(
+                            [
+                                "\(request.retryCount)", request.label ?? "-", "\(request.response?.statusCode ?? 0)",
+                                String(decoding: request.data ?? Data(), as: UTF8.self),
+                                request.lastRequest?.value(forHTTPHeaderField: "X-Adapters") ?? "-",
+                                request.originalRequest.value(forHTTPHeaderField: "X-Adapters") ?? "-",
+                                "\(request.attempts.count)", "\(error.statusCode ?? 0)",
+                            ].joined(separator: " "))
+                        return .retry
+                    }
+                ]),
+            clock: ImmediateClock())
+
+        _ = try await session.send(request(), label: "search")
+
+        #expect(seen.all == ["0 search 503 busy a - 1 503"])
+    }
+
+    // MARK: - Failures reaching retriers
+
+    @Test func eachFailedAttemptAsksTheRetrierChainExactlyOnce() async throws {
+        let log = Log()
+        let transport = ScriptedTransport([.status(503), .urlError(.timedOut), .status(500), .status(200)])
+        let session = Session(
+            transport: transport,
+            interceptor: Interceptor(retriers: [
+                loggingRetrier("a", log: log, answer: .doNotRetry), loggingRetrier("b", log: log, answer: .retry),
+            ]),
+            clock: ImmediateClock())
+
+        _ = try await session.send(request())
+
+        #expect(log.all == ["retry a #0", "retry b #0", "retry a #1", "retry b #1", "retry a #2", "retry b #2"])
+        #expect(transport.requestCount == 4)
+    }
+
+    @Test func adapterErrorReachesRetriersAndTheRequestIsNotSent() async throws {
+        let reasons = Log()
+        let failOnce = Adapter { request, context in
+            if context.attempt == 1 { throw TestError("no token yet") }
+            return request
+        }
+        let transport = ScriptedTransport([.status(200)])
+        let session = Session(
+            transport: transport,
+            interceptor: Interceptor(
+                adapters: [failOnce],
+                retriers: [
+                    .retrier { request, error in
+                        reasons.append("\(error.reason) sent=\(request.lastRequest != nil)")
+                        return .retry
+                    }
+                ]),
+            clock: ImmediateClock())
+
+        let response = try await session.send(request())
+
+        #expect(reasons.all == [#"adapter failed: TestError(name: "no token yet") sent=false"#])
+        #expect(transport.requestCount == 1)
+        #expect(response.attempts.count == 2)
+        #expect(response.attempts[0].request == nil)
+    }
+
+    @Test func adapterFailureThatIsNotRetriedIsReportedAsSuch() async throws {
+        let session = Session(
+            transport: ScriptedTransport([]),
+            interceptor: Adapter { _, _ in throw TestError("signing key missing") }, clock: ImmediateClock())
+
+        let error = try await #require(throws: ReboundError.self) { try await session.send(request()) }
+
+        guard case .adaptationFailed(let underlying) = error.reason else {
+            Issue.record("reason: \(error.reason)")
+            return
+        }
+        #expect(underlying as? TestError == TestError("signing key missing"))
+        #expect(error.lastRequest == nil && error.response == nil && error.attemptCount == 1)
+    }
+
+    @Test func transportErrorKeepsItsURLErrorCode() async throws {
+        let session = Session(transport: ScriptedTransport([.urlError(.cannotFindHost)]), clock: ImmediateClock())
+
+        let error = try await #require(throws: ReboundError.self) { try await session.send(request()) }
+
+        guard case .transportFailed(let underlying as URLError) = error.reason else {
+            Issue.record("reason: \(error.reason)")
+            return
+        }
+        #expect(underlying.code == .cannotFindHost)
+        #expect(error.urlError?.code == .cannotFindHost)
+        #expect(error.lastRequest?.url == exampleURL)
+    }
+
+    @Test func unacceptableStatusKeepsTheResponseAndBody() async throws {
+        let session = Session(
+            transport: ScriptedTransport([.response(status: 404, body: "gone")]), clock: ImmediateClock())
+
+        let error = try await #require(throws: ReboundError.self) { try await session.send(request()) }
+
+        guard case .unacceptableStatusCode(404) = error.reason else {
+            Issue.record("reason: \(error.reason)")
+            return
+        }
+        #expect(error.data == Data("gone".utf8))
+        #expect(error.statusCode == 404)
+        #expect(error.description == "GET https://api.example.com/items failed after 1 attempt: unacceptable status code 404")
+    }
+
+    @Test func doNotRetryWithErrorKeepsBothTheRetriersErrorAndTheOriginal() async throws {
+        let session = Session(
+            transport: ScriptedTransport([.status(503), .response(status: 429, body: "slow down")]),
+            interceptor: Retrier { request, _ in
+                request.retryCount == 0 ? .retry : .doNotRetryWithError(TestError("quota exhausted"))
+            },
+            clock: ImmediateClock())
+
+        let error = try await #require(throws: ReboundError.self) { try await session.send(request()) }
+
+        guard case .retryAborted(let retrierError, let original) = error.reason,
+            case .unacceptableStatusCode(429) = original
+        else {
+            Issue.record("reason: \(error.reason)")
+            return
+        }
+        #expect(retrierError as? TestError == TestError("quota exhausted"))
+        #expect(error.underlyingError as? TestError == TestError("quota exhausted"))
+        #expect(error.data == Data("slow down".utf8))
+        #expect(error.attemptCount == 2)
+    }
+
+    @Test func errorAfterRetriesDescribesTheLastAttemptAndKeepsAllAttempts() async throws {
+        let session = Session(
+            transport: ScriptedTransport([.status(503), .status(503), .urlError(.timedOut)]),
+            interceptor: retryAnything(limit: 2), clock: ImmediateClock())
+
+        let error = try await #require(throws: ReboundError.self) { try await session.send(request()) }
+
+        #expect(error.attemptCount == 3)
+        #expect(error.urlError?.code == .timedOut)
+        #expect(error.response == nil)  // the last attempt got none; earlier ones are in `attempts`
+        #expect(error.attempts.map(\.statusCode) == [503, 503, nil])
+    }
+
+    // MARK: - Validation
+
+    @Test func sessionValidatorRunsOnEveryResponse() async throws {
+        let session = Session(
+            transport: ScriptedTransport([.response(status: 200, body: "")]),
+            validator: .successfulStatusCodes.and { _, data in if data.isEmpty { throw TestError("empty") } },
+            clock: ImmediateClock())
+
+        let error = try await #require(throws: ReboundError.self) { try await session.send(request()) }
+
+        guard case .validationFailed(let underlying) = error.reason else {
+            Issue.record("reason: \(error.reason)")
+            return
+        }
+        #expect(underlying as? TestError == TestError("empty"))
+    }
+
+    @Test func requestValidatorReplacesTheSessions() async throws {
+        let session = Session(
+            transport: ScriptedTransport([.status(404), .status(404)]),
+            validator: .successfulStatusCodes, clock: ImmediateClock())
+
+        let response = try await session.send(request(), validator: .acceptableStatusCodes([200, 404]))
+
+        #expect(response.statusCode == 404)
+        await #expect(throws: ReboundError.self) { try await session.send(request()) }
+    }
+
+    @Test func failingValidatorOnA200IsRetried() async throws {
+        let transport = ScriptedTransport([
+            .response(body: #"{"error_code": "RATE_LIMITED"}"#), .response(body: #"{"ok": true}"#),
+        ])
+        let session = Session(transport: transport, interceptor: retryAnything(limit: 3), clock: ImmediateClock())
+        let rejectErrorBodies = ResponseValidator.successfulStatusCodes.and { _, data in
+            if String(decoding: data, as: UTF8.self).contains("error_code") { throw TestError("error body") }
+        }
+
+        let response = try await session.send(request(), validator: rejectErrorBodies)
+
+        #expect(transport.requestCount == 2)
+        #expect(String(decoding: response.data, as: UTF8.self) == #"{"ok": true}"#)
+    }
+
+    // MARK: - Delays
+
+    @Test func retryDelaySleepsOnTheSessionsClockBeforeTheNextAttempt() async throws {
+        let clock = ManualClock()
+        let transport = ScriptedTransport([.status(503), .status(200)])
+        let session = Session(
+            transport: transport, interceptor: retryAnything(limit: 1, delay: .seconds(2)), clock: clock)
+
+        let task = Task { try await session.send(request()) }
+        try await clock.waitForSleepers(1)
+        #expect(transport.requestCount == 1)
+        clock.advance(by: .milliseconds(1999))
+        #expect(clock.pendingSleepCount == 1)
+        clock.advance(by: .milliseconds(1))
+        _ = try await task.value
+
+        #expect(transport.requestCount == 2)
+        #expect(clock.sleeps == [.seconds(2)])
+    }
+
+    @Test(arguments: [RetryResult.retry, .retryWithDelay(.zero), .retryWithDelay(.seconds(-5))])
+    func immediateRetriesDoNotSleep(answer: RetryResult) async throws {
+        let clock = ManualClock()
+        let session = Session(
+            transport: ScriptedTransport([.status(503), .status(200)]),
+            interceptor: Retrier { request, _ in request.retryCount == 0 ? answer : .doNotRetry }, clock: clock)
+
+        let response = try await session.send(request())
+
+        #expect(clock.sleeps.isEmpty)
+        #expect(response.attempts.first?.retryDelay == .zero)
+    }
+
+    // MARK: - Cancellation
+
+    @Test func cancellationDuringTheSendEndsWithCancellationAndNoFurtherAttempt() async throws {
+        let log = Log()
+        let transport = ScriptedTransport([.hang, .status(200)])
+        let session = Session(
+            transport: transport, interceptor: loggingRetrier("r", log: log, answer: .retry), clock: ManualClock())
+
+        let task = Task { try await session.send(request()) }
+        try await transport.waitForRequests(1)
+        task.cancel()
+        let result = await Result { try await task.value }
+
+        #expect(throws: CancellationError.self) { try result.get() }
+        #expect(transport.requestCount == 1)
+        #expect(log.all.isEmpty)
+    }
+
+    @Test func cancellationDuringAdaptationEndsWithCancellationBeforeAnySend() async throws {
+        let clock = ManualClock()
+        let transport = ScriptedTransport([.status(200)])
+        let slowAdapter = Adapter { request, _ in
+            try await clock.sleep(for: .seconds(10))
+            return request
+        }
+        let session = Session(transport: transport, interceptor: slowAdapter, clock: clock)
+
+        let task = Task { try await session.send(request()) }
+        try await clock.waitForSleepers(1)
+        task.cancel()
+        let result = await Result { try await task.value }
+
+        #expect(throws: CancellationError.self) { try result.get() }
+        #expect(transport.requestCount == 0)
+    }
+
+    @Test func cancellationDuringBackoffEndsAtOnceWithoutAnotherAttempt() async throws {
+        let clock = ManualClock()
+        let transport = ScriptedTransport([.status(503), .status(200)])
+        let session = Session(
+            transport: transport, interceptor: retryAnything(limit: 3, delay: .seconds(30)), clock: clock)
+
+        let task = Task { try await session.send(request()) }
+        try await clock.waitForSleepers(1)
+        task.cancel()
+        let result = await Result { try await task.value }
+
+        #expect(throws: CancellationError.self) { try result.get() }
+        #expect(transport.requestCount == 1)
+        #expect(clock.pendingSleepCount == 0)
+    }
+
+    @Test func cancellationWhileARetrierDecidesEndsWithCancellationEvenIfItRetries() async throws {
+        let clock = ManualClock()
+        let transport = ScriptedTransport([.status(503), .status(200)])
+        let slowRetrier = Retrier { _, _ in
+            try? await clock.sleep(for: .seconds(1))
+            return .retry
+        }
+        let session = Session(transport: transport, interceptor: slowRetrier, clock: clock)
+
+        let task = Task { try await session.send(request()) }
+        try await clock.waitForSleepers(1)
+        task.cancel()
+        let result = await Result { try await task.value }
+
+        #expect(throws: CancellationError.self) { try result.get() }
+        #expect(transport.requestCount == 1)
+    }
+
+    @Test func alreadyCancelledTaskSendsNothing() async throws {
+        let transport = ScriptedTransport([.status(200)])
+        let session = Session(transport: transport, clock: ImmediateClock())
+
+        let task = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await session.send(request())
+        }
+        let result = await Result { try await task.value }
+
+        #expect(throws: CancellationError.self) { try result.get() }
+        #expect(transport.requestCount == 0)
+    }
+
+    @Test func transportCancelledErrorWithoutTaskCancellationIsAnOrdinaryFailure() async throws {
+        let session = Session(transport: ScriptedTransport([.urlError(.cancelled)]), clock: ImmediateClock())
+
+        let error = try await #require(throws: ReboundError.self) { try await session.send(request()) }
+
+        #expect(error.urlError?.code == .cancelled)
+    }
+
+    // MARK: - Concurrency
+
+    @Test func concurrentRequestsEachEndWithExactlyOneOutcome() async throws {
+        let transport = ScriptedTransport { _, number in
+            number % 3 == 0 ? .status(200) : (number % 3 == 1 ? .status(503) : .urlError(.timedOut))
+        }
+        let session = Session(transport: transport, interceptor: retryAnything(limit: 1), clock: ImmediateClock())
+
+        // Each task reports the attempts its one outcome recorded, or nil for anything but a response or ReboundError.
+        let attemptCounts = await withTaskGroup(of: Int?.self) { group in
+            for _ in 0..<500 {
+                group.addTask {
+                    do {
+                        return try await session.send(request()).attempts.count
+                    } catch let error as ReboundError {
+                        return error.attemptCount
+                    } catch {
+                        return nil
+                    }
+                }
+            }
+            return await group.reduce(into: [Int?]()) { $0.append($1) }
+        }
+
+        #expect(attemptCounts.count == 500)
+        #expect(!attemptCounts.contains(nil))
+        #expect(attemptCounts.allSatisfy { $0 == 1 || $0 == 2 })
+        #expect(attemptCounts.reduce(0) { $0 + ($1 ?? 0) } == transport.requestCount)
+    }
+}
