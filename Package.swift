@@ -3,8 +3,8 @@ import PackageDescription
 
 let package = Package(
     name: "Rebound",
-    // Synchronization's `Mutex` sets the floor on Apple platforms.
-    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
+    // `Clock` and `Duration` set the floor on Apple platforms.
+    platforms: [.macOS(.v13), .iOS(.v16), .tvOS(.v16), .watchOS(.v9)],
     products: [
         .library(name: "Rebound", targets: ["Rebound"]),
         .library(name: "ReboundTesting", targets: ["ReboundTesting"]),

@@ -1,4 +1,4 @@
-import Synchronization
+import Rebound
 
 /// A counter that tasks can wait on until it reaches a value, so that tests wait for an event instead of yielding
 /// and hoping.
@@ -19,7 +19,7 @@ final class CountSignal: Sendable {
         var cancelledIDs: Set<Int> = []
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// The current value.
     var count: Int { state.withLock { $0.count } }

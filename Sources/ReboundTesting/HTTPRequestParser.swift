@@ -120,7 +120,8 @@ enum HTTPRequestParser {
         var index = bytes.startIndex
         while true {
             guard let lineEnd = find(crlf, in: bytes, from: index) else { return .incomplete }
-            let sizeText = String(decoding: bytes[index..<lineEnd], as: UTF8.self)
+            let sizeText =
+                String(decoding: bytes[index..<lineEnd], as: UTF8.self)
                 .split(separator: ";", maxSplits: 1).first.map(String.init) ?? ""
             guard let size = Int(sizeText.trimmingCharacters(in: .whitespaces), radix: 16), size >= 0 else {
                 return .invalid("malformed chunk size")

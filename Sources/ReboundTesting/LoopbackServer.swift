@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import Synchronization
+import Rebound
 
 /// An HTTP/1.1 server on 127.0.0.1, started in-process by a test, that answers scripted routes and counts what each
 /// route received.
@@ -153,6 +153,14 @@ public final class LoopbackServer: Sendable {
     /// How many requests the server has received in all, on every path.
     public var totalHits: Int { core.totalHits }
 
+    /// Suspends until the server has received at least `count` requests in all, on every path.
+    ///
+    /// A request counts as received once it has been read whole, before its reply's delay.
+    /// - Throws: `CancellationError` if the waiting task is cancelled first.
+    public func waitForRequests(_ count: Int) async throws {
+        try await core.received.wait(atLeast: count)
+    }
+
     /// Stops accepting connections, closes the open ones, and returns when every server thread has finished.
     ///
     /// Requests being delayed are dropped. Calling it again does nothing.
@@ -171,15 +179,15 @@ private final class ServerCore: Sendable {
     private struct State {
         var routes: [String: Route] = [:]
         var unrouted: [String: [LoopbackServer.Request]] = [:]
-        var totalHits = 0
         var connections: Set<Int32> = []
         var stopped = false
     }
 
     private let listener: Int32
     private let wake: (read: Int32, write: Int32)
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let threads = DispatchGroup()
+    let received = CountSignal()
 
     init(listener: Int32) throws {
         self.listener = listener
@@ -201,7 +209,7 @@ private final class ServerCore: Sendable {
         state.withLock { $0.routes[path]?.requests ?? $0.unrouted[path] ?? [] }
     }
 
-    var totalHits: Int { state.withLock { $0.totalHits } }
+    var totalHits: Int { received.count }
 
     func stop() {
         let connections = state.withLock { state -> Set<Int32>? in
@@ -294,8 +302,9 @@ private final class ServerCore: Sendable {
                 method: head.method, path: path, query: query, headers: head.headers, body: body)
             let reply = record(request)
             if reply.delay > .zero {
-                let milliseconds = Int32(clamping: reply.delay.components.seconds * 1000
-                    + reply.delay.components.attoseconds / 1_000_000_000_000_000)
+                let milliseconds = Int32(
+                    clamping: reply.delay.components.seconds * 1000
+                        + reply.delay.components.attoseconds / 1_000_000_000_000_000)
                 guard POSIXSocket.sleep(milliseconds: milliseconds, orWake: wake.read) else { return }
             }
             if reply.dropsConnection { return }
@@ -315,7 +324,7 @@ private final class ServerCore: Sendable {
     /// Counts the request on its route and returns the route's reply (404 for a path without a route).
     private func record(_ request: LoopbackServer.Request) -> LoopbackServer.Reply {
         let (handler, number) = state.withLock { state -> (LoopbackServer.Handler?, Int) in
-            state.totalHits += 1
+            defer { received.increment() }
             guard state.routes[request.path] != nil else {
                 state.unrouted[request.path, default: []].append(request)
                 return (nil, state.unrouted[request.path]!.count)

@@ -1,4 +1,4 @@
-import Synchronization
+import Rebound
 
 /// A clock whose time moves only when the test advances it: sleeps are recorded and finish when time reaches them.
 ///
@@ -35,13 +35,13 @@ public final class ManualClock: Clock, Sendable {
         var cancelledIDs: Set<Int> = []
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private let pendingSignal = CountSignal()
     private let startedSignal = CountSignal()
 
     /// Creates a clock that reads `now`, the start (offset zero) by default.
     public init(now: TestInstant = TestInstant(offset: .zero)) {
-        state = Mutex(State(now: now))
+        state = Locked(State(now: now))
     }
 
     /// The current time, which changes only through ``advance(by:)`` and ``advance(to:)``.
@@ -157,11 +157,11 @@ public final class ImmediateClock: Clock, Sendable {
         var sleeps: [Duration] = []
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     /// Creates a clock that reads `now`, the start (offset zero) by default.
     public init(now: TestInstant = TestInstant(offset: .zero)) {
-        state = Mutex(State(now: now))
+        state = Locked(State(now: now))
     }
 
     /// The current time: the start, moved forward by every sleep.

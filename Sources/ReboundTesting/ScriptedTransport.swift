@@ -1,6 +1,5 @@
 import Foundation
 import Rebound
-import Synchronization
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -87,7 +86,7 @@ public final class ScriptedTransport: HTTPTransport {
         var requests: [URLRequest] = []
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let handler: Handler?
     private let sleep: @Sendable (Duration) async throws -> Void
     private let sentSignal = CountSignal()
@@ -154,7 +153,9 @@ public final class ScriptedTransport: HTTPTransport {
         switch step.answer {
         case .response(let status, let headers, let body):
             let url = request.url ?? URL(string: "http://localhost/")!
-            guard let response = HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: headers)
+            guard
+                let response = HTTPURLResponse(
+                    url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: headers)
             else { throw URLError(.badServerResponse) }
             return (body, response)
         case .failure(let error):

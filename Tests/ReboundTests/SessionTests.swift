@@ -119,7 +119,10 @@ struct SessionTests {
                 "adapt session #1", "adapt request #1", "retry session #0", "retry request #0",
                 "adapt session #2", "adapt request #2",
             ])
-        #expect(transport.requests.map { $0.value(forHTTPHeaderField: "X-Adapters") } == ["session,request", "session,request"])
+        #expect(
+            transport.requests.map { $0.value(forHTTPHeaderField: "X-Adapters") } == [
+                "session,request", "session,request",
+            ])
     }
 
     @Test func sessionRetrierThatRetriesKeepsTheRequestRetrierFromBeingAsked() async throws {
@@ -281,7 +284,9 @@ struct SessionTests {
         }
         #expect(error.data == Data("gone".utf8))
         #expect(error.statusCode == 404)
-        #expect(error.description == "GET https://api.example.com/items failed after 1 attempt: unacceptable status code 404")
+        #expect(
+            error.description
+                == "GET https://api.example.com/items failed after 1 attempt: unacceptable status code 404")
     }
 
     @Test func doNotRetryWithErrorKeepsBothTheRetriersErrorAndTheOriginal() async throws {

@@ -1,7 +1,6 @@
 import Foundation
 import Rebound
 import ReboundTesting
-import Synchronization
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -9,7 +8,7 @@ import Synchronization
 
 /// A thread-safe log that interceptors in tests append to, to check what ran and in which order.
 final class Log: Sendable {
-    private let entries = Mutex<[String]>([])
+    private let entries = Locked<[String]>([])
 
     func append(_ entry: String) {
         entries.withLock { $0.append(entry) }

@@ -9,9 +9,12 @@ import Foundation
 /// "Connection lost" means the connection was made and then dropped before a whole response arrived. The
 /// platforms report that differently:
 /// - Apple platforms: `URLError.networkConnectionLost`.
-/// - Linux (FoundationNetworking, on libcurl): `URLError.networkConnectionLost` when the connection drops mid-response,
-///   and `URLError.badServerResponse` when the server closes it before answering at all. On Linux a response that is
-///   not HTTP also reports `.badServerResponse`, so such a response is retried too, within the same limit.
+/// - Linux (FoundationNetworking, on libcurl), as measured against a loopback server: `URLError.badServerResponse`
+///   when the server closes the connection before answering, and `URLError.unknown` when it closes it in the middle
+///   of the body; `.networkConnectionLost` is kept for other causes. Both codes are broader on Linux (a reply that is
+///   not HTTP is also `.badServerResponse`, an unmapped libcurl failure is also `.unknown`), so such failures are
+///   retried too, within the same limit. libcurl itself re-sends a request once when a kept-alive connection turns
+///   out to be closed before anything was sent back, so that case never reaches a retrier.
 ///
 /// A connection that was never made (`.cannotConnectToHost`, a refused connection) is not a lost one and is not
 /// retried. ``connectionLostURLErrorCodes`` holds this platform's codes. The other settings and their defaults are
@@ -19,7 +22,9 @@ import Foundation
 public struct ConnectionLostRetryPolicy: RequestInterceptor {
     /// The `URLError` codes that mean a lost connection on this platform (see the type's discussion).
     #if canImport(FoundationNetworking)
-        public static let connectionLostURLErrorCodes: Set<URLError.Code> = [.networkConnectionLost, .badServerResponse]
+        public static let connectionLostURLErrorCodes: Set<URLError.Code> = [
+            .networkConnectionLost, .badServerResponse, .unknown,
+        ]
     #else
         public static let connectionLostURLErrorCodes: Set<URLError.Code> = [.networkConnectionLost]
     #endif
@@ -30,7 +35,8 @@ public struct ConnectionLostRetryPolicy: RequestInterceptor {
     /// Creates a policy with every default.
     public init() {
         // The defaults are valid, so this cannot throw.
-        policy = try! RetryPolicy(retryableHTTPStatusCodes: [], retryableURLErrorCodes: Self.connectionLostURLErrorCodes)
+        policy = try! RetryPolicy(
+            retryableHTTPStatusCodes: [], retryableURLErrorCodes: Self.connectionLostURLErrorCodes)
     }
 
     /// Creates a policy, checking its configuration as ``RetryPolicy`` does.

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -22,7 +21,8 @@ public struct URLSessionTransport: HTTPTransport {
     public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
         let cancellation = DataTaskCancellation()
         let (data, response) = try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(Data, URLResponse), any Error>) in
+            try await withCheckedThrowingContinuation {
+                (continuation: CheckedContinuation<(Data, URLResponse), any Error>) in
                 let task = session.dataTask(with: request) { data, response, error in
                     if let error {
                         continuation.resume(throwing: error)
@@ -51,7 +51,7 @@ private final class DataTaskCancellation: Sendable {
         case cancelled
     }
 
-    private let state = Mutex(State.idle)
+    private let state = Locked(State.idle)
 
     /// Resumes `task`, or cancels it at once if cancellation came first.
     func start(_ task: URLSessionDataTask) {
