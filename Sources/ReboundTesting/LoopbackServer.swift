@@ -24,7 +24,8 @@ public final class LoopbackServer: Sendable {
     public struct Reply: Sendable {
         /// The status code.
         public var status: Int
-        /// The header fields, sent in this order; `Content-Length` is always computed by the server.
+        /// The header fields, sent in this order; `Content-Length` is always computed by the server, and
+        /// `Connection: close` closes the connection after the reply.
         public var headers: [(name: String, value: String)]
         /// The body.
         public var body: Data
@@ -61,6 +62,13 @@ public final class LoopbackServer: Sendable {
             var reply = response(status: status, body: Data(repeating: UInt8(ascii: "x"), count: max(length, 2)))
             reply.truncatesBody = true
             return reply
+        }
+
+        /// Whether the server closes the connection after this reply: when the reply carries `Connection: close`.
+        public var closesConnection: Bool {
+            headers.contains {
+                $0.name.caseInsensitiveCompare("Connection") == .orderedSame && $0.value.lowercased() == "close"
+            }
         }
 
         /// The same reply, sent (or the connection dropped) after `delay` of real time.
@@ -308,11 +316,12 @@ private final class ServerCore: Sendable {
                 guard POSIXSocket.sleep(milliseconds: milliseconds, orWake: wake.read) else { return }
             }
             if reply.dropsConnection { return }
+            let keepAlive = head.keepsAlive && !reply.closesConnection
             guard
                 respond(
-                    fd, status: reply.status, headers: reply.headers, body: reply.body, keepAlive: head.keepsAlive,
+                    fd, status: reply.status, headers: reply.headers, body: reply.body, keepAlive: keepAlive,
                     isHead: head.method == "HEAD", truncated: reply.truncatesBody),
-                head.keepsAlive, !reply.truncatesBody
+                keepAlive, !reply.truncatesBody
             else { return }
         }
     }
@@ -350,7 +359,8 @@ private final class ServerCore: Sendable {
         // Keep clients' caches out of the way of scripted sequences.
         if !hasCacheControl { head += "Cache-Control: no-store\r\n" }
         head += "Content-Length: \(body.count)\r\n"
-        if !keepAlive { head += "Connection: close\r\n" }
+        let hasConnection = headers.contains { $0.name.caseInsensitiveCompare("Connection") == .orderedSame }
+        if !keepAlive && !hasConnection { head += "Connection: close\r\n" }
         head += "\r\n"
         var bytes = Array(head.utf8)
         if !isHead { bytes.append(contentsOf: truncated ? body.prefix(body.count / 2) : body) }

@@ -109,6 +109,20 @@ struct LoopbackServerTests {
         #expect(server.hits("/drop") == 1)
     }
 
+    @Test func connectionCloseInAReplyClosesTheConnectionSoTheNextDropIsSeen() async throws {
+        let server = try LoopbackServer()
+        server.route("/close", [.status(200, headers: ["Connection": "close"])])
+        server.route("/drop", [.drop, .status(200)])
+        let session = URLSession(configuration: .ephemeral)
+
+        _ = try await fetch(server.url("/close"), session: session)
+        let dropped = await Result { try await fetch(server.url("/drop"), session: session) }
+
+        // Had the connection stayed open, the client would have re-sent the dropped request by itself.
+        #expect(dropped.failureValue is URLError)
+        #expect(server.hits("/drop") == 1)
+    }
+
     @Test func delayedReplyArrivesAfterTheRequestIsCounted() async throws {
         let server = try LoopbackServer()
         server.route("/slow", [.status(200, body: "late").delayed(by: .milliseconds(20))])

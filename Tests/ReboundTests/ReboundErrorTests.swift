@@ -40,7 +40,8 @@ struct ReboundErrorTests {
 
         #expect(
             error.description
-                == "PUT https://api.example.com/items failed after 3 attempts: transport failed: URLError -1001")
+                == "PUT https://api.example.com/items failed after 3 attempts: transport failed: URLError -1001 (timedOut)"
+        )
         #expect(error.attemptCount == 3)
     }
 }

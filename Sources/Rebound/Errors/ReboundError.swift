@@ -111,7 +111,7 @@ extension ReboundError.Reason: CustomStringConvertible {
     public var description: String {
         switch self {
         case .adaptationFailed(let error): "adapter failed: \(error)"
-        case .transportFailed(let error as URLError): "transport failed: URLError \(error.code.rawValue)"
+        case .transportFailed(let error as URLError): "transport failed: \(error.code.logDescription)"
         case .transportFailed(let error): "transport failed: \(error)"
         case .unacceptableStatusCode(let code): "unacceptable status code \(code)"
         case .validationFailed(let error): "validation failed: \(error)"

@@ -1,0 +1,21 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let package = Package(
+    name: "Examples",
+    platforms: [.macOS(.v13), .iOS(.v16), .tvOS(.v16), .watchOS(.v9)],
+    dependencies: [
+        // `name:` pins the root's identity, which would otherwise be the checkout folder's name.
+        .package(name: "Rebound", path: "../")
+    ],
+    targets: [
+        .executableTarget(
+            name: "Demo",
+            dependencies: [
+                .product(name: "Rebound", package: "Rebound"),
+                .product(name: "ReboundTesting", package: "Rebound"),
+            ]
+        )
+    ],
+    swiftLanguageModes: [.v6]
+)
