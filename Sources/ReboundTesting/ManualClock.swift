@@ -20,19 +20,11 @@ public final class ManualClock: Clock, Sendable {
     /// The clock's instants: offsets from its start.
     public typealias Instant = TestInstant
 
-    private struct Sleeper {
-        let id: Int
-        let deadline: TestInstant
-        let continuation: CheckedContinuation<Void, any Error>
-    }
-
     private struct State {
         var now: TestInstant
-        var sleepers: [Sleeper] = []
+        /// Sleeping tasks, filed under their deadline.
+        var sleepers = Suspensions<TestInstant>()
         var sleeps: [Duration] = []
-        var nextID = 0
-        var unregisteredIDs: Set<Int> = []
-        var cancelledIDs: Set<Int> = []
     }
 
     private let state: Locked<State>
@@ -61,40 +53,15 @@ public final class ManualClock: Clock, Sendable {
     /// - Throws: `CancellationError` when the task is cancelled, at once, whatever the clock's time.
     public func sleep(until deadline: TestInstant, tolerance: Duration? = nil) async throws {
         try Task.checkCancellation()
-        let id: Int? = state.withLock { state in
+        let isDue = state.withLock { state in
             state.sleeps.append(state.now.duration(to: deadline))
             startedSignal.set(state.sleeps.count)
-            guard deadline > state.now else { return nil }
-            state.nextID += 1
-            state.unregisteredIDs.insert(state.nextID)
-            return state.nextID
+            return deadline <= state.now
         }
-        guard let id else { return }
-        try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                state.withLock { state in
-                    state.unregisteredIDs.remove(id)
-                    if state.cancelledIDs.remove(id) != nil {
-                        continuation.resume(throwing: CancellationError())
-                    } else if deadline <= state.now {
-                        continuation.resume()
-                    } else {
-                        state.sleepers.append(Sleeper(id: id, deadline: deadline, continuation: continuation))
-                        pendingSignal.set(state.sleepers.count)
-                    }
-                }
-            }
-        } onCancel: {
-            state.withLock { state in
-                if let index = state.sleepers.firstIndex(where: { $0.id == id }) {
-                    state.sleepers.remove(at: index).continuation.resume(throwing: CancellationError())
-                    pendingSignal.set(state.sleepers.count)
-                } else if state.unregisteredIDs.contains(id) {
-                    // The handler ran before the sleeper was registered: make registration fail at once.
-                    state.cancelledIDs.insert(id)
-                }
-            }
-        }
+        guard !isDue else { return }
+        try await suspend(
+            in: state, at: \.sleepers, key: deadline, isReady: { deadline <= $0.now },
+            didChange: { [pendingSignal] in pendingSignal.set($0.sleepers.count) })
     }
 
     /// Moves time forward by `duration` and ends every sleep whose deadline it reaches, earliest first.
@@ -129,11 +96,7 @@ public final class ManualClock: Clock, Sendable {
 
     private static func move(_ state: inout State, to instant: TestInstant) {
         state.now = instant
-        let due = state.sleepers.filter { $0.deadline <= instant }.sorted { $0.deadline < $1.deadline }
-        state.sleepers.removeAll { $0.deadline <= instant }
-        for sleeper in due {
-            sleeper.continuation.resume()
-        }
+        state.sleepers.resume(where: { $0 <= instant }, orderedBy: <)
     }
 }
 
