@@ -72,6 +72,7 @@ struct RetryResultTests {
         #expect(RetryResult.retry.delay == .zero)
         #expect(RetryResult.retryWithDelay(.seconds(2)).delay == .seconds(2))
         #expect(RetryResult.retryWithDelay(.seconds(-2)).delay == .zero)
+        #expect(RetryResult.retryWithDelay(.seconds(Int64.max)).delay == RetryResult.longestDelay)
         #expect(RetryResult.doNotRetry.delay == nil)
         #expect(RetryResult.doNotRetryWithError(TestError("x")).delay == nil)
         #expect(RetryResult.doNotRetryWithError(TestError("x")).error as? TestError == TestError("x"))

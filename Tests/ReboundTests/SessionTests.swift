@@ -400,6 +400,20 @@ struct SessionTests {
         #expect(response.attempts.first?.retryDelay == .zero)
     }
 
+    @Test func absurdDelayIsHeldAtTheLongestDelayInsteadOfTrappingTheClock() async throws {
+        let clock = ManualClock()
+        let session = Session(
+            transport: ScriptedTransport([.status(503)]),
+            interceptor: Retrier { _, _ in .retryWithDelay(.seconds(Int64.max)) }, clock: clock)
+
+        let task = Task { try await session.send(request()) }
+        try await clock.waitForSleepers(1)
+        task.cancel()
+        _ = await Result { try await task.value }
+
+        #expect(clock.sleeps == [RetryResult.longestDelay])
+    }
+
     // MARK: - Cancellation
 
     @Test func cancellationDuringTheSendEndsWithCancellationAndNoFurtherAttempt() async throws {

@@ -102,10 +102,11 @@ public struct RetryPolicy: RequestInterceptor {
     }
 
     /// The backoff before retry number `retryCount + 1`: `exponentialBackoffBase ^ retryCount × exponentialBackoffScale`
-    /// seconds, held at about 31,700 years where the power would overflow.
+    /// seconds, held at ``RetryResult/longestDelay`` where the power grows past it.
     public func delay(forRetryCount retryCount: Int) -> Duration {
         let seconds = pow(Double(exponentialBackoffBase), Double(max(retryCount, 0))) * exponentialBackoffScale
-        return .seconds(seconds.isFinite ? min(seconds, Self.longestDelaySeconds) : Self.longestDelaySeconds)
+        guard seconds.isFinite, seconds < Self.longestDelaySeconds else { return RetryResult.longestDelay }
+        return .seconds(seconds)
     }
 
     /// Whether `error`, the failure of `request`'s last attempt, is one this policy retries, ignoring the retry limit.
@@ -127,7 +128,6 @@ public struct RetryPolicy: RequestInterceptor {
         return .retryWithDelay(delay(forRetryCount: request.retryCount))
     }
 
-    /// 10^12 seconds: far beyond any useful delay, far below where `Duration` would overflow.
     private static let longestDelaySeconds = 1e12
 }
 

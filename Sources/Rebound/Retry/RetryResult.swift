@@ -2,7 +2,8 @@
 public enum RetryResult: Sendable {
     /// Retry at once.
     case retry
-    /// Retry after the delay, slept on the session's clock; a delay of zero or less retries at once.
+    /// Retry after the delay, slept on the session's clock; a delay of zero or less retries at once, and one longer
+    /// than ``longestDelay`` is held there.
     case retryWithDelay(Duration)
     /// Do not retry: the next retrier in the chain is asked, and if none retries, the request fails.
     case doNotRetry
@@ -17,11 +18,16 @@ public enum RetryResult: Sendable {
         }
     }
 
-    /// The delay before the retry: `.zero` for ``retry``, never negative; `nil` when the answer does not retry.
+    /// The longest delay a retry waits: 10^12 seconds (about 31,700 years), so in effect until the task is
+    /// cancelled. Longer delays would overflow the clocks' arithmetic and trap.
+    public static let longestDelay = Duration.seconds(1_000_000_000_000)
+
+    /// The delay before the retry: `.zero` for ``retry``, held between zero and ``longestDelay``; `nil` when the
+    /// answer does not retry.
     public var delay: Duration? {
         switch self {
         case .retry: .zero
-        case .retryWithDelay(let delay): max(delay, .zero)
+        case .retryWithDelay(let delay): min(max(delay, .zero), Self.longestDelay)
         case .doNotRetry, .doNotRetryWithError: nil
         }
     }
