@@ -20,12 +20,14 @@ import Foundation
 /// retried. ``connectionLostURLErrorCodes`` holds this platform's codes. The other settings and their defaults are
 /// ``RetryPolicy``'s: 2 retries, a backoff of 0.5 s then 1 s, the idempotent methods.
 public struct ConnectionLostRetryPolicy: RequestInterceptor {
-    /// The `URLError` codes that mean a lost connection on this platform (see the type's discussion).
     #if canImport(FoundationNetworking)
+        /// The `URLError` codes that mean a lost connection on Linux: `.networkConnectionLost`, `.badServerResponse`
+        /// and `.unknown` (see the type's discussion).
         public static let connectionLostURLErrorCodes: Set<URLError.Code> = [
             .networkConnectionLost, .badServerResponse, .unknown,
         ]
     #else
+        /// The `URLError` codes that mean a lost connection on Apple platforms: `.networkConnectionLost`.
         public static let connectionLostURLErrorCodes: Set<URLError.Code> = [.networkConnectionLost]
     #endif
 

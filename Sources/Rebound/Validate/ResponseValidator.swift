@@ -8,7 +8,7 @@ import Foundation
 ///
 /// A session validates every response, by default with ``successfulStatusCodes`` (200..<300), so a 503 reaches
 /// the retriers without any extra call. A validator sees the status, the headers and the body, so it can turn a
-/// 200 whose JSON reports an error into a failure. Validators combine with ``and(_:)``; the first failure wins.
+/// 200 whose JSON reports an error into a failure. Validators combine with `and`; the first failure wins.
 ///
 /// ```swift
 /// let validator = ResponseValidator.successfulStatusCodes.and { response, data in
