@@ -1,7 +1,7 @@
 import ReboundTesting
 import Testing
 
-@Suite("ManualClock")
+@Suite("ManualClock", .timeLimit(.minutes(1)))
 struct ManualClockTests {
     @Test func sleepEndsOnlyWhenTimeReachesItsDeadline() async throws {
         let clock = ManualClock()

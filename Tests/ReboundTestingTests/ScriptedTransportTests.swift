@@ -9,7 +9,7 @@ import Testing
 
 private let url = URL(string: "https://example.com/a")!
 
-@Suite("ScriptedTransport")
+@Suite("ScriptedTransport", .timeLimit(.minutes(1)))
 struct ScriptedTransportTests {
     @Test func answersStepsInOrderAndRecordsRequests() async throws {
         let transport = ScriptedTransport([

@@ -28,7 +28,7 @@ private func decision(
     return await policy.retry(retryRequest, dueTo: error)
 }
 
-@Suite("RetryPolicy")
+@Suite("RetryPolicy", .timeLimit(.minutes(1)))
 struct RetryPolicyTests {
     static let transientURLErrorCodes: [URLError.Code] = [
         .backgroundSessionInUseByAnotherProcess, .backgroundSessionWasDisconnected, .badServerResponse,

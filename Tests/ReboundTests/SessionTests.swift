@@ -7,7 +7,7 @@ import Testing
     import FoundationNetworking
 #endif
 
-@Suite("Session")
+@Suite("Session", .timeLimit(.minutes(1)))
 struct SessionTests {
     // MARK: - Success and records
 

@@ -11,7 +11,7 @@ struct RequestRun {
     let label: String?
     let requestInterceptor: (any RequestInterceptor)?
     let validator: ResponseValidator
-    let requestID = UUID()
+    let requestID = RequestIDs.next()
 
     private var attempts: [Attempt] = []
     private var lastSentRequest: URLRequest?
