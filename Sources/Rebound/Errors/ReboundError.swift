@@ -130,3 +130,8 @@ extension ReboundError: CustomStringConvertible {
         return "\(method) \(url) failed after \(attempts): \(reason)"
     }
 }
+
+extension ReboundError: LocalizedError {
+    /// The same text as ``description``.
+    public var errorDescription: String? { description }
+}

@@ -20,22 +20,30 @@ public struct URLSessionTransport: HTTPTransport {
     /// Sends `request` with a data task, cancelling the task if the calling task is cancelled.
     public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
         let cancellation = DataTaskCancellation()
-        let (data, response) = try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation {
-                (continuation: CheckedContinuation<(Data, URLResponse), any Error>) in
-                let task = session.dataTask(with: request) { data, response, error in
-                    if let error {
-                        continuation.resume(throwing: error)
-                    } else if let response {
-                        continuation.resume(returning: (data ?? Data(), response))
-                    } else {
-                        continuation.resume(throwing: URLError(.badServerResponse))
+        let data: Data
+        let response: URLResponse
+        do {
+            (data, response) = try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation {
+                    (continuation: CheckedContinuation<(Data, URLResponse), any Error>) in
+                    let task = session.dataTask(with: request) { data, response, error in
+                        if let error {
+                            continuation.resume(throwing: error)
+                        } else if let response {
+                            continuation.resume(returning: (data ?? Data(), response))
+                        } else {
+                            continuation.resume(throwing: URLError(.badServerResponse))
+                        }
                     }
+                    cancellation.start(task)
                 }
-                cancellation.start(task)
+            } onCancel: {
+                cancellation.cancel()
             }
-        } onCancel: {
-            cancellation.cancel()
+        } catch {
+            // A cancelled data task reports `URLError.cancelled`; the caller asked for cancellation, so say that.
+            if Task.isCancelled { throw CancellationError() }
+            throw error
         }
         if Task.isCancelled { throw CancellationError() }
         guard let httpResponse = response as? HTTPURLResponse else { throw URLError(.badServerResponse) }

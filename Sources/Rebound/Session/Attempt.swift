@@ -38,3 +38,33 @@ public struct Attempt: Sendable {
     /// Whether this attempt succeeded.
     public var succeeded: Bool { failure == nil }
 }
+
+extension Attempt: CustomStringConvertible {
+    /// One line for logs, for example `#2 GET https://example.com/items → 503 (unacceptable status code 503) in
+    /// 12 ms, retried after 1 s`.
+    public var description: String {
+        let target = request.map { "\($0.method) \($0.url?.absoluteString ?? "-")" } ?? "(not sent)"
+        var line = "#\(number) \(target) → "
+        switch (failure, statusCode) {
+        case (nil, let status?): line += "\(status)"
+        case (let failure?, _): line += "\(failure)"
+        case (nil, nil): line += "done"
+        }
+        line += " in \(Self.format(duration))"
+        if let retryDelay { line += ", retried after \(Self.format(retryDelay))" }
+        return line
+    }
+
+    /// Milliseconds below a second (`12.5 ms`), seconds above (`1.5 s`), without locale-dependent separators.
+    private static func format(_ duration: Duration) -> String {
+        let milliseconds = Double(duration.components.seconds) * 1_000 + Double(duration.components.attoseconds) / 1e15
+        return milliseconds >= 1_000
+            ? trimmed(milliseconds / 1_000, digits: 3) + " s" : trimmed(milliseconds, digits: 1) + " ms"
+    }
+
+    private static func trimmed(_ value: Double, digits: Int) -> String {
+        var text = String(format: "%.\(digits)f", value)
+        while text.contains("."), text.hasSuffix("0") || text.hasSuffix(".") { text.removeLast() }
+        return text
+    }
+}
