@@ -12,10 +12,15 @@ import Rebound
 ///
 /// ```swift
 /// let server = try LoopbackServer()
+/// defer { server.stop() }
 /// server.route("/flaky", [.status(503), .status(503), .status(200, body: "ok")])
 /// let response = try await session.send(server.url("/flaky"))
 /// #expect(server.hits("/flaky") == 3)
 /// ```
+///
+/// Stop it with `defer { server.stop() }` right after creating it. It also stops when released, but Swift may
+/// release a local as soon as its last use, which can come before a request to it has finished: the server would
+/// then close that request's connection under it. The `defer` keeps it alive to the end of the scope.
 ///
 /// Connections are kept alive, each served by its own thread with `TCP_NODELAY` set, so the server keeps up with
 /// thousands of requests a second. All methods are thread-safe.

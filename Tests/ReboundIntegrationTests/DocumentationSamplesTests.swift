@@ -16,6 +16,7 @@ struct DocumentationSamplesTests {
 
     @Test func readmeQuickStart() async throws {
         let server = try LoopbackServer()
+        defer { server.stop() }
         server.route("/items", [.status(503), .json(#"[{"name": "kettle"}]"#)])
         let token = "t0k3n"
 
@@ -62,6 +63,7 @@ struct DocumentationSamplesTests {
 
     @Test func testingGuideIntegrationTest() async throws {
         let server = try LoopbackServer()
+        defer { server.stop() }
         server.route("/flaky", [.status(503), .status(503), .status(200, body: "ok")])
         let clock = ImmediateClock()
         let session = Session(interceptor: RetryPolicy(), clock: clock)

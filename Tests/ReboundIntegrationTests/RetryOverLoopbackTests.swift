@@ -17,6 +17,7 @@ private func freshTransport() -> URLSessionTransport {
 struct RetryOverLoopbackTests {
     @Test func twoServiceUnavailablesThenSuccessTakesThreeHitsAndTheDefaultDelays() async throws {
         let server = try LoopbackServer()
+        defer { server.stop() }
         server.route("/flaky", [.status(503), .status(503), .status(200, body: "ok")])
         let clock = ImmediateClock()
         let session = Session(interceptor: RetryPolicy(), clock: clock)
@@ -32,6 +33,7 @@ struct RetryOverLoopbackTests {
 
     @Test func givesUpAfterTheRetryLimitWithTheLastResponse() async throws {
         let server = try LoopbackServer()
+        defer { server.stop() }
         server.route("/down", [.status(503, headers: ["Retry-After": "120"], body: "maintenance")])
         let session = Session(interceptor: RetryPolicy(), clock: ImmediateClock())
 
@@ -46,6 +48,7 @@ struct RetryOverLoopbackTests {
 
     @Test func postToA503IsNotRetried() async throws {
         let server = try LoopbackServer()
+        defer { server.stop() }
         server.route("/pay", [.status(503), .status(200)])
         let session = Session(interceptor: RetryPolicy(), clock: ImmediateClock())
 
@@ -62,6 +65,7 @@ struct RetryOverLoopbackTests {
 
     @Test func droppedConnectionIsRetried() async throws {
         let server = try LoopbackServer()
+        defer { server.stop() }
         server.route("/drop", [.drop, .status(200, body: "ok")])
         let session = Session(transport: freshTransport(), interceptor: RetryPolicy(), clock: ImmediateClock())
 
@@ -74,6 +78,7 @@ struct RetryOverLoopbackTests {
 
     @Test func connectionLostRetryPolicyRetriesADroppedConnection() async throws {
         let server = try LoopbackServer()
+        defer { server.stop() }
         server.route("/drop", [.drop, .truncated(), .status(200, body: "ok")])
         let session = Session(
             transport: freshTransport(), interceptor: ConnectionLostRetryPolicy(), clock: ImmediateClock())
@@ -89,6 +94,7 @@ struct RetryOverLoopbackTests {
 
     @Test func refusedConnectionKeepsCannotConnectToHost() async throws {
         let server = try LoopbackServer()
+        defer { server.stop() }
         let url = server.url("/gone")
         server.stop()
         let session = Session(
@@ -102,6 +108,7 @@ struct RetryOverLoopbackTests {
 
     @Test func headerAddedByAnAdapterReachesTheServerOnEveryAttempt() async throws {
         let server = try LoopbackServer()
+        defer { server.stop() }
         server.route("/flaky", [.status(503), .status(500), .status(200)])
         let session = Session(
             interceptor: Interceptor(
@@ -125,6 +132,7 @@ struct RetryOverLoopbackTests {
 
     @Test func failingValidatorOnA200TriggersARetry() async throws {
         let server = try LoopbackServer()
+        defer { server.stop() }
         server.route("/quote", [.json(#"{"error_code": "RATE_LIMITED"}"#), .json(#"{"price": 12}"#)])
         let rejectErrorCodes = ResponseValidator.successfulStatusCodes.and { _, data in
             let json = try JSONSerialization.jsonObject(with: data) as? [String: Any]
@@ -148,6 +156,7 @@ struct RetryOverLoopbackTests {
 
     @Test func serviceUnavailableWithABodyIsRetried() async throws {
         let server = try LoopbackServer()
+        defer { server.stop() }
         let page = String(repeating: "<p>Down for maintenance</p>", count: 2_000)
         server.route(
             "/m", [.status(503, headers: ["Content-Type": "text/html"], body: page), .status(200, body: "ok")])
@@ -161,6 +170,7 @@ struct RetryOverLoopbackTests {
 
     @Test func cancellingDuringAnAttemptEndsWithCancellationAndNothingMoreReachesTheServer() async throws {
         let server = try LoopbackServer()
+        defer { server.stop() }
         server.route("/slow", [.status(503).delayed(by: .seconds(30)), .status(200)])
         let session = Session(transport: freshTransport(), interceptor: RetryPolicy(), clock: ImmediateClock())
 
@@ -175,6 +185,7 @@ struct RetryOverLoopbackTests {
 
     @Test func cancellingDuringARealBackoffEndsWithCancellation() async throws {
         let server = try LoopbackServer()
+        defer { server.stop() }
         server.route("/down", [.status(503)])
         // A 30-second backoff on the real clock: only cancellation can end this test quickly.
         let session = Session(interceptor: try RetryPolicy(exponentialBackoffScale: 30))
@@ -190,6 +201,7 @@ struct RetryOverLoopbackTests {
 
     @Test func manyConcurrentRequestsEachEndWithOneOutcome() async throws {
         let server = try LoopbackServer()
+        defer { server.stop() }
         server.route("/mixed") { _, number in number % 2 == 1 ? .status(503) : .status(200) }
         let session = Session(interceptor: RetryPolicy(), clock: ImmediateClock())
 

@@ -11,6 +11,7 @@ import Testing
 struct URLSessionTransportTests {
     @Test func returnsAnyStatusWithItsBodyAndHeaders() async throws {
         let server = try LoopbackServer()
+        defer { server.stop() }
         server.route("/teapot", [.status(418, headers: ["X-Kind": "teapot"], body: "short and stout")])
 
         let (data, response) = try await URLSessionTransport().send(URLRequest(url: server.url("/teapot")))
@@ -22,6 +23,7 @@ struct URLSessionTransportTests {
 
     @Test func sendsMethodHeadersAndBody() async throws {
         let server = try LoopbackServer()
+        defer { server.stop() }
         server.route("/echo", [.status(204)])
 
         _ = try await URLSessionTransport().send(
@@ -35,6 +37,7 @@ struct URLSessionTransportTests {
 
     @Test func alreadyCancelledTaskSendsNothing() async throws {
         let server = try LoopbackServer()
+        defer { server.stop() }
         server.route("/a", [.status(200)])
         let url = server.url("/a")
 
@@ -51,6 +54,7 @@ struct URLSessionTransportTests {
 
     @Test func cancellingDuringTheSendEndsItWithCancellation() async throws {
         let server = try LoopbackServer()
+        defer { server.stop() }
         server.route("/slow", [.status(200).delayed(by: .seconds(30))])
         let url = server.url("/slow")
 
@@ -63,6 +67,7 @@ struct URLSessionTransportTests {
 
     @Test func refusedConnectionIsCannotConnectToHost() async throws {
         let server = try LoopbackServer()
+        defer { server.stop() }
         let url = server.url("/")
         server.stop()
 

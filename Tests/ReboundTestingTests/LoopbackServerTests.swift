@@ -20,6 +20,7 @@ private func fetch(
 struct LoopbackServerTests {
     @Test func answersARoutesRepliesInOrderAndRepeatsTheLast() async throws {
         let server = try LoopbackServer()
+        defer { server.stop() }
         server.route("/flaky", [.status(503), .status(502, body: "bad"), .status(200, body: "ok")])
 
         var statuses: [Int] = []
@@ -32,6 +33,7 @@ struct LoopbackServerTests {
 
     @Test func sendsHeadersAndBody() async throws {
         let server = try LoopbackServer()
+        defer { server.stop() }
         server.route("/h", [.status(429, headers: ["Retry-After": "7", "X-Thing": "a b"], body: "slow down")])
 
         let (data, response) = try await fetch(server.url("/h"))
@@ -44,6 +46,7 @@ struct LoopbackServerTests {
 
     @Test func recordsMethodPathQueryHeadersAndBody() async throws {
         let server = try LoopbackServer()
+        defer { server.stop() }
         server.route("/items", [.json(#"{"id":1}"#, status: 201)])
 
         _ = try await fetch(
@@ -59,6 +62,7 @@ struct LoopbackServerTests {
 
     @Test func largeBodiesArriveWhole() async throws {
         let server = try LoopbackServer()
+        defer { server.stop() }
         server.route("/upload") { request, _ in .status(200, body: "\(request.body.count)") }
         let body = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0) })
 
@@ -70,6 +74,7 @@ struct LoopbackServerTests {
 
     @Test func handlerRoutesSeeTheRequestAndItsNumber() async throws {
         let server = try LoopbackServer()
+        defer { server.stop() }
         server.route("/n") { request, number in .status(200, body: "\(request.method) \(number)") }
 
         _ = try await fetch(server.url("/n"))
@@ -80,6 +85,7 @@ struct LoopbackServerTests {
 
     @Test func unknownPathsAnswer404AndAreCounted() async throws {
         let server = try LoopbackServer()
+        defer { server.stop() }
 
         let (_, response) = try await fetch(server.url("/nowhere"))
 
@@ -89,6 +95,7 @@ struct LoopbackServerTests {
 
     @Test func reroutingResetsTheRoutesCounts() async throws {
         let server = try LoopbackServer()
+        defer { server.stop() }
         server.route("/r", [.status(500)])
         _ = try await fetch(server.url("/r"))
 
@@ -101,6 +108,7 @@ struct LoopbackServerTests {
 
     @Test func droppedConnectionReachesTheClientAsAnError() async throws {
         let server = try LoopbackServer()
+        defer { server.stop() }
         server.route("/drop", [.drop])
 
         await #expect(throws: URLError.self) {
@@ -111,6 +119,7 @@ struct LoopbackServerTests {
 
     @Test func connectionCloseInAReplyClosesTheConnectionSoTheNextDropIsSeen() async throws {
         let server = try LoopbackServer()
+        defer { server.stop() }
         server.route("/close", [.status(200, headers: ["Connection": "close"])])
         server.route("/drop", [.drop, .status(200)])
         let session = URLSession(configuration: .ephemeral)
@@ -125,6 +134,7 @@ struct LoopbackServerTests {
 
     @Test func delayedReplyArrivesAfterTheRequestIsCounted() async throws {
         let server = try LoopbackServer()
+        defer { server.stop() }
         server.route("/slow", [.status(200, body: "late").delayed(by: .milliseconds(20))])
 
         let (data, _) = try await fetch(server.url("/slow"))
@@ -135,6 +145,7 @@ struct LoopbackServerTests {
 
     @Test func headRequestsGetNoBody() async throws {
         let server = try LoopbackServer()
+        defer { server.stop() }
         server.route("/h", [.status(200, body: "body")])
 
         let (data, response) = try await fetch(server.url("/h"), method: .head)
@@ -145,6 +156,7 @@ struct LoopbackServerTests {
 
     @Test func stopClosesThePortAndIsIdempotent() async throws {
         let server = try LoopbackServer()
+        defer { server.stop() }
         server.route("/a", [.status(200).delayed(by: .seconds(30))])
         let url = server.url("/a")
         let pending = Task { try await fetch(url, session: URLSession(configuration: .ephemeral)) }
@@ -161,6 +173,7 @@ struct LoopbackServerTests {
 
     @Test func servesManyConcurrentKeptAliveRequests() async throws {
         let server = try LoopbackServer()
+        defer { server.stop() }
         server.route("/ok", [.status(200, body: "ok")])
 
         let statuses = try await withThrowingTaskGroup(of: Int.self) { group in

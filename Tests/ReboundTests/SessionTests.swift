@@ -535,4 +535,34 @@ struct SessionTests {
         #expect(attemptCounts.allSatisfy { $0 == 1 || $0 == 2 })
         #expect(attemptCounts.reduce(0) { $0 + ($1 ?? 0) } == transport.requestCount)
     }
+
+    @Test func cancellingManyRequestsMidSendAndMidBackoffEndsEachWithCancellationOnce() async throws {
+        // The first 200 requests are first attempts: odd ones fail with 503 and go to sleep on the clock, even ones
+        // hang in the transport. Nothing can end on its own until the test cancels.
+        let clock = ManualClock()
+        let transport = ScriptedTransport { _, number in number % 2 == 1 ? .status(503) : .hang }
+        let session = Session(transport: transport, interceptor: RetryPolicy(), clock: clock)
+
+        let tasks = (0..<200).map { _ in
+            Task { () -> String in
+                do {
+                    _ = try await session.send(request())
+                    return "response"
+                } catch is CancellationError {
+                    return "cancelled"
+                } catch {
+                    return "error"
+                }
+            }
+        }
+        try await transport.waitForRequests(200)
+        try await clock.waitForSleepers(100)
+        for task in tasks { task.cancel() }
+        var outcomes: [String] = []
+        for task in tasks { outcomes.append(await task.value) }
+
+        #expect(outcomes == Array(repeating: "cancelled", count: 200))
+        #expect(transport.requestCount == 200)
+        #expect(clock.pendingSleepCount == 0)
+    }
 }

@@ -12,6 +12,7 @@ import ReboundTesting
 struct Demo {
     static func main() async throws {
         let server = try LoopbackServer()
+        defer { server.stop() }
         // Every reply closes its connection, so that the dropped connection below reaches Rebound: on a kept-alive
         // connection, URLSession on Linux (libcurl) would quietly re-send the request once by itself.
         let close = ["Connection": "close"]
