@@ -272,42 +272,16 @@ private final class ServerCore: Sendable {
         }
         var buffer: [UInt8] = []
         while true {
-            // Read the head.
-            var head: HTTPRequestParser.Head
-            while true {
-                switch HTTPRequestParser.parseHead(buffer) {
-                case .head(let parsed):
-                    head = parsed
-                case .incomplete:
-                    guard receive(fd, into: &buffer) else { return }
-                    continue
-                case .invalid(let reason):
-                    respond(fd, status: 400, headers: [], body: Data(reason.utf8), keepAlive: false, isHead: false)
-                    return
-                }
-                break
-            }
-
-            // Read the body.
-            var sentContinue = false
+            let head: HTTPRequestParser.Head
             let body: Data
-            while true {
-                switch HTTPRequestParser.parseBody(buffer[head.length...], framing: head.bodyFraming) {
-                case .body(let data, let consumed):
-                    body = data
-                    buffer.removeFirst(head.length + consumed)
-                case .incomplete:
-                    if head.expectsContinue && !sentContinue {
-                        sentContinue = true
-                        guard POSIXSocket.writeAll(fd, Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)) else { return }
-                    }
-                    guard receive(fd, into: &buffer) else { return }
-                    continue
-                case .invalid(let reason):
-                    respond(fd, status: 400, headers: [], body: Data(reason.utf8), keepAlive: false, isHead: false)
-                    return
-                }
-                break
+            switch readRequest(fd, into: &buffer) {
+            case .closed:
+                return
+            case .invalid(let reason):
+                respond(fd, status: 400, headers: [], body: Data(reason.utf8), keepAlive: false, isHead: false)
+                return
+            case .request(let parsedHead, let parsedBody):
+                (head, body) = (parsedHead, parsedBody)
             }
 
             let (path, query) = Self.split(head.target)
@@ -328,6 +302,48 @@ private final class ServerCore: Sendable {
                     isHead: head.method == "HEAD", truncated: reply.truncatesBody),
                 keepAlive, !reply.truncatesBody
             else { return }
+        }
+    }
+
+    private enum Incoming {
+        case request(HTTPRequestParser.Head, Data)
+        case invalid(String)
+        case closed
+    }
+
+    /// Reads the next whole request from `fd`, keeping any bytes after it in `buffer` for the next one.
+    private func readRequest(_ fd: Int32, into buffer: inout [UInt8]) -> Incoming {
+        var head: HTTPRequestParser.Head?
+        var sentContinue = false
+        while true {
+            if let current = head {
+                switch HTTPRequestParser.parseBody(buffer[current.length...], framing: current.bodyFraming) {
+                case .body(let body, let consumed):
+                    buffer.removeFirst(current.length + consumed)
+                    return .request(current, body)
+                case .invalid(let reason):
+                    return .invalid(reason)
+                case .incomplete:
+                    // A client that sent `Expect: 100-continue` waits for this before sending the body.
+                    if current.expectsContinue && !sentContinue {
+                        sentContinue = true
+                        guard POSIXSocket.writeAll(fd, Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)) else {
+                            return .closed
+                        }
+                    }
+                }
+            } else {
+                switch HTTPRequestParser.parseHead(buffer) {
+                case .head(let parsed):
+                    head = parsed
+                    continue
+                case .invalid(let reason):
+                    return .invalid(reason)
+                case .incomplete:
+                    break
+                }
+            }
+            guard receive(fd, into: &buffer) else { return .closed }
         }
     }
 
