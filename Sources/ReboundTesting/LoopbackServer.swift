@@ -225,14 +225,16 @@ private final class ServerCore: Sendable {
     var totalHits: Int { received.count }
 
     func stop() {
-        let connections = state.withLock { state -> Set<Int32>? in
-            guard !state.stopped else { return nil }
+        let stopping = state.withLock { state -> Bool in
+            guard !state.stopped else { return false }
             state.stopped = true
-            return state.connections
+            // Under the lock, so that no connection thread closes one of these descriptors meanwhile and lets the
+            // process reuse its number for another socket, which this would then shut down.
+            for fd in state.connections { POSIXSocket.shutdownBoth(fd) }
+            return true
         }
-        guard let connections else { return }
+        guard stopping else { return }
         POSIXSocket.signal(wake.write)
-        for fd in connections { POSIXSocket.shutdownBoth(fd) }
         threads.wait()
         POSIXSocket.closeSocket(listener)
         POSIXSocket.closeSocket(wake.read)
@@ -267,8 +269,11 @@ private final class ServerCore: Sendable {
 
     private func serve(_ fd: Int32) {
         defer {
-            state.withLock { _ = $0.connections.remove(fd) }
-            POSIXSocket.closeSocket(fd)
+            // Closed under the lock: see `stop()`.
+            state.withLock { state in
+                state.connections.remove(fd)
+                POSIXSocket.closeSocket(fd)
+            }
         }
         var buffer: [UInt8] = []
         while true {

@@ -16,6 +16,17 @@ enum POSIXSocket {
 
     /// Opens a TCP socket listening on 127.0.0.1 at an ephemeral port; returns it and the port.
     static func listenOnLoopback(backlog: Int32 = 1024) throws(Failure) -> (fd: Int32, port: UInt16) {
+        let (fd, port) = try bindLoopback()
+        guard listen(fd, backlog) == 0 else {
+            let code = errno
+            closeSocket(fd)
+            throw Failure(call: "listen", code: code)
+        }
+        return (fd, port)
+    }
+
+    /// Opens a TCP socket bound to 127.0.0.1 at an ephemeral port, not listening; returns it and the port.
+    static func bindLoopback() throws(Failure) -> (fd: Int32, port: UInt16) {
         #if canImport(Darwin)
             let fd = socket(AF_INET, SOCK_STREAM, 0)
         #else
@@ -39,13 +50,8 @@ enum POSIXSocket {
         }
         guard bound == 0 else {
             let code = errno
-            close(fd)
+            closeSocket(fd)
             throw Failure(call: "bind", code: code)
-        }
-        guard listen(fd, backlog) == 0 else {
-            let code = errno
-            close(fd)
-            throw Failure(call: "listen", code: code)
         }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let named = withUnsafeMutablePointer(to: &address) {
@@ -53,7 +59,7 @@ enum POSIXSocket {
         }
         guard named == 0 else {
             let code = errno
-            close(fd)
+            closeSocket(fd)
             throw Failure(call: "getsockname", code: code)
         }
         return (fd, UInt16(bigEndian: address.sin_port))

@@ -93,17 +93,27 @@ struct RetryOverLoopbackTests {
     }
 
     @Test func refusedConnectionKeepsCannotConnectToHost() async throws {
-        let server = try LoopbackServer()
-        defer { server.stop() }
-        let url = server.url("/gone")
-        server.stop()
+        let down = try RefusedPort()
+        defer { down.close() }
         let session = Session(
             transport: freshTransport(), interceptor: ConnectionLostRetryPolicy(), clock: ImmediateClock())
 
-        let error = try await #require(throws: ReboundError.self) { try await session.send(url) }
+        let error = try await #require(throws: ReboundError.self) { try await session.send(down.url("/gone")) }
 
         #expect(error.urlError?.code == .cannotConnectToHost)
         #expect(error.attemptCount == 1)  // never connected, so not a lost connection
+    }
+
+    @Test func retryPolicyRetriesARefusedConnection() async throws {
+        let down = try RefusedPort()
+        defer { down.close() }
+        let clock = ImmediateClock()
+        let session = Session(transport: freshTransport(), interceptor: RetryPolicy(), clock: clock)
+
+        let error = try await #require(throws: ReboundError.self) { try await session.send(down.url("/gone")) }
+
+        #expect(error.attempts.map { $0.failure?.urlError?.code } == Array(repeating: .cannotConnectToHost, count: 3))
+        #expect(clock.sleeps == [.milliseconds(500), .seconds(1)])
     }
 
     @Test func headerAddedByAnAdapterReachesTheServerOnEveryAttempt() async throws {

@@ -66,13 +66,12 @@ struct URLSessionTransportTests {
     }
 
     @Test func refusedConnectionIsCannotConnectToHost() async throws {
-        let server = try LoopbackServer()
-        defer { server.stop() }
-        let url = server.url("/")
-        server.stop()
+        let down = try RefusedPort()
+        defer { down.close() }
 
         await #expect {
-            try await URLSessionTransport(session: URLSession(configuration: .ephemeral)).send(URLRequest(url: url))
+            try await URLSessionTransport(session: URLSession(configuration: .ephemeral)).send(
+                URLRequest(url: down.url()))
         } throws: { error in
             (error as? URLError)?.code == .cannotConnectToHost
         }

@@ -165,10 +165,11 @@ struct LoopbackServerTests {
         server.stop()
         server.stop()
 
-        // The delayed request is dropped rather than waited for, and the port no longer accepts connections.
+        // The delayed request is dropped rather than waited for, and nothing more reaches the stopped server (the
+        // port may already serve another test's server, so what the new request gets is not checked).
         await #expect(throws: URLError.self) { try await pending.value }
-        let refused = await Result { try await fetch(url, session: URLSession(configuration: .ephemeral)) }
-        #expect((refused.failureValue as? URLError)?.code == .cannotConnectToHost)
+        _ = await Result { try await fetch(url, session: URLSession(configuration: .ephemeral)) }
+        #expect(server.totalHits == 1)
     }
 
     @Test func servesManyConcurrentKeptAliveRequests() async throws {

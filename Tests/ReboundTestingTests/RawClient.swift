@@ -60,6 +60,7 @@ final class RawClient {
         while marker.map({ !String(decoding: received, as: UTF8.self).contains($0) }) ?? true {
             let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if count == 0 { return (String(decoding: received, as: UTF8.self), true) }
+            if count < 0 && errno == EINTR { continue }
             guard count > 0 else { break }
             received += chunk[..<count]
         }
