@@ -28,7 +28,10 @@ struct ResponseValidatorTests {
         }
     }
 
-    @Test func acceptableStatusCodesTakeARangeOrASet() {
+    @Test func acceptableStatusCodesTakeARangeAClosedRangeOrASet() {
+        #expect(ResponseValidator.acceptableStatusCodes(200...299).validate(response(299), data: Data()) == nil)
+        #expect(ResponseValidator.acceptableStatusCodes(200...299).validate(response(300), data: Data()) != nil)
+        #expect(ResponseValidator.acceptableStatusCodes(0...Int.max).validate(response(599), data: Data()) == nil)
         #expect(ResponseValidator.acceptableStatusCodes(200..<400).validate(response(304), data: Data()) == nil)
         #expect(ResponseValidator.acceptableStatusCodes(200..<400).validate(response(400), data: Data()) != nil)
         #expect(ResponseValidator.acceptableStatusCodes([200, 404]).validate(response(404), data: Data()) == nil)

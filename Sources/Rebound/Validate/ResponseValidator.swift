@@ -49,6 +49,13 @@ public struct ResponseValidator: Sendable {
         }
     }
 
+    /// Accepts the status codes in `range`; any other fails with ``ReboundError/Reason/unacceptableStatusCode(_:)``.
+    public static func acceptableStatusCodes(_ range: ClosedRange<Int>) -> ResponseValidator {
+        ResponseValidator { response, _ in
+            range.contains(response.statusCode) ? nil : .unacceptableStatusCode(response.statusCode)
+        }
+    }
+
     /// Accepts the status codes listed; any other fails with ``ReboundError/Reason/unacceptableStatusCode(_:)``.
     public static func acceptableStatusCodes(_ codes: Set<Int>) -> ResponseValidator {
         ResponseValidator { response, _ in
