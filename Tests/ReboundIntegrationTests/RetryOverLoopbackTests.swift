@@ -187,9 +187,7 @@ struct RetryOverLoopbackTests {
         let task = Task { try await session.send(server.url("/slow")) }
         try await server.waitForRequests(1)
         task.cancel()
-        let result = await Result { try await task.value }
-
-        #expect(throws: CancellationError.self) { try result.get() }
+        await #expect(throws: CancellationError.self) { try await task.value }
         #expect(server.hits("/slow") == 1)
     }
 
@@ -203,9 +201,7 @@ struct RetryOverLoopbackTests {
         let task = Task { try await session.send(server.url("/down")) }
         try await server.waitForRequests(1)
         task.cancel()
-        let result = await Result { try await task.value }
-
-        #expect(throws: CancellationError.self) { try result.get() }
+        await #expect(throws: CancellationError.self) { try await task.value }
         #expect(server.hits("/down") == 1)
     }
 
@@ -238,14 +234,4 @@ struct RetryOverLoopbackTests {
 
 private struct BodyError: Error {
     let code: String
-}
-
-extension Result where Failure == any Error {
-    init(catching body: () async throws -> Success) async {
-        do {
-            self = .success(try await body())
-        } catch {
-            self = .failure(error)
-        }
-    }
 }

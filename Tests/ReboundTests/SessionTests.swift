@@ -409,7 +409,7 @@ struct SessionTests {
         let task = Task { try await session.send(request()) }
         try await clock.waitForSleepers(1)
         task.cancel()
-        _ = await Result { try await task.value }
+        _ = try? await task.value
 
         #expect(clock.sleeps == [RetryResult.longestDelay])
     }
@@ -425,9 +425,7 @@ struct SessionTests {
         let task = Task { try await session.send(request()) }
         try await transport.waitForRequests(1)
         task.cancel()
-        let result = await Result { try await task.value }
-
-        #expect(throws: CancellationError.self) { try result.get() }
+        await #expect(throws: CancellationError.self) { try await task.value }
         #expect(transport.requestCount == 1)
         #expect(log.all.isEmpty)
     }
@@ -444,9 +442,7 @@ struct SessionTests {
         let task = Task { try await session.send(request()) }
         try await clock.waitForSleepers(1)
         task.cancel()
-        let result = await Result { try await task.value }
-
-        #expect(throws: CancellationError.self) { try result.get() }
+        await #expect(throws: CancellationError.self) { try await task.value }
         #expect(transport.requestCount == 0)
     }
 
@@ -459,9 +455,7 @@ struct SessionTests {
         let task = Task { try await session.send(request()) }
         try await clock.waitForSleepers(1)
         task.cancel()
-        let result = await Result { try await task.value }
-
-        #expect(throws: CancellationError.self) { try result.get() }
+        await #expect(throws: CancellationError.self) { try await task.value }
         #expect(transport.requestCount == 1)
         #expect(clock.pendingSleepCount == 0)
     }
@@ -478,9 +472,7 @@ struct SessionTests {
         let task = Task { try await session.send(request()) }
         try await clock.waitForSleepers(1)
         task.cancel()
-        let result = await Result { try await task.value }
-
-        #expect(throws: CancellationError.self) { try result.get() }
+        await #expect(throws: CancellationError.self) { try await task.value }
         #expect(transport.requestCount == 1)
     }
 
@@ -492,9 +484,7 @@ struct SessionTests {
             withUnsafeCurrentTask { $0?.cancel() }
             return try await session.send(request())
         }
-        let result = await Result { try await task.value }
-
-        #expect(throws: CancellationError.self) { try result.get() }
+        await #expect(throws: CancellationError.self) { try await task.value }
         #expect(transport.requestCount == 0)
     }
 

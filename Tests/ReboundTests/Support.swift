@@ -51,14 +51,3 @@ struct TestError: Error, Equatable {
     let name: String
     init(_ name: String) { self.name = name }
 }
-
-extension Result where Failure == any Error {
-    /// Runs `body` and captures what it returned or threw.
-    init(catching body: () async throws -> Success) async {
-        do {
-            self = .success(try await body())
-        } catch {
-            self = .failure(error)
-        }
-    }
-}
