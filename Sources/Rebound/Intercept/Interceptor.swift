@@ -15,6 +15,9 @@ import Foundation
 ///   next; any other answer wins and the retriers after it are not asked. When all pass, the answer is
 ///   ``RetryResult/doNotRetry``.
 /// - Interceptors given with `interceptors:` adapt after `adapters` and retry after `retriers`, in the order given.
+/// - Every part that is an ``AttemptObserver`` is told the outcome of each attempt, and every part that is a
+///   ``ResponseInspector`` inspects each accepted response, in the order adapters, retriers, interceptors,
+///   observers; a class instance that appears more than once is called once.
 ///
 /// An `Interceptor` is immutable and safe to share between sessions and tasks.
 ///
@@ -29,20 +32,32 @@ public struct Interceptor: RequestInterceptor {
     public let adapters: [any RequestAdapter]
     /// The retriers, in the order they are asked.
     public let retriers: [any RequestRetrier]
+    /// The parts that observe attempt outcomes, in the order they are told; see ``AttemptObserver``.
+    public var observers: [any AttemptObserver] { roles.observers }
+    /// The parts that inspect accepted responses, in the order they run; see ``ResponseInspector``.
+    public var inspectors: [any ResponseInspector] { roles.inspectors }
 
-    /// Creates an interceptor from adapters, retriers and other interceptors.
+    let roles: ChainRoles
+
+    /// Creates an interceptor from adapters, retriers, other interceptors and observers.
     ///
     /// - Parameters:
     ///   - adapters: Adapters, run first, in order; none by default.
     ///   - retriers: Retriers, asked first, in order; none by default.
     ///   - interceptors: Interceptors whose adapters run after `adapters` and whose retriers are asked after
     ///     `retriers`, in order; none by default.
+    ///   - observers: Observers that only watch outcomes, told after those found among the other parts; none by
+    ///     default.
     public init(
         adapters: [any RequestAdapter] = [], retriers: [any RequestRetrier] = [],
-        interceptors: [any RequestInterceptor] = []
+        interceptors: [any RequestInterceptor] = [], observers: [any AttemptObserver] = []
     ) {
         self.adapters = adapters + interceptors.map { $0 as any RequestAdapter }
         self.retriers = retriers + interceptors.map { $0 as any RequestRetrier }
+        let parts: [any Sendable] =
+            adapters.map { $0 as any Sendable } + retriers.map { $0 as any Sendable }
+            + interceptors.map { $0 as any Sendable } + observers.map { $0 as any Sendable }
+        roles = ChainRoles(collecting: parts)
     }
 
     /// Creates an interceptor from one adapter and one retrier.

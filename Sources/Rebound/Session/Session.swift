@@ -11,11 +11,14 @@ import Foundation
 /// 2. **Adapt**: the session's interceptor adapts the request as the caller gave it, then the request's own
 ///    interceptor adapts the result (see ``Interceptor`` for the chain's rules).
 /// 3. **Send** it through the ``transport``.
-/// 4. **Validate** the response with the request's validator, or the session's if the request has none.
-/// 5. On success, return a ``Response`` with the body and the record of every attempt.
+/// 4. **Validate** the response with the request's validator, or the session's if the request has none; then the
+///    chain's ``ResponseInspector``s check the accepted response.
+/// 5. On success, tell the chain's ``AttemptObserver``s and return a ``Response`` with the body and the record of
+///    every attempt.
 /// 6. On failure (adapter error, transport error, or validation failure), ask the retriers **once**: the session's
-///    interceptor first, then the request's. A retry sleeps the delay on the session's clock, cancellably, then goes
-///    back to 1. Otherwise the request ends with a ``ReboundError``.
+///    interceptor first, then the request's (none is asked about a ``NonRetryableError``). Tell the observers the
+///    decision. A retry sleeps the delay on the session's clock, cancellably, then goes back to 1. Otherwise the
+///    request ends with a ``ReboundError``.
 ///
 /// Each call ends with exactly one outcome: a ``Response``, a ``ReboundError``, or `CancellationError` when the
 /// calling task is cancelled (during adaptation, the transport's send, a retrier's decision or a backoff sleep).
@@ -45,6 +48,7 @@ public final class Session: Sendable {
     public let validator: ResponseValidator
 
     let clock: SessionClock
+    let roles: ChainRoles
 
     /// Creates a session.
     ///
@@ -65,6 +69,7 @@ public final class Session: Sendable {
         self.interceptor = interceptor
         self.validator = validator
         self.clock = SessionClock(clock)
+        self.roles = ChainRoles(of: interceptor)
     }
 
     /// Sends `request`, retrying as the interceptors decide, and returns the successful response.

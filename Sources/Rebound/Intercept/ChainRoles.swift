@@ -1,0 +1,65 @@
+/// The observers and inspectors of a chain, found once when the chain is built so that requests pay nothing for
+/// roles their chain does not have.
+struct ChainRoles: Sendable {
+    let observers: [any AttemptObserver]
+    let inspectors: [any ResponseInspector]
+
+    static let none = ChainRoles(observers: [], inspectors: [])
+
+    private init(observers: [any AttemptObserver], inspectors: [any ResponseInspector]) {
+        self.observers = observers
+        self.inspectors = inspectors
+    }
+
+    /// The roles of one interceptor: a composite's collected roles, or the interceptor itself where it conforms.
+    init(of interceptor: (any RequestInterceptor)?) {
+        guard let interceptor else {
+            self = .none
+            return
+        }
+        if let composite = interceptor as? Interceptor {
+            self = composite.roles
+        } else {
+            self.init(collecting: [interceptor])
+        }
+    }
+
+    /// The roles of `parts` in order, looking into nested composites; a class instance found twice counts once.
+    init(collecting parts: [any Sendable]) {
+        var observers: [any AttemptObserver] = []
+        var inspectors: [any ResponseInspector] = []
+        var seenObservers = Set<ObjectIdentifier>()
+        var seenInspectors = Set<ObjectIdentifier>()
+
+        func isNew(_ part: any Sendable, in seen: inout Set<ObjectIdentifier>) -> Bool {
+            guard type(of: part) is AnyClass else { return true }
+            return seen.insert(ObjectIdentifier(part as AnyObject)).inserted
+        }
+        func add(_ part: any Sendable) {
+            if let composite = part as? Interceptor {
+                for observer in composite.roles.observers where isNew(observer, in: &seenObservers) {
+                    observers.append(observer)
+                }
+                for inspector in composite.roles.inspectors where isNew(inspector, in: &seenInspectors) {
+                    inspectors.append(inspector)
+                }
+                return
+            }
+            if let observer = part as? any AttemptObserver, isNew(observer, in: &seenObservers) {
+                observers.append(observer)
+            }
+            if let inspector = part as? any ResponseInspector, isNew(inspector, in: &seenInspectors) {
+                inspectors.append(inspector)
+            }
+        }
+        parts.forEach(add)
+        self.init(observers: observers, inspectors: inspectors)
+    }
+
+    /// These roles followed by `other`'s.
+    func followed(by other: ChainRoles) -> ChainRoles {
+        if other.observers.isEmpty && other.inspectors.isEmpty { return self }
+        if observers.isEmpty && inspectors.isEmpty { return other }
+        return ChainRoles(observers: observers + other.observers, inspectors: inspectors + other.inspectors)
+    }
+}

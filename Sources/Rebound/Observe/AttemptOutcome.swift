@@ -1,0 +1,69 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// How one attempt ended and what the session does next, as told to every ``AttemptObserver``.
+public struct AttemptOutcome: Sendable {
+    /// What the session does after this attempt.
+    public enum Decision: Sendable {
+        /// The attempt passed validation; the caller gets its response.
+        case succeeded
+        /// The attempt failed and the request is retried after the delay.
+        case retry(after: Duration)
+        /// The attempt failed and the request ends with this error.
+        case failed(ReboundError)
+        /// The request was cancelled during this attempt or while the retriers decided.
+        case cancelled
+    }
+
+    /// An identifier shared by every attempt of one request, and different between requests.
+    public let requestID: UUID
+    /// The label the caller gave the request; `nil` if none.
+    public let label: String?
+    /// The request as the caller passed it to the session, before any adapter ran.
+    public let originalRequest: URLRequest
+    /// The record of this attempt: what was sent, what came back, why it failed, how long it took.
+    ///
+    /// For an attempt cut short by cancellation, ``Attempt/failure`` and ``Attempt/response`` are `nil`.
+    public let attempt: Attempt
+    /// The body of this attempt's response; `nil` if it got none.
+    public let data: Data?
+    /// The time from the start of the request's first attempt to the end of this one, on the session's clock.
+    public let elapsed: Duration
+    /// What the session does next.
+    public let decision: Decision
+
+    /// Creates an outcome; the session creates these, and test code may too.
+    public init(
+        requestID: UUID = UUID(), label: String? = nil, originalRequest: URLRequest, attempt: Attempt,
+        data: Data? = nil, elapsed: Duration? = nil, decision: Decision
+    ) {
+        self.requestID = requestID
+        self.label = label
+        self.originalRequest = originalRequest
+        self.attempt = attempt
+        self.data = data
+        self.elapsed = elapsed ?? attempt.duration
+        self.decision = decision
+    }
+
+    /// The request sent in this attempt, or the original request when an adapter failed before it could be sent.
+    public var request: URLRequest { attempt.request ?? originalRequest }
+
+    /// This attempt's response; `nil` if it got none.
+    public var response: HTTPURLResponse? { attempt.response }
+
+    /// This attempt's status code, if it got a response.
+    public var statusCode: Int? { attempt.response?.statusCode }
+
+    /// Why this attempt failed; `nil` if it succeeded or was cut short by cancellation.
+    public var failure: ReboundError.Reason? { attempt.failure }
+
+    /// Whether the session was cancelled during this attempt or while its retriers decided.
+    public var isCancelled: Bool {
+        if case .cancelled = decision { return true }
+        return false
+    }
+}
