@@ -1,0 +1,147 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+extension CircuitBreaker {
+    /// When a closed breaker opens.
+    public enum TripCondition: Sendable, Equatable {
+        /// After this many failures in a row; a success starts the count again.
+        case consecutiveFailures(Int)
+        /// When the share of failures among the calls in `window` reaches `rate` (between 0 and 1), once the window
+        /// holds at least `minimumCalls` calls.
+        case failureRate(Double, window: Window, minimumCalls: Int)
+    }
+
+    /// The calls a failure rate is measured over.
+    public enum Window: Sendable, Equatable {
+        /// The last `n` calls.
+        case count(Int)
+        /// The calls that ended in the last `duration`, measured in tenths of it: a call leaves the window between
+        /// `0.9 × duration` and `duration` after it ended.
+        case time(Duration)
+    }
+
+    /// How an attempt counts for the breaker.
+    public enum Verdict: Sendable, Equatable {
+        /// The upstream failed: counts towards tripping, and re-opens a half-open breaker.
+        case failure
+        /// The upstream answered: resets the consecutive-failure count, and closes a half-open breaker.
+        case success
+        /// Says nothing about the upstream (a cancellation, an adapter's failure): not counted at all.
+        case ignored
+    }
+
+    /// What a breaker trips on, how long it stays open, how many trial calls it lets through and what counts as
+    /// a failure.
+    ///
+    /// Every setting is checked when the configuration is created; an invalid one throws a ``ConfigurationError``
+    /// that names it.
+    public struct Configuration: Sendable {
+        /// The default ``tripCondition``: 5 consecutive failures.
+        public static let defaultTripCondition = TripCondition.consecutiveFailures(5)
+        /// The default ``openDuration``: 30 seconds.
+        public static let defaultOpenDuration = Duration.seconds(30)
+        /// The default ``halfOpenTrialCalls``: 1.
+        public static let defaultHalfOpenTrialCalls = 1
+        /// A configuration with every default.
+        public static let `default` = Configuration(
+            checked: defaultTripCondition, openDuration: defaultOpenDuration,
+            halfOpenTrialCalls: defaultHalfOpenTrialCalls, classify: CircuitBreaker.defaultVerdict)
+
+        /// When the breaker opens; ``defaultTripCondition`` (5 consecutive failures) by default.
+        public let tripCondition: TripCondition
+        /// How long the breaker stays open before it lets trial calls through; ``defaultOpenDuration`` (30 s) by
+        /// default.
+        public let openDuration: Duration
+        /// How many calls a half-open breaker lets through at once; ``defaultHalfOpenTrialCalls`` (1) by default.
+        public let halfOpenTrialCalls: Int
+        /// Decides how an attempt counts; ``CircuitBreaker/defaultVerdict(for:)`` by default.
+        public let classify: @Sendable (AttemptOutcome) -> Verdict
+
+        /// Creates a configuration, checking every setting.
+        ///
+        /// - Parameters:
+        ///   - tripCondition: When the breaker opens; 5 consecutive failures by default. The count must be at least
+        ///     1, the rate in (0, 1], a count window at least 1 call, a time window longer than zero, and the minimum
+        ///     number of calls at least 1.
+        ///   - openDuration: How long the breaker stays open, longer than zero; 30 seconds by default.
+        ///   - halfOpenTrialCalls: How many trial calls a half-open breaker lets through, at least 1; 1 by default.
+        ///   - classify: How an attempt counts; ``CircuitBreaker/defaultVerdict(for:)`` by default.
+        /// - Throws: ``ConfigurationError`` naming the first invalid setting.
+        public init(
+            tripCondition: TripCondition = defaultTripCondition,
+            openDuration: Duration = defaultOpenDuration,
+            halfOpenTrialCalls: Int = defaultHalfOpenTrialCalls,
+            classify: @escaping @Sendable (AttemptOutcome) -> Verdict = CircuitBreaker.defaultVerdict
+        ) throws(ConfigurationError) {
+            switch tripCondition {
+            case .consecutiveFailures(let count):
+                guard count >= 1 else {
+                    throw ConfigurationError("CircuitBreaker consecutive failures must be at least 1, got \(count)")
+                }
+            case .failureRate(let rate, let window, let minimumCalls):
+                guard rate > 0, rate <= 1 else {
+                    throw ConfigurationError("CircuitBreaker failure rate must be above 0 and at most 1, got \(rate)")
+                }
+                guard minimumCalls >= 1 else {
+                    throw ConfigurationError("CircuitBreaker minimum calls must be at least 1, got \(minimumCalls)")
+                }
+                switch window {
+                case .count(let count):
+                    guard count >= 1 else {
+                        throw ConfigurationError("CircuitBreaker count window must hold at least 1 call, got \(count)")
+                    }
+                case .time(let duration):
+                    guard duration > .zero else {
+                        throw ConfigurationError("CircuitBreaker time window must be longer than zero, got \(duration)")
+                    }
+                }
+            }
+            guard openDuration > .zero else {
+                throw ConfigurationError("CircuitBreaker open duration must be longer than zero, got \(openDuration)")
+            }
+            guard halfOpenTrialCalls >= 1 else {
+                throw ConfigurationError(
+                    "CircuitBreaker half-open trial calls must be at least 1, got \(halfOpenTrialCalls)")
+            }
+            self.init(
+                checked: tripCondition, openDuration: openDuration, halfOpenTrialCalls: halfOpenTrialCalls,
+                classify: classify)
+        }
+
+        private init(
+            checked tripCondition: TripCondition, openDuration: Duration, halfOpenTrialCalls: Int,
+            classify: @escaping @Sendable (AttemptOutcome) -> Verdict
+        ) {
+            self.tripCondition = tripCondition
+            self.openDuration = openDuration
+            self.halfOpenTrialCalls = halfOpenTrialCalls
+            self.classify = classify
+        }
+    }
+
+    /// The status codes that count as failures by default: every 5xx, 408 and 429.
+    public static func isFailureStatus(_ statusCode: Int) -> Bool {
+        (500..<600).contains(statusCode) || statusCode == 408 || statusCode == 429
+    }
+
+    /// The default verdict: a transport error or a status of 5xx, 408 or 429 is a failure; any other response
+    /// (other 4xx included, and a 2xx that a validator or inspector rejected) is a success, because the upstream
+    /// answered; cancellations and adapter failures are ignored, because the upstream was not reached.
+    @Sendable public static func defaultVerdict(for outcome: AttemptOutcome) -> Verdict {
+        if let statusCode = outcome.statusCode {
+            return isFailureStatus(statusCode) ? .failure : .success
+        }
+        switch outcome.failure {
+        case .transportFailed(let error):
+            return error is CancellationError ? .ignored : .failure
+        case .retryAborted(_, let original):
+            if case .transportFailed = original { return .failure }
+            return .ignored
+        case nil, .adaptationFailed, .unacceptableStatusCode, .validationFailed, .decodingFailed:
+            return .ignored
+        }
+    }
+}

@@ -1,0 +1,209 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Stops sending requests to an upstream that keeps failing, then lets a few trial calls through to see whether it
+/// is back.
+///
+/// - **Closed** (the start): every request goes through. Each attempt's outcome is counted, without any wiring,
+///   because the breaker is an ``AttemptObserver``. When the ``Configuration/tripCondition`` holds (5 failures in a
+///   row by default) it opens.
+/// - **Open**: requests fail at once, before reaching the network, with ``CircuitBreakerOpenError``, which says when
+///   the breaker will try again. No retrier is asked about that error and it is not counted as another failure.
+/// - **Half-open**, once ``Configuration/openDuration`` (30 s by default) has passed: up to
+///   ``Configuration/halfOpenTrialCalls`` (1 by default) requests go through at once, the rest fail fast. A trial
+///   success closes the breaker; a trial failure opens it again; an ignored outcome (a cancelled trial) gives its
+///   place to the next request.
+///
+/// What counts as a failure is ``Configuration/classify``'s decision: by default transport errors and 5xx, 408 and
+/// 429; other 4xx count as successes (the upstream answered); cancellations and adapter failures are ignored.
+/// A breaker only counts attempts it let through itself, so put it in the chain as an interceptor (or adapter).
+///
+/// The state moves from open to half-open when it is next looked at (by a request or by reading ``state``), on the
+/// breaker's clock. Every transition is told to ``init(key:configuration:clock:onTransition:)``'s `onTransition`
+/// and to every ``transitions()`` stream.
+///
+/// A breaker is a class whose state is behind a lock: share one instance between sessions to share the upstream's
+/// state. For one breaker per host, use a ``CircuitBreakerRegistry``.
+///
+/// ```swift
+/// let breaker = CircuitBreaker(key: "payments")
+/// let session = Session(interceptor: Interceptor(retriers: [RetryPolicy()], interceptors: [breaker]))
+/// ```
+public final class CircuitBreaker: RequestInterceptor, AttemptObserver {
+    /// Where a breaker is in its cycle.
+    public enum State: String, Sendable, Hashable, CustomStringConvertible {
+        /// Requests go through and outcomes are counted.
+        case closed
+        /// Requests fail fast until the open duration has passed.
+        case open
+        /// A bounded number of trial calls go through; their outcome closes or re-opens the breaker.
+        case halfOpen = "half-open"
+        /// Requests fail fast until ``CircuitBreaker/reset()`` or ``CircuitBreaker/forceClosed()``.
+        case forcedOpen = "forced open"
+        /// Requests go through and failures never open the breaker, until ``CircuitBreaker/reset()`` or
+        /// ``CircuitBreaker/forceOpen()``.
+        case forcedClosed = "forced closed"
+
+        /// The state's name, for example `half-open`.
+        public var description: String { rawValue }
+    }
+
+    /// A change of state.
+    public struct Transition: Sendable, Equatable {
+        /// The key of the breaker that changed; `nil` for a breaker without one.
+        public let key: String?
+        /// The state it left.
+        public let from: State
+        /// The state it entered.
+        public let to: State
+    }
+
+    private struct Storage: Sendable {
+        var machine: CircuitBreakerMachine
+        /// Attempts let through and not yet reported, by request and attempt number.
+        var permits: [AttemptKey: CircuitBreakerMachine.Permit] = [:]
+    }
+
+    struct AttemptKey: Hashable, Sendable {
+        let requestID: UUID
+        let attempt: Int
+    }
+
+    /// The key this breaker was created with, usually the host it guards; `nil` if none.
+    public let key: String?
+    /// The breaker's configuration.
+    public let configuration: Configuration
+
+    private let storage: Locked<Storage>
+    private let now: @Sendable () -> Duration
+    private let onTransition: (@Sendable (Transition) -> Void)?
+    private let broadcast = Broadcast<Transition>()
+    /// A registry's stream, fed under this breaker's lock like the breaker's own.
+    private let relay: Broadcast<Transition>?
+
+    /// Creates a closed breaker.
+    ///
+    /// - Parameters:
+    ///   - key: A name for the breaker, shown in its errors and transitions; none by default.
+    ///   - configuration: When to trip, how long to stay open, how many trial calls; ``Configuration/default``
+    ///     (5 consecutive failures, 30 s, 1 trial call) by default.
+    ///   - clock: The clock the open duration and time windows are measured on; `ContinuousClock` by default.
+    ///   - onTransition: Called after every change of state, outside the breaker's lock, on the task that caused
+    ///     it; calls from concurrent requests may overlap. None by default.
+    public convenience init<C: Clock>(
+        key: String? = nil, configuration: Configuration = .default, clock: C = ContinuousClock(),
+        onTransition: (@Sendable (Transition) -> Void)? = nil
+    ) where C.Duration == Duration {
+        self.init(key: key, configuration: configuration, clock: clock, relay: nil, onTransition: onTransition)
+    }
+
+    init<C: Clock>(
+        key: String?, configuration: Configuration, clock: C, relay: Broadcast<Transition>?,
+        onTransition: (@Sendable (Transition) -> Void)?
+    ) where C.Duration == Duration {
+        self.relay = relay
+        self.key = key
+        self.configuration = configuration
+        self.storage = Locked(Storage(machine: CircuitBreakerMachine(configuration: configuration)))
+        self.now = SessionClock(clock).now
+        self.onTransition = onTransition
+    }
+
+    /// The current state, moving an open breaker whose time is up to half-open first.
+    public var state: State {
+        let (state, transitions) = update { machine, now, transitions in
+            machine.advance(now: now, transitions: &transitions)
+            return machine.state
+        }
+        announce(transitions)
+        return state
+    }
+
+    /// A stream of every transition from now on, in order; it ends when the breaker is released.
+    public func transitions() -> AsyncStream<Transition> {
+        broadcast.subscribe()
+    }
+
+    /// Opens the breaker until ``reset()`` or ``forceClosed()``: every request fails fast.
+    public func forceOpen() {
+        announce(update { machine, _, transitions in machine.forceOpen(transitions: &transitions) }.1)
+    }
+
+    /// Closes the breaker until ``reset()`` or ``forceOpen()``: every request goes through and nothing trips it.
+    public func forceClosed() {
+        announce(update { machine, _, transitions in machine.forceClosed(transitions: &transitions) }.1)
+    }
+
+    /// Closes the breaker and forgets every count, as if it were new.
+    public func reset() {
+        announce(update { machine, _, transitions in machine.reset(transitions: &transitions) }.1)
+    }
+
+    /// Lets the attempt through, returning `request` unchanged, or throws ``CircuitBreakerOpenError``.
+    public func adapt(_ request: URLRequest, context: RequestContext) async throws -> URLRequest {
+        let attemptKey = AttemptKey(requestID: context.requestID, attempt: context.attempt)
+        let (rejection, transitions) = update { machine, now, transitions -> CircuitBreakerOpenError? in
+            switch machine.machine.admit(now: now, transitions: &transitions) {
+            case .admitted(let permit):
+                machine.permits[attemptKey] = permit
+                return nil
+            case .rejected(let retryAfter):
+                return CircuitBreakerOpenError(key: key, state: machine.machine.state, retryAfter: retryAfter)
+            }
+        }
+        announce(transitions)
+        if let rejection { throw rejection }
+        return request
+    }
+
+    /// Counts the outcome of an attempt this breaker let through; other outcomes are ignored.
+    public func attemptDidFinish(_ outcome: AttemptOutcome) async {
+        record(outcome)
+    }
+
+    func record(_ outcome: AttemptOutcome, openAtLeast: Duration = .zero) {
+        let attemptKey = AttemptKey(requestID: outcome.requestID, attempt: outcome.attempt.number)
+        let verdict = configuration.classify(outcome)
+        let (_, transitions) = update { storage, now, transitions in
+            guard let permit = storage.permits.removeValue(forKey: attemptKey) else { return }
+            storage.machine.record(
+                verdict, permit: permit, now: now, openAtLeast: openAtLeast, transitions: &transitions)
+        }
+        announce(transitions)
+    }
+
+    /// Runs `body` on the storage under the lock, returning its result and the states entered, in order, with the
+    /// state left before each. Streams are fed under the lock so that they see transitions in order.
+    private func update<Result>(
+        _ body: (inout Storage, Duration, inout [State]) -> Result
+    ) -> (Result, [Transition]) {
+        let now = now()
+        return storage.withLock { storage in
+            var before = storage.machine.state
+            var entered: [State] = []
+            let result = body(&storage, now, &entered)
+            var transitions: [Transition] = []
+            for state in entered {
+                transitions.append(Transition(key: key, from: before, to: state))
+                before = state
+            }
+            broadcast.send(transitions)
+            relay?.send(transitions)
+            return (result, transitions)
+        }
+    }
+
+    private func update<Result>(
+        _ body: (inout CircuitBreakerMachine, Duration, inout [State]) -> Result
+    ) -> (Result, [Transition]) {
+        update { (storage: inout Storage, now, transitions) in body(&storage.machine, now, &transitions) }
+    }
+
+    private func announce(_ transitions: [Transition]) {
+        guard let onTransition else { return }
+        transitions.forEach(onTransition)
+    }
+}

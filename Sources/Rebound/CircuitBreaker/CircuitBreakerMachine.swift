@@ -1,0 +1,215 @@
+/// The circuit breaker's state machine: pure, with the time passed in, so every transition is testable in isolation.
+///
+/// The ``CircuitBreaker`` class keeps one behind its lock. Times are durations since the breaker's clock origin.
+struct CircuitBreakerMachine: Sendable {
+    enum Phase: Sendable, Equatable {
+        case closed
+        case open(until: Duration)
+        case halfOpen(permitsLeft: Int)
+        case forcedOpen
+        case forcedClosed
+    }
+
+    /// A permit to send one attempt, handed back with the attempt's verdict.
+    struct Permit: Sendable, Hashable {
+        /// Outcomes of attempts admitted before the last transition say nothing about the current phase.
+        let generation: Int
+        let isTrial: Bool
+    }
+
+    enum Admission: Sendable, Equatable {
+        case admitted(Permit)
+        /// `retryAfter` is when the breaker next lets a call through; `nil` when that is unknown (forced open, or
+        /// half-open with every trial call in flight).
+        case rejected(retryAfter: Duration?)
+    }
+
+    let configuration: CircuitBreaker.Configuration
+    private(set) var phase: Phase = .closed
+    private(set) var generation = 0
+    private var consecutiveFailures = 0
+    private var window: FailureWindow
+
+    init(configuration: CircuitBreaker.Configuration) {
+        self.configuration = configuration
+        self.window = FailureWindow(configuration.tripCondition)
+    }
+
+    var state: CircuitBreaker.State {
+        switch phase {
+        case .closed: .closed
+        case .open: .open
+        case .halfOpen: .halfOpen
+        case .forcedOpen: .forcedOpen
+        case .forcedClosed: .forcedClosed
+        }
+    }
+
+    /// Moves an open breaker whose time is up to half-open.
+    mutating func advance(now: Duration, transitions: inout [CircuitBreaker.State]) {
+        if case .open(let until) = phase, now >= until {
+            enter(.halfOpen(permitsLeft: configuration.halfOpenTrialCalls), transitions: &transitions)
+        }
+    }
+
+    mutating func admit(now: Duration, transitions: inout [CircuitBreaker.State]) -> Admission {
+        advance(now: now, transitions: &transitions)
+        switch phase {
+        case .closed, .forcedClosed:
+            return .admitted(Permit(generation: generation, isTrial: false))
+        case .open(let until):
+            return .rejected(retryAfter: until - now)
+        case .forcedOpen:
+            return .rejected(retryAfter: nil)
+        case .halfOpen(let permitsLeft):
+            guard permitsLeft > 0 else { return .rejected(retryAfter: nil) }
+            phase = .halfOpen(permitsLeft: permitsLeft - 1)
+            return .admitted(Permit(generation: generation, isTrial: true))
+        }
+    }
+
+    /// Counts the verdict of an attempt sent with `permit`.
+    ///
+    /// `openAtLeast` lengthens the open time when this verdict trips the breaker (a `Retry-After` the server sent).
+    mutating func record(
+        _ verdict: CircuitBreaker.Verdict, permit: Permit, now: Duration, openAtLeast: Duration = .zero,
+        transitions: inout [CircuitBreaker.State]
+    ) {
+        // An attempt admitted before the last transition says nothing about the phase the breaker is in now.
+        guard permit.generation == generation else { return }
+        switch phase {
+        case .halfOpen(let permitsLeft):
+            switch verdict {
+            case .success:
+                enter(.closed, transitions: &transitions)
+            case .failure:
+                trip(now: now, openAtLeast: openAtLeast, transitions: &transitions)
+            case .ignored:
+                // The trial told us nothing: give its permit back so that another call can try.
+                if permit.isTrial { phase = .halfOpen(permitsLeft: permitsLeft + 1) }
+            }
+        case .closed:
+            switch verdict {
+            case .ignored:
+                return
+            case .success:
+                consecutiveFailures = 0
+                window.record(failed: false, now: now)
+            case .failure:
+                consecutiveFailures += 1
+                window.record(failed: true, now: now)
+                if shouldTrip(now: now) { trip(now: now, openAtLeast: openAtLeast, transitions: &transitions) }
+            }
+        case .open, .forcedOpen, .forcedClosed:
+            // Open: nothing admitted in this generation can report. Forced closed: failures never trip it.
+            return
+        }
+    }
+
+    mutating func forceOpen(transitions: inout [CircuitBreaker.State]) {
+        enter(.forcedOpen, transitions: &transitions)
+    }
+
+    mutating func forceClosed(transitions: inout [CircuitBreaker.State]) {
+        enter(.forcedClosed, transitions: &transitions)
+    }
+
+    mutating func reset(transitions: inout [CircuitBreaker.State]) {
+        enter(.closed, transitions: &transitions)
+    }
+
+    private func shouldTrip(now: Duration) -> Bool {
+        switch configuration.tripCondition {
+        case .consecutiveFailures(let threshold):
+            return consecutiveFailures >= threshold
+        case .failureRate(let rate, _, let minimumCalls):
+            let (calls, failures) = window.totals(now: now)
+            return calls >= minimumCalls && Double(failures) >= rate * Double(calls)
+        }
+    }
+
+    private mutating func trip(now: Duration, openAtLeast: Duration, transitions: inout [CircuitBreaker.State]) {
+        enter(.open(until: now + max(configuration.openDuration, openAtLeast)), transitions: &transitions)
+    }
+
+    /// Enters `next`, starting a new generation and clearing the counts, and notes the transition.
+    private mutating func enter(_ next: Phase, transitions: inout [CircuitBreaker.State]) {
+        let before = state
+        phase = next
+        generation += 1
+        consecutiveFailures = 0
+        window = FailureWindow(configuration.tripCondition)
+        if state != before { transitions.append(state) }
+    }
+}
+
+/// The calls and failures a failure rate is measured over.
+struct FailureWindow: Sendable {
+    private enum Storage: Sendable {
+        case none
+        /// A ring of the last calls' results.
+        case count(ring: [Bool], next: Int, filled: Int, failures: Int)
+        /// Ten buckets, each a tenth of the window wide, holding the calls and failures that ended in it.
+        case time(width: Duration, buckets: [Bucket])
+    }
+
+    struct Bucket: Sendable {
+        var slice: Int64 = .min
+        var calls = 0
+        var failures = 0
+    }
+
+    private static let bucketCount = 10
+    private var storage: Storage
+
+    init(_ condition: CircuitBreaker.TripCondition) {
+        switch condition {
+        case .consecutiveFailures:
+            storage = .none
+        case .failureRate(_, .count(let size), _):
+            storage = .count(ring: Array(repeating: false, count: size), next: 0, filled: 0, failures: 0)
+        case .failureRate(_, .time(let duration), _):
+            storage = .time(
+                width: duration / Self.bucketCount, buckets: Array(repeating: Bucket(), count: Self.bucketCount))
+        }
+    }
+
+    mutating func record(failed: Bool, now: Duration) {
+        switch storage {
+        case .none:
+            return
+        case .count(var ring, let next, let filled, var failures):
+            if filled == ring.count, ring[next] { failures -= 1 }
+            ring[next] = failed
+            if failed { failures += 1 }
+            storage = .count(
+                ring: ring, next: (next + 1) % ring.count, filled: min(filled + 1, ring.count), failures: failures)
+        case .time(let width, var buckets):
+            let slice = Self.slice(of: now, width: width)
+            let index = Int(slice.magnitude % UInt64(Self.bucketCount))
+            if buckets[index].slice != slice { buckets[index] = Bucket(slice: slice) }
+            buckets[index].calls += 1
+            if failed { buckets[index].failures += 1 }
+            storage = .time(width: width, buckets: buckets)
+        }
+    }
+
+    func totals(now: Duration) -> (calls: Int, failures: Int) {
+        switch storage {
+        case .none:
+            return (0, 0)
+        case .count(_, _, let filled, let failures):
+            return (filled, failures)
+        case .time(let width, let buckets):
+            let current = Self.slice(of: now, width: width)
+            let live = buckets.filter { $0.slice > current - Int64(Self.bucketCount) && $0.slice <= current }
+            return (live.reduce(0) { $0 + $1.calls }, live.reduce(0) { $0 + $1.failures })
+        }
+    }
+
+    private static func slice(of now: Duration, width: Duration) -> Int64 {
+        let ratio = now / width
+        guard ratio.isFinite else { return 0 }
+        return Int64(max(min(ratio.rounded(.down), 1e18), -1e18))
+    }
+}

@@ -1,0 +1,108 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// One ``CircuitBreaker`` per upstream, created on first use and shared by every session that uses the registry.
+///
+/// Put the registry in a chain as an interceptor: each attempt goes through the breaker of its key (by default the
+/// URL's host, with the port when the URL names one), so one failing upstream trips its own breaker and no other.
+/// Requests whose key is `nil` go through untouched.
+///
+/// The registry is a class whose table is behind a lock; every breaker it creates has the registry's configuration
+/// and clock. Share one instance between sessions to share the breakers.
+///
+/// ```swift
+/// let breakers = CircuitBreakerRegistry()
+/// let payments = Session(interceptor: Interceptor(retriers: [RetryPolicy()], interceptors: [breakers]))
+/// let search = Session(interceptor: breakers)
+/// ```
+public final class CircuitBreakerRegistry: RequestInterceptor, AttemptObserver {
+    /// Picks the breaker for a request: the request's key, or `nil` to let it through without one.
+    public typealias KeyFunction = @Sendable (URLRequest) -> String?
+
+    /// The configuration of every breaker the registry creates.
+    public let configuration: CircuitBreaker.Configuration
+
+    private let keyFunction: KeyFunction
+    private let makeBreaker: @Sendable (String) -> CircuitBreaker
+    private let table = Locked<[String: CircuitBreaker]>([:])
+    private let admitted = Locked<[CircuitBreaker.AttemptKey: CircuitBreaker]>([:])
+    private let broadcast: Broadcast<CircuitBreaker.Transition>
+
+    /// Creates an empty registry.
+    ///
+    /// - Parameters:
+    ///   - configuration: The configuration of every breaker; ``CircuitBreaker/Configuration/default`` by default.
+    ///   - clock: The clock of every breaker; `ContinuousClock` by default.
+    ///   - key: Picks a request's breaker; ``hostKey(for:)`` (the host, and the port when the URL names one) by
+    ///     default.
+    ///   - onTransition: Called after every transition of any of the breakers; none by default.
+    public init<C: Clock>(
+        configuration: CircuitBreaker.Configuration = .default, clock: C = ContinuousClock(),
+        key: @escaping KeyFunction = CircuitBreakerRegistry.hostKey,
+        onTransition: (@Sendable (CircuitBreaker.Transition) -> Void)? = nil
+    ) where C.Duration == Duration {
+        let broadcast = Broadcast<CircuitBreaker.Transition>()
+        self.configuration = configuration
+        self.keyFunction = key
+        self.broadcast = broadcast
+        self.makeBreaker = { key in
+            CircuitBreaker(
+                key: key, configuration: configuration, clock: clock, relay: broadcast, onTransition: onTransition)
+        }
+    }
+
+    /// The default key: the URL's host in lower case, followed by `:port` when the URL names a port; `nil` for a URL
+    /// without a host.
+    @Sendable public static func hostKey(for request: URLRequest) -> String? {
+        guard let url = request.url, let host = url.host?.lowercased(), !host.isEmpty else { return nil }
+        return url.port.map { "\(host):\($0)" } ?? host
+    }
+
+    /// The breaker for `key`, created closed if there is none yet.
+    public func breaker(for key: String) -> CircuitBreaker {
+        table.withLock { table in
+            if let breaker = table[key] { return breaker }
+            let breaker = makeBreaker(key)
+            table[key] = breaker
+            return breaker
+        }
+    }
+
+    /// The breakers created so far, by key.
+    public var breakers: [String: CircuitBreaker] {
+        table.withLock { $0 }
+    }
+
+    /// A stream of every transition of every breaker from now on; it ends when the registry is released.
+    ///
+    /// Transitions of one breaker arrive in the order they happened.
+    public func transitions() -> AsyncStream<CircuitBreaker.Transition> {
+        broadcast.subscribe()
+    }
+
+    /// Resets every breaker; see ``CircuitBreaker/reset()``.
+    public func resetAll() {
+        for breaker in breakers.values { breaker.reset() }
+    }
+
+    /// Lets the attempt through its key's breaker, or throws ``CircuitBreakerOpenError``.
+    public func adapt(_ request: URLRequest, context: RequestContext) async throws -> URLRequest {
+        guard let key = keyFunction(request) else { return request }
+        let breaker = breaker(for: key)
+        let result = try await breaker.adapt(request, context: context)
+        admitted.withLock {
+            $0[CircuitBreaker.AttemptKey(requestID: context.requestID, attempt: context.attempt)] = breaker
+        }
+        return result
+    }
+
+    /// Hands the outcome to the breaker that let the attempt through.
+    public func attemptDidFinish(_ outcome: AttemptOutcome) async {
+        let attemptKey = CircuitBreaker.AttemptKey(requestID: outcome.requestID, attempt: outcome.attempt.number)
+        guard let breaker = admitted.withLock({ $0.removeValue(forKey: attemptKey) }) else { return }
+        await breaker.attemptDidFinish(outcome)
+    }
+}

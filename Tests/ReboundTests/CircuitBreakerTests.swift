@@ -1,0 +1,391 @@
+import Foundation
+import Rebound
+import ReboundTesting
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A session whose only interceptor is `breaker` (plus `retriers`), on a scripted transport and a manual clock.
+private func session(
+    _ breaker: some RequestInterceptor, transport: ScriptedTransport, clock: ManualClock,
+    retriers: [any RequestRetrier] = []
+) -> Session {
+    Session(transport: transport, interceptor: Interceptor(retriers: retriers, interceptors: [breaker]), clock: clock)
+}
+
+/// Sends `count` requests one after another, ignoring their errors.
+private func send(_ count: Int, through session: Session) async {
+    for _ in 0..<count { _ = try? await session.send(request()) }
+}
+
+/// The breaker error behind a failed send, if that is why it failed.
+private func openError(_ session: Session) async -> CircuitBreakerOpenError? {
+    do {
+        _ = try await session.send(request())
+        return nil
+    } catch let error as ReboundError {
+        return error.underlyingError as? CircuitBreakerOpenError
+    } catch {
+        return nil
+    }
+}
+
+@Suite("CircuitBreaker", .timeLimit(.minutes(1)))
+struct CircuitBreakerTests {
+    let clock = ManualClock()
+
+    // MARK: - Closed → open
+
+    @Test func opensAfterFiveConsecutiveFailuresAndFailsFastWithoutTheNetwork() async throws {
+        let transport = ScriptedTransport { _, _ in .status(503) }
+        let breaker = CircuitBreaker(key: "api", clock: clock)
+        let session = session(breaker, transport: transport, clock: clock)
+
+        await send(4, through: session)
+        #expect(breaker.state == .closed)
+        await send(1, through: session)
+        #expect(breaker.state == .open)
+
+        clock.advance(by: .seconds(10))
+        let error = try #require(await openError(session))
+        #expect(transport.requestCount == 5)
+        #expect(error.key == "api")
+        #expect(error.state == .open)
+        #expect(error.retryAfter == .seconds(20))
+        #expect("\(error)" == "circuit breaker for api is open; it lets a trial call through in 20.0 seconds")
+    }
+
+    @Test func aSuccessStartsTheConsecutiveCountAgain() async throws {
+        let transport = ScriptedTransport(
+            Array(repeating: .status(500), count: 4) + [.status(200)] + Array(repeating: .status(500), count: 4))
+        let breaker = CircuitBreaker(clock: clock)
+
+        await send(9, through: session(breaker, transport: transport, clock: clock))
+
+        #expect(breaker.state == .closed)
+    }
+
+    @Test(arguments: [
+        (400, CircuitBreaker.Verdict.success), (401, .success), (404, .success), (422, .success), (408, .failure),
+        (429, .failure), (500, .failure), (503, .failure), (599, .failure), (200, .success),
+    ])
+    func countsTransportErrorsAnd5xx408And429AsFailures(status: Int, verdict: CircuitBreaker.Verdict) {
+        let outcome = AttemptOutcome(
+            originalRequest: request(),
+            attempt: Attempt(
+                number: 1, request: request(),
+                response: HTTPURLResponse(url: exampleURL, statusCode: status, httpVersion: nil, headerFields: nil),
+                failure: nil, duration: .zero),
+            decision: .succeeded)
+        #expect(CircuitBreaker.defaultVerdict(for: outcome) == verdict)
+    }
+
+    @Test func ignoresCancellationsAndAdapterFailuresAndCountsTransportErrors() {
+        func outcome(_ failure: ReboundError.Reason?, decision: AttemptOutcome.Decision) -> AttemptOutcome {
+            AttemptOutcome(
+                originalRequest: request(),
+                attempt: Attempt(number: 1, request: nil, response: nil, failure: failure, duration: .zero),
+                decision: decision)
+        }
+        let error = ReboundError(reason: .transportFailed(error: URLError(.timedOut)), originalRequest: request())
+        #expect(CircuitBreaker.defaultVerdict(for: outcome(nil, decision: .cancelled)) == .ignored)
+        #expect(
+            CircuitBreaker.defaultVerdict(for: outcome(.adaptationFailed(error: TestError("a")), decision: .cancelled))
+                == .ignored)
+        #expect(
+            CircuitBreaker.defaultVerdict(
+                for: outcome(.transportFailed(error: URLError(.timedOut)), decision: .failed(error))) == .failure)
+    }
+
+    @Test func cancelledAttemptsDoNotCount() async throws {
+        let transport = ScriptedTransport { _, _ in .hang }
+        let breaker = CircuitBreaker(configuration: try .init(tripCondition: .consecutiveFailures(1)), clock: clock)
+        let session = session(breaker, transport: transport, clock: clock)
+
+        for count in 1...3 {
+            let task = Task { try await session.send(request()) }
+            try await transport.waitForRequests(count)
+            task.cancel()
+            _ = try? await task.value
+        }
+
+        #expect(breaker.state == .closed)
+    }
+
+    @Test func theOpenErrorIsNeitherRetriedNorCounted() async throws {
+        let transport = ScriptedTransport { _, _ in .status(503) }
+        let breaker = CircuitBreaker(configuration: try .init(tripCondition: .consecutiveFailures(2)), clock: clock)
+        let session = session(breaker, transport: transport, clock: clock, retriers: [retryAnything(limit: 10)])
+
+        let error = await #expect(throws: ReboundError.self) { try await session.send(request()) }
+
+        // Two attempts tripped it; the third attempt was stopped and nobody retried that.
+        #expect(transport.requestCount == 2)
+        #expect(error?.attemptCount == 3)
+        #expect(error?.underlyingError is CircuitBreakerOpenError)
+        clock.advance(by: .seconds(30))
+        #expect(breaker.state == .halfOpen)
+    }
+
+    // MARK: - Open → half-open → closed or open
+
+    @Test func aTrialSuccessAfterTheOpenDurationClosesIt() async throws {
+        let transport = ScriptedTransport([.status(500), .status(200), .status(500)])
+        let breaker = CircuitBreaker(configuration: try .init(tripCondition: .consecutiveFailures(1)), clock: clock)
+        let transitions = breaker.transitions()
+        let session = session(breaker, transport: transport, clock: clock)
+
+        await send(1, through: session)
+        clock.advance(by: .seconds(29))
+        #expect(await openError(session) != nil)
+        clock.advance(by: .seconds(1))
+        _ = try await session.send(request())
+        #expect(breaker.state == .closed)
+        await send(1, through: session)
+        breaker.reset()
+
+        var seen: [String] = []
+        for await transition in transitions {
+            seen.append("\(transition.from)→\(transition.to)")
+            if seen.count == 5 { break }
+        }
+        #expect(seen == ["closed→open", "open→half-open", "half-open→closed", "closed→open", "open→closed"])
+    }
+
+    @Test func aTrialFailureOpensItAgainForTheFullDuration() async throws {
+        let transport = ScriptedTransport { _, _ in .status(502) }
+        let breaker = CircuitBreaker(configuration: try .init(tripCondition: .consecutiveFailures(1)), clock: clock)
+        let session = session(breaker, transport: transport, clock: clock)
+
+        await send(1, through: session)
+        clock.advance(by: .seconds(30))
+        await send(1, through: session)
+
+        #expect(breaker.state == .open)
+        #expect(transport.requestCount == 2)
+        #expect(await openError(session)?.retryAfter == .seconds(30))
+    }
+
+    @Test func halfOpenLetsOnlyTheTrialCallsThroughAtOnce() async throws {
+        let transport = ScriptedTransport([.status(500), .hang, .hang, .status(200)])
+        let configuration = try CircuitBreaker.Configuration(
+            tripCondition: .consecutiveFailures(1), halfOpenTrialCalls: 2)
+        let breaker = CircuitBreaker(configuration: configuration, clock: clock)
+        let session = session(breaker, transport: transport, clock: clock)
+        await send(1, through: session)
+        clock.advance(by: .seconds(30))
+
+        let first = Task { try await session.send(request()) }
+        let second = Task { try await session.send(request()) }
+        try await transport.waitForRequests(3)
+        let third = await openError(session)
+        #expect(third?.state == .halfOpen)
+        #expect(third?.retryAfter == nil)
+
+        // A cancelled trial tells nothing: its place goes to the next request.
+        first.cancel()
+        _ = try? await first.value
+        _ = try await session.send(request())
+        #expect(breaker.state == .closed)
+        second.cancel()
+        #expect(transport.requestCount == 4)
+    }
+
+    @Test func twoHundredConcurrentRequestsWhileHalfOpenSendOneTrial() async throws {
+        let transport = ScriptedTransport { _, _ in .status(503) }
+        let breaker = CircuitBreaker(clock: clock)
+        let session = session(breaker, transport: transport, clock: clock, retriers: [retryAnything(limit: 3)])
+
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<200 { group.addTask { _ = try? await session.send(request()) } }
+        }
+        let beforeHalfOpen = transport.requestCount
+        #expect(breaker.state == .open)
+        clock.advance(by: .seconds(30))
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<200 { group.addTask { _ = try? await session.send(request()) } }
+        }
+
+        #expect(transport.requestCount - beforeHalfOpen == 1)
+        #expect(breaker.state == .open)
+    }
+
+    // MARK: - Failure rate
+
+    @Test func opensWhenTheFailureRateOverACountWindowReachesTheThreshold() async throws {
+        let configuration = try CircuitBreaker.Configuration(
+            tripCondition: .failureRate(0.5, window: .count(4), minimumCalls: 4))
+        let breaker = CircuitBreaker(configuration: configuration, clock: clock)
+        let transport = ScriptedTransport([
+            .status(500), .status(500), .status(500),  // under the minimum number of calls
+            .status(200), .status(200), .status(200), .status(500),  // window: 200 200 200 500 = 25%
+            .status(500),  // window: 200 200 500 500 = 50%
+        ])
+        let session = session(breaker, transport: transport, clock: clock)
+
+        await send(3, through: session)
+        #expect(breaker.state == .closed)
+        await send(4, through: session)
+        #expect(breaker.state == .closed)
+        await send(1, through: session)
+        #expect(breaker.state == .open)
+    }
+
+    @Test func failuresLeaveATimeWindow() async throws {
+        let configuration = try CircuitBreaker.Configuration(
+            tripCondition: .failureRate(0.5, window: .time(.seconds(10)), minimumCalls: 3))
+        let breaker = CircuitBreaker(configuration: configuration, clock: clock)
+        let session = session(breaker, transport: ScriptedTransport { _, _ in .status(500) }, clock: clock)
+
+        await send(2, through: session)
+        clock.advance(by: .seconds(11))
+        await send(2, through: session)
+        #expect(breaker.state == .closed)
+        await send(1, through: session)
+        #expect(breaker.state == .open)
+    }
+
+    // MARK: - Manual control
+
+    @Test func forcedOpenFailsFastUntilResetAndForcedClosedNeverTrips() async throws {
+        let transport = ScriptedTransport { _, _ in .status(500) }
+        let breaker = CircuitBreaker(configuration: try .init(tripCondition: .consecutiveFailures(1)), clock: clock)
+        let session = session(breaker, transport: transport, clock: clock)
+
+        breaker.forceOpen()
+        clock.advance(by: .seconds(3_600))
+        let error = await openError(session)
+        #expect(error?.state == .forcedOpen && error?.retryAfter == nil)
+        #expect(transport.requestCount == 0)
+
+        breaker.forceClosed()
+        await send(3, through: session)
+        #expect(breaker.state == .forcedClosed)
+        #expect(transport.requestCount == 3)
+
+        breaker.reset()
+        await send(1, through: session)
+        #expect(breaker.state == .open)
+    }
+
+    @Test func tellsEveryTransitionToItsCallback() async throws {
+        let log = Log()
+        let breaker = CircuitBreaker(key: "k", clock: clock) { log.append("\($0.key ?? "") \($0.from)→\($0.to)") }
+
+        breaker.forceOpen()
+        breaker.forceOpen()
+        breaker.forceClosed()
+        breaker.reset()
+
+        #expect(log.all == ["k closed→forced open", "k forced open→forced closed", "k forced closed→closed"])
+    }
+
+    // MARK: - Configuration
+
+    @Test(arguments: [
+        (
+            CircuitBreaker.TripCondition.consecutiveFailures(0), Duration.seconds(30), 1,
+            "CircuitBreaker consecutive failures must be at least 1, got 0"
+        ),
+        (
+            .failureRate(1.5, window: .count(10), minimumCalls: 1), .seconds(30), 1,
+            "CircuitBreaker failure rate must be above 0 and at most 1, got 1.5"
+        ),
+        (
+            .failureRate(0.5, window: .count(0), minimumCalls: 1), .seconds(30), 1,
+            "CircuitBreaker count window must hold at least 1 call, got 0"
+        ),
+        (
+            .failureRate(0.5, window: .time(.zero), minimumCalls: 1), .seconds(30), 1,
+            "CircuitBreaker time window must be longer than zero, got 0.0 seconds"
+        ),
+        (
+            .failureRate(0.5, window: .count(10), minimumCalls: 0), .seconds(30), 1,
+            "CircuitBreaker minimum calls must be at least 1, got 0"
+        ),
+        (.consecutiveFailures(5), .zero, 1, "CircuitBreaker open duration must be longer than zero, got 0.0 seconds"),
+        (.consecutiveFailures(5), .seconds(30), 0, "CircuitBreaker half-open trial calls must be at least 1, got 0"),
+    ])
+    func rejectsAnInvalidConfiguration(
+        trip: CircuitBreaker.TripCondition, open: Duration, trials: Int, message: String
+    ) {
+        #expect(throws: ConfigurationError(message)) {
+            try CircuitBreaker.Configuration(tripCondition: trip, openDuration: open, halfOpenTrialCalls: trials)
+        }
+    }
+
+    @Test func defaultsAreFiveFailuresThirtySecondsAndOneTrial() {
+        let configuration = CircuitBreaker.Configuration.default
+        #expect(configuration.tripCondition == .consecutiveFailures(5))
+        #expect(configuration.openDuration == .seconds(30))
+        #expect(configuration.halfOpenTrialCalls == 1)
+    }
+}
+
+@Suite("CircuitBreakerRegistry", .timeLimit(.minutes(1)))
+struct CircuitBreakerRegistryTests {
+    let clock = ManualClock()
+
+    @Test func eachHostTripsItsOwnBreakerAndSessionsShareThem() async throws {
+        let failing = URL(string: "https://down.example.com/a")!
+        let healthy = URL(string: "https://up.example.com:8443/b")!
+        let transport = ScriptedTransport { request, _ in
+            request.url?.host == "down.example.com" ? .status(503) : .status(200)
+        }
+        let registry = CircuitBreakerRegistry(
+            configuration: try .init(tripCondition: .consecutiveFailures(2)), clock: clock)
+        let first = Session(transport: transport, interceptor: registry, clock: clock)
+        let second = Session(transport: transport, interceptor: registry, clock: clock)
+
+        _ = try? await first.send(failing)
+        _ = try? await second.send(failing)
+        _ = try await first.send(healthy)
+
+        let error = await #expect(throws: ReboundError.self) { try await second.send(failing) }
+        #expect((error?.underlyingError as? CircuitBreakerOpenError)?.key == "down.example.com")
+        #expect(registry.breaker(for: "down.example.com").state == .open)
+        #expect(registry.breaker(for: "up.example.com:8443").state == .closed)
+        #expect(Set(registry.breakers.keys) == ["down.example.com", "up.example.com:8443"])
+        #expect(transport.requestCount == 3)
+
+        registry.resetAll()
+        #expect(registry.breaker(for: "down.example.com").state == .closed)
+    }
+
+    @Test func aRequestWithoutAKeyGoesThroughUntouched() async throws {
+        let registry = CircuitBreakerRegistry(clock: clock, key: { _ in nil })
+        let session = Session(
+            transport: ScriptedTransport { _, _ in .status(500) }, interceptor: registry, clock: clock)
+
+        await send(10, through: session)
+
+        #expect(registry.breakers.isEmpty)
+    }
+
+    @Test func theRegistryStreamHasEveryBreakersTransitions() async throws {
+        let registry = CircuitBreakerRegistry(clock: clock)
+        let stream = registry.transitions()
+
+        registry.breaker(for: "a").forceOpen()
+        registry.breaker(for: "b").forceClosed()
+
+        var seen: [String] = []
+        for await transition in stream {
+            seen.append("\(transition.key ?? "") \(transition.to)")
+            if seen.count == 2 { break }
+        }
+        #expect(seen == ["a forced open", "b forced closed"])
+    }
+
+    @Test func theHostKeyIsTheLowerCasedHostAndAnExplicitPort() {
+        #expect(
+            CircuitBreakerRegistry.hostKey(for: request(.get, URL(string: "https://API.Example.com/x")!))
+                == "api.example.com")
+        #expect(
+            CircuitBreakerRegistry.hostKey(for: request(.get, URL(string: "http://127.0.0.1:8080/")!))
+                == "127.0.0.1:8080")
+        #expect(CircuitBreakerRegistry.hostKey(for: request(.get, URL(string: "file:///tmp/x")!)) == nil)
+    }
+}
