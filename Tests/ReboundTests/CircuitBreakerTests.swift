@@ -54,7 +54,7 @@ struct CircuitBreakerTests {
         #expect(error.key == "api")
         #expect(error.state == .open)
         #expect(error.retryAfter == .seconds(20))
-        #expect("\(error)" == "circuit breaker for api is open; it lets a trial call through in 20.0 seconds")
+        #expect("\(error)" == "circuit breaker for api is open; it lets a trial call through in 20 s")
     }
 
     @Test func aSuccessStartsTheConsecutiveCountAgain() async throws {

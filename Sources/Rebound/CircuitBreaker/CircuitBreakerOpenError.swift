@@ -19,7 +19,7 @@ public struct CircuitBreakerOpenError: NonRetryableError, CustomStringConvertibl
         self.retryAfter = retryAfter
     }
 
-    /// For example `circuit breaker for api.example.com is open; it lets a trial call through in 12.5 seconds`.
+    /// For example `circuit breaker for api.example.com is open; it lets a trial call through in 12.5 s`.
     public var description: String {
         let name = key.map { "circuit breaker for \($0)" } ?? "circuit breaker"
         switch (state, retryAfter) {
@@ -28,7 +28,7 @@ public struct CircuitBreakerOpenError: NonRetryableError, CustomStringConvertibl
         case (.halfOpen, _):
             return "\(name) is half-open with its trial calls in flight; it decides when they finish"
         case (_, let retryAfter?):
-            return "\(name) is open; it lets a trial call through in \(retryAfter)"
+            return "\(name) is open; it lets a trial call through in \(retryAfter.logDescription)"
         case (_, nil):
             return "\(name) is \(state)"
         }

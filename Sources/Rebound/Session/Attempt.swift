@@ -50,21 +50,8 @@ extension Attempt: CustomStringConvertible {
         case (let failure?, _): line += "\(failure)"
         case (nil, nil): line += "done"
         }
-        line += " in \(Self.format(duration))"
-        if let retryDelay { line += ", retried after \(Self.format(retryDelay))" }
+        line += " in \(duration.logDescription)"
+        if let retryDelay { line += ", retried after \(retryDelay.logDescription)" }
         return line
-    }
-
-    /// Milliseconds below a second (`12.5 ms`), seconds above (`1.5 s`), without locale-dependent separators.
-    private static func format(_ duration: Duration) -> String {
-        let milliseconds = Double(duration.components.seconds) * 1_000 + Double(duration.components.attoseconds) / 1e15
-        return milliseconds >= 1_000
-            ? trimmed(milliseconds / 1_000, digits: 3) + " s" : trimmed(milliseconds, digits: 1) + " ms"
-    }
-
-    private static func trimmed(_ value: Double, digits: Int) -> String {
-        var text = String(format: "%.\(digits)f", value)
-        while text.contains("."), text.hasSuffix("0") || text.hasSuffix(".") { text.removeLast() }
-        return text
     }
 }

@@ -1,0 +1,169 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Logs every failed attempt and what happens next, and how each request ends, around any retrier (or none).
+///
+/// For each failed attempt it emits one ``RetryLogEvent``: request id and label, attempt number, method, URL,
+/// status or error, the decision (retry in 1.5 s, give up, or fail with an error) and the time spent so far. A
+/// success after retries is logged too (at ``RetryLogEvent/Level/info``), a first-attempt success and a cancellation
+/// at ``RetryLogEvent/Level/debug``. The decision logged is the one the whole chain took, because the events come from
+/// the session's outcome hook (``AttemptObserver``), not from the wrapped retrier alone.
+///
+/// It never changes a decision: ``retry(_:dueTo:)`` returns what the wrapped retrier answers, and ``adapt(_:context:)``,
+/// ``inspect(_:data:context:)`` and ``attemptDidFinish(_:)`` are passed on to the wrapped retrier when it plays those
+/// roles too. Secrets never reach the sink: see ``Redaction``.
+///
+/// The sink is a closure; ``standardError`` (the default) writes ``RetryLogEvent/message`` lines to standard error.
+/// Events below ``minimumLevel`` are not built at all. The sink is called on the request's task, and may be called
+/// from several requests at once.
+///
+/// ```swift
+/// let session = Session(interceptor: LoggingRetrier(wrapping: RetryPolicy()))
+/// // [1a2b3c4d] GET https://api.example.com/items: attempt 1 failed with status 503; retry in 500 ms (31 ms so far)
+/// ```
+public struct LoggingRetrier: RequestInterceptor, AttemptObserver, ResponseInspector {
+    /// Receives every event at or above the minimum level.
+    public typealias Sink = @Sendable (RetryLogEvent) -> Void
+
+    /// Writes each event's message as one line to standard error.
+    public static let standardError: Sink = { event in
+        FileHandle.standardError.write(Data((event.message + "\n").utf8))
+    }
+
+    /// The retrier whose decisions are passed through; `nil` for none (then every answer is `doNotRetry`).
+    public let wrapped: (any RequestRetrier)?
+    /// The least important level that is logged; ``RetryLogEvent/Level/info`` by default.
+    public let minimumLevel: RetryLogEvent.Level
+    /// What counts as a secret; ``Redaction/default`` by default.
+    public let redaction: Redaction
+    /// Whether ``RetryLogEvent/message`` lists the request's header fields (redacted); `false` by default.
+    public let includesHeaders: Bool
+
+    private let sink: Sink
+    private let wrappedAdapter: (any RequestAdapter)?
+    private let wrappedInspector: (any ResponseInspector)?
+    private let wrappedObserver: (any AttemptObserver)?
+
+    /// Creates a logging retrier.
+    ///
+    /// - Parameters:
+    ///   - wrapped: The retrier that decides; none by default.
+    ///   - minimumLevel: The least important level logged; ``RetryLogEvent/Level/info`` by default, which logs every
+    ///     failed attempt and every success after retries.
+    ///   - redaction: What counts as a secret; ``Redaction/default`` by default.
+    ///   - includesHeaders: Whether messages list the request's header fields, redacted; `false` by default.
+    ///   - sink: Receives the events; ``standardError`` by default.
+    public init(
+        wrapping wrapped: (any RequestRetrier)? = nil, minimumLevel: RetryLogEvent.Level = .info,
+        redaction: Redaction = .default, includesHeaders: Bool = false,
+        sink: @escaping Sink = LoggingRetrier.standardError
+    ) {
+        self.wrapped = wrapped
+        self.minimumLevel = minimumLevel
+        self.redaction = redaction
+        self.includesHeaders = includesHeaders
+        self.sink = sink
+        self.wrappedAdapter = wrapped as? any RequestAdapter
+        self.wrappedInspector = wrapped as? any ResponseInspector
+        self.wrappedObserver = wrapped as? any AttemptObserver
+    }
+
+    /// Passes the request to the wrapped retrier's adapter role, if it has one; otherwise returns it unchanged.
+    public func adapt(_ request: URLRequest, context: RequestContext) async throws -> URLRequest {
+        guard let wrappedAdapter else { return request }
+        return try await wrappedAdapter.adapt(request, context: context)
+    }
+
+    /// Returns the wrapped retrier's answer unchanged, or ``RetryResult/doNotRetry`` without one.
+    public func retry(_ request: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
+        await wrapped?.retry(request, dueTo: error) ?? .doNotRetry
+    }
+
+    /// Passes the response to the wrapped retrier's inspector role, if it has one.
+    public func inspect(_ response: HTTPURLResponse, data: Data, context: RequestContext) throws {
+        try wrappedInspector?.inspect(response, data: data, context: context)
+    }
+
+    /// Logs the outcome, then passes it to the wrapped retrier's observer role, if it has one.
+    public func attemptDidFinish(_ outcome: AttemptOutcome) async {
+        if let event = event(for: outcome) { sink(event) }
+        await wrappedObserver?.attemptDidFinish(outcome)
+    }
+
+    /// The event for an outcome, or `nil` when its level is below ``minimumLevel``.
+    func event(for outcome: AttemptOutcome) -> RetryLogEvent? {
+        let number = outcome.attempt.number
+        let decision: RetryLogEvent.Decision
+        let level: RetryLogEvent.Level
+        switch outcome.decision {
+        case .succeeded:
+            (decision, level) = (.succeeded, number == 1 ? .debug : .info)
+        case .retry(let delay):
+            (decision, level) = (.retry(after: delay), .notice)
+        case .failed(let error):
+            if case .retryAborted(let retrierError, _) = error.reason {
+                (decision, level) = (.failWithError(String(describing: retrierError)), .error)
+            } else {
+                (decision, level) = (.giveUp, .error)
+            }
+        case .cancelled:
+            (decision, level) = (.cancelled, .debug)
+        }
+        guard level >= minimumLevel else { return nil }
+
+        let request = outcome.request
+        let method = request.method.rawValue
+        let url = redaction.string(for: request.url)
+        let headers = (request.allHTTPHeaderFields ?? [:]).sorted { $0.key.lowercased() < $1.key.lowercased() }.map {
+            (name: $0.key, value: redaction.value(ofHeader: $0.key, $0.value))
+        }
+        let failure = outcome.failure.map { reason -> String in
+            if case .unacceptableStatusCode = reason { return "status \(outcome.statusCode ?? 0)" }
+            return outcome.statusCode.map { "status \($0), \(reason)" } ?? "\(reason)"
+        }
+
+        let id = outcome.requestID.uuidString.prefix(8).lowercased()
+        var message = "[\(id)\(outcome.label.map { " \($0)" } ?? "")] \(method) \(url): "
+        let spent = outcome.elapsed.logDescription
+        switch decision {
+        case .succeeded:
+            let status = outcome.statusCode.map { " with status \($0)" } ?? ""
+            message +=
+                number == 1 ? "succeeded\(status) (\(spent))" : "succeeded\(status) after \(number) attempts (\(spent))"
+        case .retry(let delay):
+            message +=
+                "attempt \(number) failed with \(failure ?? "an error"); retry in \(delay.logDescription) (\(spent) so far)"
+        case .giveUp:
+            message +=
+                "attempt \(number) failed with \(failure ?? "an error"); giving up after \(number) attempt\(number == 1 ? "" : "s") (\(spent))"
+        case .failWithError(let error):
+            message += "attempt \(number) failed with \(failure ?? "an error"); failing with \(error) (\(spent))"
+        case .cancelled:
+            message += "cancelled during attempt \(number) (\(spent))"
+        }
+        if includesHeaders, !headers.isEmpty {
+            message += " headers: " + headers.map { "\($0.name): \($0.value)" }.joined(separator: ", ")
+        }
+
+        return RetryLogEvent(
+            level: level, requestID: outcome.requestID, label: outcome.label, attempt: number, method: method, url: url,
+            requestHeaders: headers, statusCode: outcome.statusCode, failure: failure, decision: decision,
+            attemptDuration: outcome.attempt.duration, elapsed: outcome.elapsed, message: message)
+    }
+}
+
+extension RequestRetrier where Self == LoggingRetrier {
+    /// A ``LoggingRetrier`` around `retrier`; see ``LoggingRetrier/init(wrapping:minimumLevel:redaction:includesHeaders:sink:)``.
+    public static func logging(
+        _ retrier: (any RequestRetrier)? = nil, minimumLevel: RetryLogEvent.Level = .info,
+        redaction: Redaction = .default, includesHeaders: Bool = false,
+        sink: @escaping LoggingRetrier.Sink = LoggingRetrier.standardError
+    ) -> LoggingRetrier {
+        LoggingRetrier(
+            wrapping: retrier, minimumLevel: minimumLevel, redaction: redaction, includesHeaders: includesHeaders,
+            sink: sink)
+    }
+}

@@ -1,0 +1,107 @@
+import Foundation
+
+/// Which header fields and query items count as secrets, and how a URL or a header looks once they are hidden.
+///
+/// Matching ignores case. A header is secret when its name is in ``headerNames`` or contains one of
+/// ``headerNameFragments``; a query item is secret when its name is in ``queryItemNames``. A URL's password is
+/// always hidden. Secrets are replaced by ``placeholder``.
+public struct Redaction: Sendable {
+    /// The default ``headerNames``: `Authorization`, `Proxy-Authorization`, `Cookie`, `Set-Cookie`, `X-API-Key`,
+    /// `API-Key`, `X-Auth-Token`.
+    public static let defaultHeaderNames: Set<String> = [
+        "authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key", "x-auth-token",
+    ]
+    /// The default ``headerNameFragments``: `api-key`, `apikey`, `api_key`, `token`, `secret`, `password`.
+    public static let defaultHeaderNameFragments: [String] = [
+        "api-key", "apikey", "api_key", "token", "secret", "password",
+    ]
+    /// The default ``queryItemNames``: `token`, `access_token`, `refresh_token`, `id_token`, `api_key`, `apikey`,
+    /// `key`, `password`, `secret`, `client_secret`, `signature`, `sig`.
+    public static let defaultQueryItemNames: Set<String> = [
+        "token", "access_token", "refresh_token", "id_token", "api_key", "apikey", "key", "password", "secret",
+        "client_secret", "signature", "sig",
+    ]
+    /// The default redaction.
+    public static let `default` = Redaction()
+    /// A redaction that hides nothing but a URL's password; for tests and trusted local logs only.
+    public static let none = Redaction(headerNames: [], headerNameFragments: [], queryItemNames: [])
+
+    /// Header names whose values are hidden, in lower case; ``defaultHeaderNames`` by default.
+    public let headerNames: Set<String>
+    /// Fragments that make any header name containing them secret, in lower case; ``defaultHeaderNameFragments``
+    /// by default.
+    public let headerNameFragments: [String]
+    /// Query item names whose values are hidden, in lower case; ``defaultQueryItemNames`` by default.
+    public let queryItemNames: Set<String>
+    /// What a secret value is replaced with; `<redacted>` by default.
+    public let placeholder: String
+
+    /// Creates a redaction; names are matched without regard to case.
+    ///
+    /// - Parameters:
+    ///   - headerNames: Header names whose values are hidden; ``defaultHeaderNames`` by default.
+    ///   - headerNameFragments: Fragments that make a header name secret; ``defaultHeaderNameFragments`` by default.
+    ///   - queryItemNames: Query item names whose values are hidden; ``defaultQueryItemNames`` by default.
+    ///   - placeholder: What a secret value is replaced with; `<redacted>` by default.
+    public init(
+        headerNames: Set<String> = defaultHeaderNames, headerNameFragments: [String] = defaultHeaderNameFragments,
+        queryItemNames: Set<String> = defaultQueryItemNames, placeholder: String = "<redacted>"
+    ) {
+        self.headerNames = Set(headerNames.map { $0.lowercased() })
+        self.headerNameFragments = headerNameFragments.map { $0.lowercased() }
+        self.queryItemNames = Set(queryItemNames.map { $0.lowercased() })
+        self.placeholder = placeholder
+    }
+
+    /// A copy that also hides the header and query item names given.
+    public func hiding(headers: Set<String> = [], queryItems: Set<String> = []) -> Redaction {
+        Redaction(
+            headerNames: headerNames.union(headers), headerNameFragments: headerNameFragments,
+            queryItemNames: queryItemNames.union(queryItems), placeholder: placeholder)
+    }
+
+    /// Whether a header with this name holds a secret.
+    public func isSecret(header name: String) -> Bool {
+        let name = name.lowercased()
+        return headerNames.contains(name) || headerNameFragments.contains { name.contains($0) }
+    }
+
+    /// The header's value, or the placeholder if the header is secret.
+    public func value(ofHeader name: String, _ value: String) -> String {
+        isSecret(header: name) ? placeholder : value
+    }
+
+    /// The URL as text with the values of secret query items (in the query and in the fragment) and any password
+    /// replaced by the placeholder.
+    ///
+    /// A URL that cannot be taken apart is shown without its query and fragment, so that nothing secret can leak.
+    public func string(for url: URL?) -> String {
+        guard let url else { return "(no URL)" }
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else {
+            let text = url.absoluteString
+            return String(text.prefix { $0 != "?" && $0 != "#" })
+        }
+        let query = components.percentEncodedQuery
+        let fragment = components.percentEncodedFragment
+        components.percentEncodedQuery = nil
+        components.percentEncodedFragment = nil
+        // The placeholder's characters may not be allowed in a URL: mark the password with safe ones, then swap.
+        let marker = "rebound-redacted-password"
+        if components.percentEncodedPassword != nil { components.percentEncodedPassword = marker }
+        guard var text = components.string else { return "(unprintable URL)" }
+        text = text.replacingOccurrences(of: ":\(marker)@", with: ":\(placeholder)@")
+        if let query { text += "?" + redacted(items: query) }
+        if let fragment { text += "#" + redacted(items: fragment) }
+        return text
+    }
+
+    /// `name=value&…` with the values of secret names replaced; parts that are not `name=value` are kept as they are.
+    private func redacted(items: String) -> String {
+        items.split(separator: "&", omittingEmptySubsequences: false).map { item -> String in
+            guard let equals = item.firstIndex(of: "=") else { return String(item) }
+            let name = String(item[..<equals])
+            let decoded = (name.removingPercentEncoding ?? name).lowercased()
+            return queryItemNames.contains(decoded) ? name + "=" + placeholder : String(item)
+        }.joined(separator: "&")
+    }
+}

@@ -1,0 +1,83 @@
+import Foundation
+
+/// One thing a ``LoggingRetrier`` reports: a failed attempt and what happens next, or how a request ended.
+///
+/// Every field is already redacted; ``message`` is the same information as one readable line.
+public struct RetryLogEvent: Sendable {
+    /// How important an event is; the names are swift-log's, so `Logger.Level(rawValue: event.level.rawValue)` maps it.
+    public enum Level: String, Sendable, Comparable, CaseIterable {
+        /// Not used by Rebound; for sinks that log everything.
+        case trace
+        /// A first-attempt success or a cancellation.
+        case debug
+        /// A success after retries.
+        case info
+        /// A failed attempt that is retried.
+        case notice
+        /// Not used by Rebound; for sinks that filter by level.
+        case warning
+        /// A failed attempt that ends the request.
+        case error
+        /// Not used by Rebound; for sinks that filter by level.
+        case critical
+
+        /// Orders levels from ``trace`` to ``critical``.
+        public static func < (lhs: Level, rhs: Level) -> Bool {
+            lhs.rank < rhs.rank
+        }
+
+        private var rank: Int {
+            switch self {
+            case .trace: 0
+            case .debug: 1
+            case .info: 2
+            case .notice: 3
+            case .warning: 4
+            case .error: 5
+            case .critical: 6
+            }
+        }
+    }
+
+    /// What the session does after the attempt.
+    public enum Decision: Sendable, Equatable {
+        /// The attempt succeeded and the caller gets the response.
+        case succeeded
+        /// The attempt failed and is retried after the delay.
+        case retry(after: Duration)
+        /// The attempt failed and no retrier retries it: the caller gets the attempt's failure.
+        case giveUp
+        /// The attempt failed and a retrier ended the request with this error (its description).
+        case failWithError(String)
+        /// The request was cancelled.
+        case cancelled
+    }
+
+    /// How important the event is.
+    public let level: Level
+    /// The request's identifier, shared by all its attempts.
+    public let requestID: UUID
+    /// The request's label; `nil` if none.
+    public let label: String?
+    /// The attempt's number, starting at 1.
+    public let attempt: Int
+    /// The HTTP method.
+    public let method: String
+    /// The URL, with secret query items and any password redacted.
+    public let url: String
+    /// The request's header fields, secrets redacted, sorted by name.
+    public let requestHeaders: [(name: String, value: String)]
+    /// The attempt's status code; `nil` if it got no response.
+    public let statusCode: Int?
+    /// Why the attempt failed; `nil` if it succeeded or was cancelled.
+    public let failure: String?
+    /// What the session does next.
+    public let decision: Decision
+    /// How long this attempt took.
+    public let attemptDuration: Duration
+    /// The time spent on the request so far, from the start of its first attempt.
+    public let elapsed: Duration
+    /// The event as one readable line, for example
+    /// `[1a2b3c4d] GET https://api.example.com/items?token=<redacted>: attempt 1 failed with status 503; retry in 1 s (12 ms so far)`.
+    public let message: String
+}

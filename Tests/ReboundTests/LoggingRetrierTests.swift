@@ -1,0 +1,192 @@
+import Foundation
+import Rebound
+import ReboundTesting
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A sink that keeps every event.
+final class EventLog: Sendable {
+    private let entries = Locked<[RetryLogEvent]>([])
+
+    var sink: LoggingRetrier.Sink { { event in self.entries.withLock { $0.append(event) } } }
+    var events: [RetryLogEvent] { entries.withLock { $0 } }
+    /// The messages without the request id prefix, which differs from run to run.
+    var messages: [String] { events.map { String($0.message.drop { $0 != "]" }.dropFirst(2)) } }
+}
+
+@Suite("LoggingRetrier", .timeLimit(.minutes(1)))
+struct LoggingRetrierTests {
+    let log = EventLog()
+
+    @Test func logsEachFailedAttemptItsDecisionAndTheFinalSuccess() async throws {
+        let clock = ManualClock()
+        let transport = ScriptedTransport(
+            [.status(503).delayed(by: .milliseconds(20)), .urlError(.timedOut), .status(200)], clock: clock)
+        let session = Session(
+            transport: transport,
+            interceptor: LoggingRetrier(wrapping: retryAnything(limit: 5, delay: .milliseconds(1_500)), sink: log.sink),
+            clock: clock)
+
+        let task = Task { try await session.send(request(), label: "catalog") }
+        try await clock.waitForSleepers(1)
+        clock.advance(by: .milliseconds(20))
+        try await clock.waitForSleeps(2)
+        clock.advance(by: .milliseconds(1_500))
+        try await clock.waitForSleeps(3)
+        clock.advance(by: .milliseconds(1_500))
+        _ = try await task.value
+
+        #expect(
+            log.messages == [
+                "GET https://api.example.com/items: attempt 1 failed with status 503; retry in 1.5 s (20 ms so far)",
+                "GET https://api.example.com/items: attempt 2 failed with transport failed: URLError -1001 (timedOut); retry in 1.5 s (1.52 s so far)",
+                "GET https://api.example.com/items: succeeded with status 200 after 3 attempts (3.02 s)",
+            ])
+        let first = try #require(log.events.first)
+        #expect(first.level == .notice)
+        #expect(first.label == "catalog")
+        #expect(first.message.hasPrefix("[\(first.requestID.uuidString.prefix(8).lowercased()) catalog] "))
+        #expect(first.attempt == 1 && first.method == "GET" && first.statusCode == 503)
+        #expect(first.decision == .retry(after: .milliseconds(1_500)))
+        #expect(log.events.map(\.level) == [.notice, .notice, .info])
+        #expect(log.events.map(\.elapsed) == [.milliseconds(20), .milliseconds(1_520), .milliseconds(3_020)])
+    }
+
+    @Test func logsGivingUpAtErrorLevel() async throws {
+        let session = Session(
+            transport: ScriptedTransport([.status(503), .status(500)]),
+            interceptor: LoggingRetrier(wrapping: try RetryPolicy(retryLimit: 1), sink: log.sink),
+            clock: ImmediateClock())
+
+        _ = try? await session.send(request())
+
+        #expect(log.events.map(\.decision) == [.retry(after: .milliseconds(500)), .giveUp])
+        #expect(log.events.last?.level == .error)
+        #expect(
+            log.messages.last
+                == "GET https://api.example.com/items: attempt 2 failed with status 500; giving up after 2 attempts (500 ms)"
+        )
+    }
+
+    @Test func logsFailingWithARetriersError() async throws {
+        let session = Session(
+            transport: ScriptedTransport([.status(429)]),
+            interceptor: LoggingRetrier(
+                wrapping: Retrier { _, _ in .doNotRetryWithError(TestError("quota")) }, sink: log.sink),
+            clock: ImmediateClock())
+
+        _ = try? await session.send(request(.put))
+
+        #expect(log.events.map(\.decision) == [.failWithError("TestError(name: \"quota\")")])
+        #expect(
+            log.messages == [
+                "PUT https://api.example.com/items: attempt 1 failed with status 429; failing with TestError(name: \"quota\") (0 ms)"
+            ])
+    }
+
+    @Test func logsAFirstAttemptSuccessAndCancellationOnlyAtDebugLevel() async throws {
+        let transport = ScriptedTransport([.status(204), .hang])
+        let quiet = Session(
+            transport: transport, interceptor: LoggingRetrier(sink: log.sink), clock: ImmediateClock())
+        _ = try await quiet.send(request())
+        #expect(log.events.isEmpty)
+
+        let verbose = Session(
+            transport: transport, interceptor: LoggingRetrier(minimumLevel: .debug, sink: log.sink),
+            clock: ImmediateClock())
+        let task = Task { try await verbose.send(request()) }
+        try await transport.waitForRequests(2)
+        task.cancel()
+        _ = try? await task.value
+
+        #expect(log.messages == ["GET https://api.example.com/items: cancelled during attempt 1 (0 ms)"])
+        #expect(log.events.map(\.level) == [.debug])
+    }
+
+    @Test func logsTheDecisionOfTheWholeChain() async throws {
+        // The logger wraps nothing, so it answers doNotRetry; the retrier after it retries, and that is logged.
+        let session = Session(
+            transport: ScriptedTransport([.status(500), .status(200)]),
+            interceptor: Interceptor(retriers: [LoggingRetrier(sink: log.sink), retryAnything(limit: 1)]),
+            clock: ImmediateClock())
+
+        _ = try await session.send(request())
+
+        #expect(log.events.map(\.decision) == [.retry(after: .zero), .succeeded])
+    }
+
+    @Test(arguments: [
+        [ScriptedTransport.Step.status(503), .status(503), .status(503)],
+        [.urlError(.timedOut), .status(200)],
+        [.status(404)],
+        [.urlError(.cannotConnectToHost), .urlError(.timedOut), .status(502), .status(200)],
+    ])
+    func neverChangesTheWrappedRetriersDecision(script: [ScriptedTransport.Step]) async throws {
+        func run(_ interceptor: any RequestInterceptor) async -> [Int?] {
+            let session = Session(
+                transport: ScriptedTransport(script), interceptor: interceptor, clock: ImmediateClock())
+            do {
+                return try await session.send(request()).attempts.map(\.statusCode)
+            } catch let error as ReboundError {
+                return error.attempts.map(\.statusCode) + [-1]
+            } catch {
+                return []
+            }
+        }
+        let policy = try RetryPolicy(retryLimit: 2)
+
+        #expect(await run(LoggingRetrier(wrapping: policy, sink: log.sink)) == (await run(policy)))
+        #expect(!log.events.isEmpty)
+    }
+
+    @Test func passesAdaptingAndObservingOnToTheWrappedInterceptor() async throws {
+        let breaker = CircuitBreaker(
+            configuration: try .init(tripCondition: .consecutiveFailures(1)), clock: ManualClock())
+        let transport = ScriptedTransport { _, _ in .status(500) }
+        let session = Session(
+            transport: transport, interceptor: LoggingRetrier(wrapping: breaker, sink: log.sink),
+            clock: ImmediateClock())
+
+        _ = try? await session.send(request())
+        let error = await #expect(throws: ReboundError.self) { try await session.send(request()) }
+
+        #expect(breaker.state == .open)
+        #expect(error?.underlyingError is CircuitBreakerOpenError)
+        #expect(transport.requestCount == 1)
+        #expect(log.messages.last?.contains("circuit breaker is open; it lets a trial call through in 30 s") == true)
+    }
+
+    @Test func secretsNeverReachTheSink() async throws {
+        let secrets = ["s3cr3t-bearer", "c00kie", "k3y-value", "t0ken", "pa55word", "hunter2", "x-sig", "frag-token"]
+        var sent = URLRequest(
+            url: URL(
+                string:
+                    "https://me:hunter2@api.example.com/items?token=t0ken&page=2&API_KEY=k3y-value&Signature=x-sig#access_token=frag-token"
+            )!)
+        sent.setValue("Bearer s3cr3t-bearer", forHTTPHeaderField: "Authorization")
+        sent.setValue("session=c00kie", forHTTPHeaderField: "Cookie")
+        sent.setValue("k3y-value", forHTTPHeaderField: "X-Api-Key")
+        sent.setValue("pa55word", forHTTPHeaderField: "X-Client-Secret")
+        sent.setValue("42", forHTTPHeaderField: "X-Request-Id")
+        let session = Session(
+            transport: ScriptedTransport([.status(500), .status(500)]),
+            interceptor: LoggingRetrier(
+                wrapping: retryAnything(limit: 1), minimumLevel: .trace, includesHeaders: true, sink: log.sink),
+            clock: ImmediateClock())
+
+        _ = try? await session.send(sent)
+
+        let event = try #require(log.events.first)
+        let everything = log.events.map { "\($0)" }.joined()
+        for secret in secrets { #expect(!everything.contains(secret), "\(secret) leaked") }
+        #expect(
+            event.url
+                == "https://me:<redacted>@api.example.com/items?token=<redacted>&page=2&API_KEY=<redacted>&Signature=<redacted>#access_token=<redacted>"
+        )
+        #expect(event.requestHeaders.first { $0.name == "X-Request-Id" }?.value == "42")
+        #expect(event.message.contains("Authorization: <redacted>, Cookie: <redacted>"))
+    }
+}

@@ -1,0 +1,46 @@
+import Foundation
+import Rebound
+import Testing
+
+@Suite("Redaction")
+struct RedactionTests {
+    @Test(arguments: [
+        ("Authorization", true), ("proxy-authorization", true), ("COOKIE", true), ("Set-Cookie", true),
+        ("X-API-Key", true), ("X-Goog-Api-Key", true), ("X-Auth-Token", true), ("X-Refresh-Token", true),
+        ("Client-Secret", true), ("Accept", false), ("Content-Type", false), ("X-Request-Id", false),
+    ])
+    func hidesSecretHeaders(name: String, secret: Bool) {
+        #expect(Redaction.default.isSecret(header: name) == secret)
+        #expect(Redaction.default.value(ofHeader: name, "v") == (secret ? "<redacted>" : "v"))
+    }
+
+    @Test(arguments: [
+        ("https://a.example/p?token=1&page=2", "https://a.example/p?token=<redacted>&page=2"),
+        (
+            "https://a.example/p?Access_Token=1&sig=2&keys=3",
+            "https://a.example/p?Access_Token=<redacted>&sig=<redacted>&keys=3"
+        ),
+        ("https://a.example/p?password", "https://a.example/p?password"),
+        ("https://a.example/p?secret=&x=%20y", "https://a.example/p?secret=<redacted>&x=%20y"),
+        ("https://a.example/p?%6Bey=1", "https://a.example/p?%6Bey=<redacted>"),
+        ("https://u:p@a.example:8080/p", "https://u:<redacted>@a.example:8080/p"),
+        ("https://a.example/p#id_token=abc&state=1", "https://a.example/p#id_token=<redacted>&state=1"),
+        ("https://a.example", "https://a.example"),
+    ])
+    func hidesSecretQueryItemsAndPasswords(url: String, expected: String) {
+        #expect(Redaction.default.string(for: URL(string: url)) == expected)
+    }
+
+    @Test func isConfigurable() {
+        let redaction = Redaction.default.hiding(headers: ["X-Tenant"], queryItems: ["Session"])
+        #expect(redaction.isSecret(header: "x-tenant"))
+        #expect(
+            redaction.string(for: URL(string: "https://a.example/?session=1"))
+                == "https://a.example/?session=<redacted>")
+
+        let custom = Redaction(headerNames: ["x-a"], headerNameFragments: [], queryItemNames: ["q"], placeholder: "***")
+        #expect(!custom.isSecret(header: "Authorization"))
+        #expect(custom.string(for: URL(string: "https://a.example/?q=1&token=2")) == "https://a.example/?q=***&token=2")
+        #expect(Redaction.none.string(for: URL(string: "https://a.example/?token=2")) == "https://a.example/?token=2")
+    }
+}
