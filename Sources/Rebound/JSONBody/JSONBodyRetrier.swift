@@ -1,0 +1,213 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Retries when a response's JSON body says the request should be retried, on a 200 as well as on an error status.
+///
+/// It matches when the JSON holds one of ``values`` at ``path`` (`error_code`, or `error.code` for a nested member),
+/// or when its predicate says so. A matching response is retried after ``delay(forRetryCount:)`` (5 s by default)
+/// while the request's retry count is below ``retryLimit`` (3 by default); after that the request ends with
+/// ``SignalPersisted``, an error that says the body kept signalling.
+///
+/// **On a successful status** (2xx) the session would return the response, so the retrier is also a
+/// ``ResponseInspector``: a matching body fails the attempt with ``Signal`` and the retriers are asked as usual.
+/// Turn this off with `inspectsSuccessfulResponses: false`. **On an error status** it reads the failed attempt's body
+/// when asked to retry; a non-matching body answers ``RetryResult/doNotRetry``, so the next retrier decides.
+///
+/// A body that is empty, not JSON, truncated, not UTF-8, nested deeper than ``maximumDepth`` or larger than
+/// ``maximumBodySize`` is simply no match: never a crash or a hang. Before parsing a successful response it checks
+/// that the body mentions the path's last key, so responses that cannot match cost a byte search, not a parse.
+///
+/// ```swift
+/// let retrier = try JSONBodyRetrier(path: "error_code", values: ["RATE_LIMITED", "TEMPORARY_ERROR"])
+/// let session = Session(interceptor: Interceptor(retriers: [retrier, RetryPolicy()]))
+/// ```
+public struct JSONBodyRetrier: RequestInterceptor, ResponseInspector {
+    /// The error of an attempt whose successful response's body matched; the retriers see it as a validation failure.
+    public struct Signal: Error, Sendable, CustomStringConvertible {
+        /// The path that matched, dot-separated; `nil` when a predicate matched.
+        public let path: String?
+        /// The value found at the path, or the whole body when a predicate matched.
+        public let value: JSONValue
+
+        /// For example `the response body signalled error_code = "RATE_LIMITED"`.
+        public var description: String {
+            path.map { "the response body signalled \($0) = \(value)" } ?? "the response body signalled an error"
+        }
+    }
+
+    /// The error a request ends with when its body still matched after the last retry.
+    public struct SignalPersisted: Error, Sendable, CustomStringConvertible {
+        /// What the last response's body signalled.
+        public let signal: Signal
+        /// How many retries were made.
+        public let retries: Int
+
+        /// For example `the response body kept signalling error_code = "RATE_LIMITED" after 3 retries`.
+        public var description: String {
+            let what = signal.path.map { "\($0) = \(signal.value)" } ?? "an error"
+            return "the response body kept signalling \(what) after \(retries) \(retries == 1 ? "retry" : "retries")"
+        }
+    }
+
+    /// The default ``retryLimit``: `3`.
+    public static let defaultRetryLimit = 3
+    /// The default delay before each retry: 5 seconds.
+    public static let defaultDelay = Duration.seconds(5)
+    /// The default ``maximumBodySize``: 1 MiB.
+    public static let defaultMaximumBodySize = 1 << 20
+    /// The default ``maximumDepth``: 64 levels of arrays and objects.
+    public static let defaultMaximumDepth = 64
+
+    /// The path of the value that is matched, as components; empty when a predicate matches instead.
+    public let path: [String]
+    /// The values that match at ``path``; empty when a predicate matches instead.
+    public let values: Set<JSONValue>
+    /// How many times a request is retried at most, counting every retry of the request; `3` by default.
+    public let retryLimit: Int
+    /// Bodies larger than this many bytes are no match; 1 MiB by default.
+    public let maximumBodySize: Int
+    /// Bodies nested deeper than this are no match; `64` by default.
+    public let maximumDepth: Int
+    /// Whether successful (validator-accepted) responses are inspected too; `true` by default.
+    public let inspectsSuccessfulResponses: Bool
+
+    private let predicate: (@Sendable (JSONValue) -> Bool)?
+    private let delay: @Sendable (Int) -> Duration
+    /// The quoted last key of the path as UTF-8, which any matching body must contain unless it escapes it.
+    private let needle: Data?
+    private static let unicodeEscape = Data("\\u".utf8)
+
+    /// Creates a retrier that matches `values` at `path`.
+    ///
+    /// - Parameters:
+    ///   - path: Where the value is, dot-separated (`error.code`; `errors.0.code` for an array's first element);
+    ///     `error_code` by default.
+    ///   - values: The strings, numbers or Booleans that mean "retry", for example `["RATE_LIMITED", 429]`.
+    ///   - retryLimit: How many times a request is retried at most, `0` or more; `3` by default.
+    ///   - delay: The delay before each retry, `0` or more; 5 seconds by default.
+    ///   - maximumBodySize: Larger bodies are no match; more than `0`; 1 MiB by default.
+    ///   - maximumDepth: Deeper bodies are no match; at least `1`; `64` by default.
+    ///   - inspectsSuccessfulResponses: Whether a 2xx whose body matches is failed and retried; `true` by default.
+    /// - Throws: ``ConfigurationError`` naming the first invalid setting.
+    public init(
+        path: String = "error_code", values: Set<JSONValue>, retryLimit: Int = defaultRetryLimit,
+        delay: Duration = defaultDelay, maximumBodySize: Int = defaultMaximumBodySize,
+        maximumDepth: Int = defaultMaximumDepth, inspectsSuccessfulResponses: Bool = true
+    ) throws(ConfigurationError) {
+        let components = path.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        guard !path.isEmpty, !components.contains(where: \.isEmpty) else {
+            throw ConfigurationError("JSONBodyRetrier.path must be keys separated by single dots, got \"\(path)\"")
+        }
+        guard !values.isEmpty else {
+            throw ConfigurationError("JSONBodyRetrier.values must hold at least one value to match")
+        }
+        try self.init(
+            path: components, values: values, predicate: nil, retryLimit: retryLimit, delay: delay,
+            maximumBodySize: maximumBodySize, maximumDepth: maximumDepth,
+            inspectsSuccessfulResponses: inspectsSuccessfulResponses)
+    }
+
+    /// Creates a retrier that matches when `predicate` returns `true` for the decoded body.
+    ///
+    /// - Parameters:
+    ///   - retryLimit: How many times a request is retried at most, `0` or more; `3` by default.
+    ///   - delay: The delay before each retry, `0` or more; 5 seconds by default.
+    ///   - maximumBodySize: Larger bodies are no match; more than `0`; 1 MiB by default.
+    ///   - maximumDepth: Deeper bodies are no match; at least `1`; `64` by default.
+    ///   - inspectsSuccessfulResponses: Whether a 2xx whose body matches is failed and retried; `true` by default.
+    ///   - predicate: Says whether the decoded body means "retry"; it must be quick and must not block.
+    /// - Throws: ``ConfigurationError`` naming the first invalid setting.
+    public init(
+        retryLimit: Int = defaultRetryLimit, delay: Duration = defaultDelay,
+        maximumBodySize: Int = defaultMaximumBodySize, maximumDepth: Int = defaultMaximumDepth,
+        inspectsSuccessfulResponses: Bool = true, where predicate: @escaping @Sendable (JSONValue) -> Bool
+    ) throws(ConfigurationError) {
+        try self.init(
+            path: [], values: [], predicate: predicate, retryLimit: retryLimit, delay: delay,
+            maximumBodySize: maximumBodySize, maximumDepth: maximumDepth,
+            inspectsSuccessfulResponses: inspectsSuccessfulResponses)
+    }
+
+    private init(
+        path: [String], values: Set<JSONValue>, predicate: (@Sendable (JSONValue) -> Bool)?, retryLimit: Int,
+        delay: Duration, maximumBodySize: Int, maximumDepth: Int, inspectsSuccessfulResponses: Bool
+    ) throws(ConfigurationError) {
+        guard retryLimit >= 0 else {
+            throw ConfigurationError("JSONBodyRetrier.retryLimit must be 0 or more, got \(retryLimit)")
+        }
+        guard delay >= .zero else {
+            throw ConfigurationError("JSONBodyRetrier.delay must be 0 or more, got \(delay)")
+        }
+        guard maximumBodySize > 0 else {
+            throw ConfigurationError(
+                "JSONBodyRetrier.maximumBodySize must be more than 0 bytes, got \(maximumBodySize)")
+        }
+        guard maximumDepth >= 1 else {
+            throw ConfigurationError("JSONBodyRetrier.maximumDepth must be at least 1, got \(maximumDepth)")
+        }
+        self.path = path
+        self.values = values
+        self.predicate = predicate
+        self.retryLimit = retryLimit
+        self.delay = { _ in delay }
+        self.maximumBodySize = maximumBodySize
+        self.maximumDepth = maximumDepth
+        self.inspectsSuccessfulResponses = inspectsSuccessfulResponses
+        // The last key that is not an array index and needs no escaping appears verbatim in any matching body.
+        let key = path.last { Int($0) == nil && !$0.contains("\"") && !$0.contains("\\") }
+        self.needle = key.map { Data("\"\($0)\"".utf8) }
+    }
+
+    /// The delay before retry number `retryCount + 1`.
+    public func delay(forRetryCount retryCount: Int) -> Duration {
+        delay(retryCount)
+    }
+
+    /// What `data` signals, or `nil` when it is no match (including every body that is not valid JSON).
+    public func signal(in data: Data) -> Signal? {
+        guard !data.isEmpty, data.count <= maximumBodySize else { return nil }
+        // A body that names the key neither verbatim nor with a \u escape cannot hold it.
+        if let needle, data.range(of: needle) == nil, data.range(of: Self.unicodeEscape) == nil { return nil }
+        guard let body = JSONBodyParser.parse(data, maximumDepth: maximumDepth) else { return nil }
+        if let predicate {
+            return predicate(body) ? Signal(path: nil, value: body) : nil
+        }
+        guard let value = body.value(at: path), values.contains(value) else { return nil }
+        return Signal(path: path.joined(separator: "."), value: value)
+    }
+
+    /// Fails a successful response whose body matches, with ``Signal``.
+    public func inspect(_ response: HTTPURLResponse, data: Data, context: RequestContext) throws {
+        guard inspectsSuccessfulResponses, let signal = signal(in: data) else { return }
+        throw signal
+    }
+
+    /// Retries a failed attempt whose body matches, until the limit; then ends the request with ``SignalPersisted``.
+    public func retry(_ request: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
+        let found: Signal?
+        if case .validationFailed(let signal as Signal) = error.reason {
+            found = signal
+        } else {
+            found = request.data.flatMap(signal(in:))
+        }
+        guard let found else { return .doNotRetry }
+        guard request.retryCount < retryLimit else {
+            return .doNotRetryWithError(SignalPersisted(signal: found, retries: request.retryCount))
+        }
+        return .retryWithDelay(delay(request.retryCount))
+    }
+}
+
+extension RequestRetrier where Self == JSONBodyRetrier {
+    /// A ``JSONBodyRetrier`` matching `values` at `path`; see
+    /// ``JSONBodyRetrier/init(path:values:retryLimit:delay:maximumBodySize:maximumDepth:inspectsSuccessfulResponses:)``.
+    public static func jsonBody(
+        path: String = "error_code", values: Set<JSONValue>, retryLimit: Int = JSONBodyRetrier.defaultRetryLimit,
+        delay: Duration = JSONBodyRetrier.defaultDelay
+    ) throws(ConfigurationError) -> JSONBodyRetrier {
+        try JSONBodyRetrier(path: path, values: values, retryLimit: retryLimit, delay: delay)
+    }
+}
