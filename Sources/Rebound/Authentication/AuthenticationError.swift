@@ -1,0 +1,20 @@
+import Foundation
+
+/// Why an ``AuthenticationInterceptor`` could not authenticate a request.
+public enum AuthenticationError: NonRetryableError, Sendable, Equatable, CustomStringConvertible {
+    /// The interceptor has no credential to apply.
+    case missingCredential
+    /// More refreshes were needed than the limit allows (`count` in `window`); the credential is likely rejected for
+    /// good, so the request ends instead of refreshing again.
+    case excessiveRefresh(count: Int, window: Duration)
+
+    /// A readable description of the error.
+    public var description: String {
+        switch self {
+        case .missingCredential:
+            "no credential to authenticate the request with"
+        case .excessiveRefresh(let count, let window):
+            "the credential was refreshed \(count) times in \(window.logDescription), the most allowed; not refreshing again"
+        }
+    }
+}

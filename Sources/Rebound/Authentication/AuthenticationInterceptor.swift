@@ -1,0 +1,255 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Applies a credential to requests for the hosts it belongs to, refreshes it once for every request that waits on
+/// it, and retries requests that failed because of it.
+///
+/// **Adapting.** A request to one of ``hosts`` gets the credential (through the authenticator's
+/// ``Authenticator/apply(_:to:)``); if the credential says it ``AuthenticationCredential/requiresRefresh``, it is
+/// refreshed first. A request to any other host is passed on untouched: the credential never leaves its hosts. With
+/// no hosts given, the credential belongs to the host (and port) of the first request the interceptor adapts.
+///
+/// **Retrying.** When an attempt fails because of its credential (401 by default, see
+/// ``Authenticator/didRequest(_:with:failDueToAuthenticationError:)``): if the request was sent with an older
+/// credential than the current one, it is retried at once with the current one and nothing is refreshed; otherwise
+/// the credential is refreshed and the request retried. Other failures get ``RetryResult/doNotRetry``.
+///
+/// **One refresh at a time.** Requests that need a refresh while one is running wait for it, cancellably, and all use
+/// its result; a failed refresh fails each of them with its error. More than ``RefreshLimit/maximumCount`` refreshes
+/// within ``RefreshLimit/window`` (5 in 30 s by default) end the request with
+/// ``AuthenticationError/excessiveRefresh(count:window:)`` instead of refreshing again.
+///
+/// The interceptor is a class whose state is behind a lock; share one instance between sessions that use the same
+/// credential.
+public final class AuthenticationInterceptor<A: Authenticator>: RequestInterceptor {
+    /// How many refreshes are allowed within a window of time.
+    public typealias RefreshLimit = AuthenticationRefreshLimit
+
+    private typealias Waiter = CheckedContinuation<A.Credential, any Error>
+
+    private struct State: Sendable {
+        var credential: A.Credential?
+        /// Counts credential changes, so that a caller can tell whether the credential it saw is still current.
+        var generation = 0
+        var hosts: [HostPattern]?
+        var refreshing = false
+        var waiters: [Int: Waiter] = [:]
+        var nextWaiter = 0
+        var refreshTimes: [Duration] = []
+        var refreshCount = 0
+    }
+
+    /// The authenticator that applies, refreshes and checks the credential.
+    public let authenticator: A
+    /// How many refreshes are allowed within a window.
+    public let refreshLimit: RefreshLimit
+
+    private let state: Locked<State>
+    private let now: @Sendable () -> Duration
+
+    /// Creates an interceptor.
+    ///
+    /// - Parameters:
+    ///   - authenticator: Applies, refreshes and checks the credential.
+    ///   - credential: The credential to start with; none by default (requests then fail with
+    ///     ``AuthenticationError/missingCredential`` until ``credential`` is set).
+    ///   - hosts: The hosts the credential belongs to, each a host name (any port) or `host:port`, compared without
+    ///     regard to case; by default the host and port of the first request adapted.
+    ///   - refreshLimit: How many refreshes are allowed within a window; ``RefreshLimit/default`` (5 in 30 s) by
+    ///     default.
+    ///   - clock: The clock the refresh window is measured on; `ContinuousClock` by default.
+    public init<C: Clock>(
+        authenticator: A, credential: A.Credential? = nil, hosts: Set<String>? = nil,
+        refreshLimit: RefreshLimit = .default, clock: C = ContinuousClock()
+    ) where C.Duration == Duration {
+        self.authenticator = authenticator
+        self.refreshLimit = refreshLimit
+        self.state = Locked(State(credential: credential, hosts: hosts.map { $0.map(HostPattern.init) }))
+        self.now = SessionClock(clock).now
+    }
+
+    /// The current credential; setting it replaces it for every request from now on.
+    public var credential: A.Credential? {
+        get { state.withLock { $0.credential } }
+        set {
+            state.withLock { state in
+                state.credential = newValue
+                state.generation += 1
+            }
+        }
+    }
+
+    /// The hosts the credential belongs to; `nil` until the first request when none were given.
+    public var hosts: [String]? {
+        state.withLock { $0.hosts?.map(\.description) }
+    }
+
+    /// How many refreshes have started since the interceptor was created.
+    public var refreshCount: Int {
+        state.withLock { $0.refreshCount }
+    }
+
+    /// Applies the credential to a request for one of its hosts, refreshing it first if it requires a refresh.
+    ///
+    /// - Throws: ``AuthenticationError`` or the refresh's error; `CancellationError` when cancelled while waiting.
+    public func adapt(_ request: URLRequest, context: RequestContext) async throws -> URLRequest {
+        let current = state.withLock { state -> (A.Credential?, Int)? in
+            if state.hosts == nil, let pattern = HostPattern(exactly: request.url) { state.hosts = [pattern] }
+            guard Self.belongs(request, to: state.hosts) else { return nil }
+            return (state.credential, state.generation)
+        }
+        guard let (found, generation) = current else { return request }
+        guard var credential = found else { throw AuthenticationError.missingCredential }
+        if credential.requiresRefresh {
+            credential = try await refreshed(after: generation)
+        }
+        var request = request
+        authenticator.apply(credential, to: &request)
+        return request
+    }
+
+    /// Retries an attempt that failed because of its credential, refreshing the credential unless the request was
+    /// sent with an older one.
+    public func retry(_ request: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
+        guard let sent = request.lastRequest, let response = request.response,
+            authenticator.didRequest(sent, with: response, failDueToAuthenticationError: error)
+        else { return .doNotRetry }
+        let current = state.withLock { state -> (A.Credential?, Int)? in
+            Self.belongs(sent, to: state.hosts) ? (state.credential, state.generation) : nil
+        }
+        guard let (found, generation) = current, let credential = found else { return .doNotRetry }
+        // Sent with an older credential: the current one may well work, and needs no refresh.
+        guard authenticator.isRequest(sent, authenticatedWith: credential) else { return .retry }
+        do {
+            _ = try await refreshed(after: generation)
+            return .retry
+        } catch is CancellationError {
+            return .doNotRetry
+        } catch {
+            return .doNotRetryWithError(error)
+        }
+    }
+
+    /// The credential after a refresh of the one at `generation`: a refresh this call starts, one already running,
+    /// or none when the credential changed since.
+    private func refreshed(after generation: Int) async throws -> A.Credential {
+        let id = state.withLock { state -> Int in
+            defer { state.nextWaiter += 1 }
+            return state.nextWaiter
+        }
+        let now = now()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (waiter: Waiter) in
+                let start: A.Credential?
+                do {
+                    start = try state.withLock { state -> A.Credential? in
+                        if Task.isCancelled { throw CancellationError() }
+                        if state.refreshing {
+                            state.waiters[id] = waiter
+                            return nil
+                        }
+                        guard let credential = state.credential else { throw AuthenticationError.missingCredential }
+                        // Someone refreshed (or set) the credential since this caller looked: use theirs.
+                        if state.generation != generation {
+                            waiter.resume(returning: credential)
+                            return nil
+                        }
+                        state.refreshTimes.removeAll { $0 <= now - refreshLimit.window }
+                        guard state.refreshTimes.count < refreshLimit.maximumCount else {
+                            throw AuthenticationError.excessiveRefresh(
+                                count: state.refreshTimes.count, window: refreshLimit.window)
+                        }
+                        state.waiters[id] = waiter
+                        state.refreshTimes.append(now)
+                        state.refreshCount += 1
+                        state.refreshing = true
+                        return credential
+                    }
+                } catch {
+                    waiter.resume(throwing: error)
+                    return
+                }
+                if let start { startRefresh(of: start) }
+            }
+        } onCancel: {
+            let waiter = state.withLock { $0.waiters.removeValue(forKey: id) }
+            waiter?.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Refreshes in a task of its own, so that cancelling the requests waiting for it does not lose its result.
+    private func startRefresh(of credential: A.Credential) {
+        Task {
+            let result: Result<A.Credential, any Error>
+            do {
+                result = .success(try await authenticator.refresh(credential))
+            } catch {
+                result = .failure(error)
+            }
+            let waiters = state.withLock { state -> [Waiter] in
+                if case .success(let fresh) = result {
+                    state.credential = fresh
+                    state.generation += 1
+                }
+                state.refreshing = false
+                defer { state.waiters = [:] }
+                return Array(state.waiters.values)
+            }
+            for waiter in waiters { waiter.resume(with: result) }
+        }
+    }
+
+    private static func belongs(_ request: URLRequest, to hosts: [HostPattern]?) -> Bool {
+        guard let hosts, let url = request.url else { return false }
+        return hosts.contains { $0.matches(url) }
+    }
+}
+
+/// A host a credential belongs to: a name with any port, or a name and one port.
+struct HostPattern: Sendable, CustomStringConvertible {
+    let host: String
+    let port: Int?
+
+    /// Parses `host`, `host:port`, `[v6 address]` or `[v6 address]:port`.
+    init(_ text: String) {
+        let text = text.lowercased()
+        var host = text
+        var port: Int?
+        if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
+            host = String(text[text.index(after: text.startIndex)..<close])
+            let rest = text[text.index(after: close)...]
+            if rest.hasPrefix(":") { port = Int(rest.dropFirst()) }
+        } else if text.filter({ $0 == ":" }).count == 1, let colon = text.firstIndex(of: ":") {
+            host = String(text[..<colon])
+            port = Int(text[text.index(after: colon)...])
+        }
+        self.host = host
+        self.port = port
+    }
+
+    /// The host and effective port of `url`; `nil` without a host.
+    init?(exactly url: URL?) {
+        guard let url, let host = url.host?.lowercased(), !host.isEmpty else { return nil }
+        self.host = host
+        self.port = Self.effectivePort(of: url)
+    }
+
+    func matches(_ url: URL) -> Bool {
+        guard url.host?.lowercased() == host else { return false }
+        return port == nil || port == Self.effectivePort(of: url)
+    }
+
+    var description: String { port.map { "\(host):\($0)" } ?? host }
+
+    private static func effectivePort(of url: URL) -> Int? {
+        if let port = url.port { return port }
+        switch url.scheme?.lowercased() {
+        case "https", "wss": return 443
+        case "http", "ws": return 80
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,269 @@
+import Foundation
+import Rebound
+import ReboundTesting
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+struct Token: AuthenticationCredential, Equatable {
+    let value: Int
+    var expired = false
+    var requiresRefresh: Bool { expired }
+}
+
+/// Sends `Bearer <value>`; refreshes to the next value, or as `refresh` says.
+struct TokenAuthenticator: Authenticator {
+    let refreshes = Locked(0)
+    var refresh: @Sendable (Token) async throws -> Token = { Token(value: $0.value + 1) }
+
+    func apply(_ credential: Token, to request: inout URLRequest) {
+        request.setValue("Bearer \(credential.value)", forHTTPHeaderField: "Authorization")
+    }
+
+    func refresh(_ credential: Token) async throws -> Token {
+        refreshes.withLock { $0 += 1 }
+        return try await refresh(credential)
+    }
+
+    func isRequest(_ request: URLRequest, authenticatedWith credential: Token) -> Bool {
+        request.value(forHTTPHeaderField: "Authorization") == "Bearer \(credential.value)"
+    }
+}
+
+/// A transport that answers 200 to `Bearer <accepted>` and 401 to anything else, after `delay` on `clock`.
+private func server(accepting accepted: Int, delay: Duration = .zero, clock: ManualClock? = nil) -> ScriptedTransport {
+    ScriptedTransport(clock: clock ?? ManualClock()) { request, _ in
+        let ok = request.value(forHTTPHeaderField: "Authorization") == "Bearer \(accepted)"
+        return (ok ? ScriptedTransport.Step.status(200) : .status(401)).delayed(by: delay)
+    }
+}
+
+@Suite("AuthenticationInterceptor", .timeLimit(.minutes(1)))
+struct AuthenticationInterceptorTests {
+    let clock = ManualClock()
+
+    @Test func appliesTheCredentialOnlyToTheHostOfTheFirstRequest() async throws {
+        let transport = ScriptedTransport { _, _ in .status(200) }
+        let auth = AuthenticationInterceptor(
+            authenticator: TokenAuthenticator(), credential: Token(value: 1), clock: clock)
+        let session = Session(transport: transport, interceptor: auth, clock: clock)
+
+        _ = try await session.send(URL(string: "https://api.example.com/a")!)
+        _ = try await session.send(URL(string: "https://API.example.com:443/b")!)
+        _ = try await session.send(URL(string: "https://evil.example.com/c")!)
+        _ = try await session.send(URL(string: "https://api.example.com:8443/d")!)
+        _ = try await session.send(URL(string: "http://api.example.com/e")!)
+
+        #expect(
+            transport.requests.map { $0.value(forHTTPHeaderField: "Authorization") } == [
+                "Bearer 1", "Bearer 1", nil, nil, nil,
+            ])
+        #expect(auth.hosts == ["api.example.com:443"])
+    }
+
+    @Test(arguments: [
+        ("api.example.com", "https://api.example.com:9000/x", true),
+        ("API.example.com", "http://api.example.com/x", true),
+        ("api.example.com:8443", "https://api.example.com:8443/x", true),
+        ("api.example.com:8443", "https://api.example.com/x", false),
+        ("api.example.com", "https://example.com/x", false),
+        ("api.example.com", "https://api.example.com.evil.io/x", false),
+        ("[::1]:8080", "http://[::1]:8080/x", true),
+        ("127.0.0.1", "http://localhost:80/x", false),
+    ])
+    func appliesTheCredentialToTheHostsGiven(host: String, url: String, applied: Bool) async throws {
+        let transport = ScriptedTransport { _, _ in .status(200) }
+        let auth = AuthenticationInterceptor(
+            authenticator: TokenAuthenticator(), credential: Token(value: 1), hosts: [host], clock: clock)
+
+        _ = try await Session(transport: transport, interceptor: auth, clock: clock).send(URL(string: url)!)
+
+        #expect((transport.requests.first?.value(forHTTPHeaderField: "Authorization") != nil) == applied)
+    }
+
+    @Test func fiftyConcurrentRequestsWithAnExpiredCredentialRefreshOnceAndAllSucceed() async throws {
+        let authenticator = TokenAuthenticator { token in
+            try await Task.sleep(for: .zero)
+            return Token(value: token.value + 1)
+        }
+        let auth = AuthenticationInterceptor(
+            authenticator: authenticator, credential: Token(value: 1, expired: true), clock: clock)
+        let session = Session(transport: server(accepting: 2), interceptor: auth, clock: clock)
+
+        let responses = try await withThrowingTaskGroup(of: Response.self) { group in
+            for _ in 0..<50 { group.addTask { try await session.send(exampleURL) } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+
+        #expect(responses.count == 50)
+        #expect(responses.allSatisfy { $0.retryCount == 0 })
+        #expect(authenticator.refreshes.withLock { $0 } == 1)
+        #expect(auth.credential == Token(value: 2))
+    }
+
+    @Test func fiftyConcurrent401sRefreshOnceAndRetryEachRequestOnce() async throws {
+        let authenticator = TokenAuthenticator()
+        let auth = AuthenticationInterceptor(authenticator: authenticator, credential: Token(value: 1), clock: clock)
+        let transport = server(accepting: 2, delay: .seconds(1), clock: clock)
+        let session = Session(transport: transport, interceptor: auth, clock: clock)
+
+        let task = Task {
+            try await withThrowingTaskGroup(of: Response.self) { group in
+                for _ in 0..<50 { group.addTask { try await session.send(exampleURL) } }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+        }
+        try await clock.waitForSleepers(50)  // every request is in flight with Bearer 1
+        clock.advance(by: .seconds(1))  // …and gets its 401
+        try await clock.waitForSleepers(50)  // every retry is in flight with Bearer 2
+        clock.advance(by: .seconds(1))
+        let responses = try await task.value
+
+        #expect(responses.count == 50)
+        #expect(responses.allSatisfy { $0.attempts.map(\.statusCode) == [401, 200] })
+        #expect(authenticator.refreshes.withLock { $0 } == 1)
+        #expect(transport.requestCount == 100)
+    }
+
+    @Test func aRequestSentWithAStaleCredentialIsRetriedWithTheNewOneWithoutARefresh() async throws {
+        let authenticator = TokenAuthenticator()
+        let auth = AuthenticationInterceptor(authenticator: authenticator, credential: Token(value: 1), clock: clock)
+        let session = Session(
+            transport: server(accepting: 7, delay: .seconds(1), clock: clock), interceptor: auth, clock: clock)
+
+        let task = Task { try await session.send(exampleURL) }
+        try await clock.waitForSleepers(1)
+        auth.credential = Token(value: 7)
+        clock.advance(by: .seconds(1))
+        try await clock.waitForSleepers(1)
+        clock.advance(by: .seconds(1))
+        let response = try await task.value
+
+        #expect(response.attempts.map(\.statusCode) == [401, 200])
+        #expect(response.request.value(forHTTPHeaderField: "Authorization") == "Bearer 7")
+        #expect(authenticator.refreshes.withLock { $0 } == 0)
+    }
+
+    @Test func aFailedRefreshFailsEveryWaitingRequestWithItsError() async throws {
+        let authenticator = TokenAuthenticator { _ in
+            try await Task.sleep(for: .zero)
+            throw TestError("refresh denied")
+        }
+        let auth = AuthenticationInterceptor(
+            authenticator: authenticator, credential: Token(value: 1, expired: true), clock: clock)
+        let session = Session(transport: server(accepting: 2), interceptor: auth, clock: clock)
+
+        let errors = await withTaskGroup(of: (any Error)?.self) { group in
+            for _ in 0..<10 {
+                group.addTask {
+                    do {
+                        _ = try await session.send(exampleURL)
+                        return nil
+                    } catch { return error }
+                }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+
+        #expect(errors.count == 10)
+        #expect(
+            errors.allSatisfy { ($0 as? ReboundError)?.underlyingError as? TestError == TestError("refresh denied") })
+        #expect(authenticator.refreshes.withLock { $0 } >= 1)
+    }
+
+    @Test func aFailedRefreshAfterA401EndsTheRequestWithTheRefreshError() async throws {
+        let authenticator = TokenAuthenticator { _ in throw TestError("refresh denied") }
+        let auth = AuthenticationInterceptor(authenticator: authenticator, credential: Token(value: 1), clock: clock)
+        let session = Session(transport: server(accepting: 2), interceptor: auth, clock: clock)
+
+        let error = await #expect(throws: ReboundError.self) { try await session.send(exampleURL) }
+
+        guard case .retryAborted(let refreshError as TestError, .unacceptableStatusCode(401)) = error?.reason else {
+            Issue.record("reason: \(String(describing: error?.reason))")
+            return
+        }
+        #expect(refreshError == TestError("refresh denied"))
+    }
+
+    @Test func stopsWithAnExcessiveRefreshErrorAfterFiveRefreshesInThirtySeconds() async throws {
+        let authenticator = TokenAuthenticator()
+        let auth = AuthenticationInterceptor(authenticator: authenticator, credential: Token(value: 1), clock: clock)
+        let session = Session(transport: server(accepting: 0), interceptor: auth, clock: clock)
+
+        let error = await #expect(throws: ReboundError.self) { try await session.send(exampleURL) }
+
+        #expect(authenticator.refreshes.withLock { $0 } == 5)
+        #expect(error?.attemptCount == 6)
+        guard case .retryAborted(let authError as AuthenticationError, _) = error?.reason else {
+            Issue.record("reason: \(String(describing: error?.reason))")
+            return
+        }
+        #expect(authError == .excessiveRefresh(count: 5, window: .seconds(30)))
+        #expect(
+            "\(authError)" == "the credential was refreshed 5 times in 30 s, the most allowed; not refreshing again")
+
+        clock.advance(by: .seconds(30))
+        _ = try? await session.send(exampleURL)
+        #expect(authenticator.refreshes.withLock { $0 } == 10)
+    }
+
+    @Test func aMissingCredentialFailsTheRequestWithoutRetrying() async throws {
+        let transport = ScriptedTransport { _, _ in .status(200) }
+        let auth = AuthenticationInterceptor<TokenAuthenticator>(authenticator: TokenAuthenticator(), clock: clock)
+        let session = Session(
+            transport: transport, interceptor: Interceptor(retriers: [retryAnything(limit: 3)], interceptors: [auth]),
+            clock: clock)
+
+        let error = await #expect(throws: ReboundError.self) { try await session.send(exampleURL) }
+
+        #expect(error?.underlyingError as? AuthenticationError == .missingCredential)
+        #expect(error?.attemptCount == 1)
+        #expect(transport.requestCount == 0)
+    }
+
+    @Test func aRequestWaitingForARefreshCanBeCancelledAndTheRefreshStillLands() async throws {
+        let refreshClock = ManualClock()
+        let authenticator = TokenAuthenticator { token in
+            try await refreshClock.sleep(for: .seconds(1))
+            return Token(value: token.value + 1)
+        }
+        let auth = AuthenticationInterceptor(
+            authenticator: authenticator, credential: Token(value: 1, expired: true), clock: clock)
+        let transport = server(accepting: 2)
+        let session = Session(transport: transport, interceptor: auth, clock: clock)
+
+        let task = Task { try await session.send(exampleURL) }
+        try await refreshClock.waitForSleepers(1)
+        task.cancel()
+        await #expect(throws: CancellationError.self) { try await task.value }
+
+        refreshClock.advance(by: .seconds(1))
+        _ = try await session.send(exampleURL)
+        #expect(transport.requestCount == 1)
+        #expect(authenticator.refreshes.withLock { $0 } == 1)
+    }
+
+    @Test func otherFailuresAndOtherHostsAreNotRetried() async throws {
+        let auth = AuthenticationInterceptor(
+            authenticator: TokenAuthenticator(), credential: Token(value: 1), hosts: ["api.example.com"], clock: clock)
+        let transport = ScriptedTransport([.status(403), .status(401)])
+        let session = Session(transport: transport, interceptor: auth, clock: clock)
+
+        _ = try? await session.send(exampleURL)
+        _ = try? await session.send(URL(string: "https://other.example.com/x")!)
+
+        #expect(transport.requestCount == 2)
+    }
+
+    @Test(arguments: [
+        (0, Duration.seconds(30), "AuthenticationInterceptor refresh limit must allow at least 1 refresh, got 0"),
+        (5, .zero, "AuthenticationInterceptor refresh window must be longer than zero, got 0.0 seconds"),
+    ])
+    func rejectsAnInvalidRefreshLimit(count: Int, window: Duration, message: String) {
+        #expect(throws: ConfigurationError(message)) {
+            try AuthenticationRefreshLimit(maximumCount: count, window: window)
+        }
+    }
+}
