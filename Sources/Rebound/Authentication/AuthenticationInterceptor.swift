@@ -18,8 +18,8 @@ import Foundation
 /// the credential is refreshed and the request retried. Other failures get ``RetryResult/doNotRetry``.
 ///
 /// **One refresh at a time.** Requests that need a refresh while one is running wait for it, cancellably, and all use
-/// its result; a failed refresh fails each of them with its error. More than ``RefreshLimit/maximumCount`` refreshes
-/// within ``RefreshLimit/window`` (5 in 30 s by default) end the request with
+/// its result; a failed refresh fails each of them with its error. More than ``AuthenticationRefreshLimit/maximumCount`` refreshes
+/// within ``AuthenticationRefreshLimit/window`` (5 in 30 s by default) end the request with
 /// ``AuthenticationError/excessiveRefresh(count:window:)`` instead of refreshing again.
 ///
 /// The interceptor is a class whose state is behind a lock; share one instance between sessions that use the same
@@ -58,7 +58,7 @@ public final class AuthenticationInterceptor<A: Authenticator>: RequestIntercept
     ///     ``AuthenticationError/missingCredential`` until ``credential`` is set).
     ///   - hosts: The hosts the credential belongs to, each a host name (any port) or `host:port`, compared without
     ///     regard to case; by default the host and port of the first request adapted.
-    ///   - refreshLimit: How many refreshes are allowed within a window; ``RefreshLimit/default`` (5 in 30 s) by
+    ///   - refreshLimit: How many refreshes are allowed within a window; ``AuthenticationRefreshLimit/default`` (5 in 30 s) by
     ///     default.
     ///   - clock: The clock the refresh window is measured on; `ContinuousClock` by default.
     public init<C: Clock>(

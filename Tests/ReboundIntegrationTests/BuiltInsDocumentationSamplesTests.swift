@@ -1,0 +1,114 @@
+import Foundation
+import Rebound
+import ReboundTesting
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The samples of the built-ins' guides (Docs/*.md), the README's "Built-ins together" and the DocC article
+/// WritingInterceptors, kept compiling and true here; change both together. The swift-log and os.Logger bridges of
+/// Docs/LoggingRetrier.md need packages Rebound does not depend on and are not compiled here.
+@Suite("Built-ins documentation samples", .timeLimit(.minutes(1)))
+struct BuiltInsDocumentationSamplesTests {
+    // Docs/Authentication.md
+    struct Token: AuthenticationCredential {
+        let access: String
+        let refresh: String
+        let expiry: Date
+        var requiresRefresh: Bool { expiry < Date().addingTimeInterval(60) }
+    }
+
+    struct TokenService: Sendable {
+        func refresh(using refreshToken: String) async throws -> Token {
+            Token(access: "fresh", refresh: refreshToken, expiry: Date().addingTimeInterval(3_600))
+        }
+    }
+
+    struct OAuth: Authenticator {
+        let tokens: TokenService
+
+        func apply(_ credential: Token, to request: inout URLRequest) {
+            request.setValue("Bearer \(credential.access)", forHTTPHeaderField: "Authorization")
+        }
+        func refresh(_ credential: Token) async throws -> Token {
+            try await tokens.refresh(using: credential.refresh)
+        }
+        func isRequest(_ request: URLRequest, authenticatedWith credential: Token) -> Bool {
+            request.value(forHTTPHeaderField: "Authorization") == "Bearer \(credential.access)"
+        }
+    }
+
+    @Test func authenticationGuideAndReadmeBuiltInsTogether() async throws {
+        let server = try LoopbackServer()
+        defer { server.stop() }
+        server.route("/items") { request, _ in
+            request.value(forHeader: "Authorization") == "Bearer fresh"
+                ? .json(#"{"items": []}"#) : .status(401)
+        }
+        let savedToken = Token(access: "stale", refresh: "r", expiry: Date().addingTimeInterval(3_600))
+        let tokens = TokenService()
+        let host = server.baseURL.host!
+
+        let auth = AuthenticationInterceptor(
+            authenticator: OAuth(tokens: tokens), credential: savedToken, hosts: [host])
+        let breakers = CircuitBreakerRegistry()
+        let session = Session(
+            interceptor: Interceptor(
+                retriers: [
+                    LoggingRetrier(wrapping: try JSONBodyRetrier(values: ["RATE_LIMITED"]), sink: { _ in }),
+                    RetryPolicy(),
+                ],
+                interceptors: [auth, breakers]
+            ), clock: ImmediateClock())
+
+        let response = try await session.send(server.url("/items"))
+
+        #expect(response.attempts.map(\.statusCode) == [401, 200])
+        #expect(
+            server.requests("/items").map { $0.value(forHeader: "Authorization") } == ["Bearer stale", "Bearer fresh"])
+        #expect(breakers.breakers.values.map(\.state) == [.closed])
+    }
+
+    @Test func jsonBodyGuidePredicate() async throws {
+        let busy = try JSONBodyRetrier(retryLimit: 5, delay: .seconds(1)) { body in
+            body["status"] == "busy" && (body["retry_in"]?.numberValue ?? 0) > 0
+        }
+        #expect(busy.signal(in: Data(#"{"status": "busy", "retry_in": 2}"#.utf8)) != nil)
+        #expect(busy.signal(in: Data(#"{"status": "busy", "retry_in": 0}"#.utf8)) == nil)
+    }
+
+    @Test func circuitBreakerGuideClassifier() async throws {
+        let configuration = try CircuitBreaker.Configuration(classify: { outcome in
+            outcome.statusCode == 404 ? .failure : CircuitBreaker.defaultVerdict(for: outcome)
+        })
+        let breaker = CircuitBreaker(configuration: configuration, clock: ManualClock())
+        let session = Session(
+            transport: ScriptedTransport { _, _ in .status(404) }, interceptor: breaker, clock: ImmediateClock())
+
+        for _ in 0..<5 { _ = try? await session.send(URL(string: "https://example.com/gone")!) }
+
+        #expect(breaker.state == .open)
+    }
+
+    // WritingInterceptors.md: "Learning how attempts end"
+    actor SuccessCounter: AttemptObserver {
+        private(set) var successes = 0
+        func attemptDidFinish(_ outcome: AttemptOutcome) async {
+            if case .succeeded = outcome.decision { successes += 1 }
+        }
+    }
+
+    @Test func writingInterceptorsObserver() async throws {
+        let counter = SuccessCounter()
+        let session = Session(
+            transport: ScriptedTransport([.status(503), .status(200), .status(204)]),
+            interceptor: Interceptor(retriers: [RetryPolicy()], observers: [counter]), clock: ImmediateClock())
+
+        _ = try await session.send(URL(string: "https://example.com/a")!)
+        _ = try await session.send(URL(string: "https://example.com/b")!)
+
+        #expect(await counter.successes == 2)
+    }
+}
