@@ -1,6 +1,8 @@
 // swift-tools-version: 6.0
 import PackageDescription
 
+let examples = ["Demo", "LoggingExample", "JSONBodyExample", "CircuitBreakerExample", "AuthenticationExample"]
+
 let package = Package(
     name: "Examples",
     platforms: [.macOS(.v13), .iOS(.v16), .tvOS(.v16), .watchOS(.v9)],
@@ -9,13 +11,17 @@ let package = Package(
         .package(name: "Rebound", path: "../")
     ],
     targets: [
-        .executableTarget(
-            name: "Demo",
-            dependencies: [
-                .product(name: "Rebound", package: "Rebound"),
-                .product(name: "ReboundTesting", package: "Rebound"),
-            ]
-        )
-    ],
+        .target(name: "ExampleSupport", dependencies: [.product(name: "Rebound", package: "Rebound")])
+    ]
+        + examples.map { name in
+            .executableTarget(
+                name: name,
+                dependencies: [
+                    "ExampleSupport",
+                    .product(name: "Rebound", package: "Rebound"),
+                    .product(name: "ReboundTesting", package: "Rebound"),
+                ]
+            )
+        },
     swiftLanguageModes: [.v6]
 )

@@ -1,3 +1,4 @@
+import ExampleSupport
 import Foundation
 import Rebound
 import ReboundTesting
@@ -88,29 +89,6 @@ struct Demo {
 }
 
 struct RateLimited: Error {}
-
-/// Prints lines stamped with the time since the demo started.
-final class Narrator: Sendable {
-    private let start = ContinuousClock.now
-
-    func say(_ line: String) {
-        let elapsed = ContinuousClock.now - start
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        print(String(format: "  [%6.3fs] ", seconds) + line)
-    }
-
-    func scenario(_ title: String, _ body: @Sendable () async throws -> String) async {
-        print("▶ \(title)")
-        do {
-            say("✔ \(try await body())")
-        } catch let error as ReboundError {
-            say("✘ \(error)")
-        } catch {
-            say("✘ \(error)")
-        }
-        print("")
-    }
-}
 
 /// Wraps a retrier and prints each failure and the decision taken.
 struct NarratedRetrier: RequestInterceptor {

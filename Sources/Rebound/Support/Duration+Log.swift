@@ -4,7 +4,7 @@ extension Duration {
     /// Milliseconds below a second (`12.5 ms`), seconds above (`1.5 s`), without locale-dependent separators.
     var logDescription: String {
         let milliseconds = Double(components.seconds) * 1_000 + Double(components.attoseconds) / 1e15
-        return milliseconds >= 1_000
+        return milliseconds >= 999.95
             ? Self.trimmed(milliseconds / 1_000, digits: 3) + " s" : Self.trimmed(milliseconds, digits: 1) + " ms"
     }
 
