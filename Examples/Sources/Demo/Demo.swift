@@ -108,6 +108,7 @@ struct NarratedRetrier: RequestInterceptor {
             switch result {
             case .retry: "retry now"
             case .retryWithDelay(let delay): "retry in \(delay)"
+            case .retryWithRequest(let request, let delay): "retry \(request.url?.absoluteString ?? "") in \(delay)"
             case .doNotRetry: "does not retry"
             case .doNotRetryWithError(let error): "fail with \(error)"
             }

@@ -48,7 +48,8 @@ extension CircuitBreaker {
         /// A configuration with every default.
         public static let `default` = Configuration(
             checked: defaultTripCondition, openDuration: defaultOpenDuration,
-            halfOpenTrialCalls: defaultHalfOpenTrialCalls, classify: CircuitBreaker.defaultVerdict)
+            halfOpenTrialCalls: defaultHalfOpenTrialCalls, retryAfter: .default, classify: CircuitBreaker.defaultVerdict
+        )
 
         /// When the breaker opens; ``defaultTripCondition`` (5 consecutive failures) by default.
         public let tripCondition: TripCondition
@@ -57,6 +58,9 @@ extension CircuitBreaker {
         public let openDuration: Duration
         /// How many calls a half-open breaker lets through at once; ``defaultHalfOpenTrialCalls`` (1) by default.
         public let halfOpenTrialCalls: Int
+        /// Which `Retry-After` headers keep the breaker open at least as long as they ask when a failure trips it;
+        /// ``RetryAfter/default`` (429 and 503, at most 60 s) by default.
+        public let retryAfter: RetryAfter
         /// Decides how an attempt counts; ``CircuitBreaker/defaultVerdict(for:)`` by default.
         public let classify: @Sendable (AttemptOutcome) -> Verdict
 
@@ -68,12 +72,15 @@ extension CircuitBreaker {
         ///     number of calls at least 1.
         ///   - openDuration: How long the breaker stays open, longer than zero; 30 seconds by default.
         ///   - halfOpenTrialCalls: How many trial calls a half-open breaker lets through, at least 1; 1 by default.
+        ///   - retryAfter: Which `Retry-After` headers lengthen the open time of a breaker their failure trips;
+        ///     ``RetryAfter/default`` by default, ``RetryAfter/ignored`` for none.
         ///   - classify: How an attempt counts; ``CircuitBreaker/defaultVerdict(for:)`` by default.
         /// - Throws: ``ConfigurationError`` naming the first invalid setting.
         public init(
             tripCondition: TripCondition = defaultTripCondition,
             openDuration: Duration = defaultOpenDuration,
             halfOpenTrialCalls: Int = defaultHalfOpenTrialCalls,
+            retryAfter: RetryAfter = .default,
             classify: @escaping @Sendable (AttemptOutcome) -> Verdict = CircuitBreaker.defaultVerdict
         ) throws(ConfigurationError) {
             switch tripCondition {
@@ -108,13 +115,14 @@ extension CircuitBreaker {
             }
             self.init(
                 checked: tripCondition, openDuration: openDuration, halfOpenTrialCalls: halfOpenTrialCalls,
-                classify: classify)
+                retryAfter: retryAfter, classify: classify)
         }
 
         private init(
             checked tripCondition: TripCondition, openDuration: Duration, halfOpenTrialCalls: Int,
-            classify: @escaping @Sendable (AttemptOutcome) -> Verdict
+            retryAfter: RetryAfter, classify: @escaping @Sendable (AttemptOutcome) -> Verdict
         ) {
+            self.retryAfter = retryAfter
             self.tripCondition = tripCondition
             self.openDuration = openDuration
             self.halfOpenTrialCalls = halfOpenTrialCalls
@@ -137,8 +145,8 @@ extension CircuitBreaker {
         switch outcome.failure {
         case .transportFailed(let error):
             return error is CancellationError ? .ignored : .failure
-        case .retryAborted(_, let original):
-            if case .transportFailed = original { return .failure }
+        case .retryAborted(_, let original), .deadlineExceeded(_, let original):
+            if case .transportFailed = original.original { return .failure }
             return .ignored
         case nil, .adaptationFailed, .unacceptableStatusCode, .validationFailed, .decodingFailed:
             return .ignored

@@ -17,6 +17,9 @@ import Foundation
 ///   success closes the breaker; a trial failure opens it again; an ignored outcome (a cancelled trial) gives its
 ///   place to the next request.
 ///
+/// When the failure that opens the breaker carries a `Retry-After` (on 429 or 503 by default), the breaker stays open
+/// at least that long.
+///
 /// What counts as a failure is ``Configuration/classify``'s decision: by default transport errors and 5xx, 408 and
 /// 429; other 4xx count as successes (the upstream answered); cancellations and adapter failures are ignored.
 /// A breaker only counts attempts it let through itself, so put it in the chain as an interceptor (or adapter).
@@ -160,13 +163,12 @@ public final class CircuitBreaker: RequestInterceptor, AttemptObserver {
     }
 
     /// Counts the outcome of an attempt this breaker let through; other outcomes are ignored.
+    ///
+    /// A failure that opens the breaker keeps it open at least as long as the response's honoured `Retry-After`.
     public func attemptDidFinish(_ outcome: AttemptOutcome) async {
-        record(outcome)
-    }
-
-    func record(_ outcome: AttemptOutcome, openAtLeast: Duration = .zero) {
         let attemptKey = AttemptKey(requestID: outcome.requestID, attempt: outcome.attempt.number)
         let verdict = configuration.classify(outcome)
+        let openAtLeast = outcome.response.flatMap(configuration.retryAfter.delay(for:)) ?? .zero
         let (_, transitions) = update { storage, now, transitions in
             guard let permit = storage.permits.removeValue(forKey: attemptKey) else { return }
             storage.machine.record(

@@ -11,7 +11,7 @@ extension ReboundError.Reason {
         switch self {
         case .adaptationFailed(let error), .transportFailed(let error), .validationFailed(let error):
             error is any NonRetryableError
-        case .unacceptableStatusCode, .retryAborted, .decodingFailed:
+        case .unacceptableStatusCode, .retryAborted, .decodingFailed, .deadlineExceeded:
             false
         }
     }

@@ -33,6 +33,10 @@ public struct ReboundError: Error, Sendable {
         indirect case retryAborted(error: any Error, original: Reason)
         /// The body of a successful response could not be decoded into the requested type.
         case decodingFailed(error: any Error)
+        /// The request's deadline (its total time limit) came before it could succeed: during an attempt, or before a
+        /// backoff delay that would have ended after it. `last` is why the last attempt failed (an attempt cut short
+        /// counts as `URLError(.timedOut)`).
+        indirect case deadlineExceeded(deadline: Duration, last: Reason)
     }
 
     /// Why the request failed.
@@ -82,6 +86,8 @@ extension ReboundError.Reason {
         case .adaptationFailed(let error), .transportFailed(let error), .validationFailed(let error),
             .decodingFailed(let error), .retryAborted(let error, _):
             error
+        case .deadlineExceeded(_, let last):
+            last.underlyingError
         case .unacceptableStatusCode:
             nil
         }
@@ -92,17 +98,19 @@ extension ReboundError.Reason {
         switch self {
         case .adaptationFailed(let error), .transportFailed(let error):
             error as? URLError
-        case .retryAborted(_, let original):
+        case .retryAborted(_, let original), .deadlineExceeded(_, let original):
             original.urlError
         case .unacceptableStatusCode, .validationFailed, .decodingFailed:
             nil
         }
     }
 
-    /// The reason an attempt failed, looking through a retry abort.
+    /// The reason an attempt failed, looking through a retry abort or a deadline.
     public var original: ReboundError.Reason {
-        if case .retryAborted(_, let original) = self { return original.original }
-        return self
+        switch self {
+        case .retryAborted(_, let original), .deadlineExceeded(_, let original): original.original
+        default: self
+        }
     }
 }
 
@@ -117,6 +125,8 @@ extension ReboundError.Reason: CustomStringConvertible {
         case .validationFailed(let error): "validation failed: \(error)"
         case .retryAborted(let error, let original): "retry aborted: \(error) (after \(original))"
         case .decodingFailed(let error): "decoding failed: \(error)"
+        case .deadlineExceeded(let deadline, let last):
+            "deadline of \(deadline.logDescription) exceeded (after \(last))"
         }
     }
 }

@@ -3,13 +3,17 @@
 struct ChainRoles: Sendable {
     let observers: [any AttemptObserver]
     let inspectors: [any ResponseInspector]
+    let gates: [any RetryGate]
 
-    static let none = ChainRoles(observers: [], inspectors: [])
+    static let none = ChainRoles(observers: [], inspectors: [], gates: [])
 
-    private init(observers: [any AttemptObserver], inspectors: [any ResponseInspector]) {
+    private init(observers: [any AttemptObserver], inspectors: [any ResponseInspector], gates: [any RetryGate]) {
         self.observers = observers
         self.inspectors = inspectors
+        self.gates = gates
     }
+
+    var isEmpty: Bool { observers.isEmpty && inspectors.isEmpty && gates.isEmpty }
 
     /// The roles of one interceptor: a composite's collected roles, or the interceptor itself where it conforms.
     init(of interceptor: (any RequestInterceptor)?) {
@@ -28,8 +32,10 @@ struct ChainRoles: Sendable {
     init(collecting parts: [any Sendable]) {
         var observers: [any AttemptObserver] = []
         var inspectors: [any ResponseInspector] = []
+        var gates: [any RetryGate] = []
         var seenObservers = Set<ObjectIdentifier>()
         var seenInspectors = Set<ObjectIdentifier>()
+        var seenGates = Set<ObjectIdentifier>()
 
         func isNew(_ part: any Sendable, in seen: inout Set<ObjectIdentifier>) -> Bool {
             guard type(of: part) is AnyClass else { return true }
@@ -43,6 +49,9 @@ struct ChainRoles: Sendable {
                 for inspector in composite.roles.inspectors where isNew(inspector, in: &seenInspectors) {
                     inspectors.append(inspector)
                 }
+                for gate in composite.roles.gates where isNew(gate, in: &seenGates) {
+                    gates.append(gate)
+                }
                 return
             }
             if let observer = part as? any AttemptObserver, isNew(observer, in: &seenObservers) {
@@ -51,15 +60,20 @@ struct ChainRoles: Sendable {
             if let inspector = part as? any ResponseInspector, isNew(inspector, in: &seenInspectors) {
                 inspectors.append(inspector)
             }
+            if let gate = part as? any RetryGate, isNew(gate, in: &seenGates) {
+                gates.append(gate)
+            }
         }
         parts.forEach(add)
-        self.init(observers: observers, inspectors: inspectors)
+        self.init(observers: observers, inspectors: inspectors, gates: gates)
     }
 
     /// These roles followed by `other`'s.
     func followed(by other: ChainRoles) -> ChainRoles {
-        if other.observers.isEmpty && other.inspectors.isEmpty { return self }
-        if observers.isEmpty && inspectors.isEmpty { return other }
-        return ChainRoles(observers: observers + other.observers, inspectors: inspectors + other.inspectors)
+        if other.isEmpty { return self }
+        if isEmpty { return other }
+        return ChainRoles(
+            observers: observers + other.observers, inspectors: inspectors + other.inspectors,
+            gates: gates + other.gates)
     }
 }

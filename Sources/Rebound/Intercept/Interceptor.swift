@@ -15,9 +15,9 @@ import Foundation
 ///   next; any other answer wins and the retriers after it are not asked. When all pass, the answer is
 ///   ``RetryResult/doNotRetry``.
 /// - Interceptors given with `interceptors:` adapt after `adapters` and retry after `retriers`, in the order given.
-/// - Every part that is an ``AttemptObserver`` is told the outcome of each attempt, and every part that is a
-///   ``ResponseInspector`` inspects each accepted response, in the order adapters, retriers, interceptors,
-///   observers; a class instance that appears more than once is called once.
+/// - Every part that is an ``AttemptObserver`` is told the outcome of each attempt, every part that is a
+///   ``ResponseInspector`` inspects each accepted response, and every ``RetryGate`` may deny a retry, in the order
+///   adapters, retriers, interceptors, observers; a class instance that appears more than once is called once.
 ///
 /// An `Interceptor` is immutable and safe to share between sessions and tasks.
 ///
@@ -36,6 +36,8 @@ public struct Interceptor: RequestInterceptor {
     public var observers: [any AttemptObserver] { roles.observers }
     /// The parts that inspect accepted responses, in the order they run; see ``ResponseInspector``.
     public var inspectors: [any ResponseInspector] { roles.inspectors }
+    /// The parts that may deny a retry, in the order they are asked; see ``RetryGate``.
+    public var gates: [any RetryGate] { roles.gates }
 
     let roles: ChainRoles
 

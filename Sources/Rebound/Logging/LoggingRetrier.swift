@@ -106,6 +106,8 @@ public struct LoggingRetrier: RequestInterceptor, AttemptObserver, ResponseInspe
         case .failed(let error):
             if case .retryAborted(let retrierError, _) = error.reason {
                 (decision, level) = (.failWithError(String(describing: retrierError)), .error)
+            } else if case .deadlineExceeded(let deadline, _) = error.reason {
+                (decision, level) = (.failWithError("deadline of \(deadline.logDescription) exceeded"), .error)
             } else {
                 (decision, level) = (.giveUp, .error)
             }

@@ -11,9 +11,18 @@ import Foundation
 /// GET, HEAD, OPTIONS, PUT and TRACE; the statuses 408, 500, 502, 503 and 504; and 18 transient `URLError` codes.
 /// Unlike Alamofire, a status counts with no extra call, because a ``Session`` validates every response.
 ///
-/// A request is retried when its retry count is below ``retryLimit``, its method is retryable, and either the
-/// failed attempt's status code or the `URLError` behind a transport (or adapter) failure is retryable. A
-/// custom validator's failure on an otherwise fine status is not retried by this policy.
+/// A request is retried when its retry count is below ``retryLimit``, it is safe to repeat, and either the failed
+/// attempt's status code or the `URLError` behind a transport (or adapter) failure is retryable. A custom
+/// validator's failure on an otherwise fine status is not retried by this policy.
+///
+/// **Idempotency.** A request is safe to repeat when its method is in ``retryableHTTPMethods`` (the idempotent
+/// methods by default; adding POST or PATCH there is the explicit opt-in) or when it carries an `Idempotency-Key`
+/// header (see ``IdempotencyKeyAdapter``). So POST, PATCH and CONNECT are never retried by default: no double
+/// payments.
+///
+/// **Delays.** ``backoff`` gives the delay before each retry; by default the Alamofire formula above. When the
+/// response asks for a delay with `Retry-After` on a status that ``retryAfter`` honours (429 and 503 by default), that
+/// delay (at most 60 s by default) is used instead, and a 429 that carries one is retryable.
 ///
 /// `RetryPolicy` is an immutable value, safe to share between sessions.
 ///
@@ -52,6 +61,12 @@ public struct RetryPolicy: RequestInterceptor {
     public let retryableHTTPStatusCodes: Set<Int>
     /// The `URLError` codes that are retried; ``defaultRetryableURLErrorCodes`` by default.
     public let retryableURLErrorCodes: Set<URLError.Code>
+    /// The delay before each retry; by default `.exponential(a: exponentialBackoffScale, b: exponentialBackoffBase)`,
+    /// Alamofire's formula.
+    public let backoff: BackoffStrategy
+    /// Which `Retry-After` headers are honoured and up to how long; ``RetryAfter/default`` (429 and 503, at most 60 s)
+    /// by default.
+    public let retryAfter: RetryAfter
 
     /// Creates a policy with every default.
     public init() {
@@ -61,6 +76,8 @@ public struct RetryPolicy: RequestInterceptor {
         retryableHTTPMethods = Self.defaultRetryableHTTPMethods
         retryableHTTPStatusCodes = Self.defaultRetryableHTTPStatusCodes
         retryableURLErrorCodes = Self.defaultRetryableURLErrorCodes
+        backoff = .exponential(a: .seconds(Self.defaultExponentialBackoffScale), b: Self.defaultExponentialBackoffBase)
+        retryAfter = .default
     }
 
     /// Creates a policy, checking its configuration.
@@ -72,6 +89,10 @@ public struct RetryPolicy: RequestInterceptor {
     ///   - retryableHTTPMethods: The methods that may be retried; ``defaultRetryableHTTPMethods`` by default.
     ///   - retryableHTTPStatusCodes: The status codes that are retried; ``defaultRetryableHTTPStatusCodes`` by default.
     ///   - retryableURLErrorCodes: The `URLError` codes that are retried; ``defaultRetryableURLErrorCodes`` by default.
+    ///   - backoff: The delay before each retry; when `nil` (the default), the exponential backoff given by
+    ///     `exponentialBackoffBase` and `exponentialBackoffScale`. Pass one to add a cap or jitter.
+    ///   - retryAfter: Which `Retry-After` headers are honoured, up to how long; ``RetryAfter/default`` by default,
+    ///     ``RetryAfter/ignored`` to never honour one.
     /// - Throws: ``ConfigurationError`` naming the first invalid setting.
     public init(
         retryLimit: Int = defaultRetryLimit,
@@ -79,7 +100,9 @@ public struct RetryPolicy: RequestInterceptor {
         exponentialBackoffScale: Double = defaultExponentialBackoffScale,
         retryableHTTPMethods: Set<HTTPMethod> = defaultRetryableHTTPMethods,
         retryableHTTPStatusCodes: Set<Int> = defaultRetryableHTTPStatusCodes,
-        retryableURLErrorCodes: Set<URLError.Code> = defaultRetryableURLErrorCodes
+        retryableURLErrorCodes: Set<URLError.Code> = defaultRetryableURLErrorCodes,
+        backoff: BackoffStrategy? = nil,
+        retryAfter: RetryAfter = .default
     ) throws(ConfigurationError) {
         guard retryLimit >= 0 else {
             throw ConfigurationError("RetryPolicy.retryLimit must be 0 or more, got \(retryLimit)")
@@ -99,21 +122,31 @@ public struct RetryPolicy: RequestInterceptor {
         self.retryableHTTPMethods = retryableHTTPMethods
         self.retryableHTTPStatusCodes = retryableHTTPStatusCodes
         self.retryableURLErrorCodes = retryableURLErrorCodes
+        self.backoff =
+            backoff ?? .exponential(a: .seconds(exponentialBackoffScale), b: exponentialBackoffBase)
+        self.retryAfter = retryAfter
     }
 
-    /// The backoff before retry number `retryCount + 1`: `exponentialBackoffBase ^ retryCount × exponentialBackoffScale`
-    /// seconds, held at ``RetryResult/longestDelay`` where the power grows past it.
-    public func delay(forRetryCount retryCount: Int) -> Duration {
-        let seconds = pow(Double(exponentialBackoffBase), Double(max(retryCount, 0))) * exponentialBackoffScale
-        guard seconds.isFinite, seconds < Self.longestDelaySeconds else { return RetryResult.longestDelay }
-        return .seconds(seconds)
+    /// The backoff before retry number `retryCount + 1` from ``backoff``, given the delay before the previous retry;
+    /// by default `exponentialBackoffBase ^ retryCount × exponentialBackoffScale` seconds, held at
+    /// ``RetryResult/longestDelay`` where the power grows past it.
+    public func delay(forRetryCount retryCount: Int, previousDelay: Duration? = nil) -> Duration {
+        backoff.delay(forRetryCount: retryCount, previousDelay: previousDelay)
+    }
+
+    /// Whether the request may be sent again: its method is retryable, or it carries an `Idempotency-Key` header.
+    public func isSafeToRetry(_ request: RetryRequest) -> Bool {
+        retryableHTTPMethods.contains(request.method)
+            || request.request.value(forHTTPHeaderField: IdempotencyKeyAdapter.headerName) != nil
     }
 
     /// Whether `error`, the failure of `request`'s last attempt, is one this policy retries, ignoring the retry limit.
     public func shouldRetry(_ request: RetryRequest, dueTo error: ReboundError) -> Bool {
-        guard retryableHTTPMethods.contains(request.method) else { return false }
-        if let statusCode = request.response?.statusCode, retryableHTTPStatusCodes.contains(statusCode) {
-            return true
+        guard isSafeToRetry(request) else { return false }
+        if let response = request.response {
+            if retryableHTTPStatusCodes.contains(response.statusCode) { return true }
+            // A 429 that says when to come back is an invitation to retry.
+            if response.statusCode == 429, retryAfter.delay(for: response) != nil { return true }
         }
         if let code = error.reason.original.urlError?.code, retryableURLErrorCodes.contains(code) {
             return true
@@ -121,32 +154,38 @@ public struct RetryPolicy: RequestInterceptor {
         return false
     }
 
-    /// Answers ``RetryResult/retryWithDelay(_:)`` with ``delay(forRetryCount:)`` while the retry count is below the
-    /// limit and ``shouldRetry(_:dueTo:)`` holds, ``RetryResult/doNotRetry`` otherwise.
+    /// Answers ``RetryResult/retryWithDelay(_:)`` while the retry count is below the limit and
+    /// ``shouldRetry(_:dueTo:)`` holds, ``RetryResult/doNotRetry`` otherwise. The delay is the response's honoured
+    /// `Retry-After` if it has one, else ``delay(forRetryCount:previousDelay:)``.
     public func retry(_ request: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
         guard request.retryCount < retryLimit, shouldRetry(request, dueTo: error) else { return .doNotRetry }
-        return .retryWithDelay(delay(forRetryCount: request.retryCount))
+        if let response = request.response, let delay = retryAfter.delay(for: response) {
+            return .retryWithDelay(delay)
+        }
+        let previous = request.attempts.dropLast().last?.retryDelay
+        return .retryWithDelay(delay(forRetryCount: request.retryCount, previousDelay: previous))
     }
-
-    private static let longestDelaySeconds = 1e12
 }
 
 extension RequestRetrier where Self == RetryPolicy {
     /// A ``RetryPolicy`` with every default.
     public static var retryPolicy: RetryPolicy { RetryPolicy() }
 
-    /// A ``RetryPolicy`` with the settings given; see ``RetryPolicy/init(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:)``.
+    /// A ``RetryPolicy`` with the settings given; see ``RetryPolicy/init(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:)``.
     public static func retryPolicy(
         retryLimit: Int = RetryPolicy.defaultRetryLimit,
         exponentialBackoffBase: Int = RetryPolicy.defaultExponentialBackoffBase,
         exponentialBackoffScale: Double = RetryPolicy.defaultExponentialBackoffScale,
         retryableHTTPMethods: Set<HTTPMethod> = RetryPolicy.defaultRetryableHTTPMethods,
         retryableHTTPStatusCodes: Set<Int> = RetryPolicy.defaultRetryableHTTPStatusCodes,
-        retryableURLErrorCodes: Set<URLError.Code> = RetryPolicy.defaultRetryableURLErrorCodes
+        retryableURLErrorCodes: Set<URLError.Code> = RetryPolicy.defaultRetryableURLErrorCodes,
+        backoff: BackoffStrategy? = nil,
+        retryAfter: RetryAfter = .default
     ) throws(ConfigurationError) -> RetryPolicy {
         try RetryPolicy(
             retryLimit: retryLimit, exponentialBackoffBase: exponentialBackoffBase,
             exponentialBackoffScale: exponentialBackoffScale, retryableHTTPMethods: retryableHTTPMethods,
-            retryableHTTPStatusCodes: retryableHTTPStatusCodes, retryableURLErrorCodes: retryableURLErrorCodes)
+            retryableHTTPStatusCodes: retryableHTTPStatusCodes, retryableURLErrorCodes: retryableURLErrorCodes,
+            backoff: backoff, retryAfter: retryAfter)
     }
 }

@@ -1,3 +1,9 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
 /// A retrier's answer after a failed attempt.
 public enum RetryResult: Sendable {
     /// Retry at once.
@@ -5,6 +11,9 @@ public enum RetryResult: Sendable {
     /// Retry after the delay, slept on the session's clock; a delay of zero or less retries at once, and one longer
     /// than ``longestDelay`` is held there.
     case retryWithDelay(Duration)
+    /// Retry after the delay, starting the next attempts from `request` instead of the caller's request: to send
+    /// them to a fallback host, say. Adapters run on `request` as they would on the caller's.
+    case retryWithRequest(URLRequest, delay: Duration)
     /// Do not retry: the next retrier in the chain is asked, and if none retries, the request fails.
     case doNotRetry
     /// Do not retry, and end the request with this error; the session keeps the attempt's own failure beside it.
@@ -13,7 +22,7 @@ public enum RetryResult: Sendable {
     /// Whether this answer retries.
     public var retryRequired: Bool {
         switch self {
-        case .retry, .retryWithDelay: true
+        case .retry, .retryWithDelay, .retryWithRequest: true
         case .doNotRetry, .doNotRetryWithError: false
         }
     }
@@ -27,9 +36,15 @@ public enum RetryResult: Sendable {
     public var delay: Duration? {
         switch self {
         case .retry: .zero
-        case .retryWithDelay(let delay): min(max(delay, .zero), Self.longestDelay)
+        case .retryWithDelay(let delay), .retryWithRequest(_, let delay): min(max(delay, .zero), Self.longestDelay)
         case .doNotRetry, .doNotRetryWithError: nil
         }
+    }
+
+    /// The request the next attempts start from, for ``retryWithRequest(_:delay:)``; `nil` otherwise.
+    public var request: URLRequest? {
+        if case .retryWithRequest(let request, _) = self { return request }
+        return nil
     }
 
     /// The error of ``doNotRetryWithError(_:)``; `nil` otherwise.

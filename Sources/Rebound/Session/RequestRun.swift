@@ -5,37 +5,44 @@ import Foundation
 #endif
 
 /// The state of one logical request as it goes through the pipeline, attempt after attempt.
-struct RequestRun {
+struct RequestRun: Sendable {
     let session: Session
     let originalRequest: URLRequest
     let label: String?
     let requestInterceptor: (any RequestInterceptor)?
     let validator: ResponseValidator
     let roles: ChainRoles
+    let deadline: Duration?
     let requestID = RequestIDs.next()
 
     private var attempts: [Attempt] = []
     private var lastSentRequest: URLRequest?
+    /// The request adapters start from: the caller's, until a retrier answers `retryWithRequest`.
+    private var base: URLRequest
     private var start: Duration = .zero
 
     init(
         session: Session, originalRequest: URLRequest, label: String?, requestInterceptor: (any RequestInterceptor)?,
-        validator: ResponseValidator
+        validator: ResponseValidator, deadline: Duration?
     ) {
         self.session = session
         self.originalRequest = originalRequest
+        self.base = originalRequest
         self.label = label
         self.requestInterceptor = requestInterceptor
         self.validator = validator
+        self.deadline = deadline
         self.roles =
             requestInterceptor == nil ? session.roles : session.roles.followed(by: ChainRoles(of: requestInterceptor))
     }
 
     /// What one attempt came to.
-    private enum Outcome {
+    private enum Outcome: Sendable {
         case success(URLRequest, HTTPURLResponse, Data)
         case failure(ReboundError.Reason, sent: URLRequest?, response: HTTPURLResponse?, data: Data?)
         case cancelled(sent: URLRequest?)
+        /// The deadline came while the attempt was in flight.
+        case timedOut
     }
 
     mutating func execute() async throws -> Response {
@@ -44,7 +51,7 @@ struct RequestRun {
             if Task.isCancelled { throw CancellationError() }
             let number = attempts.count + 1
             let attemptStart = session.clock.now()
-            let outcome = await attempt(number: number)
+            let outcome = await attemptWithinDeadline(number: number)
             let duration = session.clock.now() - attemptStart
 
             switch outcome {
@@ -52,6 +59,12 @@ struct RequestRun {
                 let attempt = Attempt(number: number, request: sent, response: nil, failure: nil, duration: duration)
                 await report(attempt, data: nil, decision: .cancelled)
                 throw CancellationError()
+
+            case .timedOut:
+                let reason = ReboundError.Reason.transportFailed(error: URLError(.timedOut))
+                attempts.append(
+                    Attempt(number: number, request: nil, response: nil, failure: reason, duration: duration))
+                throw await deadlineExceeded(after: reason, response: nil, data: nil)
 
             case .success(let sent, let response, let data):
                 attempts.append(
@@ -65,51 +78,74 @@ struct RequestRun {
                 if let sent { lastSentRequest = sent }
                 attempts.append(
                     Attempt(number: number, request: sent, response: response, failure: reason, duration: duration))
-                let error = ReboundError(
-                    reason: reason, originalRequest: originalRequest, lastRequest: lastSentRequest,
-                    response: response, data: data, attempts: attempts)
-                // A non-retryable failure (an open breaker, say) is not offered to the retriers at all.
-                let result: RetryResult
-                if reason.isNonRetryable {
-                    result = .doNotRetry
-                } else {
-                    let retryRequest = RetryRequest(
-                        requestID: requestID, label: label, originalRequest: originalRequest, lastRequest: sent,
-                        response: response, data: data, attempts: attempts)
-                    result = await retryResult(for: retryRequest, dueTo: error)
-                }
-                // A retrier may take its time; a request cancelled meanwhile ends as cancelled, whatever it answered.
-                if Task.isCancelled {
-                    await report(attempts[attempts.count - 1], data: data, decision: .cancelled)
-                    throw CancellationError()
-                }
-
-                switch result {
-                case .doNotRetry:
-                    await report(attempts[attempts.count - 1], data: data, decision: .failed(error))
-                    throw error
-                case .doNotRetryWithError(let retrierError):
-                    let aborted = ReboundError(
-                        reason: .retryAborted(error: retrierError, original: reason),
-                        originalRequest: originalRequest, lastRequest: lastSentRequest, response: response,
-                        data: data, attempts: attempts)
-                    await report(attempts[attempts.count - 1], data: data, decision: .failed(aborted))
-                    throw aborted
-                case .retry, .retryWithDelay:
-                    let delay = result.delay ?? .zero
-                    attempts[attempts.count - 1].retryDelay = delay
-                    await report(attempts[attempts.count - 1], data: data, decision: .retry(after: delay))
-                    if delay > .zero {
-                        do {
-                            try await session.clock.sleep(delay)
-                        } catch {
-                            // Clocks throw from `sleep` only when the sleeping task is cancelled.
-                            throw CancellationError()
-                        }
-                    }
-                }
+                try await handleFailure(reason, sent: sent, response: response, data: data)
             }
         }
+    }
+
+    /// Asks the retriers, the deadline and the gates about a failed attempt; returns after the backoff sleep when the
+    /// request is retried, throws otherwise.
+    private mutating func handleFailure(
+        _ reason: ReboundError.Reason, sent: URLRequest?, response: HTTPURLResponse?, data: Data?
+    ) async throws {
+        let error = failure(reason, response: response, data: data)
+        let retryRequest = RetryRequest(
+            requestID: requestID, label: label, originalRequest: originalRequest, lastRequest: sent,
+            response: response, data: data, attempts: attempts)
+        // A non-retryable failure (an open breaker, say) is not offered to the retriers at all.
+        let result = reason.isNonRetryable ? .doNotRetry : await retryResult(for: retryRequest, dueTo: error)
+        // A retrier may take its time; a request cancelled meanwhile ends as cancelled, whatever it answered.
+        if Task.isCancelled {
+            await report(attempts[attempts.count - 1], data: data, decision: .cancelled)
+            throw CancellationError()
+        }
+
+        guard let delay = result.delay else {
+            let final =
+                result.error.map { failure(.retryAborted(error: $0, original: reason), response: response, data: data) }
+                ?? error
+            await report(attempts[attempts.count - 1], data: data, decision: .failed(final))
+            throw final
+        }
+        // Backoff never sleeps past the deadline: a delay that would end after it ends the request now.
+        if let deadline, session.clock.now() + delay - start > deadline {
+            throw await deadlineExceeded(after: reason, response: response, data: data)
+        }
+        for gate in roles.gates {
+            if let denial = gate.admitRetry(retryRequest, dueTo: error, after: delay) {
+                let denied = failure(.retryAborted(error: denial, original: reason), response: response, data: data)
+                await report(attempts[attempts.count - 1], data: data, decision: .failed(denied))
+                throw denied
+            }
+        }
+
+        attempts[attempts.count - 1].retryDelay = delay
+        if let request = result.request { base = request }
+        await report(attempts[attempts.count - 1], data: data, decision: .retry(after: delay))
+        if delay > .zero {
+            do {
+                try await session.clock.sleep(delay)
+            } catch {
+                // Clocks throw from `sleep` only when the sleeping task is cancelled.
+                throw CancellationError()
+            }
+        }
+    }
+
+    private func failure(_ reason: ReboundError.Reason, response: HTTPURLResponse?, data: Data?) -> ReboundError {
+        ReboundError(
+            reason: reason, originalRequest: originalRequest, lastRequest: lastSentRequest, response: response,
+            data: data, attempts: attempts)
+    }
+
+    /// The deadline error after `reason`, reported to the observers as the last attempt's outcome.
+    private func deadlineExceeded(
+        after reason: ReboundError.Reason, response: HTTPURLResponse?, data: Data?
+    ) async -> ReboundError {
+        let error = failure(
+            .deadlineExceeded(deadline: deadline ?? .zero, last: reason), response: response, data: data)
+        await report(attempts[attempts.count - 1], data: data, decision: .failed(error))
+        return error
     }
 
     /// Tells the chain's observers how an attempt ended; free when the chain has none.
@@ -120,6 +156,27 @@ struct RequestRun {
             elapsed: session.clock.now() - start, decision: decision)
         for observer in roles.observers {
             await observer.attemptDidFinish(outcome)
+        }
+    }
+
+    /// Runs one attempt; with a deadline, races it against the time left and cancels it when the time runs out.
+    private func attemptWithinDeadline(number: Int) async -> Outcome {
+        guard let deadline else { return await attempt(number: number) }
+        let remaining = deadline - (session.clock.now() - start)
+        guard remaining > .zero else { return .timedOut }
+        let run = self
+        let clock = session.clock
+        return await withTaskGroup(of: Outcome?.self) { group in
+            group.addTask { await run.attempt(number: number) }
+            group.addTask {
+                // `nil` once the time is up; a cancelled sleep (the attempt finished first) is never read.
+                try? await clock.sleep(remaining)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            if let first { return first }
+            return Task.isCancelled ? .cancelled(sent: nil) : .timedOut
         }
     }
 
@@ -156,9 +213,9 @@ struct RequestRun {
         return .success(adapted, response, data)
     }
 
-    /// Runs the session's adapters, then the request's, on the original request.
+    /// Runs the session's adapters, then the request's, on the request of this attempt.
     private func adapt(context: RequestContext) async throws -> URLRequest {
-        var request = originalRequest
+        var request = base
         if let interceptor = session.interceptor {
             request = try await interceptor.adapt(request, context: context)
         }

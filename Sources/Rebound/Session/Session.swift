@@ -16,9 +16,10 @@ import Foundation
 /// 5. On success, tell the chain's ``AttemptObserver``s and return a ``Response`` with the body and the record of
 ///    every attempt.
 /// 6. On failure (adapter error, transport error, or validation failure), ask the retriers **once**: the session's
-///    interceptor first, then the request's (none is asked about a ``NonRetryableError``). Tell the observers the
-///    decision. A retry sleeps the delay on the session's clock, cancellably, then goes back to 1. Otherwise the
-///    request ends with a ``ReboundError``.
+///    interceptor first, then the request's (none is asked about a ``NonRetryableError``). A retry whose delay would
+///    end after the request's deadline ends it instead; otherwise the chain's ``RetryGate``s may deny it. Tell the
+///    observers the decision. A retry sleeps the delay on the session's clock, cancellably, then goes back to 1
+///    (from the retrier's modified request, if it gave one). Otherwise the request ends with a ``ReboundError``.
 ///
 /// Each call ends with exactly one outcome: a ``Response``, a ``ReboundError``, or `CancellationError` when the
 /// calling task is cancelled (during adaptation, the transport's send, a retrier's decision or a backoff sleep).
@@ -46,6 +47,9 @@ public final class Session: Sendable {
     public let interceptor: (any RequestInterceptor)?
     /// The validator for requests that do not bring their own.
     public let validator: ResponseValidator
+    /// The total time limit of a request, across all its attempts and backoff sleeps, for requests that do not
+    /// bring their own; `nil` for none.
+    public let deadline: Duration?
 
     let clock: SessionClock
     let roles: ChainRoles
@@ -57,17 +61,23 @@ public final class Session: Sendable {
     ///   - interceptor: Adapts and retries every request, before the request's own interceptor; none by default.
     ///   - validator: Validates responses of requests that bring no validator of their own;
     ///     ``ResponseValidator/successfulStatusCodes`` (200..<300) by default.
+    ///   - deadline: The total time limit of each request, across all its attempts and backoff sleeps; none by
+    ///     default. A request past it ends with ``ReboundError/Reason/deadlineExceeded(deadline:last:)``: an attempt
+    ///     in flight is cancelled, and a backoff delay that would end after it is not slept. Zero or less ends every
+    ///     request before its first attempt.
     ///   - clock: The clock that backoff delays are slept on and attempts are timed with; `ContinuousClock` by
     ///     default. Tests pass a `ManualClock` or an `ImmediateClock` from `ReboundTesting`.
     public init<C: Clock>(
         transport: any HTTPTransport = URLSessionTransport(),
         interceptor: (any RequestInterceptor)? = nil,
         validator: ResponseValidator = .successfulStatusCodes,
+        deadline: Duration? = nil,
         clock: C = ContinuousClock()
     ) where C.Duration == Duration {
         self.transport = transport
         self.interceptor = interceptor
         self.validator = validator
+        self.deadline = deadline
         self.clock = SessionClock(clock)
         self.roles = ChainRoles(of: interceptor)
     }
@@ -80,21 +90,23 @@ public final class Session: Sendable {
     ///   - interceptor: This request's own interceptor, which adapts after the session's and is asked to retry after
     ///     the session's; none by default.
     ///   - validator: This request's validator, used instead of the session's; the session's by default.
+    ///   - deadline: This request's total time limit, used instead of the session's; the session's by default.
     /// - Returns: The response of the first attempt that passed validation.
     /// - Throws: ``ReboundError`` when the request fails for good; `CancellationError` when the task is cancelled.
     public func send(
         _ request: URLRequest,
         label: String? = nil,
         interceptor: (any RequestInterceptor)? = nil,
-        validator: ResponseValidator? = nil
+        validator: ResponseValidator? = nil,
+        deadline: Duration? = nil
     ) async throws -> Response {
         var run = RequestRun(
             session: self, originalRequest: request, label: label, requestInterceptor: interceptor,
-            validator: validator ?? self.validator)
+            validator: validator ?? self.validator, deadline: deadline ?? self.deadline)
         return try await run.execute()
     }
 
-    /// Sends a request built from a URL, a method, headers and a body; see ``send(_:label:interceptor:validator:)``.
+    /// Sends a request built from a URL, a method, headers and a body; see ``send(_:label:interceptor:validator:deadline:)``.
     ///
     /// - Parameters:
     ///   - url: The URL to request.
@@ -104,6 +116,7 @@ public final class Session: Sendable {
     ///   - label: A string that interceptors can read; none by default.
     ///   - interceptor: This request's own interceptor, run after the session's; none by default.
     ///   - validator: This request's validator, used instead of the session's; the session's by default.
+    ///   - deadline: This request's total time limit, used instead of the session's; the session's by default.
     public func send(
         _ url: URL,
         method: HTTPMethod = .get,
@@ -111,10 +124,11 @@ public final class Session: Sendable {
         body: Data? = nil,
         label: String? = nil,
         interceptor: (any RequestInterceptor)? = nil,
-        validator: ResponseValidator? = nil
+        validator: ResponseValidator? = nil,
+        deadline: Duration? = nil
     ) async throws -> Response {
         try await send(
             URLRequest(url: url, method: method, headers: headers, body: body), label: label,
-            interceptor: interceptor, validator: validator)
+            interceptor: interceptor, validator: validator, deadline: deadline)
     }
 }

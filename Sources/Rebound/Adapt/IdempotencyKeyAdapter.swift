@@ -1,0 +1,45 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Adds an `Idempotency-Key` header, the same on every attempt of one request and different between requests, so
+/// that a server can recognise a retried POST and not charge twice.
+///
+/// The key is the request's ``RequestContext/requestID`` (a version-4-format UUID), so it needs no state. A request
+/// that already has the header keeps its own. Only requests whose method is in ``methods`` (POST and PATCH by
+/// default) get one. With the header present, ``RetryPolicy`` retries a POST as it would a GET.
+///
+/// ```swift
+/// let session = Session(interceptor: Interceptor(adapters: [IdempotencyKeyAdapter()], retriers: [RetryPolicy()]))
+/// ```
+public struct IdempotencyKeyAdapter: RequestInterceptor {
+    /// The header's name: `Idempotency-Key`.
+    public static let headerName = "Idempotency-Key"
+    /// The default ``methods``: POST and PATCH.
+    public static let defaultMethods: Set<HTTPMethod> = [.post, .patch]
+
+    /// The methods whose requests get a key; POST and PATCH by default.
+    public let methods: Set<HTTPMethod>
+
+    /// Creates the adapter for requests whose method is in `methods`; POST and PATCH by default.
+    public init(methods: Set<HTTPMethod> = defaultMethods) {
+        self.methods = methods
+    }
+
+    /// Adds the request's key, unless the method is not in ``methods`` or the request has a key already.
+    public func adapt(_ request: URLRequest, context: RequestContext) async throws -> URLRequest {
+        guard methods.contains(request.method), request.value(forHTTPHeaderField: Self.headerName) == nil else {
+            return request
+        }
+        var request = request
+        request.setValue(context.requestID.uuidString, forHTTPHeaderField: Self.headerName)
+        return request
+    }
+}
+
+extension RequestAdapter where Self == IdempotencyKeyAdapter {
+    /// An ``IdempotencyKeyAdapter`` for POST and PATCH requests.
+    public static var idempotencyKey: IdempotencyKeyAdapter { IdempotencyKeyAdapter() }
+}

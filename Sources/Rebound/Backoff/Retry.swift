@@ -1,0 +1,84 @@
+/// Calls `operation` until it succeeds, up to `maxAttempts` times, backing off between attempts as `strategy` says
+/// for each error: the same retry engine as a ``Session``, for any async operation.
+///
+/// - `maxAttempts` counts the first call: 3 (the default) means one call and at most two retries.
+/// - After a failure, `strategy(error)` decides: ``RetryStrategy/backoff(_:)`` sleeps that strategy's delay for the
+///   retry count (0 before the first retry) on `clock`, then calls again; ``RetryStrategy/stop`` rethrows the error.
+///   The default retries every error at once.
+/// - When the attempts run out, the last error is rethrown as it was thrown: the operation's typed error `E`, never
+///   wrapped.
+/// - Cancellation is rethrown as `CancellationError` and never retried: an operation that throws it, a task cancelled
+///   while the operation ran, or a cancelled backoff sleep.
+///
+/// ```swift
+/// let (data, _) = try await retry(maxAttempts: 5) {
+///     try await URLSession.shared.data(from: url)
+/// } strategy: { error in
+///     (error as? URLError)?.code == .timedOut ? .backoff(.exponential(a: .seconds(1), b: 2).jitter()) : .stop
+/// }
+/// ```
+///
+/// - Parameters:
+///   - maxAttempts: How many times the operation is called at most, counting the first; at least 1; 3 by default.
+///   - tolerance: The tolerance the backoff sleeps allow the clock; none by default.
+///   - clock: The clock the backoff sleeps on.
+///   - isolation: The actor the operation runs on; the caller's by default.
+///   - operation: The operation to run.
+///   - strategy: Decides per error whether and how to back off; retry at once by default.
+/// - Returns: The operation's first successful result.
+/// - Throws: The operation's last error, `CancellationError`, or ``ConfigurationError`` (before any call) when
+///   `maxAttempts` is less than 1.
+public func retry<R, E: Error, C: Clock>(
+    maxAttempts: Int = 3,
+    tolerance: C.Duration? = nil,
+    clock: C,
+    isolation: isolated (any Actor)? = #isolation,
+    operation: () async throws(E) -> sending R,
+    strategy: (E) -> RetryStrategy = { _ in .backoff(.none) }
+) async throws -> R where C.Duration == Duration {
+    guard maxAttempts > 0 else {
+        throw ConfigurationError("retry(maxAttempts:) must be at least 1, got \(maxAttempts)")
+    }
+    var previousDelay: Duration?
+    var retryCount = 0
+    while true {
+        try Task.checkCancellation()
+        do {
+            return try await operation()
+        } catch {
+            if error is CancellationError || Task.isCancelled { throw CancellationError() }
+            guard retryCount + 1 < maxAttempts, case .backoff(let backoff) = strategy(error) else { throw error }
+            let delay = backoff.delay(forRetryCount: retryCount, previousDelay: previousDelay)
+            if delay > .zero {
+                do {
+                    try await clock.sleep(for: delay, tolerance: tolerance)
+                } catch {
+                    throw CancellationError()
+                }
+            }
+            previousDelay = delay
+            retryCount += 1
+        }
+    }
+}
+
+/// Calls `operation` until it succeeds, backing off on the `ContinuousClock`; see
+/// ``retry(maxAttempts:tolerance:clock:isolation:operation:strategy:)``.
+///
+/// - Parameters:
+///   - maxAttempts: How many times the operation is called at most, counting the first; more than 0; 3 by default.
+///   - tolerance: The tolerance the backoff sleeps allow the clock; none by default.
+///   - isolation: The actor the operation runs on; the caller's by default.
+///   - operation: The operation to run.
+///   - strategy: Decides per error whether and how to back off; retry at once by default.
+public func retry<R, E: Error>(
+    maxAttempts: Int = 3,
+    tolerance: ContinuousClock.Duration? = nil,
+    isolation: isolated (any Actor)? = #isolation,
+    operation: () async throws(E) -> sending R,
+    strategy: (E) -> RetryStrategy = { _ in .backoff(.none) }
+) async throws -> R {
+    try await retry(
+        maxAttempts: maxAttempts, tolerance: tolerance, clock: ContinuousClock(), isolation: isolation,
+        operation: operation, strategy: strategy)
+}

@@ -1,0 +1,149 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Reads a response's `Retry-After` header (RFC 9110 §10.2.3) and turns it into a delay: which statuses it is
+/// honoured on and how long it may be at most.
+///
+/// Both forms are understood: delay-seconds (`120`) and an HTTP-date in each of RFC 9110's three formats,
+/// IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), RFC 850 (`Sunday, 06-Nov-94 08:49:37 GMT`) and asctime
+/// (`Sun Nov  6 08:49:37 1994`). A date is measured from the response's own `Date` header when it has a valid one
+/// (so that a skewed local clock does not matter), otherwise from the local time; a date in the past means now.
+/// Anything malformed is ignored, and the delay is held at ``maximumDelay``.
+///
+/// `RetryPolicy` honours it by default; any retrier can call ``delay(for:)``:
+///
+/// ```swift
+/// let retrier = Retrier { request, _ in
+///     guard let response = request.response, let wait = RetryAfter.default.delay(for: response) else { return .doNotRetry }
+///     return request.retryCount < 3 ? .retryWithDelay(wait) : .doNotRetry
+/// }
+/// ```
+public struct RetryAfter: Sendable, Equatable {
+    /// The default ``statusCodes``: 429 Too Many Requests and 503 Service Unavailable.
+    public static let defaultStatusCodes: Set<Int> = [429, 503]
+    /// The default ``maximumDelay``: 60 seconds.
+    public static let defaultMaximumDelay = Duration.seconds(60)
+    /// Honours `Retry-After` on 429 and 503, up to 60 seconds.
+    public static let `default` = RetryAfter(checkedStatusCodes: defaultStatusCodes, maximumDelay: defaultMaximumDelay)
+    /// Never honours `Retry-After`.
+    public static let ignored = RetryAfter(checkedStatusCodes: [], maximumDelay: .zero)
+
+    /// The statuses whose `Retry-After` is honoured; 429 and 503 by default.
+    public let statusCodes: Set<Int>
+    /// The longest delay a `Retry-After` can ask for; longer ones are held here. 60 seconds by default.
+    public let maximumDelay: Duration
+
+    /// Creates a configuration.
+    ///
+    /// - Parameters:
+    ///   - statusCodes: The statuses whose `Retry-After` is honoured; 429 and 503 by default.
+    ///   - maximumDelay: The longest delay honoured, zero or more; 60 seconds by default.
+    /// - Throws: ``ConfigurationError`` if `maximumDelay` is negative.
+    public init(
+        statusCodes: Set<Int> = defaultStatusCodes, maximumDelay: Duration = defaultMaximumDelay
+    ) throws(ConfigurationError) {
+        guard maximumDelay >= .zero else {
+            throw ConfigurationError("RetryAfter.maximumDelay must be 0 or more, got \(maximumDelay)")
+        }
+        self.init(checkedStatusCodes: statusCodes, maximumDelay: maximumDelay)
+    }
+
+    private init(checkedStatusCodes: Set<Int>, maximumDelay: Duration) {
+        self.statusCodes = checkedStatusCodes
+        self.maximumDelay = maximumDelay
+    }
+
+    /// The delay the response asks for, held at ``maximumDelay``; `nil` when its status is not one of
+    /// ``statusCodes`` or it has no valid `Retry-After`.
+    public func delay(for response: HTTPURLResponse) -> Duration? {
+        guard statusCodes.contains(response.statusCode),
+            let value = response.value(forHTTPHeaderField: "Retry-After")
+        else { return nil }
+        let now = response.value(forHTTPHeaderField: "Date").flatMap(Self.date(from:)) ?? Date()
+        return Self.delay(from: value, now: now).map { Swift.min($0, maximumDelay) }
+    }
+
+    /// The delay a `Retry-After` value asks for, measured from `now`, not held at any maximum; `.zero` for a date in
+    /// the past, `nil` for anything malformed.
+    public static func delay(from value: String, now: Date) -> Duration? {
+        let value = value.trimmingCharacters(in: .whitespaces)
+        if !value.isEmpty, value.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) {
+            // delay-seconds = 1*DIGIT; an absurdly long number is held at the longest delay rather than rejected.
+            guard let seconds = Int64(value) else { return RetryResult.longestDelay }
+            return Swift.min(.seconds(seconds), RetryResult.longestDelay)
+        }
+        guard let date = date(from: value, relativeTo: now) else { return nil }
+        let seconds = date.timeIntervalSince(now)
+        return seconds > 0 ? .seconds(Swift.min(seconds, RetryResult.longestDelay.seconds)) : .zero
+    }
+
+    /// Parses an HTTP-date in any of the three formats; `nil` when malformed.
+    public static func date(from value: String) -> Date? {
+        date(from: value, relativeTo: Date())
+    }
+
+    private static let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
+    private static let shortDays = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
+    private static let longDays = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+
+    /// `relativeTo` places an RFC 850 two-digit year: one that would be more than 50 years ahead is in the past.
+    private static func date(from value: String, relativeTo now: Date) -> Date? {
+        let parts = value.split(separator: " ", omittingEmptySubsequences: true).map { $0.lowercased() }
+        if parts.count == 6, parts[0].hasSuffix(","), shortDays.contains(String(parts[0].dropLast())),
+            parts[5] == "gmt"
+        {
+            // IMF-fixdate: Sun, 06 Nov 1994 08:49:37 GMT
+            guard parts[1].count == 2, let day = Int(parts[1]), let month = months.firstIndex(of: parts[2]),
+                parts[3].count == 4, let year = Int(parts[3])
+            else { return nil }
+            return make(year: year, month: month + 1, day: day, time: parts[4])
+        }
+        if parts.count == 4, parts[0].hasSuffix(","), longDays.contains(String(parts[0].dropLast())),
+            parts[3] == "gmt"
+        {
+            // RFC 850: Sunday, 06-Nov-94 08:49:37 GMT
+            let date = parts[1].split(separator: "-").map(String.init)
+            guard date.count == 3, date[0].count == 2, let day = Int(date[0]),
+                let month = months.firstIndex(of: date[1]), date[2].count == 2, let yy = Int(date[2])
+            else { return nil }
+            let current = Calendar.gmt.component(.year, from: now)
+            var year = current - current % 100 + yy
+            if year > current + 50 { year -= 100 }
+            return make(year: year, month: month + 1, day: day, time: parts[2])
+        }
+        if parts.count == 5, shortDays.contains(parts[0]) {
+            // asctime: Sun Nov  6 08:49:37 1994
+            guard let month = months.firstIndex(of: parts[1]), (1...2).contains(parts[2].count),
+                let day = Int(parts[2]), parts[4].count == 4, let year = Int(parts[4])
+            else { return nil }
+            return make(year: year, month: month + 1, day: day, time: parts[3])
+        }
+        return nil
+    }
+
+    private static func make(year: Int, month: Int, day: Int, time: String) -> Date? {
+        let clock = time.split(separator: ":", omittingEmptySubsequences: false)
+        guard clock.count == 3, clock.allSatisfy({ $0.count == 2 }), let hour = Int(clock[0]),
+            let minute = Int(clock[1]), let second = Int(clock[2]), (0...23).contains(hour), (0...59).contains(minute),
+            (0...60).contains(second), (1...31).contains(day)
+        else { return nil }
+        let components = DateComponents(
+            calendar: .gmt, timeZone: TimeZone(identifier: "GMT"), year: year, month: month, day: day, hour: hour,
+            minute: minute, second: Swift.min(second, 59))
+        // Reject dates that do not exist (31 Feb) instead of letting the calendar roll them over.
+        guard components.isValidDate(in: .gmt), let date = Calendar.gmt.date(from: components) else { return nil }
+        return date
+    }
+}
+
+extension Calendar {
+    /// The Gregorian calendar in GMT, which HTTP dates are written in.
+    fileprivate static let gmt: Calendar = {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "GMT")!
+        return calendar
+    }()
+}
