@@ -168,6 +168,13 @@ public struct RetryBudgetExhausted: Error, Sendable, Equatable, CustomStringConv
     /// What the retry would have cost.
     public let retryCost: Int
 
+    /// Creates the error; budgets create these, and test code may too.
+    public init(key: String, availableTokens: Int, retryCost: Int) {
+        self.key = key
+        self.availableTokens = availableTokens
+        self.retryCost = retryCost
+    }
+
     /// For example `retry budget for api.example.com exhausted: 3 tokens left, a retry costs 5`.
     public var description: String {
         "retry budget for \(key) exhausted: \(availableTokens) tokens left, a retry costs \(retryCost)"

@@ -1,0 +1,101 @@
+import Foundation
+import Rebound
+import ReboundTesting
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+@Suite("Retry safety over loopback", .timeLimit(.minutes(1)))
+struct RetrySafetyOverLoopbackTests {
+    @Test func theServerSeesOneKeyAcrossTheAttemptsOfAPost() async throws {
+        let server = try LoopbackServer()
+        defer { server.stop() }
+        server.route("/pay", [.status(503), .status(503), .status(201)])
+        let session = Session(
+            interceptor: Interceptor(adapters: [IdempotencyKeyAdapter()], retriers: [RetryPolicy()]),
+            clock: ImmediateClock())
+
+        _ = try await session.send(server.url("/pay"), method: .post)
+
+        let keys = server.requests("/pay").map { $0.value(forHeader: "Idempotency-Key") }
+        #expect(keys.count == 3)
+        #expect(Set(keys).count == 1 && keys[0] != nil)
+    }
+
+    @Test func aPostWithoutAKeyIsNotRetried() async throws {
+        let server = try LoopbackServer()
+        defer { server.stop() }
+        server.route("/pay", [.status(503), .status(201)])
+        let session = Session(interceptor: RetryPolicy(), clock: ImmediateClock())
+
+        await #expect(throws: ReboundError.self) { try await session.send(server.url("/pay"), method: .post) }
+        #expect(server.hits("/pay") == 1)
+    }
+
+    @Test func theSecondAttemptGoesToTheFallbackServerWhenThePrimaryIsDown() async throws {
+        let primary = try RefusedPort()
+        let fallback = try LoopbackServer()
+        defer { fallback.stop() }
+        fallback.route("/video/manifest", [.status(200, body: "#EXTM3U")])
+        let handler = RetryHandler { failure in
+            guard failure.label == "manifest", failure.retryCount < 3 else { return .abort }
+            var moved = failure.originalRequest
+            moved.url = fallback.url(moved.url?.path ?? "/")
+            return .retry(after: .milliseconds(100), request: moved)
+        }
+        let session = Session(interceptor: handler, clock: ImmediateClock())
+
+        let response = try await session.send(primary.url("/video/manifest"), label: "manifest")
+
+        #expect(String(decoding: response.data, as: UTF8.self) == "#EXTM3U")
+        #expect(response.attempts.count == 2)
+        #expect(response.attempts[0].failure?.urlError?.code == .cannotConnectToHost)
+        #expect(response.request.url == fallback.url("/video/manifest"))
+        #expect(fallback.hits("/video/manifest") == 1)
+    }
+
+    @Test func retryAfterFromARealServerSetsTheDelay() async throws {
+        let server = try LoopbackServer()
+        defer { server.stop() }
+        server.route("/busy", [.status(503, headers: ["Retry-After": "3"]), .status(200)])
+        let clock = ImmediateClock()
+        let session = Session(interceptor: RetryPolicy(), clock: clock)
+
+        _ = try await session.send(server.url("/busy"))
+
+        #expect(clock.sleeps == [.seconds(3)])
+    }
+
+    @Test func aThousandConcurrentRequestsToAFailingServerStayWithinTheBudget() async throws {
+        let server = try LoopbackServer()
+        defer { server.stop() }
+        server.route("/down", [.status(503)])
+        let budget = RetryBudget()
+        let session = Session(
+            interceptor: Interceptor(retriers: [try RetryPolicy(retryLimit: 3)], interceptors: [budget]),
+            clock: ImmediateClock())
+
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<1_000 { group.addTask { _ = try? await session.send(server.url("/down")) } }
+        }
+
+        #expect(server.hits("/down") <= 1_000 + 500 / 5)
+        #expect(server.hits("/down") >= 1_000)
+    }
+
+    @Test func aDeadlineCutsAHangingRequest() async throws {
+        let server = try LoopbackServer()
+        defer { server.stop() }
+        server.route("/slow", [.status(200).delayed(by: .seconds(30))])
+        let session = Session(deadline: .milliseconds(200))
+
+        let error = await #expect(throws: ReboundError.self) { try await session.send(server.url("/slow")) }
+
+        guard case .deadlineExceeded(.milliseconds(200), _) = error?.reason else {
+            Issue.record("reason: \(String(describing: error?.reason))")
+            return
+        }
+    }
+}

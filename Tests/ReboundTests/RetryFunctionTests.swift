@@ -1,0 +1,155 @@
+import Foundation
+import Rebound
+import ReboundTesting
+import Testing
+
+private enum Flaky: Error, Equatable {
+    case transient(Int)
+    case fatal
+}
+
+/// Counts calls and fails the first `failures` of them with `error(n)`.
+private final class Operation: Sendable {
+    private let calls = Locked(0)
+    let failures: Int
+    let error: @Sendable (Int) -> Flaky
+
+    init(failures: Int, error: @escaping @Sendable (Int) -> Flaky = { .transient($0) }) {
+        self.failures = failures
+        self.error = error
+    }
+
+    var count: Int { calls.withLock { $0 } }
+
+    func callAsFunction() throws(Flaky) -> String {
+        let call = calls.withLock { value -> Int in
+            value += 1
+            return value
+        }
+        if call <= failures { throw error(call) }
+        return "ok after \(call)"
+    }
+}
+
+@Suite("retry(maxAttempts:tolerance:clock:operation:strategy:)", .timeLimit(.minutes(1)))
+struct RetryFunctionTests {
+    @Test func returnsTheFirstSuccessBackingOffOnTheClock() async throws {
+        let clock = ImmediateClock()
+        let operation = Operation(failures: 2)
+
+        let result = try await retry(maxAttempts: 3, clock: clock) {
+            try operation()
+        } strategy: { _ in
+            .backoff(.exponential(a: .seconds(1), b: 2))
+        }
+
+        #expect(result == "ok after 3")
+        #expect(clock.sleeps == [.seconds(1), .seconds(2)])
+    }
+
+    @Test func maxAttemptsCountsTheFirstCallAndTheLastTypedErrorIsRethrown() async throws {
+        let operation = Operation(failures: 10)
+
+        await #expect(throws: Flaky.transient(3)) {
+            try await retry(maxAttempts: 3, clock: ImmediateClock()) { () throws(Flaky) in try operation() }
+        }
+        #expect(operation.count == 3)
+    }
+
+    @Test func theLastErrorKeepsItsTypeWithoutWrapping() async throws {
+        let operation = Operation(failures: 10)
+        do {
+            _ = try await retry(maxAttempts: 2, clock: ImmediateClock()) { () throws(Flaky) in try operation() }
+            Issue.record("no error")
+        } catch let error as Flaky {
+            #expect(error == .transient(2))
+        }
+    }
+
+    @Test func stopEndsAtOnceWithThatError() async throws {
+        let operation = Operation(failures: 10) { $0 == 1 ? .transient(1) : .fatal }
+        let clock = ImmediateClock()
+
+        await #expect(throws: Flaky.fatal) {
+            try await retry(maxAttempts: 5, clock: clock) { () throws(Flaky) in
+                try operation()
+            } strategy: { error in
+                error == .fatal ? .stop : .backoff(.constant(c: .seconds(1)))
+            }
+        }
+        #expect(operation.count == 2)
+        #expect(clock.sleeps == [.seconds(1)])
+    }
+
+    @Test func theDefaultStrategyRetriesAtOnce() async throws {
+        let operation = Operation(failures: 2)
+        let result = try await retry { () throws(Flaky) in try operation() }
+        #expect(result == "ok after 3")
+    }
+
+    @Test func decorrelatedJitterSeesThePreviousDelay() async throws {
+        let clock = ImmediateClock()
+        let operation = Operation(failures: 4)
+
+        _ = try await retry(maxAttempts: 5, clock: clock) { () throws(Flaky) in
+            try operation()
+        } strategy: { _ in
+            .backoff(.decorrelatedJitter(base: .seconds(1), cap: .seconds(100), using: .seeded(3)))
+        }
+
+        let sleeps = clock.sleeps
+        #expect(sleeps.count == 4)
+        for (previous, delay) in zip([Duration.seconds(1)] + sleeps, sleeps) {
+            #expect(delay >= .seconds(1) && delay <= previous * 3)
+        }
+    }
+
+    @Test func cancellationIsRethrownAsCancellationAndNeverRetried() async throws {
+        let clock = ManualClock()
+        let calls = Locked(0)
+        let task = Task {
+            try await retry(maxAttempts: 5, clock: clock) { () throws(Flaky) -> Int in
+                calls.withLock { $0 += 1 }
+                throw .transient(0)
+            } strategy: { _ in
+                .backoff(.constant(c: .seconds(10)))
+            }
+        }
+        try await clock.waitForSleepers(1)
+        task.cancel()
+
+        await #expect(throws: CancellationError.self) { try await task.value }
+        #expect(calls.withLock { $0 } == 1)
+
+        let thrown = Locked(0)
+        await #expect(throws: CancellationError.self) {
+            try await retry(maxAttempts: 5, clock: clock) { () async throws -> Int in
+                thrown.withLock { $0 += 1 }
+                throw CancellationError()
+            }
+        }
+        #expect(thrown.withLock { $0 } == 1)
+    }
+
+    @Test(arguments: [0, -1])
+    func rejectsFewerThanOneAttempt(maxAttempts: Int) async {
+        await #expect(throws: ConfigurationError("retry(maxAttempts:) must be at least 1, got \(maxAttempts)")) {
+            try await retry(maxAttempts: maxAttempts, clock: ImmediateClock()) { 1 }
+        }
+    }
+
+    @Test func worksOnTheContinuousClockFromAnActor() async throws {
+        actor Counter {
+            var value = 0
+            func attempt() throws -> Int {
+                value += 1
+                if value < 2 { throw Flaky.transient(value) }
+                return value
+            }
+            func run() async throws -> Int {
+                try await retry(maxAttempts: 2) { try attempt() }
+            }
+        }
+        #expect(try await Counter().run() == 2)
+    }
+}
