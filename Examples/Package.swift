@@ -1,7 +1,9 @@
 // swift-tools-version: 6.0
 import PackageDescription
 
-let examples = ["Demo", "LoggingExample", "JSONBodyExample", "CircuitBreakerExample", "AuthenticationExample"]
+let examples = [
+    "Demo", "LoggingExample", "JSONBodyExample", "CircuitBreakerExample", "AuthenticationExample", "RetrySafetyExample",
+]
 
 let package = Package(
     name: "Examples",

@@ -11,6 +11,9 @@ import Rebound
 /// ```
 ///
 /// A cancelled task's sleep throws `CancellationError`. All methods are thread-safe.
+///
+/// Not for sessions with a deadline: the session races each attempt against a sleep until the deadline, and on this
+/// clock that sleep ends at once, so every request would time out. Test deadlines on a `ManualClock`.
 public final class ImmediateClock: Clock, Sendable {
     /// The clock's instants: offsets from its start.
     public typealias Instant = TestInstant

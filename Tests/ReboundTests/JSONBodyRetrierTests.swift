@@ -163,3 +163,19 @@ struct JSONBodyRetrierTests {
         }
     }
 }
+
+@Suite("JSONBodyRetrier backoff", .timeLimit(.minutes(1)))
+struct JSONBodyRetrierBackoffTests {
+    @Test func takesABackoffStrategyInsteadOfTheConstantDelay() async throws {
+        let clock = ImmediateClock()
+        let retrier = try JSONBodyRetrier(
+            values: ["BUSY"], backoff: .exponential(a: .seconds(1), b: 3).max(.seconds(5)))
+        let session = Session(
+            transport: ScriptedTransport { _, _ in .response(body: #"{"error_code": "BUSY"}"#) }, interceptor: retrier,
+            clock: clock)
+
+        _ = try? await session.send(request())
+
+        #expect(clock.sleeps == [.seconds(1), .seconds(3), .seconds(5)])
+    }
+}

@@ -8,10 +8,10 @@ import Foundation
 /// | ``none`` | 0 |
 /// | ``constant(c:)`` | c |
 /// | ``linear(a:b:)`` | a·x + b |
-/// | ``exponential(a:b:)`` | a·bˣ |
+/// | ``exponential(a:b:)-(_,Int)`` | a·bˣ |
 /// | ``min(_:)`` | max(f(x), m): never shorter than m |
 /// | ``max(_:)`` | min(f(x), M): never longer than M |
-/// | ``jitter(using:)``, ``fullJitter(using:)`` | uniform in [0, f(x)) |
+/// | ``jitter(using:)-(RandomSource)``, ``fullJitter(using:)`` | uniform in [0, f(x)) |
 /// | ``equalJitter(using:)`` | f(x)/2 + uniform in [0, f(x)/2) |
 /// | ``decorrelatedJitter(base:cap:using:)`` | uniform in [base, 3 × previous delay], at most cap |
 ///

@@ -7,7 +7,7 @@ import Foundation
 /// Retries when a response's JSON body says the request should be retried, on a 200 as well as on an error status.
 ///
 /// It matches when the JSON holds one of ``values`` at ``path`` (`error_code`, or `error.code` for a nested member),
-/// or when its predicate says so. A matching response is retried after ``delay(forRetryCount:)`` (5 s by default)
+/// or when its predicate says so. A matching response is retried after ``delay(forRetryCount:previousDelay:)`` (5 s by default)
 /// while the request's retry count is below ``retryLimit`` (3 by default); after that the request ends with
 /// ``SignalPersisted``, an error that says the body kept signalling.
 ///
@@ -75,7 +75,8 @@ public struct JSONBodyRetrier: RequestInterceptor, ResponseInspector {
     public let inspectsSuccessfulResponses: Bool
 
     private let predicate: (@Sendable (JSONValue) -> Bool)?
-    private let delay: @Sendable (Int) -> Duration
+    /// The delay before each retry: a constant `delay` (5 s by default), or the strategy given.
+    public let backoff: BackoffStrategy
     /// The quoted last key of the path as UTF-8, which any matching body must contain unless it escapes it.
     private let needle: Data?
     private static let unicodeEscape = Data("\\u".utf8)
@@ -88,13 +89,14 @@ public struct JSONBodyRetrier: RequestInterceptor, ResponseInspector {
     ///   - values: The strings, numbers or Booleans that mean "retry", for example `["RATE_LIMITED", 429]`.
     ///   - retryLimit: How many times a request is retried at most, `0` or more; `3` by default.
     ///   - delay: The delay before each retry, `0` or more; 5 seconds by default.
+    ///   - backoff: A strategy for the delays instead of the constant `delay`, for example with jitter; none by default.
     ///   - maximumBodySize: Larger bodies are no match; more than `0`; 1 MiB by default.
     ///   - maximumDepth: Deeper bodies are no match; at least `1`; `64` by default.
     ///   - inspectsSuccessfulResponses: Whether a 2xx whose body matches is failed and retried; `true` by default.
     /// - Throws: ``ConfigurationError`` naming the first invalid setting.
     public init(
         path: String = "error_code", values: Set<JSONValue>, retryLimit: Int = defaultRetryLimit,
-        delay: Duration = defaultDelay, maximumBodySize: Int = defaultMaximumBodySize,
+        delay: Duration = defaultDelay, backoff: BackoffStrategy? = nil, maximumBodySize: Int = defaultMaximumBodySize,
         maximumDepth: Int = defaultMaximumDepth, inspectsSuccessfulResponses: Bool = true
     ) throws(ConfigurationError) {
         let components = path.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
@@ -105,7 +107,7 @@ public struct JSONBodyRetrier: RequestInterceptor, ResponseInspector {
             throw ConfigurationError("JSONBodyRetrier.values must hold at least one value to match")
         }
         try self.init(
-            path: components, values: values, predicate: nil, retryLimit: retryLimit, delay: delay,
+            path: components, values: values, predicate: nil, retryLimit: retryLimit, delay: delay, backoff: backoff,
             maximumBodySize: maximumBodySize, maximumDepth: maximumDepth,
             inspectsSuccessfulResponses: inspectsSuccessfulResponses)
     }
@@ -115,25 +117,26 @@ public struct JSONBodyRetrier: RequestInterceptor, ResponseInspector {
     /// - Parameters:
     ///   - retryLimit: How many times a request is retried at most, `0` or more; `3` by default.
     ///   - delay: The delay before each retry, `0` or more; 5 seconds by default.
+    ///   - backoff: A strategy for the delays instead of the constant `delay`, for example with jitter; none by default.
     ///   - maximumBodySize: Larger bodies are no match; more than `0`; 1 MiB by default.
     ///   - maximumDepth: Deeper bodies are no match; at least `1`; `64` by default.
     ///   - inspectsSuccessfulResponses: Whether a 2xx whose body matches is failed and retried; `true` by default.
     ///   - predicate: Says whether the decoded body means "retry"; it must be quick and must not block.
     /// - Throws: ``ConfigurationError`` naming the first invalid setting.
     public init(
-        retryLimit: Int = defaultRetryLimit, delay: Duration = defaultDelay,
+        retryLimit: Int = defaultRetryLimit, delay: Duration = defaultDelay, backoff: BackoffStrategy? = nil,
         maximumBodySize: Int = defaultMaximumBodySize, maximumDepth: Int = defaultMaximumDepth,
         inspectsSuccessfulResponses: Bool = true, where predicate: @escaping @Sendable (JSONValue) -> Bool
     ) throws(ConfigurationError) {
         try self.init(
-            path: [], values: [], predicate: predicate, retryLimit: retryLimit, delay: delay,
+            path: [], values: [], predicate: predicate, retryLimit: retryLimit, delay: delay, backoff: backoff,
             maximumBodySize: maximumBodySize, maximumDepth: maximumDepth,
             inspectsSuccessfulResponses: inspectsSuccessfulResponses)
     }
 
     private init(
         path: [String], values: Set<JSONValue>, predicate: (@Sendable (JSONValue) -> Bool)?, retryLimit: Int,
-        delay: Duration, maximumBodySize: Int, maximumDepth: Int, inspectsSuccessfulResponses: Bool
+        delay: Duration, backoff: BackoffStrategy?, maximumBodySize: Int, maximumDepth: Int, inspectsSuccessfulResponses: Bool
     ) throws(ConfigurationError) {
         guard retryLimit >= 0 else {
             throw ConfigurationError("JSONBodyRetrier.retryLimit must be 0 or more, got \(retryLimit)")
@@ -152,7 +155,7 @@ public struct JSONBodyRetrier: RequestInterceptor, ResponseInspector {
         self.values = values
         self.predicate = predicate
         self.retryLimit = retryLimit
-        self.delay = { _ in delay }
+        self.backoff = backoff ?? .constant(c: delay)
         self.maximumBodySize = maximumBodySize
         self.maximumDepth = maximumDepth
         self.inspectsSuccessfulResponses = inspectsSuccessfulResponses
@@ -162,8 +165,8 @@ public struct JSONBodyRetrier: RequestInterceptor, ResponseInspector {
     }
 
     /// The delay before retry number `retryCount + 1`.
-    public func delay(forRetryCount retryCount: Int) -> Duration {
-        delay(retryCount)
+    public func delay(forRetryCount retryCount: Int, previousDelay: Duration? = nil) -> Duration {
+        backoff.delay(forRetryCount: retryCount, previousDelay: previousDelay)
     }
 
     /// What `data` signals, or `nil` when it is no match (including every body that is not valid JSON).
@@ -197,13 +200,14 @@ public struct JSONBodyRetrier: RequestInterceptor, ResponseInspector {
         guard request.retryCount < retryLimit else {
             return .doNotRetryWithError(SignalPersisted(signal: found, retries: request.retryCount))
         }
-        return .retryWithDelay(delay(request.retryCount))
+        let previous = request.attempts.dropLast().last?.retryDelay
+        return .retryWithDelay(delay(forRetryCount: request.retryCount, previousDelay: previous))
     }
 }
 
 extension RequestRetrier where Self == JSONBodyRetrier {
     /// A ``JSONBodyRetrier`` matching `values` at `path`; see
-    /// ``JSONBodyRetrier/init(path:values:retryLimit:delay:maximumBodySize:maximumDepth:inspectsSuccessfulResponses:)``.
+    /// ``JSONBodyRetrier/init(path:values:retryLimit:delay:backoff:maximumBodySize:maximumDepth:inspectsSuccessfulResponses:)``.
     public static func jsonBody(
         path: String = "error_code", values: Set<JSONValue>, retryLimit: Int = JSONBodyRetrier.defaultRetryLimit,
         delay: Duration = JSONBodyRetrier.defaultDelay
