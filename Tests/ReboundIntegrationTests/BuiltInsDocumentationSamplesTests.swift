@@ -111,4 +111,52 @@ struct BuiltInsDocumentationSamplesTests {
 
         #expect(await counter.successes == 2)
     }
+
+    // Docs/RetrySafety.md
+
+    @Test func retrySafetyBackoffAndPolicy() throws {
+        let backoff = BackoffStrategy.exponential(a: .milliseconds(500), b: 2).max(.seconds(30)).fullJitter()
+        let policy = try RetryPolicy(retryLimit: 5, backoff: backoff)
+        #expect((0..<10).allSatisfy { policy.delay(forRetryCount: $0) < .seconds(30) })
+    }
+
+    @Test func retrySafetyRetryFunction() async throws {
+        let server = try LoopbackServer()
+        defer { server.stop() }
+        server.route("/data", [.status(200, body: "ok")])
+        let url = server.url("/data")
+
+        let (data, _) = try await retry(maxAttempts: 5) {
+            try await URLSession.shared.data(from: url)
+        } strategy: { error in
+            (error as? URLError)?.code == .timedOut ? .backoff(.exponential(a: .seconds(1), b: 2).jitter()) : .stop
+        }
+
+        #expect(data == Data("ok".utf8))
+    }
+
+    @Test func retrySafetyBudgetIdempotencyAndHandler() async throws {
+        let server = try LoopbackServer()
+        defer { server.stop() }
+        server.route("/pay", [.status(503), .status(201)])
+        let budget = RetryBudget()
+        let session = Session(
+            interceptor: Interceptor(
+                adapters: [IdempotencyKeyAdapter()], retriers: [RetryPolicy()], interceptors: [budget]),
+            clock: ImmediateClock())
+        _ = try await session.send(server.url("/pay"), method: .post)
+        #expect(server.hits("/pay") == 2)
+
+        let handler = RetryHandler { failure in
+            let patience = failure.label == "manifest" ? 5 : 1
+            guard failure.retryCount < patience else { return .abort }
+            var fallback = failure.originalRequest
+            fallback.url = URL(string: "https://cdn2.example.com")!.appending(path: fallback.url!.path)
+            return .retry(after: .milliseconds(250 << failure.retryCount), request: fallback)
+        }
+        let transport = ScriptedTransport([.status(503), .status(200)])
+        let moved = try await Session(transport: transport, interceptor: handler, clock: ImmediateClock())
+            .send(URL(string: "https://cdn1.example.com/v/manifest.m3u8")!, label: "manifest")
+        #expect(moved.request.url?.absoluteString == "https://cdn2.example.com/v/manifest.m3u8")
+    }
 }
