@@ -136,7 +136,8 @@ public struct JSONBodyRetrier: RequestInterceptor, ResponseInspector {
 
     private init(
         path: [String], values: Set<JSONValue>, predicate: (@Sendable (JSONValue) -> Bool)?, retryLimit: Int,
-        delay: Duration, backoff: BackoffStrategy?, maximumBodySize: Int, maximumDepth: Int, inspectsSuccessfulResponses: Bool
+        delay: Duration, backoff: BackoffStrategy?, maximumBodySize: Int, maximumDepth: Int,
+        inspectsSuccessfulResponses: Bool
     ) throws(ConfigurationError) {
         guard retryLimit >= 0 else {
             throw ConfigurationError("JSONBodyRetrier.retryLimit must be 0 or more, got \(retryLimit)")
