@@ -24,10 +24,8 @@ struct DocumentationSamplesTests {
         let session = Session(
             interceptor: Interceptor(
                 adapters: [
-                    .adapter { request, _ in
-                        var request = request
+                    .modifying { request, _ in
                         request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
-                        return request
                     }
                 ],
                 retriers: [RetryPolicy()]

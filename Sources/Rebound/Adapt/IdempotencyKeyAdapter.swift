@@ -29,11 +29,10 @@ public struct IdempotencyKeyAdapter: RequestInterceptor {
     }
 
     /// Adds the request's key, unless the method is not in ``methods`` or the request has a key already.
-    public func adapt(_ request: URLRequest, context: RequestContext) async throws -> URLRequest {
+    public func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
         guard methods.contains(request.method), request.value(forHTTPHeaderField: Self.headerName) == nil else {
             return request
         }
-        var request = request
         request.setValue(context.requestID.uuidString, forHTTPHeaderField: Self.headerName)
         return request
     }

@@ -95,7 +95,7 @@ public final class AuthenticationInterceptor<A: Authenticator>: RequestIntercept
     /// Applies the credential to a request for one of its hosts, refreshing it first if it requires a refresh.
     ///
     /// - Throws: ``AuthenticationError`` or the refresh's error; `CancellationError` when cancelled while waiting.
-    public func adapt(_ request: URLRequest, context: RequestContext) async throws -> URLRequest {
+    public func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
         let current = state.withLock { state -> (A.Credential?, Int)? in
             if state.hosts == nil, let pattern = HostPattern(exactly: request.url) { state.hosts = [pattern] }
             guard Self.belongs(request, to: state.hosts) else { return nil }
@@ -106,7 +106,6 @@ public final class AuthenticationInterceptor<A: Authenticator>: RequestIntercept
         if credential.requiresRefresh {
             credential = try await refreshed(after: generation)
         }
-        var request = request
         authenticator.apply(credential, to: &request)
         return request
     }

@@ -36,6 +36,7 @@ public struct BackoffStrategy: Sendable {
         case equalJitter(Shape, RandomSource)
         case decorrelated(base: Double, cap: Double, RandomSource)
         case custom(@Sendable (Int, Duration?) -> Duration)
+        case automatic
     }
 
     private let shape: Shape
@@ -51,6 +52,19 @@ public struct BackoffStrategy: Sendable {
 
     /// No delay: f(x) = 0.
     public static var none: BackoffStrategy { BackoffStrategy(.none) }
+
+    /// The default of whatever it is given to: for ``RetryPolicy``, its exponential backoff from
+    /// ``RetryPolicy/exponentialBackoffBase`` and ``RetryPolicy/exponentialBackoffScale``; for ``JSONBodyRetrier``, its
+    /// constant delay. Used on its own, it means no delay.
+    ///
+    /// It is what those initializers' `backoff:` defaults to, so that `backoff: .none` always means no delay.
+    public static var automatic: BackoffStrategy { BackoffStrategy(.automatic) }
+
+    /// Whether this is ``automatic``.
+    public var isAutomatic: Bool {
+        if case .automatic = shape { return true }
+        return false
+    }
 
     /// The same delay every time: f(x) = c.
     public static func constant(c: Duration) -> BackoffStrategy {
@@ -122,7 +136,7 @@ public struct BackoffStrategy: Sendable {
 
     private static func seconds(_ shape: Shape, x: Double, previous: Double?) -> Double {
         switch shape {
-        case .none:
+        case .none, .automatic:
             return 0
         case .constant(let c):
             return c

@@ -146,7 +146,7 @@ public final class CircuitBreaker: RequestInterceptor, AttemptObserver {
     }
 
     /// Lets the attempt through, returning `request` unchanged, or throws ``CircuitBreakerOpenError``.
-    public func adapt(_ request: URLRequest, context: RequestContext) async throws -> URLRequest {
+    public func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
         let attemptKey = AttemptKey(requestID: context.requestID, attempt: context.attempt)
         let (rejection, transitions) = update { machine, now, transitions -> CircuitBreakerOpenError? in
             switch machine.machine.admit(now: now, transitions: &transitions) {

@@ -89,10 +89,10 @@ public final class CircuitBreakerRegistry: RequestInterceptor, AttemptObserver {
     }
 
     /// Lets the attempt through its key's breaker, or throws ``CircuitBreakerOpenError``.
-    public func adapt(_ request: URLRequest, context: RequestContext) async throws -> URLRequest {
+    public func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
         guard let key = keyFunction(request) else { return request }
         let breaker = breaker(for: key)
-        let result = try await breaker.adapt(request, context: context)
+        let result = try await breaker.adapt(consume request, context: context)
         admitted.withLock {
             $0[CircuitBreaker.AttemptKey(requestID: context.requestID, attempt: context.attempt)] = breaker
         }

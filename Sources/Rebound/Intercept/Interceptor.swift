@@ -73,10 +73,10 @@ public struct Interceptor: RequestInterceptor {
     }
 
     /// Runs the adapters in order, each on the previous one's output; the first error thrown stops the chain.
-    public func adapt(_ request: URLRequest, context: RequestContext) async throws -> URLRequest {
+    public func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
         var request = request
         for adapter in adapters {
-            request = try await adapter.adapt(request, context: context)
+            request = try await adapter.adapt(consume request, context: context)
         }
         return request
     }

@@ -12,7 +12,7 @@ public protocol RequestInterceptor: RequestAdapter, RequestRetrier {}
 
 extension RequestInterceptor {
     /// Returns `request` unchanged.
-    public func adapt(_ request: URLRequest, context: RequestContext) async throws -> URLRequest {
+    public func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
         request
     }
 

@@ -89,14 +89,16 @@ public struct JSONBodyRetrier: RequestInterceptor, ResponseInspector {
     ///   - values: The strings, numbers or Booleans that mean "retry", for example `["RATE_LIMITED", 429]`.
     ///   - retryLimit: How many times a request is retried at most, `0` or more; `3` by default.
     ///   - delay: The delay before each retry, `0` or more; 5 seconds by default.
-    ///   - backoff: A strategy for the delays instead of the constant `delay`, for example with jitter; none by default.
+    ///   - backoff: A strategy for the delays instead of the constant `delay`, for example with jitter;
+    ///     ``BackoffStrategy/automatic`` (the constant `delay`) by default.
     ///   - maximumBodySize: Larger bodies are no match; more than `0`; 1 MiB by default.
     ///   - maximumDepth: Deeper bodies are no match; at least `1`; `64` by default.
     ///   - inspectsSuccessfulResponses: Whether a 2xx whose body matches is failed and retried; `true` by default.
     /// - Throws: ``ConfigurationError`` naming the first invalid setting.
     public init(
         path: String = "error_code", values: Set<JSONValue>, retryLimit: Int = defaultRetryLimit,
-        delay: Duration = defaultDelay, backoff: BackoffStrategy? = nil, maximumBodySize: Int = defaultMaximumBodySize,
+        delay: Duration = defaultDelay, backoff: BackoffStrategy = .automatic,
+        maximumBodySize: Int = defaultMaximumBodySize,
         maximumDepth: Int = defaultMaximumDepth, inspectsSuccessfulResponses: Bool = true
     ) throws(ConfigurationError) {
         let components = path.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
@@ -117,14 +119,15 @@ public struct JSONBodyRetrier: RequestInterceptor, ResponseInspector {
     /// - Parameters:
     ///   - retryLimit: How many times a request is retried at most, `0` or more; `3` by default.
     ///   - delay: The delay before each retry, `0` or more; 5 seconds by default.
-    ///   - backoff: A strategy for the delays instead of the constant `delay`, for example with jitter; none by default.
+    ///   - backoff: A strategy for the delays instead of the constant `delay`, for example with jitter;
+    ///     ``BackoffStrategy/automatic`` (the constant `delay`) by default.
     ///   - maximumBodySize: Larger bodies are no match; more than `0`; 1 MiB by default.
     ///   - maximumDepth: Deeper bodies are no match; at least `1`; `64` by default.
     ///   - inspectsSuccessfulResponses: Whether a 2xx whose body matches is failed and retried; `true` by default.
     ///   - predicate: Says whether the decoded body means "retry"; it must be quick and must not block.
     /// - Throws: ``ConfigurationError`` naming the first invalid setting.
     public init(
-        retryLimit: Int = defaultRetryLimit, delay: Duration = defaultDelay, backoff: BackoffStrategy? = nil,
+        retryLimit: Int = defaultRetryLimit, delay: Duration = defaultDelay, backoff: BackoffStrategy = .automatic,
         maximumBodySize: Int = defaultMaximumBodySize, maximumDepth: Int = defaultMaximumDepth,
         inspectsSuccessfulResponses: Bool = true, where predicate: @escaping @Sendable (JSONValue) -> Bool
     ) throws(ConfigurationError) {
@@ -136,7 +139,7 @@ public struct JSONBodyRetrier: RequestInterceptor, ResponseInspector {
 
     private init(
         path: [String], values: Set<JSONValue>, predicate: (@Sendable (JSONValue) -> Bool)?, retryLimit: Int,
-        delay: Duration, backoff: BackoffStrategy?, maximumBodySize: Int, maximumDepth: Int,
+        delay: Duration, backoff: BackoffStrategy, maximumBodySize: Int, maximumDepth: Int,
         inspectsSuccessfulResponses: Bool
     ) throws(ConfigurationError) {
         guard retryLimit >= 0 else {
@@ -156,7 +159,7 @@ public struct JSONBodyRetrier: RequestInterceptor, ResponseInspector {
         self.values = values
         self.predicate = predicate
         self.retryLimit = retryLimit
-        self.backoff = backoff ?? .constant(c: delay)
+        self.backoff = backoff.isAutomatic ? .constant(c: delay) : backoff
         self.maximumBodySize = maximumBodySize
         self.maximumDepth = maximumDepth
         self.inspectsSuccessfulResponses = inspectsSuccessfulResponses

@@ -72,9 +72,9 @@ public struct LoggingRetrier: RequestInterceptor, AttemptObserver, ResponseInspe
     }
 
     /// Passes the request to the wrapped retrier's adapter role, if it has one; otherwise returns it unchanged.
-    public func adapt(_ request: URLRequest, context: RequestContext) async throws -> URLRequest {
+    public func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
         guard let wrappedAdapter else { return request }
-        return try await wrappedAdapter.adapt(request, context: context)
+        return try await wrappedAdapter.adapt(consume request, context: context)
     }
 
     /// Returns the wrapped retrier's answer unchanged, or ``RetryResult/doNotRetry`` without one.

@@ -89,8 +89,8 @@ public struct RetryPolicy: RequestInterceptor {
     ///   - retryableHTTPMethods: The methods that may be retried; ``defaultRetryableHTTPMethods`` by default.
     ///   - retryableHTTPStatusCodes: The status codes that are retried; ``defaultRetryableHTTPStatusCodes`` by default.
     ///   - retryableURLErrorCodes: The `URLError` codes that are retried; ``defaultRetryableURLErrorCodes`` by default.
-    ///   - backoff: The delay before each retry; when `nil` (the default), the exponential backoff given by
-    ///     `exponentialBackoffBase` and `exponentialBackoffScale`. Pass one to add a cap or jitter.
+    ///   - backoff: The delay before each retry; by default (``BackoffStrategy/automatic``) the exponential backoff
+    ///     given by `exponentialBackoffBase` and `exponentialBackoffScale`. Pass one to add a cap or jitter.
     ///   - retryAfter: Which `Retry-After` headers are honoured, up to how long; ``RetryAfter/default`` by default,
     ///     ``RetryAfter/ignored`` to never honour one.
     /// - Throws: ``ConfigurationError`` naming the first invalid setting.
@@ -101,7 +101,7 @@ public struct RetryPolicy: RequestInterceptor {
         retryableHTTPMethods: Set<HTTPMethod> = defaultRetryableHTTPMethods,
         retryableHTTPStatusCodes: Set<Int> = defaultRetryableHTTPStatusCodes,
         retryableURLErrorCodes: Set<URLError.Code> = defaultRetryableURLErrorCodes,
-        backoff: BackoffStrategy? = nil,
+        backoff: BackoffStrategy = .automatic,
         retryAfter: RetryAfter = .default
     ) throws(ConfigurationError) {
         guard retryLimit >= 0 else {
@@ -123,7 +123,8 @@ public struct RetryPolicy: RequestInterceptor {
         self.retryableHTTPStatusCodes = retryableHTTPStatusCodes
         self.retryableURLErrorCodes = retryableURLErrorCodes
         self.backoff =
-            backoff ?? .exponential(a: .seconds(exponentialBackoffScale), b: exponentialBackoffBase)
+            backoff.isAutomatic
+            ? .exponential(a: .seconds(exponentialBackoffScale), b: exponentialBackoffBase) : backoff
         self.retryAfter = retryAfter
     }
 
@@ -179,7 +180,7 @@ extension RequestRetrier where Self == RetryPolicy {
         retryableHTTPMethods: Set<HTTPMethod> = RetryPolicy.defaultRetryableHTTPMethods,
         retryableHTTPStatusCodes: Set<Int> = RetryPolicy.defaultRetryableHTTPStatusCodes,
         retryableURLErrorCodes: Set<URLError.Code> = RetryPolicy.defaultRetryableURLErrorCodes,
-        backoff: BackoffStrategy? = nil,
+        backoff: BackoffStrategy = .automatic,
         retryAfter: RetryAfter = .default
     ) throws(ConfigurationError) -> RetryPolicy {
         try RetryPolicy(

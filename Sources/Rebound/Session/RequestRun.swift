@@ -217,10 +217,10 @@ struct RequestRun: Sendable {
     private func adapt(context: RequestContext) async throws -> URLRequest {
         var request = base
         if let interceptor = session.interceptor {
-            request = try await interceptor.adapt(request, context: context)
+            request = try await interceptor.adapt(consume request, context: context)
         }
         if let requestInterceptor {
-            request = try await requestInterceptor.adapt(request, context: context)
+            request = try await requestInterceptor.adapt(consume request, context: context)
         }
         return request
     }

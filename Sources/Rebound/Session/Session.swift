@@ -30,10 +30,8 @@ import Foundation
 ///
 /// ```swift
 /// let session = Session(interceptor: Interceptor(
-///     adapters: [.adapter { request, _ in
-///         var request = request
+///     adapters: [.modifying { request, _ in
 ///         request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
-///         return request
 ///     }],
 ///     retriers: [RetryPolicy()]
 /// ))

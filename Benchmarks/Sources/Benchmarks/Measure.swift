@@ -1,0 +1,105 @@
+import CAllocationCounter
+import Foundation
+
+/// What one timed run of `count` operations cost.
+struct Sample {
+    var count: Int
+    var wall: Duration
+    var cpu: Duration
+    var allocations: UInt64
+
+    var wallPerOperation: Double { wall.nanoseconds / Double(count) }
+    var cpuPerOperation: Double { cpu.nanoseconds / Double(count) }
+    var allocationsPerOperation: Double { Double(allocations) / Double(count) }
+    var operationsPerSecond: Double { Double(count) / (wall.nanoseconds / 1e9) }
+}
+
+extension Duration {
+    var nanoseconds: Double {
+        Double(components.seconds) * 1e9 + Double(components.attoseconds) / 1e9
+    }
+}
+
+/// The process's CPU time so far, user and system, over all its threads.
+func processCPUTime() -> Duration {
+    var usage = rusage()
+    #if os(Linux)
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+    #else
+        getrusage(RUSAGE_SELF, &usage)
+    #endif
+    func duration(_ time: timeval) -> Duration {
+        .seconds(Int64(time.tv_sec)) + .microseconds(Int64(time.tv_usec))
+    }
+    return duration(usage.ru_utime) + duration(usage.ru_stime)
+}
+
+/// Runs `body` and measures its wall time, the process's CPU time and the allocations made meanwhile.
+func measure(count: Int, _ body: () async throws -> Void) async rethrows -> Sample {
+    let clock = ContinuousClock()
+    let cpuStart = processCPUTime()
+    let allocationsStart = rebound_allocation_count()
+    let start = clock.now
+    try await body()
+    let wall = clock.now - start
+    return Sample(
+        count: count, wall: wall, cpu: processCPUTime() - cpuStart,
+        allocations: rebound_allocation_count() - allocationsStart)
+}
+
+/// One contender in a side-by-side comparison: a name and a run of `count` operations.
+struct Contender {
+    let name: String
+    let run: (_ count: Int) async throws -> Sample
+}
+
+/// Runs every contender once per round, in an order that rotates from round to round, and returns each one's
+/// samples; medians of interleaved rounds are what the report shows, because these machines are noisy.
+func interleaved(rounds: Int, count: Int, _ contenders: [Contender]) async throws -> [String: [Sample]] {
+    var samples: [String: [Sample]] = [:]
+    for round in 0..<rounds {
+        for index in contenders.indices {
+            let contender = contenders[(index + round) % contenders.count]
+            samples[contender.name, default: []].append(try await contender.run(count))
+        }
+    }
+    return samples
+}
+
+func median(_ values: [Double]) -> Double {
+    let sorted = values.sorted()
+    guard !sorted.isEmpty else { return .nan }
+    return sorted.count % 2 == 1
+        ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+}
+
+func percentile(_ values: [Double], _ p: Double) -> Double {
+    let sorted = values.sorted()
+    guard !sorted.isEmpty else { return .nan }
+    let rank = Int((p / 100 * Double(sorted.count - 1)).rounded())
+    return sorted[min(max(rank, 0), sorted.count - 1)]
+}
+
+extension Array where Element == Sample {
+    var medianWall: Double { median(map(\.wallPerOperation)) }
+    var medianCPU: Double { median(map(\.cpuPerOperation)) }
+    var medianAllocations: Double { median(map(\.allocationsPerOperation)) }
+    var medianRate: Double { median(map(\.operationsPerSecond)) }
+}
+
+/// The resident memory of the process in bytes, from /proc on Linux; 0 elsewhere.
+func residentBytes() -> Double {
+    guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+    let fields = text.split(separator: " ")
+    guard fields.count > 1, let pages = Double(fields[1]) else { return 0 }
+    return pages * Double(sysconf(Int32(_SC_PAGESIZE)))
+}
+
+/// The number of threads of the process, from /proc on Linux; 0 elsewhere.
+func threadCount() -> Int {
+    guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
+    for line in text.split(separator: "\n") where line.hasPrefix("Threads:") {
+        return Int(line.dropFirst("Threads:".count).trimmingCharacters(in: .whitespaces)) ?? 0
+    }
+    return 0
+}

@@ -1,0 +1,57 @@
+// On glibc, the executable's own definitions of malloc and friends take the place of the C library's for the whole
+// process; they count the call and forward to glibc's implementation (__libc_malloc and friends). Elsewhere nothing
+// is replaced and the count stays 0.
+#include "CAllocationCounter.h"
+
+#if defined(__GLIBC__)
+#include <errno.h>
+#include <stddef.h>
+
+extern void *__libc_malloc(size_t size);
+extern void *__libc_calloc(size_t count, size_t size);
+extern void *__libc_realloc(void *pointer, size_t size);
+extern void *__libc_memalign(size_t alignment, size_t size);
+
+static uint64_t allocations = 0;
+
+static inline void count(void) { __atomic_add_fetch(&allocations, 1, __ATOMIC_RELAXED); }
+
+void *malloc(size_t size) {
+    count();
+    return __libc_malloc(size);
+}
+
+void *calloc(size_t count_, size_t size) {
+    count();
+    return __libc_calloc(count_, size);
+}
+
+void *realloc(void *pointer, size_t size) {
+    count();
+    return __libc_realloc(pointer, size);
+}
+
+void *memalign(size_t alignment, size_t size) {
+    count();
+    return __libc_memalign(alignment, size);
+}
+
+void *aligned_alloc(size_t alignment, size_t size) {
+    count();
+    return __libc_memalign(alignment, size);
+}
+
+int posix_memalign(void **result, size_t alignment, size_t size) {
+    count();
+    void *pointer = __libc_memalign(alignment, size);
+    if (pointer == NULL) return ENOMEM;
+    *result = pointer;
+    return 0;
+}
+
+uint64_t rebound_allocation_count(void) { return __atomic_load_n(&allocations, __ATOMIC_RELAXED); }
+int rebound_allocation_counting_supported(void) { return 1; }
+#else
+uint64_t rebound_allocation_count(void) { return 0; }
+int rebound_allocation_counting_supported(void) { return 0; }
+#endif

@@ -1,0 +1,13 @@
+#ifndef C_ALLOCATION_COUNTER_H
+#define C_ALLOCATION_COUNTER_H
+
+#include <stdint.h>
+
+/// The number of allocations (malloc, calloc, realloc, posix_memalign, aligned_alloc, memalign) made by the whole
+/// process so far, or 0 where counting is not supported (anything but glibc).
+uint64_t rebound_allocation_count(void);
+
+/// Whether allocations are counted on this platform.
+int rebound_allocation_counting_supported(void);
+
+#endif
