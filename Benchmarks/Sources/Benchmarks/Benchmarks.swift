@@ -8,6 +8,11 @@ struct Benchmarks {
     static func main() async throws {
         var arguments = Array(CommandLine.arguments.dropFirst())
         if arguments.first == "serve" { try ServerProcess.serve() }
+        // `profile plain|session|realistic N`: N sequential requests of one contender, for callgrind or perf.
+        if arguments.first == "profile", arguments.count == 3, let count = Int(arguments[2]) {
+            try await profile(arguments[1], count: count)
+            return
+        }
         let quick = arguments.contains("--quick")
         // Next to the benchmarks' Package.swift, wherever the command is run from.
         var jsonPath = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -44,8 +49,14 @@ struct Benchmarks {
         defer { ServerProcess.stop(server) }
         let port = server.url.port!
         let capacity = serverCapacity(port: port, threads: 4, seconds: quick ? 1 : 3)
-        if wanted(2) { try await add(endToEnd(base: server.url, rounds: rounds, count: quick ? 1_024 : 4_096)) }
-        if wanted(3) { try await add(retryPath(base: server.url, rounds: rounds, count: quick ? 512 : 2_048)) }
+        // Over the network, more and shorter rounds: the machine's noise drifts, and pairs of short runs see the same.
+        let networkRounds = quick ? 5 : 21
+        if wanted(2) {
+            try await add(endToEnd(base: server.url, rounds: networkRounds, count: quick ? 512 : 1_024))
+        }
+        if wanted(3) {
+            try await add(retryPath(base: server.url, rounds: networkRounds, count: quick ? 256 : 512))
+        }
         let fastestClient =
             sections.flatMap { $0.title.hasPrefix("2.") || $0.title.hasPrefix("3.") ? $0.rows : [] }
             .map { $0.figures["requests/s"] ?? 0 }.max() ?? 0

@@ -142,6 +142,7 @@ func chainCost(rounds: Int, count: Int) async throws -> [Section] {
     let headerSession = Session(transport: transport, interceptor: Interceptor(adapters: headerAdapters), clock: clock)
     let copyingSession = Session(
         transport: transport, interceptor: Interceptor(adapters: copyingHeaderAdapters), clock: clock)
+    let realisticSession = Session(transport: transport, interceptor: chains.last!.interceptor, clock: clock)
     let headerContenders = [
         Contender(name: "5 headers set directly, then the transport") { count in
             try await measure(count: count) {
@@ -160,6 +161,11 @@ func chainCost(rounds: Int, count: Int) async throws -> [Section] {
         Contender(name: "Session, 5 adapters, var request = request") { count in
             try await measure(count: count) {
                 for _ in 0..<count { _ = try await copyingSession.send(request) }
+            }
+        },
+        Contender(name: "Session, realistic chain of section 2") { count in
+            try await measure(count: count) {
+                for _ in 0..<count { _ = try await realisticSession.send(request) }
             }
         },
     ]

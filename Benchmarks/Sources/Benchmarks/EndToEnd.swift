@@ -53,6 +53,8 @@ func concurrently(_ count: Int, inFlight: Int, _ operation: @escaping @Sendable 
 
 func endToEnd(base: URL, rounds: Int, count: Int) async throws -> Section {
     let url = base.appendingPathComponent("ok")
+    // One URLSession for every contender, so that they share its connections and threads and differ only in what
+    // runs on top of it.
     let plainSession = URLSession(configuration: .default)
     let plain: @Sendable () async throws -> Void = {
         var request = URLRequest(url: url)
@@ -62,9 +64,7 @@ func endToEnd(base: URL, rounds: Int, count: Int) async throws -> Section {
     }
     var operations: [(name: String, operation: @Sendable () async throws -> Void)] = [("URLSession", plain)]
     for chain in chains {
-        let session = Session(
-            transport: URLSessionTransport(session: URLSession(configuration: .default)),
-            interceptor: chain.interceptor)
+        let session = Session(transport: URLSessionTransport(session: plainSession), interceptor: chain.interceptor)
         // The chains without adapters get the headers from the caller, as plain URLSession does.
         let headers = chain.interceptor == nil ? realisticHeaders : []
         operations.append(
@@ -119,8 +119,7 @@ func retryPath(base: URL, rounds: Int, count: Int) async throws -> Section {
     let handURL = base.appendingPathComponent("flaky-b")
     let plainSession = URLSession(configuration: .default)
     let session = Session(
-        transport: URLSessionTransport(session: URLSession(configuration: .default)),
-        interceptor: try RetryPolicy(backoff: .none))
+        transport: URLSessionTransport(session: plainSession), interceptor: try RetryPolicy(backoff: .none))
     let handWritten: @Sendable () async throws -> Void = {
         for _ in 0..<3 {
             let (_, response) = try await plainSession.data(for: URLRequest(url: handURL))
@@ -165,4 +164,30 @@ func retryPath(base: URL, rounds: Int, count: Int) async throws -> Section {
                     "Session/hand": ratio,
                 ]),
         ])
+}
+
+/// Sends `count` sequential requests to `/ok` through one contender, for a profiler to look at.
+func profile(_ contender: String, count: Int) async throws {
+    let server = try ServerProcess.start()
+    defer { ServerProcess.stop(server) }
+    let url = server.url.appendingPathComponent("ok")
+    let urlSession = URLSession(configuration: .default)
+    let interceptor: (any RequestInterceptor)? =
+        switch contender {
+        case "realistic": chains.last!.interceptor
+        case "adapters": Interceptor(adapters: headerAdapters)
+        default: nil
+        }
+    let session = Session(transport: URLSessionTransport(session: urlSession), interceptor: interceptor)
+    for _ in 0..<count {
+        var request = URLRequest(url: url)
+        if contender == "plain" || contender == "session" {
+            for (name, value) in realisticHeaders { request.setValue(value, forHTTPHeaderField: name) }
+        }
+        if contender == "plain" {
+            _ = try await urlSession.data(for: request)
+        } else {
+            _ = try await session.send(request)
+        }
+    }
 }

@@ -1,3 +1,4 @@
+import CAllocationCounter
 import Foundation
 import Rebound
 import Synchronization
@@ -7,38 +8,84 @@ import Synchronization
 #endif
 
 /// Measures memory and threads while `count` requests wait in a 1 s backoff on the real clock.
-private func waiting(_ count: Int) async throws -> (bytesPerRequest: Double, threadsBefore: Int, threadsDuring: Int) {
-    let request = URLRequest(url: URL(string: "http://memory.invalid/item")!)
-    let failures = Counter()
-    let session = Session(
-        transport: MemoryTransport(failsEveryOtherCall: true),
-        interceptor: Retrier { _, _ in
-            _ = failures.next()
-            return .retryWithDelay(.seconds(1))
-        })
-    // Every request's first call must fail: the transport alternates, so give each request its own transport call
-    // pattern by sending them all before any retry (they all wait a second).
-    let alwaysFailing = Session(
-        transport: FailingTransport(), interceptor: session.interceptor, clock: ContinuousClock())
-    let baseline = residentBytes()
+/// What `count` tasks, each sleeping in `body`, hold: heap bytes per task and resident bytes per task.
+private func waiting(
+    _ count: Int, started: Counter, _ body: @escaping @Sendable () async -> Void
+) async throws -> (heap: Double, resident: Double, threadsBefore: Int, threadsDuring: Int) {
+    let allocationsBefore = rebound_allocation_count()
+    let heapBefore = Double(rebound_live_bytes())
+    let residentBefore = residentBytes()
     let threadsBefore = threadCount()
-    var peak = baseline
+    var heap = heapBefore
+    var resident = residentBefore
     var threadsDuring = threadsBefore
     try await withThrowingTaskGroup(of: Void.self) { group in
-        for _ in 0..<count {
-            group.addTask { _ = try? await alwaysFailing.send(request) }
+        for _ in 0..<count { group.addTask { await body() } }
+        // Sample while every task is asleep.
+        while started.current < count { try await Task.sleep(for: .milliseconds(5)) }
+        if ProcessInfo.processInfo.environment["REBOUND_BENCH_DEBUG"] != nil {
+            print(
+                "allocations per waiting task:", Double(rebound_allocation_count() - allocationsBefore) / Double(count))
         }
-        // Sample while every request is asleep in its backoff.
-        while failures.current < count { try await Task.sleep(for: .milliseconds(5)) }
-        for _ in 0..<10 {
-            peak = max(peak, residentBytes())
-            threadsDuring = max(threadsDuring, threadCount())
+        for _ in 0..<5 {
             try await Task.sleep(for: .milliseconds(20))
+            heap = max(heap, Double(rebound_live_bytes()))
+            resident = max(resident, residentBytes())
+            threadsDuring = max(threadsDuring, threadCount())
         }
         group.cancelAll()
         try await group.waitForAll()
     }
-    return ((peak - baseline) / Double(count), threadsBefore, threadsDuring)
+    return (
+        (heap - heapBefore) / Double(count), (resident - residentBefore) / Double(count), threadsBefore, threadsDuring
+    )
+}
+
+/// `count` requests, each waiting in a 1 s backoff after its first attempt failed.
+private func waitingRequests(_ count: Int) async throws -> (
+    heap: Double, resident: Double, threadsBefore: Int, threadsDuring: Int
+) {
+    let request = URLRequest(url: URL(string: "http://memory.invalid/item")!)
+    let failures = Counter()
+    let session = Session(
+        transport: FailingTransport(),
+        interceptor: Retrier { _, _ in
+            _ = failures.next()
+            return .retryWithDelay(.seconds(1))
+        })
+    return try await waiting(count, started: failures) { _ = try? await session.send(request) }
+}
+
+/// `count` requests whose one attempt waits 1 s in the transport: the deepest the chain's frames get.
+private func requestsInFlight(_ count: Int) async throws -> (
+    heap: Double, resident: Double, threadsBefore: Int, threadsDuring: Int
+) {
+    let started = Counter()
+    let session = Session(transport: SleepingTransport(started: started))
+    let request = URLRequest(url: URL(string: "http://memory.invalid/item")!)
+    return try await waiting(count, started: started) { _ = try? await session.send(request) }
+}
+
+/// A transport that sleeps 1 s, then answers 200.
+struct SleepingTransport: HTTPTransport {
+    let started: Counter
+
+    func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        _ = started.next()
+        try await Task.sleep(for: .seconds(1))
+        return MemoryTransport().ok
+    }
+}
+
+/// `count` bare tasks, each sleeping 1 s: what any waiting task costs, without Rebound.
+private func waitingTasks(_ count: Int) async throws -> (
+    heap: Double, resident: Double, threadsBefore: Int, threadsDuring: Int
+) {
+    let started = Counter()
+    return try await waiting(count, started: started) {
+        _ = started.next()
+        try? await Task.sleep(for: .seconds(1))
+    }
 }
 
 /// A transport whose every call fails with 503.
@@ -49,29 +96,49 @@ struct FailingTransport: HTTPTransport {
 }
 
 func scale() async throws -> Section {
-    _ = try await waiting(1_000)  // warm up the allocator and the thread pool
+    _ = try await waitingRequests(1_000)  // warm up the allocator and the thread pool
     var rows: [Row] = []
     var worst = 0.0
     var threadsGrew = false
     var threadsAtThousand = 0
     for count in [1_000, 10_000] {
-        let result = try await waiting(count)
-        worst = max(worst, count == 10_000 ? result.bytesPerRequest : 0)
+        let result = try await waitingRequests(count)
+        if count == 10_000 { worst = result.heap }
         if count == 1_000 { threadsAtThousand = result.threadsDuring }
         if count == 10_000 { threadsGrew = result.threadsDuring > threadsAtThousand + 2 }
         rows.append(
             Row(
                 name: "\(count) requests waiting in a 1 s backoff",
                 figures: [
-                    "bytes/waiting request": result.bytesPerRequest, "threads before": Double(result.threadsBefore),
+                    "heap bytes/waiting": result.heap, "resident bytes/waiting": result.resident,
+                    "threads before": Double(result.threadsBefore),
                     "threads while waiting": Double(result.threadsDuring),
                 ]))
     }
+    let inFlight = try await requestsInFlight(10_000)
+    rows.append(
+        Row(
+            name: "10000 requests whose attempt waits 1 s in the transport",
+            figures: [
+                "heap bytes/waiting": inFlight.heap, "resident bytes/waiting": inFlight.resident,
+                "threads before": Double(inFlight.threadsBefore),
+                "threads while waiting": Double(inFlight.threadsDuring),
+            ]))
+    let bare = try await waitingTasks(10_000)
+    rows.append(
+        Row(
+            name: "10000 bare tasks in Task.sleep (reference)",
+            figures: [
+                "heap bytes/waiting": bare.heap, "resident bytes/waiting": bare.resident,
+                "threads before": Double(bare.threadsBefore), "threads while waiting": Double(bare.threadsDuring),
+            ]))
     return Section(
         title: "4. Scale: requests waiting in backoff at once (real clock)",
         target: "under 4 KiB per waiting request; threads not growing with the number of requests",
-        met: worst < 4_096 && !threadsGrew, note: "resident memory growth from /proc/self/statm, divided by requests",
-        columns: ["bytes/waiting request", "threads before", "threads while waiting"], rows: rows)
+        met: worst < 4_096 && !threadsGrew,
+        note: "heap: live malloc bytes (usable sizes) while waiting, per request; resident: /proc/self/statm growth",
+        columns: ["heap bytes/waiting", "resident bytes/waiting", "threads before", "threads while waiting"],
+        rows: rows)
 }
 
 func sleepAccuracy(samplesPerDelay: Int) async throws -> Section {

@@ -5,53 +5,59 @@
 
 #if defined(__GLIBC__)
 #include <errno.h>
+#include <malloc.h>
 #include <stddef.h>
 
 extern void *__libc_malloc(size_t size);
 extern void *__libc_calloc(size_t count, size_t size);
 extern void *__libc_realloc(void *pointer, size_t size);
 extern void *__libc_memalign(size_t alignment, size_t size);
+extern void __libc_free(void *pointer);
 
 static uint64_t allocations = 0;
+static int64_t live = 0;
 
-static inline void count(void) { __atomic_add_fetch(&allocations, 1, __ATOMIC_RELAXED); }
-
-void *malloc(size_t size) {
-    count();
-    return __libc_malloc(size);
+/// Counts an allocation and the bytes it holds.
+static inline void *counted(void *pointer) {
+    __atomic_add_fetch(&allocations, 1, __ATOMIC_RELAXED);
+    if (pointer != NULL) __atomic_add_fetch(&live, (int64_t)malloc_usable_size(pointer), __ATOMIC_RELAXED);
+    return pointer;
 }
 
-void *calloc(size_t count_, size_t size) {
-    count();
-    return __libc_calloc(count_, size);
+static inline void released(void *pointer) {
+    if (pointer != NULL) __atomic_sub_fetch(&live, (int64_t)malloc_usable_size(pointer), __ATOMIC_RELAXED);
 }
+
+void *malloc(size_t size) { return counted(__libc_malloc(size)); }
+
+void *calloc(size_t count_, size_t size) { return counted(__libc_calloc(count_, size)); }
 
 void *realloc(void *pointer, size_t size) {
-    count();
-    return __libc_realloc(pointer, size);
+    released(pointer);
+    return counted(__libc_realloc(pointer, size));
 }
 
-void *memalign(size_t alignment, size_t size) {
-    count();
-    return __libc_memalign(alignment, size);
-}
+void *memalign(size_t alignment, size_t size) { return counted(__libc_memalign(alignment, size)); }
 
-void *aligned_alloc(size_t alignment, size_t size) {
-    count();
-    return __libc_memalign(alignment, size);
-}
+void *aligned_alloc(size_t alignment, size_t size) { return counted(__libc_memalign(alignment, size)); }
 
 int posix_memalign(void **result, size_t alignment, size_t size) {
-    count();
-    void *pointer = __libc_memalign(alignment, size);
+    void *pointer = counted(__libc_memalign(alignment, size));
     if (pointer == NULL) return ENOMEM;
     *result = pointer;
     return 0;
 }
 
+void free(void *pointer) {
+    released(pointer);
+    __libc_free(pointer);
+}
+
 uint64_t rebound_allocation_count(void) { return __atomic_load_n(&allocations, __ATOMIC_RELAXED); }
+int64_t rebound_live_bytes(void) { return __atomic_load_n(&live, __ATOMIC_RELAXED); }
 int rebound_allocation_counting_supported(void) { return 1; }
 #else
 uint64_t rebound_allocation_count(void) { return 0; }
+int64_t rebound_live_bytes(void) { return 0; }
 int rebound_allocation_counting_supported(void) { return 0; }
 #endif

@@ -45,49 +45,74 @@ struct RequestRun: Sendable {
         case timedOut
     }
 
+    /// What an attempt leads to: the response, or a retry after a delay.
+    private enum Step {
+        case finished(Response)
+        case retry(after: Duration)
+    }
+
     mutating func execute() async throws -> Response {
         start = session.clock.now()
         while true {
-            if Task.isCancelled { throw CancellationError() }
-            let number = attempts.count + 1
-            let attemptStart = session.clock.now()
-            let outcome = await attemptWithinDeadline(number: number)
-            let duration = session.clock.now() - attemptStart
-
-            switch outcome {
-            case .cancelled(let sent):
-                let attempt = Attempt(number: number, request: sent, response: nil, failure: nil, duration: duration)
-                await report(attempt, data: nil, decision: .cancelled)
-                throw CancellationError()
-
-            case .timedOut:
-                let reason = ReboundError.Reason.transportFailed(error: URLError(.timedOut))
-                attempts.append(
-                    Attempt(number: number, request: nil, response: nil, failure: reason, duration: duration))
-                throw await deadlineExceeded(after: reason, response: nil, data: nil)
-
-            case .success(let sent, let response, let data):
-                attempts.append(
-                    Attempt(number: number, request: sent, response: response, failure: nil, duration: duration))
-                await report(attempts[attempts.count - 1], data: data, decision: .succeeded)
-                return Response(
-                    data: data, httpResponse: response, request: sent, originalRequest: originalRequest,
-                    attempts: attempts)
-
-            case .failure(let reason, let sent, let response, let data):
-                if let sent { lastSentRequest = sent }
-                attempts.append(
-                    Attempt(number: number, request: sent, response: response, failure: reason, duration: duration))
-                try await handleFailure(reason, sent: sent, response: response, data: data)
+            // The backoff is slept here, in this small frame, after `step` has returned: the attempt's frame (the
+            // retry request, the error, the retriers' answer) is freed before the sleep instead of held for the whole
+            // delay, which matters with thousands of requests waiting at once.
+            switch try await step() {
+            case .finished(let response):
+                return response
+            case .retry(let delay):
+                guard delay > .zero else { continue }
+                do {
+                    try await session.clock.sleep(delay)
+                } catch {
+                    // Clocks throw from `sleep` only when the sleeping task is cancelled.
+                    throw CancellationError()
+                }
             }
         }
     }
 
-    /// Asks the retriers, the deadline and the gates about a failed attempt; returns after the backoff sleep when the
-    /// request is retried, throws otherwise.
+    /// Makes one attempt and decides what follows it.
+    private mutating func step() async throws -> Step {
+        if Task.isCancelled { throw CancellationError() }
+        let number = attempts.count + 1
+        let attemptStart = session.clock.now()
+        let outcome = await attemptWithinDeadline(number: number)
+        let duration = session.clock.now() - attemptStart
+
+        switch outcome {
+        case .cancelled(let sent):
+            let attempt = Attempt(number: number, request: sent, response: nil, failure: nil, duration: duration)
+            await report(attempt, data: nil, decision: .cancelled)
+            throw CancellationError()
+
+        case .timedOut:
+            let reason = ReboundError.Reason.transportFailed(error: URLError(.timedOut))
+            attempts.append(Attempt(number: number, request: nil, response: nil, failure: reason, duration: duration))
+            throw await deadlineExceeded(after: reason, response: nil, data: nil)
+
+        case .success(let sent, let response, let data):
+            attempts.append(
+                Attempt(number: number, request: sent, response: response, failure: nil, duration: duration))
+            await report(attempts[attempts.count - 1], data: data, decision: .succeeded)
+            return .finished(
+                Response(
+                    data: data, httpResponse: response, request: sent, originalRequest: originalRequest,
+                    attempts: attempts))
+
+        case .failure(let reason, let sent, let response, let data):
+            if let sent { lastSentRequest = sent }
+            attempts.append(
+                Attempt(number: number, request: sent, response: response, failure: reason, duration: duration))
+            return .retry(after: try await handleFailure(reason, sent: sent, response: response, data: data))
+        }
+    }
+
+    /// Asks the retriers, the deadline and the gates about a failed attempt; returns the delay to sleep before the
+    /// retry, or throws when the request ends.
     private mutating func handleFailure(
         _ reason: ReboundError.Reason, sent: URLRequest?, response: HTTPURLResponse?, data: Data?
-    ) async throws {
+    ) async throws -> Duration {
         let error = failure(reason, response: response, data: data)
         let retryRequest = RetryRequest(
             requestID: requestID, label: label, originalRequest: originalRequest, lastRequest: sent,
@@ -122,14 +147,7 @@ struct RequestRun: Sendable {
         attempts[attempts.count - 1].retryDelay = delay
         if let request = result.request { base = request }
         await report(attempts[attempts.count - 1], data: data, decision: .retry(after: delay))
-        if delay > .zero {
-            do {
-                try await session.clock.sleep(delay)
-            } catch {
-                // Clocks throw from `sleep` only when the sleeping task is cancelled.
-                throw CancellationError()
-            }
-        }
+        return delay
     }
 
     private func failure(_ reason: ReboundError.Reason, response: HTTPURLResponse?, data: Data?) -> ReboundError {

@@ -7,6 +7,9 @@
 /// process so far, or 0 where counting is not supported (anything but glibc).
 uint64_t rebound_allocation_count(void);
 
+/// The bytes the process holds in live heap allocations (usable sizes), or 0 where not supported.
+int64_t rebound_live_bytes(void);
+
 /// Whether allocations are counted on this platform.
 int rebound_allocation_counting_supported(void);
 
