@@ -40,29 +40,51 @@ public struct ReboundError: Error, Sendable {
     }
 
     /// Why the request failed.
-    public let reason: Reason
+    public var reason: Reason { storage.reason }
     /// The request as the caller passed it to the session, before any adapter ran.
-    public let originalRequest: URLRequest
+    public var originalRequest: URLRequest { storage.originalRequest }
     /// The last request sent to the transport, after adaptation; `nil` if no attempt got that far.
-    public let lastRequest: URLRequest?
+    public var lastRequest: URLRequest? { storage.lastRequest }
     /// The response of the last attempt; `nil` if the last attempt got no response.
-    public let response: HTTPURLResponse?
+    public var response: HTTPURLResponse? { storage.response }
     /// The body of the last attempt's response; `nil` if the last attempt got no response.
-    public let data: Data?
+    public var data: Data? { storage.data }
     /// Every attempt made, in order; never empty.
-    public let attempts: [Attempt]
+    public var attempts: [Attempt] { storage.attempts }
+
+    /// The fields, in one box: an error is passed through several async frames while retriers decide, and each frame
+    /// holds a copy; one reference keeps those frames, and so the memory of a waiting request, small.
+    private final class Storage: Sendable {
+        let reason: Reason
+        let originalRequest: URLRequest
+        let lastRequest: URLRequest?
+        let response: HTTPURLResponse?
+        let data: Data?
+        let attempts: [Attempt]
+
+        init(
+            reason: Reason, originalRequest: URLRequest, lastRequest: URLRequest?, response: HTTPURLResponse?,
+            data: Data?, attempts: [Attempt]
+        ) {
+            self.reason = reason
+            self.originalRequest = originalRequest
+            self.lastRequest = lastRequest
+            self.response = response
+            self.data = data
+            self.attempts = attempts
+        }
+    }
+
+    private let storage: Storage
 
     /// Creates an error; the session creates these, and test code may too.
     public init(
         reason: Reason, originalRequest: URLRequest, lastRequest: URLRequest? = nil,
         response: HTTPURLResponse? = nil, data: Data? = nil, attempts: [Attempt] = []
     ) {
-        self.reason = reason
-        self.originalRequest = originalRequest
-        self.lastRequest = lastRequest
-        self.response = response
-        self.data = data
-        self.attempts = attempts
+        storage = Storage(
+            reason: reason, originalRequest: originalRequest, lastRequest: lastRequest, response: response, data: data,
+            attempts: attempts)
     }
 
     /// How many attempts were made.

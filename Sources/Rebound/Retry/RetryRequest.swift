@@ -7,32 +7,54 @@ import Foundation
 /// What a retrier knows about the request whose attempt just failed.
 public struct RetryRequest: Sendable {
     /// An identifier shared by every attempt of one request, and different between requests.
-    public let requestID: UUID
+    public var requestID: UUID { storage.requestID }
     /// The label the caller gave the request, for retriers that treat kinds of request differently; `nil` if none.
-    public let label: String?
+    public var label: String? { storage.label }
     /// The request as the caller passed it to the session, before any adapter ran.
-    public let originalRequest: URLRequest
+    public var originalRequest: URLRequest { storage.originalRequest }
     /// The request sent in the failed attempt; `nil` if an adapter failed before it could be sent.
-    public let lastRequest: URLRequest?
+    public var lastRequest: URLRequest? { storage.lastRequest }
     /// The failed attempt's response; `nil` if it got none.
-    public let response: HTTPURLResponse?
+    public var response: HTTPURLResponse? { storage.response }
     /// The failed attempt's response body; `nil` if it got no response.
-    public let data: Data?
+    public var data: Data? { storage.data }
     /// Every attempt so far, in order; the last one is the attempt that just failed.
-    public let attempts: [Attempt]
+    public var attempts: [Attempt] { storage.attempts }
+
+    /// The fields, in one box, so that the async frames that pass a retry request along stay small.
+    private final class Storage: Sendable {
+        let requestID: UUID
+        let label: String?
+        let originalRequest: URLRequest
+        let lastRequest: URLRequest?
+        let response: HTTPURLResponse?
+        let data: Data?
+        let attempts: [Attempt]
+
+        init(
+            requestID: UUID, label: String?, originalRequest: URLRequest, lastRequest: URLRequest?,
+            response: HTTPURLResponse?, data: Data?, attempts: [Attempt]
+        ) {
+            self.requestID = requestID
+            self.label = label
+            self.originalRequest = originalRequest
+            self.lastRequest = lastRequest
+            self.response = response
+            self.data = data
+            self.attempts = attempts
+        }
+    }
+
+    private let storage: Storage
 
     /// Creates a retry request; the session creates these, and test code may too.
     public init(
         requestID: UUID = UUID(), label: String? = nil, originalRequest: URLRequest, lastRequest: URLRequest? = nil,
         response: HTTPURLResponse? = nil, data: Data? = nil, attempts: [Attempt] = []
     ) {
-        self.requestID = requestID
-        self.label = label
-        self.originalRequest = originalRequest
-        self.lastRequest = lastRequest
-        self.response = response
-        self.data = data
-        self.attempts = attempts
+        storage = Storage(
+            requestID: requestID, label: label, originalRequest: originalRequest, lastRequest: lastRequest,
+            response: response, data: data, attempts: attempts)
     }
 
     /// How many retries were made before the attempt that just failed: `0` after the first attempt fails.

@@ -77,7 +77,13 @@ struct RequestRun: Sendable {
         if Task.isCancelled { throw CancellationError() }
         let number = attempts.count + 1
         let attemptStart = session.clock.now()
-        let outcome = await attemptWithinDeadline(number: number)
+        // Without a deadline, no race and no frame for one: a waiting request's memory is its frames' high-water mark.
+        let outcome: Outcome
+        if let deadline {
+            outcome = await attempt(number: number, racing: deadline)
+        } else {
+            outcome = await attempt(number: number)
+        }
         let duration = session.clock.now() - attemptStart
 
         switch outcome {
@@ -177,9 +183,8 @@ struct RequestRun: Sendable {
         }
     }
 
-    /// Runs one attempt; with a deadline, races it against the time left and cancels it when the time runs out.
-    private func attemptWithinDeadline(number: Int) async -> Outcome {
-        guard let deadline else { return await attempt(number: number) }
+    /// Runs one attempt racing the time left before `deadline`, and cancels it when the time runs out.
+    private func attempt(number: Int, racing deadline: Duration) async -> Outcome {
         let remaining = deadline - (session.clock.now() - start)
         guard remaining > .zero else { return .timedOut }
         let run = self
