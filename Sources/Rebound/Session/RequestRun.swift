@@ -89,18 +89,22 @@ struct RequestRun: Sendable {
         switch outcome {
         case .cancelled(let sent):
             let attempt = Attempt(number: number, request: sent, response: nil, failure: nil, duration: duration)
-            await report(attempt, data: nil, decision: .cancelled)
+            if !roles.observers.isEmpty { await report(cut: attempt, data: nil, decision: .cancelled) }
             throw CancellationError()
 
         case .timedOut:
             let reason = ReboundError.Reason.transportFailed(error: URLError(.timedOut))
             attempts.append(Attempt(number: number, request: nil, response: nil, failure: reason, duration: duration))
-            throw await deadlineExceeded(after: reason, response: nil, data: nil)
+            let error = deadlineExceeded(after: reason, response: nil, data: nil)
+            if !roles.observers.isEmpty {
+                await report(data: nil, decision: .failed(error))
+            }
+            throw error
 
         case .success(let sent, let response, let data):
             attempts.append(
                 Attempt(number: number, request: sent, response: response, failure: nil, duration: duration))
-            await report(attempts[attempts.count - 1], data: data, decision: .succeeded)
+            if !roles.observers.isEmpty { await report(data: data, decision: .succeeded) }
             return .finished(
                 Response(
                     data: data, httpResponse: response, request: sent, originalRequest: originalRequest,
@@ -110,50 +114,69 @@ struct RequestRun: Sendable {
             if let sent { lastSentRequest = sent }
             attempts.append(
                 Attempt(number: number, request: sent, response: response, failure: reason, duration: duration))
-            return .retry(after: try await handleFailure(reason, sent: sent, response: response, data: data))
+            // Three awaits at most on this path (the retriers, the observers, the sleep in `execute`), and the
+            // decision in between is synchronous: this frame and its callees' stay small, and a waiting request's
+            // memory is the high-water mark of its frames.
+            let error = failure(reason, response: response, data: data)
+            let retryRequest = RetryRequest(
+                requestID: requestID, label: label, originalRequest: originalRequest, lastRequest: sent,
+                response: response, data: data, attempts: attempts)
+            // A non-retryable failure (an open breaker, say) is not offered to the retriers at all.
+            let result = reason.isNonRetryable ? .doNotRetry : await retryResult(for: retryRequest, dueTo: error)
+            // A retrier may take its time; a request cancelled meanwhile ends as cancelled, whatever it answered.
+            if Task.isCancelled {
+                if !roles.observers.isEmpty {
+                    await report(data: data, decision: .cancelled)
+                }
+                throw CancellationError()
+            }
+            let next = decide(after: result, for: retryRequest, dueTo: error)
+            if !roles.observers.isEmpty { await report(data: data, decision: next.decision) }
+            switch next {
+            case .retry(let delay): return .retry(after: delay)
+            case .fail(let final): throw final
+            }
         }
     }
 
-    /// Asks the retriers, the deadline and the gates about a failed attempt; returns the delay to sleep before the
-    /// retry, or throws when the request ends.
-    private mutating func handleFailure(
-        _ reason: ReboundError.Reason, sent: URLRequest?, response: HTTPURLResponse?, data: Data?
-    ) async throws -> Duration {
-        let error = failure(reason, response: response, data: data)
-        let retryRequest = RetryRequest(
-            requestID: requestID, label: label, originalRequest: originalRequest, lastRequest: sent,
-            response: response, data: data, attempts: attempts)
-        // A non-retryable failure (an open breaker, say) is not offered to the retriers at all.
-        let result = reason.isNonRetryable ? .doNotRetry : await retryResult(for: retryRequest, dueTo: error)
-        // A retrier may take its time; a request cancelled meanwhile ends as cancelled, whatever it answered.
-        if Task.isCancelled {
-            await report(attempts[attempts.count - 1], data: data, decision: .cancelled)
-            throw CancellationError()
-        }
+    /// What follows a failed attempt once the retriers have answered.
+    private enum Next {
+        case retry(after: Duration)
+        case fail(ReboundError)
 
+        var decision: AttemptOutcome.Decision {
+            switch self {
+            case .retry(let delay): .retry(after: delay)
+            case .fail(let error): .failed(error)
+            }
+        }
+    }
+
+    /// Decides what follows the retriers' answer to a failed attempt: a retry after its delay, unless the deadline
+    /// comes first or a gate denies it, or the failure the request ends with. Records the retry in the attempt.
+    private mutating func decide(after result: RetryResult, for request: RetryRequest, dueTo error: ReboundError)
+        -> Next
+    {
+        let reason = error.reason
         guard let delay = result.delay else {
-            let final =
-                result.error.map { failure(.retryAborted(error: $0, original: reason), response: response, data: data) }
-                ?? error
-            await report(attempts[attempts.count - 1], data: data, decision: .failed(final))
-            throw final
+            let aborted = result.error.map {
+                failure(.retryAborted(error: $0, original: reason), response: error.response, data: error.data)
+            }
+            return .fail(aborted ?? error)
         }
         // Backoff never sleeps past the deadline: a delay that would end after it ends the request now.
         if let deadline, session.clock.now() + delay - start > deadline {
-            throw await deadlineExceeded(after: reason, response: response, data: data)
+            return .fail(deadlineExceeded(after: reason, response: error.response, data: error.data))
         }
         for gate in roles.gates {
-            if let denial = gate.admitRetry(retryRequest, dueTo: error, after: delay) {
-                let denied = failure(.retryAborted(error: denial, original: reason), response: response, data: data)
-                await report(attempts[attempts.count - 1], data: data, decision: .failed(denied))
-                throw denied
+            if let denial = gate.admitRetry(request, dueTo: error, after: delay) {
+                return .fail(
+                    failure(.retryAborted(error: denial, original: reason), response: error.response, data: error.data))
             }
         }
-
         attempts[attempts.count - 1].retryDelay = delay
         if let request = result.request { base = request }
-        await report(attempts[attempts.count - 1], data: data, decision: .retry(after: delay))
-        return delay
+        return .retry(after: delay)
     }
 
     private func failure(_ reason: ReboundError.Reason, response: HTTPURLResponse?, data: Data?) -> ReboundError {
@@ -162,19 +185,20 @@ struct RequestRun: Sendable {
             data: data, attempts: attempts)
     }
 
-    /// The deadline error after `reason`, reported to the observers as the last attempt's outcome.
-    private func deadlineExceeded(
-        after reason: ReboundError.Reason, response: HTTPURLResponse?, data: Data?
-    ) async -> ReboundError {
-        let error = failure(
-            .deadlineExceeded(deadline: deadline ?? .zero, last: reason), response: response, data: data)
-        await report(attempts[attempts.count - 1], data: data, decision: .failed(error))
-        return error
+    /// The deadline error after `reason`.
+    private func deadlineExceeded(after reason: ReboundError.Reason, response: HTTPURLResponse?, data: Data?)
+        -> ReboundError
+    {
+        failure(.deadlineExceeded(deadline: deadline ?? .zero, last: reason), response: response, data: data)
     }
 
-    /// Tells the chain's observers how an attempt ended; free when the chain has none.
-    private func report(_ attempt: Attempt, data: Data?, decision: AttemptOutcome.Decision) async {
-        guard !roles.observers.isEmpty else { return }
+    /// Tells the chain's observers how an attempt ended; callers skip the call when the chain has none, so that
+    /// neither its time nor its frame is paid for.
+    ///
+    /// The attempt is the last recorded one, or `cut`, an attempt cancelled before it could be recorded. (Reading it
+    /// here rather than taking it as an argument keeps a copy of an `Attempt` out of the caller's frame per call.)
+    private func report(cut: Attempt? = nil, data: Data?, decision: AttemptOutcome.Decision) async {
+        guard let attempt = cut ?? attempts.last else { return }
         let outcome = AttemptOutcome(
             requestID: requestID, label: label, originalRequest: originalRequest, attempt: attempt, data: data,
             elapsed: session.clock.now() - start, decision: decision)
