@@ -45,22 +45,39 @@ struct RequestRun: Sendable {
         case timedOut
     }
 
-    /// What an attempt leads to: the response, or a retry after a delay.
-    private enum Step {
+    /// How an attempt ended, when it did not end the request: its response, or its failure for the retriers.
+    private enum AttemptEnd {
         case finished(Response)
-        case retry(after: Duration)
+        case failed(FailedAttempt)
+    }
+
+    /// A failed attempt's particulars, in one box, so that the frame that holds them while the retriers decide stays
+    /// small.
+    private final class FailedAttempt: Sendable {
+        let reason: ReboundError.Reason
+        let sent: URLRequest?
+        let response: HTTPURLResponse?
+        let data: Data?
+
+        init(_ reason: ReboundError.Reason, sent: URLRequest?, response: HTTPURLResponse?, data: Data?) {
+            self.reason = reason
+            self.sent = sent
+            self.response = response
+            self.data = data
+        }
     }
 
     mutating func execute() async throws -> Response {
         start = session.clock.now()
         while true {
-            // The backoff is slept here, in this small frame, after `step` has returned: the attempt's frame (the
-            // retry request, the error, the retriers' answer) is freed before the sleep instead of held for the whole
-            // delay, which matters with thousands of requests waiting at once.
-            switch try await step() {
+            // The attempt and the decision after a failure run one after the other in frames of their own, and the
+            // backoff is slept here, in this small frame: a task keeps the memory of its deepest frames until it
+            // ends, so a request waiting in backoff costs the larger of the two, not their sum.
+            switch try await attemptOnce() {
             case .finished(let response):
                 return response
-            case .retry(let delay):
+            case .failed(let failed):
+                let delay = try await afterFailure(failed)
                 guard delay > .zero else { continue }
                 do {
                     try await session.clock.sleep(delay)
@@ -72,8 +89,8 @@ struct RequestRun: Sendable {
         }
     }
 
-    /// Makes one attempt and decides what follows it.
-    private mutating func step() async throws -> Step {
+    /// Makes one attempt and records it; throws when it ends the request (cancellation, the deadline).
+    private mutating func attemptOnce() async throws -> AttemptEnd {
         if Task.isCancelled { throw CancellationError() }
         let number = attempts.count + 1
         let attemptStart = session.clock.now()
@@ -114,28 +131,32 @@ struct RequestRun: Sendable {
             if let sent { lastSentRequest = sent }
             attempts.append(
                 Attempt(number: number, request: sent, response: response, failure: reason, duration: duration))
-            // Three awaits at most on this path (the retriers, the observers, the sleep in `execute`), and the
-            // decision in between is synchronous: this frame and its callees' stay small, and a waiting request's
-            // memory is the high-water mark of its frames.
-            let error = failure(reason, response: response, data: data)
-            let retryRequest = RetryRequest(
-                requestID: requestID, label: label, originalRequest: originalRequest, lastRequest: sent,
-                response: response, data: data, attempts: attempts)
-            // A non-retryable failure (an open breaker, say) is not offered to the retriers at all.
-            let result = reason.isNonRetryable ? .doNotRetry : await retryResult(for: retryRequest, dueTo: error)
-            // A retrier may take its time; a request cancelled meanwhile ends as cancelled, whatever it answered.
-            if Task.isCancelled {
-                if !roles.observers.isEmpty {
-                    await report(data: data, decision: .cancelled)
-                }
-                throw CancellationError()
-            }
-            let next = decide(after: result, for: retryRequest, dueTo: error)
-            if !roles.observers.isEmpty { await report(data: data, decision: next.decision) }
-            switch next {
-            case .retry(let delay): return .retry(after: delay)
-            case .fail(let final): throw final
-            }
+            return .failed(FailedAttempt(reason, sent: sent, response: response, data: data))
+        }
+    }
+
+    /// Asks the retriers about a failed attempt, decides, and tells the observers; returns the delay before the
+    /// retry, or throws the error the request ends with.
+    ///
+    /// Two awaits at most (the retriers, the observers), a synchronous decision between them, and only references
+    /// live across them: a small frame, because a waiting request's memory is the high-water mark of its frames.
+    private mutating func afterFailure(_ failed: FailedAttempt) async throws -> Duration {
+        let error = failure(failed.reason, response: failed.response, data: failed.data)
+        let retryRequest = RetryRequest(
+            requestID: requestID, label: label, originalRequest: originalRequest, lastRequest: failed.sent,
+            response: failed.response, data: failed.data, attempts: attempts)
+        // A non-retryable failure (an open breaker, say) is not offered to the retriers at all.
+        let result = failed.reason.isNonRetryable ? .doNotRetry : await retryResult(for: retryRequest, dueTo: error)
+        // A retrier may take its time; a request cancelled meanwhile ends as cancelled, whatever it answered.
+        if Task.isCancelled {
+            if !roles.observers.isEmpty { await report(data: failed.data, decision: .cancelled) }
+            throw CancellationError()
+        }
+        let next = decide(after: result, for: retryRequest, dueTo: error)
+        if !roles.observers.isEmpty { await report(data: failed.data, decision: next.decision) }
+        switch next {
+        case .retry(let delay): return delay
+        case .fail(let final): throw final
         }
     }
 
