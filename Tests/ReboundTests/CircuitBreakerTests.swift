@@ -354,6 +354,21 @@ struct CircuitBreakerRegistryTests {
         #expect(registry.breaker(for: "down.example.com").state == .closed)
     }
 
+    @Test func anAttemptIsCountedByTheBreakerThatLetItThroughEvenWhenALaterAdapterMovesIt() async throws {
+        let registry = CircuitBreakerRegistry(
+            configuration: try .init(tripCondition: .consecutiveFailures(1)), clock: clock)
+        let moveToB = Adapter.modifying { request, _ in request.url = URL(string: "https://b.example.com/x")! }
+        let transport = ScriptedTransport { _, _ in .status(503) }
+        let session = Session(
+            transport: transport, interceptor: Interceptor(adapters: [registry, moveToB]), clock: clock)
+
+        _ = try? await session.send(URL(string: "https://a.example.com/x")!)
+
+        #expect(transport.requests.first?.url?.host == "b.example.com")
+        #expect(registry.breaker(for: "a.example.com").state == .open)
+        #expect(registry.breakers["b.example.com"] == nil)
+    }
+
     @Test func aRequestWithoutAKeyGoesThroughUntouched() async throws {
         let registry = CircuitBreakerRegistry(clock: clock, key: { _ in nil })
         let session = Session(

@@ -166,15 +166,22 @@ public final class CircuitBreaker: RequestInterceptor, AttemptObserver {
     ///
     /// A failure that opens the breaker keeps it open at least as long as the response's honoured `Retry-After`.
     public func attemptDidFinish(_ outcome: AttemptOutcome) async {
+        _ = finish(outcome)
+    }
+
+    /// Counts the outcome if this breaker let the attempt through; returns whether it did.
+    func finish(_ outcome: AttemptOutcome) -> Bool {
         let attemptKey = AttemptKey(requestID: outcome.requestID, attempt: outcome.attempt.number)
         let verdict = configuration.classify(outcome)
         let openAtLeast = outcome.response.flatMap(configuration.retryAfter.delay(for:)) ?? .zero
-        let (_, transitions) = update { storage, now, transitions in
-            guard let permit = storage.permits.removeValue(forKey: attemptKey) else { return }
+        let (found, transitions) = update { storage, now, transitions -> Bool in
+            guard let permit = storage.permits.removeValue(forKey: attemptKey) else { return false }
             storage.machine.record(
                 verdict, permit: permit, now: now, openAtLeast: openAtLeast, transitions: &transitions)
+            return true
         }
         announce(transitions)
+        return found
     }
 
     /// Runs `body` on the storage under the lock, returning its result and the states entered, in order, with the

@@ -28,7 +28,6 @@ public final class CircuitBreakerRegistry: RequestInterceptor, AttemptObserver {
     private let keyFunction: KeyFunction
     private let makeBreaker: @Sendable (String) -> CircuitBreaker
     private let table = Locked<[String: CircuitBreaker]>([:])
-    private let admitted = Locked<[CircuitBreaker.AttemptKey: CircuitBreaker]>([:])
     private let broadcast: Broadcast<CircuitBreaker.Transition>
 
     /// Creates an empty registry.
@@ -92,17 +91,17 @@ public final class CircuitBreakerRegistry: RequestInterceptor, AttemptObserver {
     public func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
         guard let key = keyFunction(request) else { return request }
         let breaker = breaker(for: key)
-        let result = try await breaker.adapt(consume request, context: context)
-        admitted.withLock {
-            $0[CircuitBreaker.AttemptKey(requestID: context.requestID, attempt: context.attempt)] = breaker
-        }
-        return result
+        return try await breaker.adapt(consume request, context: context)
     }
 
     /// Hands the outcome to the breaker that let the attempt through.
+    ///
+    /// That is the breaker of the sent request's key, unless an adapter after the registry changed the key (or the
+    /// attempt never reached the registry): then every breaker is asked, and only the one holding the attempt's
+    /// permit counts it. The common case takes one lookup, no bookkeeping per attempt.
     public func attemptDidFinish(_ outcome: AttemptOutcome) async {
-        let attemptKey = CircuitBreaker.AttemptKey(requestID: outcome.requestID, attempt: outcome.attempt.number)
-        guard let breaker = admitted.withLock({ $0.removeValue(forKey: attemptKey) }) else { return }
-        await breaker.attemptDidFinish(outcome)
+        let sent = outcome.attempt.request ?? outcome.originalRequest
+        if let key = keyFunction(sent), let breaker = table.withLock({ $0[key] }), breaker.finish(outcome) { return }
+        for breaker in breakers.values where breaker.finish(outcome) { return }
     }
 }
