@@ -71,18 +71,8 @@ func chainCost(rounds: Int, count: Int) async throws -> [Section] {
     }
     let adapterSamples = try await interleaved(rounds: rounds, count: count, contenders)
     let direct = adapterSamples["transport called directly"]!.medianWall
-    var rows: [Row] = []
+    let rows = costRows(contenders, adapterSamples, baseline: direct)
     var perAdapter: [Int: Double] = [:]
-    for contender in contenders {
-        let samples = adapterSamples[contender.name]!
-        rows.append(
-            Row(
-                name: contender.name,
-                figures: [
-                    "ns/request": samples.medianWall, "over direct (ns)": samples.medianWall - direct,
-                    "allocs/request": samples.medianAllocations,
-                ]))
-    }
     for adapters in [0, 1, 10, 100] {
         perAdapter[adapters] = adapterSamples["Session, \(adapters) no-op adapters"]!.medianWall
     }
@@ -124,15 +114,7 @@ func chainCost(rounds: Int, count: Int) async throws -> [Section] {
     }
     let retrySamples = try await interleaved(rounds: rounds, count: count / 2, retryContenders)
     let twice = retrySamples["transport called twice"]!.medianWall
-    let retryRows = retryContenders.map { contender in
-        let samples = retrySamples[contender.name]!
-        return Row(
-            name: contender.name,
-            figures: [
-                "ns/request": samples.medianWall, "over direct (ns)": samples.medianWall - twice,
-                "allocs/request": samples.medianAllocations,
-            ])
-    }
+    let retryRows = costRows(retryContenders, retrySamples, baseline: twice)
     let retrySection = Section(
         title: "1b. Chain cost: retriers on a request that fails once (in-memory transport)",
         target: "reported (the retry path's cost end to end is section 3)", met: nil, note: nil,
@@ -171,19 +153,24 @@ func chainCost(rounds: Int, count: Int) async throws -> [Section] {
     ]
     let headerSamples = try await interleaved(rounds: rounds, count: count / 4, headerContenders)
     let directHeaders = headerSamples[headerContenders[0].name]!.medianWall
-    let headerRows = headerContenders.map { contender in
-        let samples = headerSamples[contender.name]!
-        return Row(
-            name: contender.name,
-            figures: [
-                "ns/request": samples.medianWall, "over direct (ns)": samples.medianWall - directHeaders,
-                "allocs/request": samples.medianAllocations,
-            ])
-    }
+    let headerRows = costRows(headerContenders, headerSamples, baseline: directHeaders)
     let headerSection = Section(
         title: "1c. Chain cost: adapters that set headers (URLRequest copies)",
         target: "reported: .modifying adapters cost about what setting the headers directly costs", met: nil,
         note: "on Linux a URLRequest is a reference underneath; a mutation of a shared one copies it",
         columns: ["ns/request", "over direct (ns)", "allocs/request"], rows: headerRows)
     return [adaptersSection, retrySection, headerSection]
+}
+
+/// One row per contender: median time per request, its excess over `baseline`, and allocations per request.
+private func costRows(_ contenders: [Contender], _ samples: [String: [Sample]], baseline: Double) -> [Row] {
+    contenders.map { contender in
+        let these = samples[contender.name]!
+        return Row(
+            name: contender.name,
+            figures: [
+                "ns/request": these.medianWall, "over direct (ns)": these.medianWall - baseline,
+                "allocs/request": these.medianAllocations,
+            ])
+    }
 }

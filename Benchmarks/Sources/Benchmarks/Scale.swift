@@ -106,32 +106,11 @@ func scale() async throws -> Section {
         if count == 10_000 { worst = result.heap }
         if count == 1_000 { threadsAtThousand = result.threadsDuring }
         if count == 10_000 { threadsGrew = result.threadsDuring > threadsAtThousand + 2 }
-        rows.append(
-            Row(
-                name: "\(count) requests waiting in a 1 s backoff",
-                figures: [
-                    "heap bytes/waiting": result.heap, "resident bytes/waiting": result.resident,
-                    "threads before": Double(result.threadsBefore),
-                    "threads while waiting": Double(result.threadsDuring),
-                ]))
+        rows.append(waitingRow("\(count) requests waiting in a 1 s backoff", result))
     }
-    let inFlight = try await requestsInFlight(10_000)
     rows.append(
-        Row(
-            name: "10000 requests whose attempt waits 1 s in the transport",
-            figures: [
-                "heap bytes/waiting": inFlight.heap, "resident bytes/waiting": inFlight.resident,
-                "threads before": Double(inFlight.threadsBefore),
-                "threads while waiting": Double(inFlight.threadsDuring),
-            ]))
-    let bare = try await waitingTasks(10_000)
-    rows.append(
-        Row(
-            name: "10000 bare tasks in Task.sleep (reference)",
-            figures: [
-                "heap bytes/waiting": bare.heap, "resident bytes/waiting": bare.resident,
-                "threads before": Double(bare.threadsBefore), "threads while waiting": Double(bare.threadsDuring),
-            ]))
+        waitingRow("10000 requests whose attempt waits 1 s in the transport", try await requestsInFlight(10_000)))
+    rows.append(waitingRow("10000 bare tasks in Task.sleep (reference)", try await waitingTasks(10_000)))
     return Section(
         title: "4. Scale: requests waiting in backoff at once (real clock)",
         target: "under 4 KiB per waiting request; threads not growing with the number of requests",
@@ -195,4 +174,16 @@ final class LatenessRecorder: AttemptObserver {
     }
 
     var values: [Double] { state.withLock { $0.lateness } }
+}
+
+/// A row of the scale section.
+private func waitingRow(
+    _ name: String, _ result: (heap: Double, resident: Double, threadsBefore: Int, threadsDuring: Int)
+) -> Row {
+    Row(
+        name: name,
+        figures: [
+            "heap bytes/waiting": result.heap, "resident bytes/waiting": result.resident,
+            "threads before": Double(result.threadsBefore), "threads while waiting": Double(result.threadsDuring),
+        ])
 }
