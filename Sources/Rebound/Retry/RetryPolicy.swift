@@ -143,11 +143,18 @@ public struct RetryPolicy: RequestInterceptor {
 
     /// Whether `error`, the failure of `request`'s last attempt, is one this policy retries, ignoring the retry limit.
     public func shouldRetry(_ request: RetryRequest, dueTo error: ReboundError) -> Bool {
+        shouldRetry(request, dueTo: error, retryAfterDelay: request.response.flatMap(retryAfter.delay(for:)))
+    }
+
+    /// ``shouldRetry(_:dueTo:)`` with the response's honoured `Retry-After` already read.
+    private func shouldRetry(
+        _ request: RetryRequest, dueTo error: ReboundError, retryAfterDelay: Duration?
+    ) -> Bool {
         guard isSafeToRetry(request) else { return false }
         if let response = request.response {
             if retryableHTTPStatusCodes.contains(response.statusCode) { return true }
             // A 429 that says when to come back is an invitation to retry.
-            if response.statusCode == 429, retryAfter.delay(for: response) != nil { return true }
+            if response.statusCode == 429, retryAfterDelay != nil { return true }
         }
         if let code = error.reason.original.urlError?.code, retryableURLErrorCodes.contains(code) {
             return true
@@ -159,10 +166,11 @@ public struct RetryPolicy: RequestInterceptor {
     /// ``shouldRetry(_:dueTo:)`` holds, ``RetryResult/doNotRetry`` otherwise. The delay is the response's honoured
     /// `Retry-After` if it has one, else ``delay(forRetryCount:previousDelay:)``.
     public func retry(_ request: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
-        guard request.retryCount < retryLimit, shouldRetry(request, dueTo: error) else { return .doNotRetry }
-        if let response = request.response, let delay = retryAfter.delay(for: response) {
-            return .retryWithDelay(delay)
-        }
+        // The header is read once: it decides whether a 429 is retried and how long to wait.
+        let retryAfterDelay = request.response.flatMap(retryAfter.delay(for:))
+        guard request.retryCount < retryLimit, shouldRetry(request, dueTo: error, retryAfterDelay: retryAfterDelay)
+        else { return .doNotRetry }
+        if let retryAfterDelay { return .retryWithDelay(retryAfterDelay) }
         let previous = request.attempts.dropLast().last?.retryDelay
         return .retryWithDelay(delay(forRetryCount: request.retryCount, previousDelay: previous))
     }
