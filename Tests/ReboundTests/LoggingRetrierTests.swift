@@ -189,4 +189,24 @@ struct LoggingRetrierTests {
         #expect(event.requestHeaders.first { $0.name == "X-Request-Id" }?.value == "42")
         #expect(event.message.contains("Authorization: <redacted>, Cookie: <redacted>"))
     }
+
+    @Test func theLineSinkWritesOneLinePerEvent() async throws {
+        let pipe = Pipe()
+        let session = Session(
+            transport: ScriptedTransport([.status(503), .status(200)]),
+            interceptor: LoggingRetrier(
+                wrapping: retryAnything(limit: 1), sink: LoggingRetrier.lines(to: pipe.fileHandleForWriting)),
+            clock: ImmediateClock())
+
+        _ = try await session.send(request())
+        try pipe.fileHandleForWriting.close()
+
+        let lines = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            .split(separator: "\n").map(String.init)
+        #expect(lines.count == 2)
+        #expect(
+            lines[0].hasSuffix(
+                "GET https://api.example.com/items: attempt 1 failed with status 503; retry in 0 ms (0 ms so far)"))
+        #expect(lines[1].hasSuffix("succeeded with status 200 after 2 attempts (0 ms)"))
+    }
 }

@@ -29,8 +29,11 @@ public struct LoggingRetrier: RequestInterceptor, AttemptObserver, ResponseInspe
     public typealias Sink = @Sendable (RetryLogEvent) -> Void
 
     /// Writes each event's message as one line to standard error.
-    public static let standardError: Sink = { event in
-        FileHandle.standardError.write(Data((event.message + "\n").utf8))
+    public static let standardError: Sink = lines(to: .standardError)
+
+    /// A sink that writes each event's message as one line to `handle`, one write per line.
+    public static func lines(to handle: FileHandle) -> Sink {
+        { event in handle.write(Data((event.message + "\n").utf8)) }
     }
 
     /// The retrier whose decisions are passed through; `nil` for none (then every answer is `doNotRetry`).
