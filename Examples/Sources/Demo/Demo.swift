@@ -38,14 +38,12 @@ struct Demo {
         let session = Session(
             interceptor: Interceptor(
                 adapters: [
-                    .adapter { request, context in
-                        var request = request
+                    .modifying { request, context in
                         request.setValue(context.requestID.uuidString, forHTTPHeaderField: "X-Request-ID")
                         request.setValue("Bearer demo-token", forHTTPHeaderField: "Authorization")
                         narrator.say(
                             "attempt \(context.attempt): \(request.method) \(request.url!.path)  (adapted: +X-Request-ID, +Authorization)"
                         )
-                        return request
                     }
                 ],
                 retriers: [NarratedRetrier("RetryPolicy", RetryPolicy(), narrator: narrator)]
