@@ -16,16 +16,31 @@ extern void __libc_free(void *pointer);
 
 static uint64_t allocations = 0;
 static int64_t live = 0;
+/// Live allocations by usable size, in 16-byte steps; the last bucket holds every larger one.
+static int64_t liveBySize[REBOUND_SIZE_BUCKETS];
+
+static inline int bucket(size_t size) {
+    size_t index = size / 16;
+    return index < REBOUND_SIZE_BUCKETS ? (int)index : REBOUND_SIZE_BUCKETS - 1;
+}
 
 /// Counts an allocation and the bytes it holds.
 static inline void *counted(void *pointer) {
     __atomic_add_fetch(&allocations, 1, __ATOMIC_RELAXED);
-    if (pointer != NULL) __atomic_add_fetch(&live, (int64_t)malloc_usable_size(pointer), __ATOMIC_RELAXED);
+    if (pointer != NULL) {
+        size_t size = malloc_usable_size(pointer);
+        __atomic_add_fetch(&live, (int64_t)size, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&liveBySize[bucket(size)], 1, __ATOMIC_RELAXED);
+    }
     return pointer;
 }
 
 static inline void released(void *pointer) {
-    if (pointer != NULL) __atomic_sub_fetch(&live, (int64_t)malloc_usable_size(pointer), __ATOMIC_RELAXED);
+    if (pointer != NULL) {
+        size_t size = malloc_usable_size(pointer);
+        __atomic_sub_fetch(&live, (int64_t)size, __ATOMIC_RELAXED);
+        __atomic_sub_fetch(&liveBySize[bucket(size)], 1, __ATOMIC_RELAXED);
+    }
 }
 
 void *malloc(size_t size) { return counted(__libc_malloc(size)); }
@@ -56,8 +71,12 @@ void free(void *pointer) {
 uint64_t rebound_allocation_count(void) { return __atomic_load_n(&allocations, __ATOMIC_RELAXED); }
 int64_t rebound_live_bytes(void) { return __atomic_load_n(&live, __ATOMIC_RELAXED); }
 int rebound_allocation_counting_supported(void) { return 1; }
+int64_t rebound_live_allocations_of_size(int index) {
+    return index >= 0 && index < REBOUND_SIZE_BUCKETS ? __atomic_load_n(&liveBySize[index], __ATOMIC_RELAXED) : 0;
+}
 #else
 uint64_t rebound_allocation_count(void) { return 0; }
 int64_t rebound_live_bytes(void) { return 0; }
 int rebound_allocation_counting_supported(void) { return 0; }
+int64_t rebound_live_allocations_of_size(int index) { return 0; }
 #endif

@@ -92,8 +92,15 @@ public struct LoggingRetrier: RequestInterceptor, AttemptObserver, ResponseInspe
 
     /// Logs the outcome, then passes it to the wrapped retrier's observer role, if it has one.
     public func attemptDidFinish(_ outcome: AttemptOutcome) async {
-        if let event = event(for: outcome) { sink(event) }
+        log(outcome)
         await wrappedObserver?.attemptDidFinish(outcome)
+    }
+
+    /// Builds and sinks the event for an outcome; out of line, so that the event's temporaries stay out of the async
+    /// frame above (a waiting request's memory is the high-water mark of its frames).
+    @inline(never)
+    private func log(_ outcome: AttemptOutcome) {
+        if let event = event(for: outcome) { sink(event) }
     }
 
     /// The event for an outcome, or `nil` when its level is below ``minimumLevel``.

@@ -19,34 +19,57 @@ public struct AttemptOutcome: Sendable {
     }
 
     /// An identifier shared by every attempt of one request, and different between requests.
-    public let requestID: UUID
+    public var requestID: UUID { storage.requestID }
     /// The label the caller gave the request; `nil` if none.
-    public let label: String?
+    public var label: String? { storage.label }
     /// The request as the caller passed it to the session, before any adapter ran.
-    public let originalRequest: URLRequest
+    public var originalRequest: URLRequest { storage.originalRequest }
     /// The record of this attempt: what was sent, what came back, why it failed, how long it took.
     ///
     /// For an attempt cut short by cancellation, ``Attempt/failure`` and ``Attempt/response`` are `nil`.
-    public let attempt: Attempt
+    public var attempt: Attempt { storage.attempt }
     /// The body of this attempt's response; `nil` if it got none.
-    public let data: Data?
+    public var data: Data? { storage.data }
     /// The time from the start of the request's first attempt to the end of this one, on the session's clock.
-    public let elapsed: Duration
+    public var elapsed: Duration { storage.elapsed }
     /// What the session does next.
-    public let decision: Decision
+    public var decision: Decision { storage.decision }
+
+    /// The fields, in one box: an outcome is passed through every observer's async frames, which then hold a
+    /// reference instead of all of it (a waiting request's memory is the high-water mark of its frames).
+    private final class Storage: Sendable {
+        let requestID: UUID
+        let label: String?
+        let originalRequest: URLRequest
+        let attempt: Attempt
+        let data: Data?
+        let elapsed: Duration
+        let decision: Decision
+
+        init(
+            requestID: UUID, label: String?, originalRequest: URLRequest, attempt: Attempt, data: Data?,
+            elapsed: Duration, decision: Decision
+        ) {
+            self.requestID = requestID
+            self.label = label
+            self.originalRequest = originalRequest
+            self.attempt = attempt
+            self.data = data
+            self.elapsed = elapsed
+            self.decision = decision
+        }
+    }
+
+    private let storage: Storage
 
     /// Creates an outcome; the session creates these, and test code may too.
     public init(
         requestID: UUID = UUID(), label: String? = nil, originalRequest: URLRequest, attempt: Attempt,
         data: Data? = nil, elapsed: Duration? = nil, decision: Decision
     ) {
-        self.requestID = requestID
-        self.label = label
-        self.originalRequest = originalRequest
-        self.attempt = attempt
-        self.data = data
-        self.elapsed = elapsed ?? attempt.duration
-        self.decision = decision
+        storage = Storage(
+            requestID: requestID, label: label, originalRequest: originalRequest, attempt: attempt, data: data,
+            elapsed: elapsed ?? attempt.duration, decision: decision)
     }
 
     /// The request sent in this attempt, or the original request when an adapter failed before it could be sent.

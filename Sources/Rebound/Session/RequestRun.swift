@@ -4,83 +4,125 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// The state of one logical request as it goes through the pipeline, attempt after attempt.
-struct RequestRun: Sendable {
+/// What stays the same across the attempts of one request, in one box, so that the frames that carry a request's run
+/// from await to await hold a reference instead of all of it.
+final class RequestPlan: Sendable {
     let session: Session
     let originalRequest: URLRequest
     let label: String?
-    let requestInterceptor: (any RequestInterceptor)?
+    /// The session's interceptor followed by the request's, as one: each attempt makes one call to adapt and at most
+    /// one to retry, whose frames hold one interceptor rather than two.
+    let chain: (any RequestInterceptor)?
     let validator: ResponseValidator
     let roles: ChainRoles
     let deadline: Duration?
     let requestID = RequestIDs.next()
 
-    private var attempts: [Attempt] = []
-    private var lastSentRequest: URLRequest?
-    /// The request adapters start from: the caller's, until a retrier answers `retryWithRequest`.
-    private var base: URLRequest
-    private var start: Duration = .zero
-
+    /// Out of line: its temporaries would otherwise stay in the frame of `Session.send` for the whole request.
+    @inline(never)
     init(
         session: Session, originalRequest: URLRequest, label: String?, requestInterceptor: (any RequestInterceptor)?,
         validator: ResponseValidator, deadline: Duration?
     ) {
         self.session = session
         self.originalRequest = originalRequest
-        self.base = originalRequest
         self.label = label
-        self.requestInterceptor = requestInterceptor
+        switch (session.interceptor, requestInterceptor) {
+        case (let sessions?, let requests?): self.chain = SessionThenRequest(session: sessions, request: requests)
+        case (let sessions, nil): self.chain = sessions
+        case (nil, let requests): self.chain = requests
+        }
         self.validator = validator
         self.deadline = deadline
         self.roles =
             requestInterceptor == nil ? session.roles : session.roles.followed(by: ChainRoles(of: requestInterceptor))
     }
+}
 
-    /// What one attempt came to.
-    private enum Outcome: Sendable {
-        case success(URLRequest, HTTPURLResponse, Data)
-        case failure(ReboundError.Reason, sent: URLRequest?, response: HTTPURLResponse?, data: Data?)
-        case cancelled(sent: URLRequest?)
+/// What one attempt came to, in one box: the frames that carry it from await to await hold a reference.
+final class AttemptResult: Sendable {
+    enum Kind: Sendable {
+        case success
+        case failure(ReboundError.Reason)
+        case cancelled
         /// The deadline came while the attempt was in flight.
         case timedOut
     }
 
-    /// How an attempt ended, when it did not end the request: its response, or its failure for the retriers.
-    private enum AttemptEnd {
-        case finished(Response)
-        case failed(FailedAttempt)
+    let kind: Kind
+    let sent: URLRequest?
+    let response: HTTPURLResponse?
+    let data: Data?
+
+    init(_ kind: Kind, sent: URLRequest? = nil, response: HTTPURLResponse? = nil, data: Data? = nil) {
+        self.kind = kind
+        self.sent = sent
+        self.response = response
+        self.data = data
     }
 
-    /// A failed attempt's particulars, in one box, so that the frame that holds them while the retriers decide stays
-    /// small.
-    private final class FailedAttempt: Sendable {
-        let reason: ReboundError.Reason
-        let sent: URLRequest?
-        let response: HTTPURLResponse?
-        let data: Data?
+    static let timedOut = AttemptResult(.timedOut)
+    static let cancelledBeforeSending = AttemptResult(.cancelled)
+}
 
-        init(_ reason: ReboundError.Reason, sent: URLRequest?, response: HTTPURLResponse?, data: Data?) {
-            self.reason = reason
-            self.sent = sent
-            self.response = response
-            self.data = data
+/// The state of one logical request as it goes through the pipeline, attempt after attempt.
+///
+/// Memory: a task keeps the memory of its deepest frames (in slabs of about 1 KiB) until it ends, so a request waiting
+/// in backoff costs the high-water mark of the pipeline's async frames. Hence the shape: the async functions below only
+/// carry references and small enums across their awaits, and everything between awaits happens in synchronous
+/// helpers kept out of line (`@inline(never)`), whose temporaries live on the thread's stack instead of the task's.
+/// `Benchmarks` section 4 measures it; `Docs/Performance.md` tells how to read the frames' sizes.
+///
+/// Its methods are all `mutating`, also those that change nothing: a mutating method gets the run by reference, where a
+/// non-mutating one gets a copy of it, which an async caller keeps in its frame.
+struct RequestRun {
+    let plan: RequestPlan
+    private var attempts: [Attempt] = []
+    private var lastSentRequest: URLRequest?
+    /// The request adapters start from: the caller's, until a retrier answers `retryWithRequest`.
+    private var base: URLRequest
+    private var start: Duration = .zero
+
+    init(_ plan: RequestPlan) {
+        self.plan = plan
+        self.base = plan.originalRequest
+    }
+
+    /// How an attempt ended, once recorded.
+    private enum AttemptEnd {
+        case finished(AttemptResult)
+        case failed(AttemptResult)
+        case cancelled
+        case timedOut(ReboundError)
+
+        /// What the observers are told now, if anything (a failed attempt is told after the retriers answer).
+        var decision: AttemptOutcome.Decision? {
+            switch self {
+            case .finished: .succeeded
+            case .failed: nil
+            case .cancelled: .cancelled
+            case .timedOut(let error): .failed(error)
+            }
         }
     }
 
     mutating func execute() async throws -> Response {
-        start = session.clock.now()
+        start = plan.session.clock.now()
         while true {
             // The attempt and the decision after a failure run one after the other in frames of their own, and the
-            // backoff is slept here, in this small frame: a task keeps the memory of its deepest frames until it
-            // ends, so a request waiting in backoff costs the larger of the two, not their sum.
+            // backoff is slept here: a request waiting in backoff costs the larger of the two paths, not their sum.
             switch try await attemptOnce() {
-            case .finished(let response):
-                return response
-            case .failed(let failed):
-                let delay = try await afterFailure(failed)
+            case .finished(let outcome):
+                return response(to: outcome)
+            case .cancelled:
+                throw CancellationError()
+            case .timedOut(let error):
+                throw error
+            case .failed(let outcome):
+                let delay = try await afterFailure(outcome)
                 guard delay > .zero else { continue }
                 do {
-                    try await session.clock.sleep(delay)
+                    try await plan.session.clock.sleep(delay)
                 } catch {
                     // Clocks throw from `sleep` only when the sleeping task is cancelled.
                     throw CancellationError()
@@ -89,92 +131,117 @@ struct RequestRun: Sendable {
         }
     }
 
-    /// Makes one attempt and records it; throws when it ends the request (cancellation, the deadline).
+    /// Makes one attempt, records it and tells the observers how it ended unless it failed.
     private mutating func attemptOnce() async throws -> AttemptEnd {
         if Task.isCancelled { throw CancellationError() }
         let number = attempts.count + 1
-        let attemptStart = session.clock.now()
-        // Without a deadline, no race and no frame for one: a waiting request's memory is its frames' high-water mark.
-        let outcome: Outcome
-        if let deadline {
-            outcome = await attempt(number: number, racing: deadline)
+        let attemptStart = plan.session.clock.now()
+        // Without a deadline, no race and no frame for one.
+        let outcome: AttemptResult
+        if let deadline = plan.deadline {
+            outcome = await plan.attempt(base, number: number, racing: deadline - (attemptStart - start))
         } else {
-            outcome = await attempt(number: number)
+            outcome = await plan.attempt(base, number: number)
         }
-        let duration = session.clock.now() - attemptStart
+        let end = record(outcome, number: number, since: attemptStart)
+        if !plan.roles.observers.isEmpty, let decision = end.decision {
+            await report(data: outcome.data, decision: decision)
+        }
+        return end
+    }
 
-        switch outcome {
-        case .cancelled(let sent):
-            let attempt = Attempt(number: number, request: sent, response: nil, failure: nil, duration: duration)
-            if !roles.observers.isEmpty { await report(cut: attempt, data: nil, decision: .cancelled) }
-            throw CancellationError()
-
+    /// Records an attempt's outcome.
+    @inline(never)
+    private mutating func record(_ outcome: AttemptResult, number: Int, since attemptStart: Duration) -> AttemptEnd {
+        let duration = plan.session.clock.now() - attemptStart
+        var failure: ReboundError.Reason?
+        if case .failure(let reason) = outcome.kind { failure = reason }
+        if case .timedOut = outcome.kind { failure = .transportFailed(error: URLError(.timedOut)) }
+        attempts.append(
+            Attempt(
+                number: number, request: outcome.sent, response: outcome.response, failure: failure,
+                duration: duration))
+        switch outcome.kind {
+        case .success:
+            return .finished(outcome)
+        case .failure:
+            if let sent = outcome.sent { lastSentRequest = sent }
+            return .failed(outcome)
+        case .cancelled:
+            // Recorded too, for the observers; the request ends with `CancellationError`.
+            return .cancelled
         case .timedOut:
-            let reason = ReboundError.Reason.transportFailed(error: URLError(.timedOut))
-            attempts.append(Attempt(number: number, request: nil, response: nil, failure: reason, duration: duration))
-            let error = deadlineExceeded(after: reason, response: nil, data: nil)
-            if !roles.observers.isEmpty {
-                await report(data: nil, decision: .failed(error))
-            }
-            throw error
-
-        case .success(let sent, let response, let data):
-            attempts.append(
-                Attempt(number: number, request: sent, response: response, failure: nil, duration: duration))
-            if !roles.observers.isEmpty { await report(data: data, decision: .succeeded) }
-            return .finished(
-                Response(
-                    data: data, httpResponse: response, request: sent, originalRequest: originalRequest,
-                    attempts: attempts))
-
-        case .failure(let reason, let sent, let response, let data):
-            if let sent { lastSentRequest = sent }
-            attempts.append(
-                Attempt(number: number, request: sent, response: response, failure: reason, duration: duration))
-            return .failed(FailedAttempt(reason, sent: sent, response: response, data: data))
+            return .timedOut(deadlineExceeded(after: failure ?? .transportFailed(error: URLError(.timedOut))))
         }
+    }
+
+    /// The response of a successful attempt.
+    @inline(never)
+    private mutating func response(to outcome: AttemptResult) -> Response {
+        guard let sent = outcome.sent, let response = outcome.response else {
+            preconditionFailure("a successful attempt has a request and a response")
+        }
+        return Response(
+            data: outcome.data ?? Data(), httpResponse: response, request: sent,
+            originalRequest: plan.originalRequest, attempts: attempts)
     }
 
     /// Asks the retriers about a failed attempt, decides, and tells the observers; returns the delay before the
     /// retry, or throws the error the request ends with.
-    ///
-    /// Two awaits at most (the retriers, the observers), a synchronous decision between them, and only references
-    /// live across them: a small frame, because a waiting request's memory is the high-water mark of its frames.
-    private mutating func afterFailure(_ failed: FailedAttempt) async throws -> Duration {
-        let error = failure(failed.reason, response: failed.response, data: failed.data)
-        let retryRequest = RetryRequest(
-            requestID: requestID, label: label, originalRequest: originalRequest, lastRequest: failed.sent,
-            response: failed.response, data: failed.data, attempts: attempts)
+    private mutating func afterFailure(_ failed: AttemptResult) async throws -> Duration {
+        let question = question(about: failed)
         // A non-retryable failure (an open breaker, say) is not offered to the retriers at all.
-        let result = failed.reason.isNonRetryable ? .doNotRetry : await retryResult(for: retryRequest, dueTo: error)
+        let result =
+            question.isOffered
+            ? await plan.retryResult(for: question.request, dueTo: question.error) : .doNotRetry
         // A retrier may take its time; a request cancelled meanwhile ends as cancelled, whatever it answered.
-        if Task.isCancelled {
-            if !roles.observers.isEmpty { await report(data: failed.data, decision: .cancelled) }
-            throw CancellationError()
-        }
-        let next = decide(after: result, for: retryRequest, dueTo: error)
-        if !roles.observers.isEmpty { await report(data: failed.data, decision: next.decision) }
+        let next = Task.isCancelled ? .cancelled : decide(after: result, for: question.request, dueTo: question.error)
+        if !plan.roles.observers.isEmpty { await report(data: failed.data, decision: next.decision) }
         switch next {
         case .retry(let delay): return delay
         case .fail(let final): throw final
+        case .cancelled: throw CancellationError()
         }
+    }
+
+    /// What the retriers are asked about a failed attempt, and whether they are asked at all.
+    private struct Question {
+        let request: RetryRequest
+        let error: ReboundError
+        /// `false` for a failure that is never retried (``NonRetryableError``).
+        let isOffered: Bool
+    }
+
+    /// What the retriers are asked about a failed attempt.
+    @inline(never)
+    private mutating func question(about failed: AttemptResult) -> Question {
+        guard case .failure(let reason) = failed.kind else { preconditionFailure("only failures are asked about") }
+        let error = failure(reason, response: failed.response, data: failed.data)
+        let request = RetryRequest(
+            requestID: plan.requestID, label: plan.label, originalRequest: plan.originalRequest,
+            lastRequest: failed.sent, response: failed.response, data: failed.data, attempts: attempts)
+        return Question(request: request, error: error, isOffered: !reason.isNonRetryable)
     }
 
     /// What follows a failed attempt once the retriers have answered.
     private enum Next {
         case retry(after: Duration)
         case fail(ReboundError)
+        /// The request was cancelled while the retriers decided.
+        case cancelled
 
         var decision: AttemptOutcome.Decision {
             switch self {
             case .retry(let delay): .retry(after: delay)
             case .fail(let error): .failed(error)
+            case .cancelled: .cancelled
             }
         }
     }
 
     /// Decides what follows the retriers' answer to a failed attempt: a retry after its delay, unless the deadline
     /// comes first or a gate denies it, or the failure the request ends with. Records the retry in the attempt.
+    @inline(never)
     private mutating func decide(after result: RetryResult, for request: RetryRequest, dueTo error: ReboundError)
         -> Next
     {
@@ -186,10 +253,10 @@ struct RequestRun: Sendable {
             return .fail(aborted ?? error)
         }
         // Backoff never sleeps past the deadline: a delay that would end after it ends the request now.
-        if let deadline, session.clock.now() + delay - start > deadline {
+        if let deadline = plan.deadline, plan.session.clock.now() + delay - start > deadline {
             return .fail(deadlineExceeded(after: reason, response: error.response, data: error.data))
         }
-        for gate in roles.gates {
+        for gate in plan.roles.gates {
             if let denial = gate.admitRetry(request, dueTo: error, after: delay) {
                 return .fail(
                     failure(.retryAborted(error: denial, original: reason), response: error.response, data: error.data))
@@ -200,42 +267,49 @@ struct RequestRun: Sendable {
         return .retry(after: delay)
     }
 
-    private func failure(_ reason: ReboundError.Reason, response: HTTPURLResponse?, data: Data?) -> ReboundError {
+    private mutating func failure(_ reason: ReboundError.Reason, response: HTTPURLResponse?, data: Data?)
+        -> ReboundError
+    {
         ReboundError(
-            reason: reason, originalRequest: originalRequest, lastRequest: lastSentRequest, response: response,
+            reason: reason, originalRequest: plan.originalRequest, lastRequest: lastSentRequest, response: response,
             data: data, attempts: attempts)
     }
 
     /// The deadline error after `reason`.
-    private func deadlineExceeded(after reason: ReboundError.Reason, response: HTTPURLResponse?, data: Data?)
-        -> ReboundError
-    {
-        failure(.deadlineExceeded(deadline: deadline ?? .zero, last: reason), response: response, data: data)
+    private mutating func deadlineExceeded(
+        after reason: ReboundError.Reason, response: HTTPURLResponse? = nil, data: Data? = nil
+    ) -> ReboundError {
+        failure(.deadlineExceeded(deadline: plan.deadline ?? .zero, last: reason), response: response, data: data)
     }
 
-    /// Tells the chain's observers how an attempt ended; callers skip the call when the chain has none, so that
-    /// neither its time nor its frame is paid for.
-    ///
-    /// The attempt is the last recorded one, or `cut`, an attempt cancelled before it could be recorded. (Reading it
-    /// here rather than taking it as an argument keeps a copy of an `Attempt` out of the caller's frame per call.)
-    private func report(cut: Attempt? = nil, data: Data?, decision: AttemptOutcome.Decision) async {
-        guard let attempt = cut ?? attempts.last else { return }
-        let outcome = AttemptOutcome(
-            requestID: requestID, label: label, originalRequest: originalRequest, attempt: attempt, data: data,
-            elapsed: session.clock.now() - start, decision: decision)
-        for observer in roles.observers {
+    /// Tells the chain's observers how the last recorded attempt ended; callers skip the call when the chain has none,
+    /// so that neither its time nor its frame is paid for.
+    private mutating func report(data: Data?, decision: AttemptOutcome.Decision) async {
+        guard let outcome = outcome(data: data, decision: decision) else { return }
+        for observer in plan.roles.observers {
             await observer.attemptDidFinish(outcome)
         }
     }
 
-    /// Runs one attempt racing the time left before `deadline`, and cancels it when the time runs out.
-    private func attempt(number: Int, racing deadline: Duration) async -> Outcome {
-        let remaining = deadline - (session.clock.now() - start)
+    /// What the observers are told of the last recorded attempt.
+    @inline(never)
+    private mutating func outcome(data: Data?, decision: AttemptOutcome.Decision) -> AttemptOutcome? {
+        guard let attempt = attempts.last else { return nil }
+        return AttemptOutcome(
+            requestID: plan.requestID, label: plan.label, originalRequest: plan.originalRequest, attempt: attempt,
+            data: data, elapsed: plan.session.clock.now() - start, decision: decision)
+    }
+}
+
+// The steps of an attempt that do not change the run's state take the plan (a reference) rather than the run, so
+// that no copy of the run is kept in the frames that call them.
+extension RequestPlan {
+    /// Runs one attempt racing the time left, `remaining`, and cancels it when the time runs out.
+    fileprivate func attempt(_ base: URLRequest, number: Int, racing remaining: Duration) async -> AttemptResult {
         guard remaining > .zero else { return .timedOut }
-        let run = self
         let clock = session.clock
-        return await withTaskGroup(of: Outcome?.self) { group in
-            group.addTask { await run.attempt(number: number) }
+        return await withTaskGroup(of: AttemptResult?.self) { group in
+            group.addTask { await self.attempt(base, number: number) }
             group.addTask {
                 // `nil` once the time is up; a cancelled sleep (the attempt finished first) is never read.
                 try? await clock.sleep(remaining)
@@ -244,64 +318,85 @@ struct RequestRun: Sendable {
             let first = await group.next() ?? nil
             group.cancelAll()
             if let first { return first }
-            return Task.isCancelled ? .cancelled(sent: nil) : .timedOut
+            return Task.isCancelled ? .cancelledBeforeSending : .timedOut
         }
     }
 
-    /// Adapts, sends, validates and inspects once.
-    private func attempt(number: Int) async -> Outcome {
+    /// Adapts `base`, sends, validates and inspects once.
+    fileprivate func attempt(_ base: URLRequest, number: Int) async -> AttemptResult {
         let context = RequestContext(requestID: requestID, attempt: number, label: label)
         let adapted: URLRequest
         do {
-            adapted = try await adapt(context: context)
+            adapted = try await adapt(base, context: context)
         } catch {
-            if error is CancellationError || Task.isCancelled { return .cancelled(sent: nil) }
-            return .failure(.adaptationFailed(error: error), sent: nil, response: nil, data: nil)
+            return Self.failed(.adaptationFailed(error: error), sent: nil)
         }
-
-        let data: Data
-        let response: HTTPURLResponse
         do {
-            (data, response) = try await session.transport.send(adapted)
+            let (data, response) = try await session.transport.send(adapted)
+            return check(response, data: data, sent: adapted, context: context)
         } catch {
-            if error is CancellationError || Task.isCancelled { return .cancelled(sent: adapted) }
-            return .failure(.transportFailed(error: error), sent: adapted, response: nil, data: nil)
+            return Self.failed(.transportFailed(error: error), sent: adapted)
         }
+    }
 
+    /// The result of an attempt that threw before it had a response: cancelled, if the error or the task says so.
+    @inline(never)
+    private static func failed(_ reason: ReboundError.Reason, sent: URLRequest?) -> AttemptResult {
+        switch reason {
+        case .adaptationFailed(let error) where error is CancellationError,
+            .transportFailed(let error) where error is CancellationError:
+            return AttemptResult(.cancelled, sent: sent)
+        default:
+            return Task.isCancelled
+                ? AttemptResult(.cancelled, sent: sent) : AttemptResult(.failure(reason), sent: sent)
+        }
+    }
+
+    /// Validates and inspects a response.
+    @inline(never)
+    private func check(_ response: HTTPURLResponse, data: Data, sent: URLRequest, context: RequestContext)
+        -> AttemptResult
+    {
         if let reason = validator.validate(response, data: data) {
-            return .failure(reason, sent: adapted, response: response, data: data)
+            return AttemptResult(.failure(reason), sent: sent, response: response, data: data)
         }
         for inspector in roles.inspectors {
             do {
                 try inspector.inspect(response, data: data, context: context)
             } catch {
-                return .failure(.validationFailed(error: error), sent: adapted, response: response, data: data)
+                return AttemptResult(
+                    .failure(.validationFailed(error: error)), sent: sent, response: response, data: data)
             }
         }
-        return .success(adapted, response, data)
+        return AttemptResult(.success, sent: sent, response: response, data: data)
     }
 
-    /// Runs the session's adapters, then the request's, on the request of this attempt.
-    private func adapt(context: RequestContext) async throws -> URLRequest {
-        var request = base
-        if let interceptor = session.interceptor {
-            request = try await interceptor.adapt(consume request, context: context)
-        }
-        if let requestInterceptor {
-            request = try await requestInterceptor.adapt(consume request, context: context)
-        }
-        return request
+    /// Runs the session's adapters, then the request's, on `base`.
+    private func adapt(_ base: URLRequest, context: RequestContext) async throws -> URLRequest {
+        guard let chain else { return base }
+        return try await chain.adapt(base, context: context)
     }
 
     /// Asks the session's retriers, then the request's; the first answer other than `doNotRetry` wins.
-    private func retryResult(for request: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
-        if let interceptor = session.interceptor {
-            let result = await interceptor.retry(request, dueTo: error)
-            if case .doNotRetry = result {} else { return result }
-        }
-        if let requestInterceptor {
-            return await requestInterceptor.retry(request, dueTo: error)
-        }
-        return .doNotRetry
+    fileprivate func retryResult(for request: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
+        await chain?.retry(request, dueTo: error) ?? .doNotRetry
+    }
+}
+
+/// A session's interceptor followed by a request's: adapts with the session's, then the request's; asks the session's
+/// retriers, then the request's, and the first answer other than `doNotRetry` wins.
+private struct SessionThenRequest: RequestInterceptor {
+    let session: any RequestInterceptor
+    let request: any RequestInterceptor
+
+    func adapt(_ urlRequest: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
+        let adapted = try await session.adapt(urlRequest, context: context)
+        return try await request.adapt(adapted, context: context)
+    }
+
+    func retry(_ retryRequest: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
+        let result = await session.retry(retryRequest, dueTo: error)
+        guard case .doNotRetry = result else { return result }
+        return await request.retry(retryRequest, dueTo: error)
     }
 }

@@ -99,8 +99,9 @@ public final class Session: Sendable {
         deadline: Duration? = nil
     ) async throws -> Response {
         var run = RequestRun(
-            session: self, originalRequest: request, label: label, requestInterceptor: interceptor,
-            validator: validator ?? self.validator, deadline: deadline ?? self.deadline)
+            RequestPlan(
+                session: self, originalRequest: request, label: label, requestInterceptor: interceptor,
+                validator: validator ?? self.validator, deadline: deadline ?? self.deadline))
         return try await run.execute()
     }
 

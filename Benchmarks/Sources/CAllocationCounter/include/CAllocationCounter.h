@@ -13,4 +13,11 @@ int64_t rebound_live_bytes(void);
 /// Whether allocations are counted on this platform.
 int rebound_allocation_counting_supported(void);
 
+/// The number of size buckets of `rebound_live_allocations_of_size`.
+#define REBOUND_SIZE_BUCKETS 257
+
+/// The live allocations whose usable size is in [16 * index, 16 * index + 16), the last bucket holding every larger
+/// one; 0 where not supported. For finding out what a waiting request holds.
+int64_t rebound_live_allocations_of_size(int index);
+
 #endif
