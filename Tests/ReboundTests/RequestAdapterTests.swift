@@ -1,7 +1,9 @@
 import Foundation
-import Rebound
 import ReboundTesting
+import Synchronization
 import Testing
+
+@testable import Rebound
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -30,4 +32,70 @@ struct ModifyingAdapterTests {
 
         #expect(error?.underlyingError as? TestError == TestError("no"))
     }
+}
+
+@Suite("Adapter.modifying: synchronous and async closures")
+struct ModifyingOverloadTests {
+    @Test func aClosureThatDoesNotAwaitIsCalledDirectlyByTheInterceptor() {
+        let adapter = Adapter.modifying { request, _ in request.setValue("1", forHTTPHeaderField: "X-One") }
+        let interceptor = Interceptor(adapters: [adapter])
+
+        #expect(adapter.synchronousModification != nil)
+        #expect(interceptor.modifications?.first != nil)
+    }
+
+    @Test func aClosureThatAwaitsGetsTheAsyncOverload() async throws {
+        let source = HeaderSource()
+        let adapter = Adapter.modifying { request, _ in
+            request.setValue(await source.value(), forHTTPHeaderField: "X-Awaited")
+        }
+
+        #expect(adapter.synchronousModification == nil)
+        let adapted = try await adapter.adapt(request(), context: RequestContext())
+        #expect(adapted.value(forHTTPHeaderField: "X-Awaited") == "awaited")
+    }
+
+    @Test func synchronousAndAsyncStepsRunInTheirListedOrder() async throws {
+        let source = HeaderSource()
+        let interceptor = Interceptor(adapters: [
+            .modifying { request, _ in request.setValue("a", forHTTPHeaderField: "X-Order") },
+            .modifying { request, _ in
+                let value = await source.value()
+                request.setValue(
+                    (request.value(forHTTPHeaderField: "X-Order") ?? "") + "b-" + value, forHTTPHeaderField: "X-Order")
+            },
+            .adapter { request, _ in
+                var request = request
+                request.setValue(
+                    (request.value(forHTTPHeaderField: "X-Order") ?? "") + "c", forHTTPHeaderField: "X-Order")
+                return request
+            },
+            .modifying { request, _ in
+                request.setValue(
+                    (request.value(forHTTPHeaderField: "X-Order") ?? "") + "d", forHTTPHeaderField: "X-Order")
+            },
+        ])
+
+        let adapted = try await interceptor.adapt(request(), context: RequestContext())
+
+        #expect(adapted.value(forHTTPHeaderField: "X-Order") == "ab-awaitedcd")
+    }
+
+    @Test func aThrowingSynchronousStepStopsTheChain() async throws {
+        let reached = Atomic<Int>(0)
+        let interceptor = Interceptor(adapters: [
+            .modifying { _, _ in throw TestError("first") },
+            .modifying { _, _ in reached.add(1, ordering: .relaxed) },
+        ])
+
+        await #expect(throws: TestError("first")) {
+            _ = try await interceptor.adapt(request(), context: RequestContext())
+        }
+        #expect(reached.load(ordering: .relaxed) == 0)
+    }
+}
+
+/// Something an adapter awaits.
+private actor HeaderSource {
+    func value() -> String { "awaited" }
 }

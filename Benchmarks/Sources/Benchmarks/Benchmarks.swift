@@ -13,6 +13,10 @@ struct Benchmarks {
             try await profile(arguments[1], count: count)
             return
         }
+        if arguments.first == "micro", arguments.count == 3, let count = Int(arguments[2]) {
+            try await micro(arguments[1], count: count)
+            return
+        }
         let quick = arguments.contains("--quick")
         // Next to the benchmarks' Package.swift, wherever the command is run from.
         var jsonPath = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -49,13 +53,14 @@ struct Benchmarks {
         defer { ServerProcess.stop(server) }
         let port = server.url.port!
         let capacity = serverCapacity(port: port, threads: 4, seconds: quick ? 1 : 3)
-        // Over the network, more and shorter rounds: the machine's noise drifts, and pairs of short runs see the same.
-        let networkRounds = quick ? 5 : 21
+        // Over the network, many short rounds: the machine's noise drifts, and pairs of short runs see the same. The
+        // spread of the per-round ratios is reported too.
+        let networkRounds = quick ? 9 : 61
         if wanted(2) {
-            try await add(endToEnd(base: server.url, rounds: networkRounds, count: quick ? 512 : 1_024))
+            try await add(endToEnd(base: server.url, rounds: networkRounds, count: quick ? 128 : 256))
         }
         if wanted(3) {
-            try await add(retryPath(base: server.url, rounds: networkRounds, count: quick ? 256 : 512))
+            try await add(retryPath(base: server.url, rounds: networkRounds, count: quick ? 64 : 192))
         }
         let fastestClient =
             sections.flatMap { $0.title.hasPrefix("2.") || $0.title.hasPrefix("3.") ? $0.rows : [] }

@@ -23,7 +23,8 @@ public protocol RequestAdapter: Sendable {
 
 /// An adapter made from a closure, for one-off behaviour.
 ///
-/// To change a few fields, prefer ``RequestAdapter/modifying(_:)``: its closure mutates the request in place. A closure that starts
+/// To change a few fields, prefer ``RequestAdapter/modifying(_:)-(Adapter.SynchronousModifyHandler)``: its closure mutates
+/// the request in place. A closure that starts
 /// with `var request = request` works the same, but on Linux it copies the request first (about a microsecond).
 ///
 /// ```swift
@@ -39,19 +40,50 @@ public struct Adapter: RequestInterceptor {
     /// The closure's signature: the request and the attempt's context in, the request to send out.
     public typealias AdaptHandler = @Sendable (consuming URLRequest, RequestContext) async throws -> URLRequest
 
-    private let handler: AdaptHandler
-
     /// The signature of a closure that changes the request in place.
     public typealias ModifyHandler = @Sendable (inout URLRequest, RequestContext) async throws -> Void
 
+    /// The signature of a closure that changes the request in place without suspending.
+    public typealias SynchronousModifyHandler = @Sendable (inout URLRequest, RequestContext) throws -> Void
+
+    /// What the adapter runs.
+    fileprivate enum Body: Sendable {
+        case adapt(AdaptHandler)
+        case modify(ModifyHandler)
+        case modifySynchronously(SynchronousModifyHandler)
+    }
+
+    private let body: Body
+
     /// Creates an adapter that calls `handler` for every attempt.
     public init(_ handler: @escaping AdaptHandler) {
-        self.handler = handler
+        body = .adapt(handler)
+    }
+
+    fileprivate init(body: Body) {
+        self.body = body
+    }
+
+    /// The closure of an adapter made by the synchronous ``RequestAdapter/modifying(_:)-(Adapter.SynchronousModifyHandler)``,
+    /// which ``Interceptor`` calls directly instead of through an async call.
+    var synchronousModification: SynchronousModifyHandler? {
+        if case .modifySynchronously(let modify) = body { modify } else { nil }
     }
 
     /// Calls the closure.
     public func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
-        try await handler(consume request, context)
+        switch body {
+        case .adapt(let handler):
+            return try await handler(consume request, context)
+        case .modify(let modify):
+            var request = request
+            try await modify(&request, context)
+            return request
+        case .modifySynchronously(let modify):
+            var request = request
+            try modify(&request, context)
+            return request
+        }
     }
 }
 
@@ -63,15 +95,26 @@ extension RequestAdapter where Self == Adapter {
 
     /// An adapter whose closure changes the request in place, without copying it.
     ///
+    /// A closure that does not `await` gets this overload: ``Interceptor`` calls it directly, which is cheaper than an
+    /// async call (about 20 ns less per adapter per attempt).
+    ///
     /// ```swift
     /// let auth = Adapter.modifying { request, _ in
     ///     request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
     /// }
     /// ```
+    public static func modifying(_ modify: @escaping Adapter.SynchronousModifyHandler) -> Adapter {
+        Adapter(body: .modifySynchronously(modify))
+    }
+
+    /// An adapter whose closure changes the request in place, without copying it, and may `await`.
+    ///
+    /// ```swift
+    /// let auth = Adapter.modifying { request, _ in
+    ///     request.setValue("Bearer \(await tokens.current())", forHTTPHeaderField: "Authorization")
+    /// }
+    /// ```
     public static func modifying(_ modify: @escaping Adapter.ModifyHandler) -> Adapter {
-        Adapter { (request: consuming URLRequest, context: RequestContext) in
-            try await modify(&request, context)
-            return request
-        }
+        Adapter(body: .modify(modify))
     }
 }

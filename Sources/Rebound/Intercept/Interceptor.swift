@@ -41,20 +41,18 @@ public struct Interceptor: RequestInterceptor {
 
     let roles: ChainRoles
 
-    /// Creates an interceptor from adapters, retriers, other interceptors and observers.
-    ///
-    /// - Parameters:
-    ///   - adapters: Adapters, run first, in order; none by default.
-    ///   - retriers: Retriers, asked first, in order; none by default.
-    ///   - interceptors: Interceptors whose adapters run after `adapters` and whose retriers are asked after
-    ///     `retriers`, in order; none by default.
-    ///   - observers: Observers that only watch outcomes, told after those found among the other parts; none by
-    ///     default.
+    /// The closures of the adapters made by the synchronous `Adapter.modifying`, by the adapters' index (`nil` for
+    /// the others), which ``adapt(_:context:)`` calls directly instead of through an async call; `nil` when there are
+    /// none, so that a chain without them runs the plain loop.
+    let modifications: [Adapter.SynchronousModifyHandler?]?
+
     public init(
         adapters: [any RequestAdapter] = [], retriers: [any RequestRetrier] = [],
         interceptors: [any RequestInterceptor] = [], observers: [any AttemptObserver] = []
     ) {
         self.adapters = adapters + interceptors.map { $0 as any RequestAdapter }
+        let modifications = self.adapters.map { ($0 as? Adapter)?.synchronousModification }
+        self.modifications = modifications.contains { $0 != nil } ? modifications : nil
         self.retriers = retriers + interceptors.map { $0 as any RequestRetrier }
         let parts: [any Sendable] =
             adapters.map { $0 as any Sendable } + retriers.map { $0 as any Sendable }
@@ -75,8 +73,18 @@ public struct Interceptor: RequestInterceptor {
     /// Runs the adapters in order, each on the previous one's output; the first error thrown stops the chain.
     public func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
         var request = request
-        for adapter in adapters {
-            request = try await adapter.adapt(consume request, context: context)
+        guard let modifications else {
+            for adapter in adapters {
+                request = try await adapter.adapt(consume request, context: context)
+            }
+            return request
+        }
+        for index in adapters.indices {
+            if let modify = modifications[index] {
+                try modify(&request, context)
+            } else {
+                request = try await adapters[index].adapt(consume request, context: context)
+            }
         }
         return request
     }

@@ -1,0 +1,53 @@
+import Foundation
+import Rebound
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A transport that answers every request with one response captured from a real server: in-memory cost, real URLs
+/// and headers.
+struct CannedTransport: HTTPTransport {
+    let answer: (Data, HTTPURLResponse)
+
+    /// Sends `request` once with a fresh URLSession and keeps the answer.
+    init(answeringLike request: URLRequest) async throws {
+        let (data, response) = try await URLSession(configuration: .ephemeral).data(for: request)
+        guard let response = response as? HTTPURLResponse else { throw BenchmarkError("not HTTP: \(response)") }
+        answer = (data, response)
+    }
+
+    func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) { answer }
+}
+
+/// Keeps the thread busy for `duration`: the calibration contender's stand-in for a chain's own work.
+func busyWork(for duration: Duration) {
+    let clock = ContinuousClock()
+    let end = clock.now + duration
+    while clock.now < end {}
+}
+
+/// What `interceptor` costs per request over setting the realistic headers directly, measured in memory against a
+/// real response from `url`'s server: medians of interleaved rounds, in nanoseconds.
+func inMemoryCost(of interceptor: any RequestInterceptor, url: URL, rounds: Int, count: Int) async throws -> Double {
+    let transport = try await CannedTransport(answeringLike: URLRequest(url: url))
+    let session = Session(transport: transport, interceptor: interceptor)
+    let direct = Contender(name: "direct") { count in
+        try await measure(count: count) {
+            for _ in 0..<count {
+                var request = URLRequest(url: url)
+                for (name, value) in realisticHeaders { request.setValue(value, forHTTPHeaderField: name) }
+                _ = try await transport.send(request)
+            }
+        }
+    }
+    let chain = Contender(name: "chain") { count in
+        try await measure(count: count) {
+            for _ in 0..<count { _ = try await session.send(URLRequest(url: url)) }
+        }
+    }
+    _ = try await direct.run(count)
+    _ = try await chain.run(count)
+    let samples = try await interleaved(rounds: rounds, count: count, [direct, chain])
+    return max(samples["chain"]!.medianWall - samples["direct"]!.medianWall, 0)
+}

@@ -1,0 +1,95 @@
+import Foundation
+import Rebound
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The interceptor of a contender named on the command line of `profile` and `micro`.
+private func interceptor(named contender: String) -> (any RequestInterceptor)? {
+    switch contender {
+    case "realistic": chains.last!.interceptor
+    case "adapters": Interceptor(adapters: headerAdapters)
+    case "breaker": CircuitBreakerRegistry()
+    case "logging": LoggingRetrier(wrapping: RetryPolicy(), sink: { _ in })
+    case "policy": RetryPolicy()
+    case "observer": Interceptor(observers: [NoOpObserver()])
+    default: nil
+    }
+}
+
+/// A request to `url`, with the realistic headers unless the contender's adapters add them.
+private func request(to url: URL, for contender: String) -> URLRequest {
+    var request = URLRequest(url: url)
+    if contender != "adapters" && contender != "realistic" {
+        for (name, value) in realisticHeaders { request.setValue(value, forHTTPHeaderField: name) }
+    }
+    return request
+}
+
+/// `Benchmarks profile CONTENDER N`: N sequential requests to `/ok` through one contender, each process on its own,
+/// for a profiler or for `taskset`. Prints requests per second and the client's CPU time per request.
+///
+/// Contenders: `plain` (URLSession), `spinN` (URLSession, then N µs of busy work per request), `session` (no
+/// interceptor), `adapters`, `breaker`, `logging`, `policy`, `realistic` (section 2's chain).
+func profile(_ contender: String, count: Int) async throws {
+    let server = try ServerProcess.start()
+    defer { ServerProcess.stop(server) }
+    let url = server.url.appendingPathComponent("ok")
+    let urlSession = URLSession(configuration: .default)
+    let session = Session(
+        transport: URLSessionTransport(session: urlSession), interceptor: interceptor(named: contender))
+    let spin = contender.hasPrefix("spin") ? Duration.microseconds(Int(contender.dropFirst(4)) ?? 0) : nil
+    // `memory`: URLSession, then a bare Session's work on an in-memory transport: the session's code run cold.
+    let memory = Session(transport: try await CannedTransport(answeringLike: URLRequest(url: url)))
+    let memoryRequest = request(to: url, for: "plain")
+    @Sendable func run(_ count: Int) async throws {
+        for _ in 0..<count {
+            let request = request(to: url, for: contender)
+            if contender == "plain" || contender == "memory" || spin != nil {
+                _ = try await urlSession.data(for: request)
+                if let spin { busyWork(for: spin) }
+                if contender == "memory" { _ = try await memory.send(memoryRequest) }
+            } else {
+                _ = try await session.send(request)
+            }
+        }
+    }
+    // On a task of the global pool, as the section 2 contenders, rather than on the main actor.
+    let sample = try await Task.detached {
+        try await run(256)
+        return try await measure(count: count) { try await run(count) }
+    }.value
+    print(
+        "\(contender): \(Int(sample.operationsPerSecond)) requests/s, "
+            + "\(Int(sample.cpuPerOperation / 1_000)) µs client CPU/request")
+}
+
+/// `Benchmarks micro CONTENDER N`: N requests through a contender's chain on a transport that answers in memory with
+/// a real response captured from the loopback server: what the chain itself costs with real URLs and headers.
+func micro(_ contender: String, count: Int) async throws {
+    let server = try ServerProcess.start()
+    defer { ServerProcess.stop(server) }
+    let url = server.url.appendingPathComponent("ok")
+    let transport = try await CannedTransport(answeringLike: URLRequest(url: url))
+    let session = Session(transport: transport, interceptor: interceptor(named: contender))
+    @Sendable func run(_ count: Int) async throws {
+        for _ in 0..<count {
+            if contender == "plain" {
+                _ = try await transport.send(request(to: url, for: contender))
+            } else {
+                _ = try await session.send(request(to: url, for: contender))
+            }
+        }
+    }
+    let sample = try await Task.detached {
+        try await run(1_000)
+        return try await measure(count: count) { try await run(count) }
+    }.value
+    print("\(contender): \(Int(sample.wallPerOperation)) ns/request, \(sample.allocationsPerOperation) allocations")
+}
+
+/// An observer that does nothing: what the observers' call itself costs.
+struct NoOpObserver: AttemptObserver {
+    func attemptDidFinish(_ outcome: AttemptOutcome) async {}
+}
