@@ -3,14 +3,20 @@ import Foundation
 /// Prints a table of every benchmark and writes the same figures as JSON.
 ///
 /// `swift run -c release --package-path Benchmarks Benchmarks [--quick] [--only 1,2] [--json PATH]`
+///
+/// Tools for digging into one figure (see Docs/Performance.md): `profile CONTENDER N`, `micro CONTENDER N`, `pieces`.
 @main
 struct Benchmarks {
     static func main() async throws {
         var arguments = Array(CommandLine.arguments.dropFirst())
         if arguments.first == "serve" { try ServerProcess.serve() }
-        // `profile plain|session|realistic N`: N sequential requests of one contender, for callgrind or perf.
+        // `profile CONTENDER N`: N sequential loopback requests of one contender in a process of its own.
         if arguments.first == "profile", arguments.count == 3, let count = Int(arguments[2]) {
             try await profile(arguments[1], count: count)
+            return
+        }
+        if arguments.first == "pieces" {
+            pieces()
             return
         }
         if arguments.first == "micro", arguments.count == 3, let count = Int(arguments[2]) {

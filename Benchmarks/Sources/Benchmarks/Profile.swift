@@ -93,3 +93,32 @@ func micro(_ contender: String, count: Int) async throws {
 struct NoOpObserver: AttemptObserver {
     func attemptDidFinish(_ outcome: AttemptOutcome) async {}
 }
+
+/// Nanoseconds per call of `body`, over `count` calls.
+func timePerCall(_ count: Int, _ body: () -> Void) -> Double {
+    let clock = ContinuousClock()
+    let start = clock.now
+    for _ in 0..<count { body() }
+    return (clock.now - start).nanoseconds / Double(count)
+}
+
+/// `Benchmarks pieces`: what the building blocks of the circuit breaker registry cost per call, hot.
+func pieces() {
+    var request = URLRequest(url: URL(string: "http://127.0.0.1:41234/ok")!)
+    for (name, value) in realisticHeaders { request.setValue(value, forHTTPHeaderField: name) }
+    let url = request.url!
+    print("ns per call, hot:")
+    print("hostKey", timePerCall(200_000) { _ = CircuitBreakerRegistry.hostKey(for: request) })
+    print("request.url", timePerCall(200_000) { _ = request.url })
+    print("url.host", timePerCall(200_000) { _ = url.host })
+    print("url.port", timePerCall(200_000) { _ = url.port })
+    print("now", timePerCall(200_000) { _ = ContinuousClock.now })
+    let lock = NSLock()
+    print(
+        "lock",
+        timePerCall(200_000) {
+            lock.lock(); lock.unlock()
+        })
+    let table: [String: Int] = ["127.0.0.1:41234": 1, "example.com": 2]
+    print("table lookup", timePerCall(200_000) { _ = table["127.0.0.1:41234"] })
+}
