@@ -327,7 +327,7 @@ extension RequestPlan {
         let context = RequestContext(requestID: requestID, attempt: number, label: label)
         let adapted: URLRequest
         do {
-            adapted = try await adapt(base, context: context)
+            adapted = chain == nil ? base : try await adapt(base, context: context)
         } catch {
             return Self.failed(.adaptationFailed(error: error), sent: nil)
         }
