@@ -73,20 +73,27 @@ public struct Interceptor: RequestInterceptor {
     /// Runs the adapters in order, each on the previous one's output; the first error thrown stops the chain.
     public func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
         var request = request
-        guard let modifications else {
-            for adapter in adapters {
-                request = try await adapter.adapt(consume request, context: context)
-            }
-            return request
-        }
-        for index in adapters.indices {
-            if let modify = modifications[index] {
-                try modify(&request, context)
-            } else {
-                request = try await adapters[index].adapt(consume request, context: context)
-            }
+        var index = 0
+        while index < adapters.count {
+            index = try modify(&request, from: index, context: context)
+            guard index < adapters.count else { break }
+            request = try await adapters[index].adapt(consume request, context: context)
+            index += 1
         }
         return request
+    }
+
+    /// Runs the synchronous modifications from `index` on, up to the next adapter that needs an async call, and returns
+    /// that adapter's index (or the number of adapters). Out of line, so that the async frame above stays small.
+    @inline(never)
+    private func modify(_ request: inout URLRequest, from index: Int, context: RequestContext) throws -> Int {
+        guard let modifications else { return index }
+        var index = index
+        while index < modifications.count, let modification = modifications[index] {
+            try modification(&request, context)
+            index += 1
+        }
+        return index
     }
 
     /// Asks the retriers in order and returns the first answer that is not ``RetryResult/doNotRetry``.

@@ -119,7 +119,7 @@ struct RequestRun {
             case .timedOut(let error):
                 throw error
             case .failed(let outcome):
-                let delay = try await afterFailure(outcome)
+                let delay = try await afterFailure(consume outcome)
                 guard delay > .zero else { continue }
                 do {
                     try await plan.session.clock.sleep(delay)
@@ -188,7 +188,7 @@ struct RequestRun {
 
     /// Asks the retriers about a failed attempt, decides, and tells the observers; returns the delay before the
     /// retry, or throws the error the request ends with.
-    private mutating func afterFailure(_ failed: AttemptResult) async throws -> Duration {
+    private mutating func afterFailure(_ failed: consuming AttemptResult) async throws -> Duration {
         let question = question(about: failed)
         // A non-retryable failure (an open breaker, say) is not offered to the retriers at all.
         let result =
