@@ -26,9 +26,25 @@ struct RedactionTests {
         ("https://u:p@a.example:8080/p", "https://u:<redacted>@a.example:8080/p"),
         ("https://a.example/p#id_token=abc&state=1", "https://a.example/p#id_token=<redacted>&state=1"),
         ("https://a.example", "https://a.example"),
+        // Nothing to hide: shown as the URL's own text.
+        ("https://user@a.example:8443/a%20b/c;v=1", "https://user@a.example:8443/a%20b/c;v=1"),
+        ("http://127.0.0.1:41234/ok", "http://127.0.0.1:41234/ok"),
+        ("https://u:@a.example/p", "https://u:<redacted>@a.example/p"),
+        ("https://a.example/p?", "https://a.example/p?"),
+        ("https://a.example/p#", "https://a.example/p#"),
     ])
     func hidesSecretQueryItemsAndPasswords(url: String, expected: String) {
         #expect(Redaction.default.string(for: URL(string: url)) == expected)
+    }
+
+    @Test(arguments: ["X-My-Secret-Id", "x-apikey", "Refresh_TOKEN", "X-Api_Key-2", "Password"])
+    func findsFragmentsAnywhereInTheNameWhateverItsCase(name: String) {
+        #expect(Redaction.default.isSecret(header: name))
+    }
+
+    @Test(arguments: ["", "Tok", "X-Tokn", "Keep-Alive", "Ünïcode-Header"])
+    func aNameWithoutAFragmentIsNotSecret(name: String) {
+        #expect(!Redaction.default.isSecret(header: name))
     }
 
     @Test func isConfigurable() {

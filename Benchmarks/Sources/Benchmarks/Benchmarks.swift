@@ -16,7 +16,7 @@ struct Benchmarks {
             return
         }
         if arguments.first == "pieces" {
-            pieces()
+            await pieces()
             return
         }
         if arguments.first == "micro", arguments.count == 3, let count = Int(arguments[2]) {

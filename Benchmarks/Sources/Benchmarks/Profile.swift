@@ -1,3 +1,4 @@
+import CAllocationCounter
 import Foundation
 import Rebound
 
@@ -102,8 +103,9 @@ func timePerCall(_ count: Int, _ body: () -> Void) -> Double {
     return (clock.now - start).nanoseconds / Double(count)
 }
 
-/// `Benchmarks pieces`: what the building blocks of the circuit breaker registry cost per call, hot.
-func pieces() {
+/// `Benchmarks pieces`: what the building blocks of the circuit breaker registry, and a `LoggingRetrier` event, cost
+/// per call, hot.
+func pieces() async {
     var request = URLRequest(url: URL(string: "http://127.0.0.1:41234/ok")!)
     for (name, value) in realisticHeaders { request.setValue(value, forHTTPHeaderField: name) }
     let url = request.url!
@@ -121,4 +123,19 @@ func pieces() {
         })
     let table: [String: Int] = ["127.0.0.1:41234": 1, "example.com": 2]
     print("table lookup", timePerCall(200_000) { _ = table["127.0.0.1:41234"] })
+
+    // A retry decision logged by a LoggingRetrier whose sink drops it: building the event is the cost.
+    let logger = LoggingRetrier(sink: { _ in })
+    let response = HTTPURLResponse(url: url, statusCode: 503, httpVersion: "HTTP/1.1", headerFields: nil)!
+    let attempt = Attempt(
+        number: 1, request: request, response: response, failure: .unacceptableStatusCode(503),
+        duration: .milliseconds(3))
+    let outcome = AttemptOutcome(
+        originalRequest: request, attempt: attempt, decision: .retry(after: .milliseconds(500)))
+    let clock = ContinuousClock()
+    let allocations = rebound_allocation_count()
+    let start = clock.now
+    for _ in 0..<20_000 { await logger.attemptDidFinish(outcome) }
+    let perEvent = (clock.now - start).nanoseconds / 20_000
+    print("LoggingRetrier event", perEvent, "allocations", Double(rebound_allocation_count() - allocations) / 20_000)
 }

@@ -129,9 +129,10 @@ public struct LoggingRetrier: RequestInterceptor, AttemptObserver, ResponseInspe
         let request = outcome.request
         let method = request.method.rawValue
         let url = redaction.string(for: request.url)
-        let headers = (request.allHTTPHeaderFields ?? [:]).sorted { $0.key.lowercased() < $1.key.lowercased() }.map {
-            (name: $0.key, value: redaction.value(ofHeader: $0.key, $0.value))
-        }
+        // Sorted by the lower-cased name, each lower-cased once rather than at every comparison.
+        let headers = (request.allHTTPHeaderFields ?? [:]).map { (order: $0.key.lowercased(), field: $0) }
+            .sorted { $0.order < $1.order }
+            .map { (name: $0.field.key, value: redaction.value(ofHeader: $0.field.key, $0.field.value)) }
         let failure = outcome.failure.map { reason -> String in
             if case .unacceptableStatusCode = reason { return "status \(outcome.statusCode ?? 0)" }
             return outcome.statusCode.map { "status \($0), \(reason)" } ?? "\(reason)"
