@@ -130,6 +130,34 @@ struct AttemptObserverTests {
         #expect(shared.outcomes.count == 1)
     }
 
+    @Test func anObserverInBothTheSessionsAndTheRequestsInterceptorIsToldOnce() async throws {
+        let shared = RecordingObserver("shared")
+        let own = RecordingObserver("own")
+        let session = Session(
+            transport: ScriptedTransport([.status(503), .status(200)]),
+            interceptor: Interceptor(retriers: [retryAnything(limit: 3, delay: .zero)], observers: [shared]),
+            clock: ImmediateClock())
+
+        _ = try await session.send(request(), interceptor: Interceptor(observers: [own, shared]))
+
+        #expect(shared.lines == ["#1 503 retry 0.0 seconds", "#2 200 succeeded"])
+        #expect(own.lines == shared.lines)
+    }
+
+    @Test func aBudgetInBothTheSessionsAndTheRequestsInterceptorIsChargedOnce() async throws {
+        // Five retry tokens for each failure, ten to start with: two retries, if each is charged once.
+        let budget = RetryBudget(
+            configuration: try .init(initialTokens: 10, maximumTokens: 10, retryCost: 5, successReward: 0))
+        let session = Session(
+            transport: ScriptedTransport([.status(503), .status(503), .status(200)]),
+            interceptor: Interceptor(retriers: [retryAnything(limit: 5, delay: .zero)], interceptors: [budget]),
+            clock: ImmediateClock())
+
+        let response = try await session.send(request(), interceptor: Interceptor(interceptors: [budget]))
+
+        #expect(response.retryCount == 2)
+    }
+
     @Test func anInterceptorThatObservesIsFoundWithoutWiring() async throws {
         let observer = RecordingObserver()
         let session = Session(

@@ -68,12 +68,22 @@ struct ChainRoles: Sendable {
         self.init(observers: observers, inspectors: inspectors, gates: gates)
     }
 
-    /// These roles followed by `other`'s.
+    /// These roles followed by `other`'s; a class instance in both counts once (the session's and a request's
+    /// interceptor may share an observer or a budget, which must still hear each attempt once).
     func followed(by other: ChainRoles) -> ChainRoles {
         if other.isEmpty { return self }
         if isEmpty { return other }
         return ChainRoles(
-            observers: observers + other.observers, inspectors: inspectors + other.inspectors,
-            gates: gates + other.gates)
+            observers: Self.merging(observers, other.observers), inspectors: Self.merging(inspectors, other.inspectors),
+            gates: Self.merging(gates, other.gates))
+    }
+
+    /// `first` followed by the parts of `second` that are not class instances already in `first`.
+    private static func merging<Part>(_ first: [Part], _ second: [Part]) -> [Part] {
+        func identity(_ part: Part) -> ObjectIdentifier? {
+            type(of: part as Any) is AnyClass ? ObjectIdentifier(part as AnyObject) : nil
+        }
+        let seen = Set(first.compactMap(identity))
+        return first + second.filter { part in identity(part).map { !seen.contains($0) } ?? true }
     }
 }

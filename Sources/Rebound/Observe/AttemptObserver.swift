@@ -11,7 +11,8 @@
 ///
 /// **Order and cost.** Observers are called one after another on the request's task, the session's interceptor's
 /// first, then the request's, in chain order; the session waits for each, so keep the hook quick. A chain without
-/// observers pays nothing. An observer that is a class instance listed twice in one ``Interceptor`` is told once.
+/// observers pays nothing. An observer that is a class instance listed twice in one ``Interceptor``, or in both the
+/// session's and a request's interceptor, is told once.
 public protocol AttemptObserver: Sendable {
     /// Called once with the outcome of each attempt, including cancelled ones.
     func attemptDidFinish(_ outcome: AttemptOutcome) async
