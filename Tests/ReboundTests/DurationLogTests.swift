@@ -19,7 +19,7 @@ struct DurationLogTests {
     }
 
     @Test func agreesWithPrintfRoundingOverManyDurations() {
-        var generator = SeededGenerator(seed: 7)
+        var generator = SplitMix64(state: 7)
         for _ in 0..<20_000 {
             let duration = Duration.nanoseconds(Int64.random(in: 0...90_000_000_000, using: &generator))
             #expect(duration.logDescription == reference(duration))
@@ -36,18 +36,5 @@ struct DurationLogTests {
         }
         return milliseconds >= 999.95
             ? trimmed(milliseconds / 1_000, digits: 3) + " s" : trimmed(milliseconds, digits: 1) + " ms"
-    }
-}
-
-/// SplitMix64, for repeatable random inputs.
-private struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -327,7 +327,8 @@ extension RequestPlan {
         let context = RequestContext(requestID: requestID, attempt: number, label: label)
         let adapted: URLRequest
         do {
-            adapted = chain == nil ? base : try await adapt(base, context: context)
+            // Through the combined chain (the session's adapters, then the request's); none, no call.
+            if let chain { adapted = try await chain.adapt(base, context: context) } else { adapted = base }
         } catch {
             return Self.failed(.adaptationFailed(error: error), sent: nil)
         }
@@ -369,12 +370,6 @@ extension RequestPlan {
             }
         }
         return AttemptResult(.success, sent: sent, response: response, data: data)
-    }
-
-    /// Runs the session's adapters, then the request's, on `base`.
-    private func adapt(_ base: URLRequest, context: RequestContext) async throws -> URLRequest {
-        guard let chain else { return base }
-        return try await chain.adapt(base, context: context)
     }
 
     /// Asks the session's retriers, then the request's; the first answer other than `doNotRetry` wins.
