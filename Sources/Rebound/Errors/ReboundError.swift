@@ -40,51 +40,40 @@ public struct ReboundError: Error, Sendable {
     }
 
     /// Why the request failed.
-    public var reason: Reason { storage.reason }
+    public var reason: Reason { storage.value.reason }
     /// The request as the caller passed it to the session, before any adapter ran.
-    public var originalRequest: URLRequest { storage.originalRequest }
+    public var originalRequest: URLRequest { storage.value.originalRequest }
     /// The last request sent to the transport, after adaptation; `nil` if no attempt got that far.
-    public var lastRequest: URLRequest? { storage.lastRequest }
+    public var lastRequest: URLRequest? { storage.value.lastRequest }
     /// The response of the last attempt; `nil` if the last attempt got no response.
-    public var response: HTTPURLResponse? { storage.response }
+    public var response: HTTPURLResponse? { storage.value.response }
     /// The body of the last attempt's response; `nil` if the last attempt got no response.
-    public var data: Data? { storage.data }
+    public var data: Data? { storage.value.data }
     /// Every attempt made, in order; never empty.
-    public var attempts: [Attempt] { storage.attempts }
+    public var attempts: [Attempt] { storage.value.attempts }
 
     /// The fields, in one box: an error is passed through several async frames while retriers decide, and each frame
     /// holds a copy; one reference keeps those frames, and so the memory of a waiting request, small.
-    private final class Storage: Sendable {
+    private struct Fields: Sendable {
         let reason: Reason
         let originalRequest: URLRequest
         let lastRequest: URLRequest?
         let response: HTTPURLResponse?
         let data: Data?
         let attempts: [Attempt]
-
-        init(
-            reason: Reason, originalRequest: URLRequest, lastRequest: URLRequest?, response: HTTPURLResponse?,
-            data: Data?, attempts: [Attempt]
-        ) {
-            self.reason = reason
-            self.originalRequest = originalRequest
-            self.lastRequest = lastRequest
-            self.response = response
-            self.data = data
-            self.attempts = attempts
-        }
     }
 
-    private let storage: Storage
+    private let storage: Box<Fields>
 
     /// Creates an error; the session creates these, and test code may too.
     public init(
         reason: Reason, originalRequest: URLRequest, lastRequest: URLRequest? = nil,
         response: HTTPURLResponse? = nil, data: Data? = nil, attempts: [Attempt] = []
     ) {
-        storage = Storage(
-            reason: reason, originalRequest: originalRequest, lastRequest: lastRequest, response: response, data: data,
-            attempts: attempts)
+        storage = Box(
+            Fields(
+                reason: reason, originalRequest: originalRequest, lastRequest: lastRequest, response: response,
+                data: data, attempts: attempts))
     }
 
     /// How many attempts were made.

@@ -19,25 +19,25 @@ public struct AttemptOutcome: Sendable {
     }
 
     /// An identifier shared by every attempt of one request, and different between requests.
-    public var requestID: UUID { storage.requestID }
+    public var requestID: UUID { storage.value.requestID }
     /// The label the caller gave the request; `nil` if none.
-    public var label: String? { storage.label }
+    public var label: String? { storage.value.label }
     /// The request as the caller passed it to the session, before any adapter ran.
-    public var originalRequest: URLRequest { storage.originalRequest }
+    public var originalRequest: URLRequest { storage.value.originalRequest }
     /// The record of this attempt: what was sent, what came back, why it failed, how long it took.
     ///
     /// For an attempt cut short by cancellation, ``Attempt/failure`` and ``Attempt/response`` are `nil`.
-    public var attempt: Attempt { storage.attempt }
+    public var attempt: Attempt { storage.value.attempt }
     /// The body of this attempt's response; `nil` if it got none.
-    public var data: Data? { storage.data }
+    public var data: Data? { storage.value.data }
     /// The time from the start of the request's first attempt to the end of this one, on the session's clock.
-    public var elapsed: Duration { storage.elapsed }
+    public var elapsed: Duration { storage.value.elapsed }
     /// What the session does next.
-    public var decision: Decision { storage.decision }
+    public var decision: Decision { storage.value.decision }
 
     /// The fields, in one box: an outcome is passed through every observer's async frames, which then hold a
     /// reference instead of all of it (a waiting request's memory is the high-water mark of its frames).
-    private final class Storage: Sendable {
+    private struct Fields: Sendable {
         let requestID: UUID
         let label: String?
         let originalRequest: URLRequest
@@ -45,31 +45,19 @@ public struct AttemptOutcome: Sendable {
         let data: Data?
         let elapsed: Duration
         let decision: Decision
-
-        init(
-            requestID: UUID, label: String?, originalRequest: URLRequest, attempt: Attempt, data: Data?,
-            elapsed: Duration, decision: Decision
-        ) {
-            self.requestID = requestID
-            self.label = label
-            self.originalRequest = originalRequest
-            self.attempt = attempt
-            self.data = data
-            self.elapsed = elapsed
-            self.decision = decision
-        }
     }
 
-    private let storage: Storage
+    private let storage: Box<Fields>
 
     /// Creates an outcome; the session creates these, and test code may too.
     public init(
         requestID: UUID = UUID(), label: String? = nil, originalRequest: URLRequest, attempt: Attempt,
         data: Data? = nil, elapsed: Duration? = nil, decision: Decision
     ) {
-        storage = Storage(
-            requestID: requestID, label: label, originalRequest: originalRequest, attempt: attempt, data: data,
-            elapsed: elapsed ?? attempt.duration, decision: decision)
+        storage = Box(
+            Fields(
+                requestID: requestID, label: label, originalRequest: originalRequest, attempt: attempt, data: data,
+                elapsed: elapsed ?? attempt.duration, decision: decision))
     }
 
     /// The request sent in this attempt, or the original request when an adapter failed before it could be sent.

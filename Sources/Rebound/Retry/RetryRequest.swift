@@ -7,22 +7,22 @@ import Foundation
 /// What a retrier knows about the request whose attempt just failed.
 public struct RetryRequest: Sendable {
     /// An identifier shared by every attempt of one request, and different between requests.
-    public var requestID: UUID { storage.requestID }
+    public var requestID: UUID { storage.value.requestID }
     /// The label the caller gave the request, for retriers that treat kinds of request differently; `nil` if none.
-    public var label: String? { storage.label }
+    public var label: String? { storage.value.label }
     /// The request as the caller passed it to the session, before any adapter ran.
-    public var originalRequest: URLRequest { storage.originalRequest }
+    public var originalRequest: URLRequest { storage.value.originalRequest }
     /// The request sent in the failed attempt; `nil` if an adapter failed before it could be sent.
-    public var lastRequest: URLRequest? { storage.lastRequest }
+    public var lastRequest: URLRequest? { storage.value.lastRequest }
     /// The failed attempt's response; `nil` if it got none.
-    public var response: HTTPURLResponse? { storage.response }
+    public var response: HTTPURLResponse? { storage.value.response }
     /// The failed attempt's response body; `nil` if it got no response.
-    public var data: Data? { storage.data }
+    public var data: Data? { storage.value.data }
     /// Every attempt so far, in order; the last one is the attempt that just failed.
-    public var attempts: [Attempt] { storage.attempts }
+    public var attempts: [Attempt] { storage.value.attempts }
 
     /// The fields, in one box, so that the async frames that pass a retry request along stay small.
-    private final class Storage: Sendable {
+    private struct Fields: Sendable {
         let requestID: UUID
         let label: String?
         let originalRequest: URLRequest
@@ -30,31 +30,19 @@ public struct RetryRequest: Sendable {
         let response: HTTPURLResponse?
         let data: Data?
         let attempts: [Attempt]
-
-        init(
-            requestID: UUID, label: String?, originalRequest: URLRequest, lastRequest: URLRequest?,
-            response: HTTPURLResponse?, data: Data?, attempts: [Attempt]
-        ) {
-            self.requestID = requestID
-            self.label = label
-            self.originalRequest = originalRequest
-            self.lastRequest = lastRequest
-            self.response = response
-            self.data = data
-            self.attempts = attempts
-        }
     }
 
-    private let storage: Storage
+    private let storage: Box<Fields>
 
     /// Creates a retry request; the session creates these, and test code may too.
     public init(
         requestID: UUID = UUID(), label: String? = nil, originalRequest: URLRequest, lastRequest: URLRequest? = nil,
         response: HTTPURLResponse? = nil, data: Data? = nil, attempts: [Attempt] = []
     ) {
-        storage = Storage(
-            requestID: requestID, label: label, originalRequest: originalRequest, lastRequest: lastRequest,
-            response: response, data: data, attempts: attempts)
+        storage = Box(
+            Fields(
+                requestID: requestID, label: label, originalRequest: originalRequest, lastRequest: lastRequest,
+                response: response, data: data, attempts: attempts))
     }
 
     /// How many retries were made before the attempt that just failed: `0` after the first attempt fails.
