@@ -147,6 +147,13 @@ public final class CircuitBreaker: RequestInterceptor, AttemptObserver {
 
     /// Lets the attempt through, returning `request` unchanged, or throws ``CircuitBreakerOpenError``.
     public func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
+        try admit(context)
+        return request
+    }
+
+    /// Lets the attempt through or throws ``CircuitBreakerOpenError``; synchronous, so that a registry in front of
+    /// the breaker makes no second async call.
+    func admit(_ context: RequestContext) throws(CircuitBreakerOpenError) {
         let attemptKey = AttemptKey(requestID: context.requestID, attempt: context.attempt)
         let (rejection, transitions) = update { machine, now, transitions -> CircuitBreakerOpenError? in
             switch machine.machine.admit(now: now, transitions: &transitions) {
@@ -159,7 +166,6 @@ public final class CircuitBreaker: RequestInterceptor, AttemptObserver {
         }
         announce(transitions)
         if let rejection { throw rejection }
-        return request
     }
 
     /// Counts the outcome of an attempt this breaker let through; other outcomes are ignored.

@@ -90,8 +90,8 @@ public final class CircuitBreakerRegistry: RequestInterceptor, AttemptObserver {
     /// Lets the attempt through its key's breaker, or throws ``CircuitBreakerOpenError``.
     public func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
         guard let key = keyFunction(request) else { return request }
-        let breaker = breaker(for: key)
-        return try await breaker.adapt(consume request, context: context)
+        try breaker(for: key).admit(context)
+        return request
     }
 
     /// Hands the outcome to the breaker that let the attempt through.
