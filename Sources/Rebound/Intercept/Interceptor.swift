@@ -46,6 +46,15 @@ public struct Interceptor: RequestInterceptor {
     /// none, so that a chain without them runs the plain loop.
     let modifications: [Adapter.SynchronousModifyHandler?]?
 
+    /// Creates an interceptor from adapters, retriers, other interceptors and observers.
+    ///
+    /// - Parameters:
+    ///   - adapters: Adapters, run first, in order; none by default.
+    ///   - retriers: Retriers, asked first, in order; none by default.
+    ///   - interceptors: Interceptors whose adapters run after `adapters` and whose retriers are asked after
+    ///     `retriers`, in order; none by default.
+    ///   - observers: Observers that only watch outcomes, told after those found among the other parts; none by
+    ///     default.
     public init(
         adapters: [any RequestAdapter] = [], retriers: [any RequestRetrier] = [],
         interceptors: [any RequestInterceptor] = [], observers: [any AttemptObserver] = []
