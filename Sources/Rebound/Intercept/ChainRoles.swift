@@ -38,8 +38,7 @@ struct ChainRoles: Sendable {
         var seenGates = Set<ObjectIdentifier>()
 
         func isNew(_ part: any Sendable, in seen: inout Set<ObjectIdentifier>) -> Bool {
-            guard type(of: part) is AnyClass else { return true }
-            return seen.insert(ObjectIdentifier(part as AnyObject)).inserted
+            Self.identity(of: part).map { seen.insert($0).inserted } ?? true
         }
         func add(_ part: any Sendable) {
             if let composite = part as? Interceptor {
@@ -80,10 +79,12 @@ struct ChainRoles: Sendable {
 
     /// `first` followed by the parts of `second` that are not class instances already in `first`.
     private static func merging<Part>(_ first: [Part], _ second: [Part]) -> [Part] {
-        func identity(_ part: Part) -> ObjectIdentifier? {
-            type(of: part as Any) is AnyClass ? ObjectIdentifier(part as AnyObject) : nil
-        }
-        let seen = Set(first.compactMap(identity))
-        return first + second.filter { part in identity(part).map { !seen.contains($0) } ?? true }
+        let seen = Set(first.compactMap { identity(of: $0) })
+        return first + second.filter { part in identity(of: part).map { !seen.contains($0) } ?? true }
+    }
+
+    /// A class instance's identity, by which a part listed twice is found; `nil` for a value, which cannot be.
+    private static func identity(of part: Any) -> ObjectIdentifier? {
+        type(of: part) is AnyClass ? ObjectIdentifier(part as AnyObject) : nil
     }
 }

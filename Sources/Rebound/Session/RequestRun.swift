@@ -34,8 +34,7 @@ final class RequestPlan: Sendable {
         }
         self.validator = validator
         self.deadline = deadline
-        self.roles =
-            requestInterceptor == nil ? session.roles : session.roles.followed(by: ChainRoles(of: requestInterceptor))
+        self.roles = session.roles.followed(by: ChainRoles(of: requestInterceptor))
     }
 }
 
@@ -87,6 +86,9 @@ struct RequestRun {
         self.plan = plan
         self.base = plan.originalRequest
     }
+
+    /// How an attempt the deadline cut short is recorded.
+    private static let timedOut = ReboundError.Reason.transportFailed(error: URLError(.timedOut))
 
     /// How an attempt ended, once recorded.
     private enum AttemptEnd {
@@ -154,9 +156,12 @@ struct RequestRun {
     @inline(never)
     private mutating func record(_ outcome: AttemptResult, number: Int, since attemptStart: Duration) -> AttemptEnd {
         let duration = plan.session.clock.now() - attemptStart
-        var failure: ReboundError.Reason?
-        if case .failure(let reason) = outcome.kind { failure = reason }
-        if case .timedOut = outcome.kind { failure = .transportFailed(error: URLError(.timedOut)) }
+        let failure: ReboundError.Reason? =
+            switch outcome.kind {
+            case .failure(let reason): reason
+            case .timedOut: Self.timedOut
+            case .success, .cancelled: nil
+            }
         attempts.append(
             Attempt(
                 number: number, request: outcome.sent, response: outcome.response, failure: failure,
@@ -171,7 +176,7 @@ struct RequestRun {
             // Recorded too, for the observers; the request ends with `CancellationError`.
             return .cancelled
         case .timedOut:
-            return .timedOut(deadlineExceeded(after: failure ?? .transportFailed(error: URLError(.timedOut))))
+            return .timedOut(deadlineExceeded(after: Self.timedOut))
         }
     }
 
