@@ -35,9 +35,7 @@ func inMemoryCost(of interceptor: any RequestInterceptor, url: URL, rounds: Int,
     let direct = Contender(name: "direct") { count in
         try await measure(count: count) {
             for _ in 0..<count {
-                var request = URLRequest(url: url)
-                for (name, value) in realisticHeaders { request.setValue(value, forHTTPHeaderField: name) }
-                _ = try await transport.send(request)
+                _ = try await transport.send(requestWithRealisticHeaders(to: url))
             }
         }
     }

@@ -11,6 +11,13 @@ let realisticHeaders = [
     ("X-Request-Source", "benchmark"), ("Accept-Language", "en"),
 ]
 
+/// A request to `url` with the five realistic headers set directly, as plain URLSession users do.
+func requestWithRealisticHeaders(to url: URL) -> URLRequest {
+    var request = URLRequest(url: url)
+    for (name, value) in realisticHeaders { request.setValue(value, forHTTPHeaderField: name) }
+    return request
+}
+
 /// The five adapters of a realistic chain, each setting one header in place (`.modifying`, the idiom the docs
 /// recommend).
 let headerAdapters: [any RequestAdapter] = realisticHeaders.map { name, value in
@@ -62,16 +69,13 @@ func endToEnd(base: URL, rounds: Int, count: Int) async throws -> Section {
     // runs on top of it.
     let plainSession = URLSession(configuration: .default)
     let plain: @Sendable () async throws -> Void = {
-        var request = URLRequest(url: url)
-        for (name, value) in realisticHeaders { request.setValue(value, forHTTPHeaderField: name) }
-        let (_, response) = try await plainSession.data(for: request)
+        let (_, response) = try await plainSession.data(for: requestWithRealisticHeaders(to: url))
         guard (response as? HTTPURLResponse)?.statusCode == 200 else { throw BenchmarkError("plain: \(response)") }
     }
     // Calibration 1: the same code a bare Session runs, on an in-memory transport, after each plain request.
     let replaySession = Session(transport: try await CannedTransport(answeringLike: URLRequest(url: url)))
-    var replayRequest = URLRequest(url: url)
-    for (name, value) in realisticHeaders { replayRequest.setValue(value, forHTTPHeaderField: name) }
-    let replay: @Sendable () async throws -> Void = { [replayRequest] in
+    let replayRequest = requestWithRealisticHeaders(to: url)
+    let replay: @Sendable () async throws -> Void = {
         try await plain()
         _ = try await replaySession.send(replayRequest)
     }

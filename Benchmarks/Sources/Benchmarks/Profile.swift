@@ -21,11 +21,7 @@ private func interceptor(named contender: String) -> (any RequestInterceptor)? {
 
 /// A request to `url`, with the realistic headers unless the contender's adapters add them.
 private func request(to url: URL, for contender: String) -> URLRequest {
-    var request = URLRequest(url: url)
-    if contender != "adapters" && contender != "realistic" {
-        for (name, value) in realisticHeaders { request.setValue(value, forHTTPHeaderField: name) }
-    }
-    return request
+    contender == "adapters" || contender == "realistic" ? URLRequest(url: url) : requestWithRealisticHeaders(to: url)
 }
 
 /// `Benchmarks profile CONTENDER N`: N sequential requests to `/ok` through one contender, each process on its own,
@@ -106,8 +102,7 @@ func timePerCall(_ count: Int, _ body: () -> Void) -> Double {
 /// `Benchmarks pieces`: what the building blocks of the circuit breaker registry, and a `LoggingRetrier` event, cost
 /// per call, hot.
 func pieces() async {
-    var request = URLRequest(url: URL(string: "http://127.0.0.1:41234/ok")!)
-    for (name, value) in realisticHeaders { request.setValue(value, forHTTPHeaderField: name) }
+    let request = requestWithRealisticHeaders(to: URL(string: "http://127.0.0.1:41234/ok")!)
     let url = request.url!
     print("ns per call, hot:")
     print("hostKey", timePerCall(200_000) { _ = CircuitBreakerRegistry.hostKey(for: request) })
