@@ -11,11 +11,24 @@ import Testing
 final class RecordingObserver: AttemptObserver, RequestInterceptor {
     let name: String
     private let entries = Locked<[AttemptOutcome]>([])
+    private let requestEnds = Locked<[RequestOutcome]>([])
 
     init(_ name: String = "observer") { self.name = name }
 
     func attemptDidFinish(_ outcome: AttemptOutcome) async {
         entries.withLock { $0.append(outcome) }
+    }
+
+    func requestDidFinish(_ outcome: RequestOutcome) async {
+        requestEnds.withLock { $0.append(outcome) }
+    }
+
+    /// `succeeded after 2`, `failed after 3`, `cancelled after 1`: each request's end and its attempt count.
+    var ends: [String] {
+        requestEnds.withLock { $0 }.map { outcome in
+            let how = outcome.succeeded ? "succeeded" : outcome.isCancelled ? "cancelled" : "failed"
+            return "\(how) after \(outcome.attempts.count)"
+        }
     }
 
     var outcomes: [AttemptOutcome] { entries.withLock { $0 } }

@@ -1,6 +1,17 @@
 import Foundation
 
-/// What an adapter knows about the attempt it adapts a request for.
+/// What an adapter knows about the attempt it adapts a request for, and where it registers the roles it must play
+/// for that attempt.
+///
+/// **Registering roles.** A part that must hear how attempts end (a circuit breaker holding a permit) or have the last
+/// word on retries (a retry budget) registers itself here from ``RequestAdapter/adapt(_:context:)``, with
+/// ``observe(_:)`` and ``admitRetries(through:)``. Because the registration travels with the call, anything that
+/// forwards `adapt` keeps those roles: a nested ``Interceptor``, a ``LoggingRetrier``, or your own decorator. Retriers
+/// register the same way through ``RetryRequest/context``. A registration lasts until the request ends; registering
+/// the same instance again (on every attempt, say) changes nothing, and an instance the chain already holds directly
+/// is told once.
+///
+/// A context made with the public initializer (in a test, say) registers nothing.
 public struct RequestContext: Sendable {
     /// An identifier shared by every attempt of one request, and different between requests.
     public let requestID: UUID
@@ -8,14 +19,35 @@ public struct RequestContext: Sendable {
     public let attempt: Int
     /// The label the caller gave the request, for interceptors that treat kinds of request differently; `nil` if none.
     public let label: String?
+    /// Where registrations go: the request's, or `nil` for a context made outside a session.
+    let roles: RegisteredRoles?
 
     /// Creates a context; the session creates these, and test code may too.
     public init(requestID: UUID = UUID(), attempt: Int = 1, label: String? = nil) {
+        self.init(requestID: requestID, attempt: attempt, label: label, roles: nil)
+    }
+
+    init(requestID: UUID, attempt: Int, label: String?, roles: RegisteredRoles?) {
         self.requestID = requestID
         self.attempt = attempt
         self.label = label
+        self.roles = roles
     }
 
     /// How many retries came before this attempt: `attempt - 1`.
     public var retryCount: Int { attempt - 1 }
+
+    /// Tells `observer` how this attempt and every later one of the request ends, and how the request ends.
+    ///
+    /// Safe to call on every attempt: an instance registered twice, or also part of the chain, is told once.
+    public func observe(_ observer: some AttemptObserver & AnyObject) {
+        roles?.add(observer: observer)
+    }
+
+    /// Asks `gate` before every retry of the request from now on, after the retriers chose to retry.
+    ///
+    /// Safe to call on every attempt: an instance registered twice, or also part of the chain, is asked once.
+    public func admitRetries(through gate: some RetryGate & AnyObject) {
+        roles?.add(gate: gate)
+    }
 }

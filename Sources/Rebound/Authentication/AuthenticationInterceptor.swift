@@ -92,6 +92,11 @@ public final class AuthenticationInterceptor<A: Authenticator>: RequestIntercept
         state.withLock { $0.refreshCount }
     }
 
+    /// How many requests wait for a refresh, and whether one is running; for tests that check nothing is kept.
+    package var pendingRefresh: (waiters: Int, refreshing: Bool) {
+        state.withLock { ($0.waiters.count, $0.refreshing) }
+    }
+
     /// Applies the credential to a request for one of its hosts, refreshing it first if it requires a refresh.
     ///
     /// - Throws: ``AuthenticationError`` or the refresh's error; `CancellationError` when cancelled while waiting.

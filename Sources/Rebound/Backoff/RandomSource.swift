@@ -47,10 +47,19 @@ public final class RandomSource: Sendable {
 }
 
 /// SplitMix64 (Steele, Lea and Flood): small, fast, and good enough for jitter.
-struct SplitMix64: RandomNumberGenerator, Sendable {
+package struct SplitMix64: RandomNumberGenerator, Sendable {
     var state: UInt64
 
-    mutating func next() -> UInt64 {
+    init(state: UInt64) {
+        self.state = state
+    }
+
+    /// A generator seeded with `seed`; for the package's tests.
+    package init(seed: UInt64) {
+        self.state = seed
+    }
+
+    package mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9

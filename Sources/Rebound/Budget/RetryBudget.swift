@@ -117,6 +117,17 @@ public final class RetryBudget: RequestInterceptor, RetryGate, AttemptObserver {
         state.withLock { $0.tokens[key] ?? configuration.initialTokens }
     }
 
+    /// Registers the budget, through the context, as the request's gate and observer, and returns `request` unchanged:
+    /// wrapped in anything that forwards `adapt`, the budget still has the last word on every retry.
+    public func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
+        context.admitRetries(through: self)
+        context.observe(self)
+        return request
+    }
+
+    /// How many requests hold a granted retry and have not ended; for tests that check nothing is kept.
+    package var requestsWithGrants: Int { state.withLock { $0.granted.count } }
+
     /// Takes the retry's cost from the request's bucket, or denies the retry with ``RetryBudgetExhausted``.
     public func admitRetry(_ request: RetryRequest, dueTo error: ReboundError, after delay: Duration) -> (any Error)? {
         guard let key = keyFunction(request.request) else { return nil }
@@ -134,15 +145,14 @@ public final class RetryBudget: RequestInterceptor, RetryGate, AttemptObserver {
         }
     }
 
-    /// Gives tokens back for a success; forgets a request that ended otherwise.
-    public func attemptDidFinish(_ outcome: AttemptOutcome) async {
+    /// Gives tokens back for a request that succeeded; forgets one that ended otherwise, on every path.
+    public func requestDidFinish(_ outcome: RequestOutcome) async {
         switch outcome.decision {
-        case .retry:
-            return
-        case .failed, .cancelled:
+        case .retry, .failed, .cancelled:
             state.withLock { _ = $0.granted.removeValue(forKey: outcome.requestID) }
         case .succeeded:
-            let fallbackKey = keyFunction(outcome.request)
+            let sent = outcome.attempts.last?.request ?? outcome.originalRequest
+            let fallbackKey = keyFunction(sent)
             state.withLock { state in
                 let refund: (key: String, amount: Int)
                 if let grant = state.granted.removeValue(forKey: outcome.requestID) {

@@ -125,6 +125,9 @@ public final class CircuitBreaker: RequestInterceptor, AttemptObserver {
         return state
     }
 
+    /// How many attempts it let through have not been reported yet; for tests that check nothing is kept.
+    package var permitsInFlight: Int { storage.withLock { $0.permits.count } }
+
     /// A stream of every transition from now on, in order; it ends when the breaker is released.
     public func transitions() -> AsyncStream<Transition> {
         broadcast.subscribe()
@@ -152,10 +155,13 @@ public final class CircuitBreaker: RequestInterceptor, AttemptObserver {
     }
 
     /// Lets the attempt through or throws ``CircuitBreakerOpenError``; synchronous, so that a registry in front of
-    /// the breaker makes no second async call.
+    /// the breaker makes no second async call. An attempt let through registers the breaker, through the context, to
+    /// hear how it ends: wrapped in anything that forwards `adapt`, the breaker still counts it and gets its permit back.
     func admit(_ context: RequestContext) throws(CircuitBreakerOpenError) {
         let attemptKey = AttemptKey(requestID: context.requestID, attempt: context.attempt)
         let (rejection, transitions) = update { machine, now, transitions -> CircuitBreakerOpenError? in
+            // A breaker the chain holds twice is asked twice for one attempt: the attempt already has its permit.
+            if machine.permits[attemptKey] != nil { return nil }
             switch machine.machine.admit(now: now, transitions: &transitions) {
             case .admitted(let permit):
                 machine.permits[attemptKey] = permit
@@ -166,6 +172,7 @@ public final class CircuitBreaker: RequestInterceptor, AttemptObserver {
         }
         announce(transitions)
         if let rejection { throw rejection }
+        context.observe(self)
     }
 
     /// Counts the outcome of an attempt this breaker let through; other outcomes are ignored.

@@ -18,7 +18,7 @@ import Foundation
 /// let payments = Session(interceptor: Interceptor(retriers: [RetryPolicy()], interceptors: [breakers]))
 /// let search = Session(interceptor: breakers)
 /// ```
-public final class CircuitBreakerRegistry: RequestInterceptor, AttemptObserver {
+public final class CircuitBreakerRegistry: RequestInterceptor {
     /// Picks the breaker for a request: the request's key, or `nil` to let it through without one.
     public typealias KeyFunction = @Sendable (URLRequest) -> String?
 
@@ -87,21 +87,11 @@ public final class CircuitBreakerRegistry: RequestInterceptor, AttemptObserver {
         for breaker in breakers.values { breaker.reset() }
     }
 
-    /// Lets the attempt through its key's breaker, or throws ``CircuitBreakerOpenError``.
+    /// Lets the attempt through its key's breaker, or throws ``CircuitBreakerOpenError``; the breaker registers
+    /// through the context to hear how the attempt ends.
     public func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
         guard let key = keyFunction(request) else { return request }
         try breaker(for: key).admit(context)
         return request
-    }
-
-    /// Hands the outcome to the breaker that let the attempt through.
-    ///
-    /// That is the breaker of the sent request's key, unless an adapter after the registry changed the key (or the
-    /// attempt never reached the registry): then every breaker is asked, and only the one holding the attempt's
-    /// permit counts it. The common case takes one lookup, no bookkeeping per attempt.
-    public func attemptDidFinish(_ outcome: AttemptOutcome) async {
-        let sent = outcome.attempt.request ?? outcome.originalRequest
-        if let key = keyFunction(sent), let breaker = table.withLock({ $0[key] }), breaker.finish(outcome) { return }
-        for breaker in breakers.values where breaker.finish(outcome) { return }
     }
 }

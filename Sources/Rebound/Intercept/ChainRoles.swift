@@ -1,11 +1,27 @@
-/// The observers and inspectors of a chain, found once when the chain is built so that requests pay nothing for
-/// roles their chain does not have.
+/// A part that holds other parts and knows their roles: ``Interceptor`` and ``LoggingRetrier``, which ``ChainRoles``
+/// look into.
+protocol RoleContainer {
+    /// The roles of the parts it holds, itself included where it plays one.
+    var roles: ChainRoles { get }
+}
+
+/// The observers, inspectors and gates of a chain's parts, found once when the chain is built so that requests pay
+/// nothing for roles their chain does not have.
+///
+/// These are the parts the chain holds directly, or inside an ``Interceptor`` or a ``LoggingRetrier``. Parts behind
+/// anything else (a user's decorator) are reached through the calls it forwards: they register through the context
+/// (``RegisteredRoles``), and ``merged(with:)`` adds them.
 struct ChainRoles: Sendable {
     let observers: [any AttemptObserver]
     let inspectors: [any ResponseInspector]
     let gates: [any RetryGate]
 
     static let none = ChainRoles(observers: [], inspectors: [], gates: [])
+
+    /// The roles of a part that only observes.
+    static func observing(_ observer: any AttemptObserver) -> ChainRoles {
+        ChainRoles(observers: [observer], inspectors: [], gates: [])
+    }
 
     private init(observers: [any AttemptObserver], inspectors: [any ResponseInspector], gates: [any RetryGate]) {
         self.observers = observers
@@ -21,8 +37,8 @@ struct ChainRoles: Sendable {
             self = .none
             return
         }
-        if let composite = interceptor as? Interceptor {
-            self = composite.roles
+        if let container = interceptor as? any RoleContainer {
+            self = container.roles
         } else {
             self.init(collecting: [interceptor])
         }
@@ -41,14 +57,15 @@ struct ChainRoles: Sendable {
             Self.identity(of: part).map { seen.insert($0).inserted } ?? true
         }
         func add(_ part: any Sendable) {
-            if let composite = part as? Interceptor {
-                for observer in composite.roles.observers where isNew(observer, in: &seenObservers) {
+            if let container = part as? any RoleContainer {
+                let roles = container.roles
+                for observer in roles.observers where isNew(observer, in: &seenObservers) {
                     observers.append(observer)
                 }
-                for inspector in composite.roles.inspectors where isNew(inspector, in: &seenInspectors) {
+                for inspector in roles.inspectors where isNew(inspector, in: &seenInspectors) {
                     inspectors.append(inspector)
                 }
-                for gate in composite.roles.gates where isNew(gate, in: &seenGates) {
+                for gate in roles.gates where isNew(gate, in: &seenGates) {
                     gates.append(gate)
                 }
                 return
@@ -75,6 +92,16 @@ struct ChainRoles: Sendable {
         return ChainRoles(
             observers: Self.merging(observers, other.observers), inspectors: Self.merging(inspectors, other.inspectors),
             gates: Self.merging(gates, other.gates))
+    }
+
+    /// These observers followed by the registered ones that are not among them.
+    func observers(adding registered: [any AttemptObserver]) -> [any AttemptObserver] {
+        registered.isEmpty ? observers : Self.merging(observers, registered)
+    }
+
+    /// These gates followed by the registered ones that are not among them.
+    func gates(adding registered: [any RetryGate]) -> [any RetryGate] {
+        registered.isEmpty ? gates : Self.merging(gates, registered)
     }
 
     /// `first` followed by the parts of `second` that are not class instances already in `first`.

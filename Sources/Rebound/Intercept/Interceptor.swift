@@ -115,3 +115,5 @@ public struct Interceptor: RequestInterceptor {
         return .doNotRetry
     }
 }
+
+extension Interceptor: RoleContainer {}

@@ -12,9 +12,11 @@ import Foundation
 /// at ``RetryLogEvent/Level/debug``. The decision logged is the one the whole chain took, because the events come from
 /// the session's outcome hook (``AttemptObserver``), not from the wrapped retrier alone.
 ///
-/// It never changes a decision: ``retry(_:dueTo:)`` returns what the wrapped retrier answers, and ``adapt(_:context:)``,
-/// ``inspect(_:data:context:)`` and ``attemptDidFinish(_:)`` are passed on to the wrapped retrier when it plays those
-/// roles too. Secrets never reach the sink: see ``Redaction``.
+/// It never changes a decision: ``retry(_:dueTo:)`` returns what the wrapped retrier answers, and ``adapt(_:context:)``
+/// is passed on to the wrapped retrier when it is an adapter too. Wrapping never hides a role: a chain finds the
+/// wrapped retrier's observer, inspector and gate roles as if it held it directly, and parts that register through
+/// the context (a breaker, a budget) do so through the forwarded call. The logger registers itself the same way, so it
+/// keeps logging inside your own decorators. Secrets never reach the sink: see ``Redaction``.
 ///
 /// The sink is a closure; ``standardError`` (the default) writes ``RetryLogEvent/message`` lines to standard error.
 /// Events below ``minimumLevel`` are not built at all. The sink is called on the request's task, and may be called
@@ -24,7 +26,7 @@ import Foundation
 /// let session = Session(interceptor: LoggingRetrier(wrapping: RetryPolicy()))
 /// // [1a2b3c4d] GET https://api.example.com/items: attempt 1 failed with status 503; retry in 500 ms (31 ms so far)
 /// ```
-public struct LoggingRetrier: RequestInterceptor, AttemptObserver, ResponseInspector {
+public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
     /// Receives every event at or above the minimum level.
     public typealias Sink = @Sendable (RetryLogEvent) -> Void
 
@@ -47,8 +49,8 @@ public struct LoggingRetrier: RequestInterceptor, AttemptObserver, ResponseInspe
 
     private let sink: Sink
     private let wrappedAdapter: (any RequestAdapter)?
-    private let wrappedInspector: (any ResponseInspector)?
-    private let wrappedObserver: (any AttemptObserver)?
+    /// The roles of the wrapped retrier, found once.
+    private let wrappedRoles: ChainRoles
 
     /// Creates a logging retrier.
     ///
@@ -70,30 +72,37 @@ public struct LoggingRetrier: RequestInterceptor, AttemptObserver, ResponseInspe
         self.includesHeaders = includesHeaders
         self.sink = sink
         self.wrappedAdapter = wrapped as? any RequestAdapter
-        self.wrappedInspector = wrapped as? any ResponseInspector
-        self.wrappedObserver = wrapped as? any AttemptObserver
+        self.wrappedRoles = ChainRoles(collecting: wrapped.map { [$0] } ?? [])
     }
 
-    /// Passes the request to the wrapped retrier's adapter role, if it has one; otherwise returns it unchanged.
+    /// Registers the logger as an observer through the context, then passes the request to the wrapped retrier's
+    /// adapter role, if it has one; otherwise returns it unchanged.
     public func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
+        context.observe(self)
         guard let wrappedAdapter else { return request }
         return try await wrappedAdapter.adapt(consume request, context: context)
     }
 
-    /// Returns the wrapped retrier's answer unchanged, or ``RetryResult/doNotRetry`` without one.
+    /// Registers the logger as an observer through the request's context, then returns the wrapped retrier's answer
+    /// unchanged, or ``RetryResult/doNotRetry`` without one.
     public func retry(_ request: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
-        await wrapped?.retry(request, dueTo: error) ?? .doNotRetry
+        request.context.observe(self)
+        return await wrapped?.retry(request, dueTo: error) ?? .doNotRetry
     }
 
-    /// Passes the response to the wrapped retrier's inspector role, if it has one.
-    public func inspect(_ response: HTTPURLResponse, data: Data, context: RequestContext) throws {
-        try wrappedInspector?.inspect(response, data: data, context: context)
-    }
-
-    /// Logs the outcome, then passes it to the wrapped retrier's observer role, if it has one.
+    /// Logs the outcome.
     public func attemptDidFinish(_ outcome: AttemptOutcome) async {
         log(outcome)
-        await wrappedObserver?.attemptDidFinish(outcome)
+    }
+
+    /// Logs a request cancelled after a failed attempt was to be retried (in its backoff sleep, say): every other
+    /// end was logged with its last attempt.
+    public func requestDidFinish(_ outcome: RequestOutcome) async {
+        guard outcome.isCancelled, let last = outcome.attempts.last, last.retryDelay != nil else { return }
+        log(
+            AttemptOutcome(
+                requestID: outcome.requestID, label: outcome.label, originalRequest: outcome.originalRequest,
+                attempt: last, elapsed: outcome.elapsed, decision: .cancelled))
     }
 
     /// Builds and sinks the event for an outcome; out of line, so that the event's temporaries stay out of the async
@@ -154,6 +163,8 @@ public struct LoggingRetrier: RequestInterceptor, AttemptObserver, ResponseInspe
                 "attempt \(number) failed with \(failure ?? "an error"); giving up after \(number) attempt\(number == 1 ? "" : "s") (\(spent))"
         case .failWithError(let error):
             message += "attempt \(number) failed with \(failure ?? "an error"); failing with \(error) (\(spent))"
+        case .cancelled where outcome.attempt.retryDelay != nil:
+            message += "cancelled while waiting to retry after attempt \(number) (\(spent))"
         case .cancelled:
             message += "cancelled during attempt \(number) (\(spent))"
         }
@@ -179,4 +190,9 @@ extension RequestRetrier where Self == LoggingRetrier {
             wrapping: retrier, minimumLevel: minimumLevel, redaction: redaction, includesHeaders: includesHeaders,
             sink: sink)
     }
+}
+
+extension LoggingRetrier: RoleContainer {
+    /// The logger, then the wrapped retrier's roles.
+    var roles: ChainRoles { .observing(self).followed(by: wrappedRoles) }
 }

@@ -1,19 +1,35 @@
-/// Learns how every attempt ended: a circuit breaker, a retry budget or a logger that must see successes too.
+/// Learns how every attempt ended and how each request ended: a circuit breaker, a retry budget or a logger that must
+/// see successes too.
 ///
-/// Conform any adapter, retrier or interceptor to this protocol and put it in a session's or a request's chain (or
-/// pass it to ``Interceptor/init(adapters:retriers:interceptors:observers:)`` as an observer only): the session
-/// calls ``attemptDidFinish(_:)`` exactly once for every attempt it starts, with nobody wiring anything by hand.
+/// **How an observer joins.** Any adapter, retrier or interceptor that conforms is found when a chain is built: in a
+/// session's or a request's chain, inside an ``Interceptor`` or wrapped by a ``LoggingRetrier``. An observer that is
+/// nothing else goes in `observers:` (``Interceptor/init(adapters:retriers:interceptors:observers:)``,
+/// ``Session``). A class instance can also register itself, on each attempt, through the context it is handed
+/// (``RequestContext/observe(_:)``): that keeps it observing behind any wrapper that forwards `adapt` or `retry`.
 ///
-/// **When it is called.** After the attempt's fate is settled and before the session acts on it: after the
-/// retriers answered and before the backoff sleep, or just before the response is returned or the error thrown.
-/// An attempt cut short by cancellation is reported too (``AttemptOutcome/Decision/cancelled``), so that a permit an
-/// adapter handed out (a half-open breaker's trial call) is always given back.
+/// **When it is called.** ``attemptDidFinish(_:)`` once for every attempt the session starts, after the attempt's fate
+/// is settled and before the session acts on it: after the retriers answered and before the backoff sleep, or just
+/// before the response is returned or the error thrown. An attempt cut short by cancellation is reported too
+/// (``AttemptOutcome/Decision/cancelled``), so that a permit an adapter handed out (a half-open breaker's trial call) is
+/// always given back. Then ``requestDidFinish(_:)`` once when the request ends, on every path: success, failure,
+/// deadline, or cancellation at any point, a backoff sleep included.
 ///
-/// **Order and cost.** Observers are called one after another on the request's task, the session's interceptor's
-/// first, then the request's, in chain order; the session waits for each, so keep the hook quick. A chain without
-/// observers pays nothing. An observer that is a class instance listed twice in one ``Interceptor``, or in both the
-/// session's and a request's interceptor, is told once.
+/// **Order and cost.** Observers are called one after another on the request's task: those found in the session's
+/// chain first, then the request's, in chain order, then those registered through a context, in the order they
+/// registered. The session waits for each, so keep the hooks quick. A chain without observers pays nothing. A class
+/// instance found or registered more than once is told once.
 public protocol AttemptObserver: Sendable {
-    /// Called once with the outcome of each attempt, including cancelled ones.
+    /// Called once with the outcome of each attempt, including cancelled ones; does nothing by default.
     func attemptDidFinish(_ outcome: AttemptOutcome) async
+
+    /// Called once when the request ends, with how it ended; does nothing by default.
+    func requestDidFinish(_ outcome: RequestOutcome) async
+}
+
+extension AttemptObserver {
+    /// Does nothing.
+    public func attemptDidFinish(_ outcome: AttemptOutcome) async {}
+
+    /// Does nothing.
+    public func requestDidFinish(_ outcome: RequestOutcome) async {}
 }

@@ -30,6 +30,7 @@ public struct RetryRequest: Sendable {
         let response: HTTPURLResponse?
         let data: Data?
         let attempts: [Attempt]
+        let roles: RegisteredRoles?
     }
 
     private let storage: Box<Fields>
@@ -39,10 +40,26 @@ public struct RetryRequest: Sendable {
         requestID: UUID = UUID(), label: String? = nil, originalRequest: URLRequest, lastRequest: URLRequest? = nil,
         response: HTTPURLResponse? = nil, data: Data? = nil, attempts: [Attempt] = []
     ) {
+        self.init(
+            requestID: requestID, label: label, originalRequest: originalRequest, lastRequest: lastRequest,
+            response: response, data: data, attempts: attempts, roles: nil)
+    }
+
+    init(
+        requestID: UUID, label: String?, originalRequest: URLRequest, lastRequest: URLRequest?,
+        response: HTTPURLResponse?, data: Data?, attempts: [Attempt], roles: RegisteredRoles?
+    ) {
         storage = Box(
             Fields(
                 requestID: requestID, label: label, originalRequest: originalRequest, lastRequest: lastRequest,
-                response: response, data: data, attempts: attempts))
+                response: response, data: data, attempts: attempts, roles: roles))
+    }
+
+    /// The failed attempt's context, through which a retrier registers as an observer or a gate for the rest of the
+    /// request (see ``RequestContext/observe(_:)``); one made outside a session registers nothing.
+    public var context: RequestContext {
+        RequestContext(
+            requestID: requestID, attempt: Swift.max(attempts.count, 1), label: label, roles: storage.value.roles)
     }
 
     /// How many retries were made before the attempt that just failed: `0` after the first attempt fails.

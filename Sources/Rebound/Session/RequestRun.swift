@@ -14,7 +14,10 @@ final class RequestPlan: Sendable {
     /// one to retry, whose frames hold one interceptor rather than two.
     let chain: (any RequestInterceptor)?
     let validator: ResponseValidator
+    /// The roles found in the chain when it was built.
     let roles: ChainRoles
+    /// The roles parts register through the contexts they are handed; `nil` without a chain, which has no parts.
+    let registered: RegisteredRoles?
     let deadline: Duration?
     let requestID = RequestIDs.next()
 
@@ -35,6 +38,19 @@ final class RequestPlan: Sendable {
         self.validator = validator
         self.deadline = deadline
         self.roles = session.roles.followed(by: ChainRoles(of: requestInterceptor))
+        self.registered = chain == nil ? nil : RegisteredRoles()
+    }
+
+    /// The observers to tell now: the chain's, then those registered so far.
+    var observers: [any AttemptObserver] {
+        guard let registered else { return roles.observers }
+        return roles.observers(adding: registered.observers)
+    }
+
+    /// The gates to ask now: the chain's, then those registered so far.
+    var gates: [any RetryGate] {
+        guard let registered else { return roles.gates }
+        return roles.gates(adding: registered.gates)
     }
 }
 
@@ -108,8 +124,25 @@ struct RequestRun {
         }
     }
 
+    /// Runs the request to its end and tells the observers how it ended, on every path.
     mutating func execute() async throws -> Response {
         start = plan.session.clock.now()
+        do {
+            let response = try await run()
+            await finish(.succeeded)
+            return response
+        } catch let error as ReboundError {
+            await finish(.failed(error))
+            throw error
+        } catch {
+            // Nothing else is thrown but cancellation.
+            await finish(.cancelled)
+            throw error
+        }
+    }
+
+    /// Attempts until an attempt succeeds or the request ends.
+    private mutating func run() async throws -> Response {
         while true {
             // The attempt and the decision after a failure run one after the other in frames of their own, and the
             // backoff is slept here: a request waiting in backoff costs the larger of the two paths, not their sum.
@@ -146,9 +179,7 @@ struct RequestRun {
             outcome = await plan.attempt(base, number: number)
         }
         let end = record(outcome, number: number, since: attemptStart)
-        if !plan.roles.observers.isEmpty, let decision = end.decision {
-            await report(data: outcome.data, decision: decision)
-        }
+        if let decision = end.decision { await report(data: outcome.data, decision: decision) }
         return end
     }
 
@@ -201,7 +232,7 @@ struct RequestRun {
             ? await plan.retryResult(for: question.request, dueTo: question.error) : .doNotRetry
         // A retrier may take its time; a request cancelled meanwhile ends as cancelled, whatever it answered.
         let next = Task.isCancelled ? .cancelled : decide(after: result, for: question.request, dueTo: question.error)
-        if !plan.roles.observers.isEmpty { await report(data: failed.data, decision: next.decision) }
+        await report(data: failed.data, decision: next.decision)
         switch next {
         case .retry(let delay): return delay
         case .fail(let final): throw final
@@ -224,7 +255,8 @@ struct RequestRun {
         let error = failure(reason, response: failed.response, data: failed.data)
         let request = RetryRequest(
             requestID: plan.requestID, label: plan.label, originalRequest: plan.originalRequest,
-            lastRequest: failed.sent, response: failed.response, data: failed.data, attempts: attempts)
+            lastRequest: failed.sent, response: failed.response, data: failed.data, attempts: attempts,
+            roles: plan.registered)
         return Question(request: request, error: error, isOffered: !reason.isNonRetryable)
     }
 
@@ -261,7 +293,7 @@ struct RequestRun {
         if let deadline = plan.deadline, plan.session.clock.now() + delay - start > deadline {
             return .fail(deadlineExceeded(after: reason, response: error.response, data: error.data))
         }
-        for gate in plan.roles.gates {
+        for gate in plan.gates {
             if let denial = gate.admitRetry(request, dueTo: error, after: delay) {
                 return .fail(
                     failure(.retryAborted(error: denial, original: reason), response: error.response, data: error.data))
@@ -287,13 +319,31 @@ struct RequestRun {
         failure(.deadlineExceeded(deadline: plan.deadline ?? .zero, last: reason), response: response, data: data)
     }
 
-    /// Tells the chain's observers how the last recorded attempt ended; callers skip the call when the chain has none,
-    /// so that neither its time nor its frame is paid for.
+    /// Tells the observers how the last recorded attempt ended.
     private mutating func report(data: Data?, decision: AttemptOutcome.Decision) async {
-        guard let outcome = outcome(data: data, decision: decision) else { return }
-        for observer in plan.roles.observers {
+        let observers = plan.observers
+        guard !observers.isEmpty, let outcome = outcome(data: data, decision: decision) else { return }
+        for observer in observers {
             await observer.attemptDidFinish(outcome)
         }
+    }
+
+    /// Tells the observers how the request ended.
+    private mutating func finish(_ decision: AttemptOutcome.Decision) async {
+        let observers = plan.observers
+        guard !observers.isEmpty else { return }
+        let outcome = requestOutcome(decision)
+        for observer in observers {
+            await observer.requestDidFinish(outcome)
+        }
+    }
+
+    /// What the observers are told of the request's end.
+    @inline(never)
+    private mutating func requestOutcome(_ decision: AttemptOutcome.Decision) -> RequestOutcome {
+        RequestOutcome(
+            requestID: plan.requestID, label: plan.label, originalRequest: plan.originalRequest, attempts: attempts,
+            elapsed: plan.session.clock.now() - start, decision: decision)
     }
 
     /// What the observers are told of the last recorded attempt.
@@ -329,7 +379,7 @@ extension RequestPlan {
 
     /// Adapts `base`, sends, validates and inspects once.
     fileprivate func attempt(_ base: URLRequest, number: Int) async -> AttemptResult {
-        let context = RequestContext(requestID: requestID, attempt: number, label: label)
+        let context = RequestContext(requestID: requestID, attempt: number, label: label, roles: registered)
         let adapted: URLRequest
         do {
             // Through the combined chain (the session's adapters, then the request's); none, no call.
