@@ -5,7 +5,7 @@ import Rebound
 ///
 /// ```swift
 /// let clock = ImmediateClock()
-/// let session = Session(interceptor: RetryPolicy(), clock: clock)
+/// let session = Session(retriers: [RetryPolicy()], clock: clock)
 /// _ = try await session.send(url)          // against a route that answers 503, 503, 200
 /// #expect(clock.sleeps == [.milliseconds(500), .seconds(1)])
 /// ```

@@ -7,7 +7,7 @@ import Rebound
 ///
 /// ```swift
 /// let clock = ManualClock()
-/// let session = Session(transport: transport, interceptor: RetryPolicy(), clock: clock)
+/// let session = Session(transport: transport, retriers: [RetryPolicy()], clock: clock)
 /// let task = Task { try await session.send(request) }
 /// try await clock.waitForSleepers(1)          // the first backoff has started
 /// #expect(clock.sleeps == [.milliseconds(500)])

@@ -13,7 +13,7 @@ import Rebound
 ///
 /// ```swift
 /// let transport = ScriptedTransport([.status(503), .urlError(.timedOut), .response(status: 200, body: "ok")])
-/// let session = Session(transport: transport, interceptor: RetryPolicy(), clock: ImmediateClock())
+/// let session = Session(transport: transport, retriers: [RetryPolicy()], clock: ImmediateClock())
 /// let response = try await session.send(URL(string: "https://example.com")!)
 /// #expect(transport.requestCount == 3)
 /// ```

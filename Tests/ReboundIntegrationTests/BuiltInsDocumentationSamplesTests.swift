@@ -55,13 +55,12 @@ struct BuiltInsDocumentationSamplesTests {
             authenticator: OAuth(tokens: tokens), credential: savedToken, hosts: [host])
         let breakers = CircuitBreakerRegistry()
         let session = Session(
-            interceptor: Interceptor(
-                retriers: [
-                    LoggingRetrier(wrapping: try JSONBodyRetrier(values: ["RATE_LIMITED"]), sink: { _ in }),
-                    RetryPolicy(),
-                ],
-                interceptors: [auth, breakers]
-            ), clock: ImmediateClock())
+            adapters: [breakers],
+            retriers: [
+                LoggingRetrier(wrapping: try JSONBodyRetrier(values: ["RATE_LIMITED"]), sink: { _ in }),
+                RetryPolicy(),
+            ],
+            interceptor: auth, clock: ImmediateClock())
 
         let response = try await session.send(server.url("/items"))
 
@@ -85,7 +84,7 @@ struct BuiltInsDocumentationSamplesTests {
         })
         let breaker = CircuitBreaker(configuration: configuration, clock: ManualClock())
         let session = Session(
-            transport: ScriptedTransport { _, _ in .status(404) }, interceptor: breaker, clock: ImmediateClock())
+            transport: ScriptedTransport { _, _ in .status(404) }, adapters: [breaker], clock: ImmediateClock())
 
         for _ in 0..<5 { _ = try? await session.send(URL(string: "https://example.com/gone")!) }
 
@@ -141,9 +140,7 @@ struct BuiltInsDocumentationSamplesTests {
         server.route("/pay", [.status(503), .status(201)])
         let budget = RetryBudget()
         let session = Session(
-            interceptor: Interceptor(
-                adapters: [IdempotencyKeyAdapter()], retriers: [RetryPolicy()], interceptors: [budget]),
-            clock: ImmediateClock())
+            adapters: [budget, IdempotencyKeyAdapter()], retriers: [RetryPolicy()], clock: ImmediateClock())
         _ = try await session.send(server.url("/pay"), method: .post)
         #expect(server.hits("/pay") == 2)
 
@@ -155,7 +152,7 @@ struct BuiltInsDocumentationSamplesTests {
             return .retry(after: .milliseconds(250 << failure.retryCount), request: fallback)
         }
         let transport = ScriptedTransport([.status(503), .status(200)])
-        let moved = try await Session(transport: transport, interceptor: handler, clock: ImmediateClock())
+        let moved = try await Session(transport: transport, retriers: [handler], clock: ImmediateClock())
             .send(URL(string: "https://cdn1.example.com/v/manifest.m3u8")!, label: "manifest")
         #expect(moved.request.url?.absoluteString == "https://cdn2.example.com/v/manifest.m3u8")
     }

@@ -64,7 +64,7 @@ struct DocumentationSamplesTests {
         defer { server.stop() }
         server.route("/flaky", [.status(503), .status(503), .status(200, body: "ok")])
         let clock = ImmediateClock()
-        let session = Session(interceptor: RetryPolicy(), clock: clock)
+        let session = Session(retriers: [RetryPolicy()], clock: clock)
 
         _ = try await session.send(server.url("/flaky"))
 

@@ -20,7 +20,7 @@ struct RetryOverLoopbackTests {
         defer { server.stop() }
         server.route("/flaky", [.status(503), .status(503), .status(200, body: "ok")])
         let clock = ImmediateClock()
-        let session = Session(interceptor: RetryPolicy(), clock: clock)
+        let session = Session(retriers: [RetryPolicy()], clock: clock)
 
         let response = try await session.send(server.url("/flaky"))
 
@@ -35,7 +35,7 @@ struct RetryOverLoopbackTests {
         let server = try LoopbackServer()
         defer { server.stop() }
         server.route("/down", [.status(503, headers: ["Retry-After": "120"], body: "maintenance")])
-        let session = Session(interceptor: RetryPolicy(), clock: ImmediateClock())
+        let session = Session(retriers: [RetryPolicy()], clock: ImmediateClock())
 
         let error = try await #require(throws: ReboundError.self) { try await session.send(server.url("/down")) }
 
@@ -50,7 +50,7 @@ struct RetryOverLoopbackTests {
         let server = try LoopbackServer()
         defer { server.stop() }
         server.route("/pay", [.status(503), .status(200)])
-        let session = Session(interceptor: RetryPolicy(), clock: ImmediateClock())
+        let session = Session(retriers: [RetryPolicy()], clock: ImmediateClock())
 
         let error = try await #require(throws: ReboundError.self) {
             try await session.send(server.url("/pay"), method: .post, body: Data("{}".utf8))
@@ -67,7 +67,7 @@ struct RetryOverLoopbackTests {
         let server = try LoopbackServer()
         defer { server.stop() }
         server.route("/drop", [.drop, .status(200, body: "ok")])
-        let session = Session(transport: freshTransport(), interceptor: RetryPolicy(), clock: ImmediateClock())
+        let session = Session(transport: freshTransport(), retriers: [RetryPolicy()], clock: ImmediateClock())
 
         let response = try await session.send(server.url("/drop"))
 
@@ -81,7 +81,7 @@ struct RetryOverLoopbackTests {
         defer { server.stop() }
         server.route("/drop", [.drop, .truncated(), .status(200, body: "ok")])
         let session = Session(
-            transport: freshTransport(), interceptor: ConnectionLostRetryPolicy(), clock: ImmediateClock())
+            transport: freshTransport(), retriers: [ConnectionLostRetryPolicy()], clock: ImmediateClock())
 
         let response = try await session.send(server.url("/drop"))
 
@@ -96,7 +96,7 @@ struct RetryOverLoopbackTests {
         let down = try RefusedPort()
         defer { down.close() }
         let session = Session(
-            transport: freshTransport(), interceptor: ConnectionLostRetryPolicy(), clock: ImmediateClock())
+            transport: freshTransport(), retriers: [ConnectionLostRetryPolicy()], clock: ImmediateClock())
 
         let error = try await #require(throws: ReboundError.self) { try await session.send(down.url("/gone")) }
 
@@ -108,7 +108,7 @@ struct RetryOverLoopbackTests {
         let down = try RefusedPort()
         defer { down.close() }
         let clock = ImmediateClock()
-        let session = Session(transport: freshTransport(), interceptor: RetryPolicy(), clock: clock)
+        let session = Session(transport: freshTransport(), retriers: [RetryPolicy()], clock: clock)
 
         let error = try await #require(throws: ReboundError.self) { try await session.send(down.url("/gone")) }
 
@@ -155,7 +155,7 @@ struct RetryOverLoopbackTests {
             return .retryWithDelay(.seconds(5))
         }
         let clock = ImmediateClock()
-        let session = Session(interceptor: retryBodyErrors, validator: rejectErrorCodes, clock: clock)
+        let session = Session(retriers: [retryBodyErrors], validator: rejectErrorCodes, clock: clock)
 
         let response = try await session.send(server.url("/quote"))
 
@@ -170,7 +170,7 @@ struct RetryOverLoopbackTests {
         let page = String(repeating: "<p>Down for maintenance</p>", count: 2_000)
         server.route(
             "/m", [.status(503, headers: ["Content-Type": "text/html"], body: page), .status(200, body: "ok")])
-        let session = Session(interceptor: RetryPolicy(), clock: ImmediateClock())
+        let session = Session(retriers: [RetryPolicy()], clock: ImmediateClock())
 
         let response = try await session.send(server.url("/m"))
 
@@ -182,7 +182,7 @@ struct RetryOverLoopbackTests {
         let server = try LoopbackServer()
         defer { server.stop() }
         server.route("/slow", [.status(503).delayed(by: .seconds(30)), .status(200)])
-        let session = Session(transport: freshTransport(), interceptor: RetryPolicy(), clock: ImmediateClock())
+        let session = Session(transport: freshTransport(), retriers: [RetryPolicy()], clock: ImmediateClock())
 
         let task = Task { try await session.send(server.url("/slow")) }
         try await server.waitForRequests(1)
@@ -196,7 +196,7 @@ struct RetryOverLoopbackTests {
         defer { server.stop() }
         server.route("/down", [.status(503)])
         // A 30-second backoff on the real clock: only cancellation can end this test quickly.
-        let session = Session(interceptor: try RetryPolicy(exponentialBackoffScale: 30))
+        let session = Session(retriers: [try RetryPolicy(exponentialBackoffScale: 30)])
 
         let task = Task { try await session.send(server.url("/down")) }
         try await server.waitForRequests(1)
@@ -209,7 +209,7 @@ struct RetryOverLoopbackTests {
         let server = try LoopbackServer()
         defer { server.stop() }
         server.route("/mixed") { _, number in number % 2 == 1 ? .status(503) : .status(200) }
-        let session = Session(interceptor: RetryPolicy(), clock: ImmediateClock())
+        let session = Session(retriers: [RetryPolicy()], clock: ImmediateClock())
 
         let attemptCounts = await withTaskGroup(of: Int?.self) { group in
             for _ in 0..<200 {

@@ -28,7 +28,7 @@ struct RetrySafetyOverLoopbackTests {
         let server = try LoopbackServer()
         defer { server.stop() }
         server.route("/pay", [.status(503), .status(201)])
-        let session = Session(interceptor: RetryPolicy(), clock: ImmediateClock())
+        let session = Session(retriers: [RetryPolicy()], clock: ImmediateClock())
 
         await #expect(throws: ReboundError.self) { try await session.send(server.url("/pay"), method: .post) }
         #expect(server.hits("/pay") == 1)
@@ -45,7 +45,7 @@ struct RetrySafetyOverLoopbackTests {
             moved.url = fallback.url(moved.url?.path ?? "/")
             return .retry(after: .milliseconds(100), request: moved)
         }
-        let session = Session(interceptor: handler, clock: ImmediateClock())
+        let session = Session(retriers: [handler], clock: ImmediateClock())
 
         let response = try await session.send(primary.url("/video/manifest"), label: "manifest")
 
@@ -61,7 +61,7 @@ struct RetrySafetyOverLoopbackTests {
         defer { server.stop() }
         server.route("/busy", [.status(503, headers: ["Retry-After": "3"]), .status(200)])
         let clock = ImmediateClock()
-        let session = Session(interceptor: RetryPolicy(), clock: clock)
+        let session = Session(retriers: [RetryPolicy()], clock: clock)
 
         _ = try await session.send(server.url("/busy"))
 
@@ -74,7 +74,7 @@ struct RetrySafetyOverLoopbackTests {
         server.route("/down", [.status(503)])
         let budget = RetryBudget()
         let session = Session(
-            interceptor: Interceptor(retriers: [try RetryPolicy(retryLimit: 3)], interceptors: [budget]),
+            adapters: [budget], retriers: [try RetryPolicy(retryLimit: 3)],
             clock: ImmediateClock())
 
         await withTaskGroup(of: Void.self) { group in

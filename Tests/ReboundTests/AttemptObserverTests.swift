@@ -163,10 +163,9 @@ struct AttemptObserverTests {
             configuration: try .init(initialTokens: 10, maximumTokens: 10, retryCost: 5, successReward: 0))
         let session = Session(
             transport: ScriptedTransport([.status(503), .status(503), .status(200)]),
-            interceptor: Interceptor(retriers: [retryAnything(limit: 5, delay: .zero)], interceptors: [budget]),
-            clock: ImmediateClock())
+            adapters: [budget], retriers: [retryAnything(limit: 5, delay: .zero)], clock: ImmediateClock())
 
-        let response = try await session.send(request(), interceptor: Interceptor(interceptors: [budget]))
+        let response = try await session.send(request(), adapters: [budget])
 
         #expect(response.retryCount == 2)
     }

@@ -9,10 +9,10 @@ import Testing
 
 /// A session whose only interceptor is `breaker` (plus `retriers`), on a scripted transport and a manual clock.
 private func session(
-    _ breaker: some RequestInterceptor, transport: ScriptedTransport, clock: ManualClock,
+    _ breaker: some RequestAdapter, transport: ScriptedTransport, clock: ManualClock,
     retriers: [any RequestRetrier] = []
 ) -> Session {
-    Session(transport: transport, interceptor: Interceptor(retriers: retriers, interceptors: [breaker]), clock: clock)
+    Session(transport: transport, adapters: [breaker], retriers: retriers, clock: clock)
 }
 
 /// Sends `count` requests one after another, ignoring their errors.
@@ -336,8 +336,8 @@ struct CircuitBreakerRegistryTests {
         }
         let registry = CircuitBreakerRegistry(
             configuration: try .init(tripCondition: .consecutiveFailures(2)), clock: clock)
-        let first = Session(transport: transport, interceptor: registry, clock: clock)
-        let second = Session(transport: transport, interceptor: registry, clock: clock)
+        let first = Session(transport: transport, adapters: [registry], clock: clock)
+        let second = Session(transport: transport, adapters: [registry], clock: clock)
 
         _ = try? await first.send(failing)
         _ = try? await second.send(failing)
@@ -372,7 +372,7 @@ struct CircuitBreakerRegistryTests {
     @Test func aRequestWithoutAKeyGoesThroughUntouched() async throws {
         let registry = CircuitBreakerRegistry(clock: clock, key: { _ in nil })
         let session = Session(
-            transport: ScriptedTransport { _, _ in .status(500) }, interceptor: registry, clock: clock)
+            transport: ScriptedTransport { _, _ in .status(500) }, adapters: [registry], clock: clock)
 
         await send(10, through: session)
 

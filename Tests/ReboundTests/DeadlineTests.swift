@@ -39,7 +39,7 @@ struct DeadlineTests {
     @Test func retriesThatFitGoAhead() async throws {
         let transport = ScriptedTransport([.status(503), .status(503), .status(200)])
         let session = Session(
-            transport: transport, interceptor: retryAnything(limit: 5, delay: .seconds(1)),
+            transport: transport, retriers: [retryAnything(limit: 5, delay: .seconds(1))],
             deadline: .milliseconds(2_500), clock: clock)
 
         let task = Task { try await session.send(request()) }
@@ -74,7 +74,7 @@ struct DeadlineTests {
     @Test func aRequestsDeadlineOverridesTheSessions() async throws {
         let transport = ScriptedTransport { _, _ in .status(503) }
         let session = Session(
-            transport: transport, interceptor: retryAnything(limit: 10, delay: .seconds(1)), deadline: .seconds(100),
+            transport: transport, retriers: [retryAnything(limit: 10, delay: .seconds(1))], deadline: .seconds(100),
             clock: clock)
 
         let task = Task { try await session.send(request(), deadline: .seconds(2)) }

@@ -129,4 +129,29 @@ struct InterceptorTests {
         #expect(adapted.value(forHTTPHeaderField: "X-Attempt") == "3")
         #expect(await interceptor.retry(retryRequest, dueTo: failure).delay == .milliseconds(10))
     }
+
+    /// Each built-in plays only the roles that are true of it, so that `Interceptor(adapters: [RetryPolicy()])` or
+    /// `Session(retriers: [IdempotencyKeyAdapter()])` does not compile: an array of adapters takes only adapters.
+    @Test(arguments: [
+        ("Adapter", Adapter { request, _ in request } as any Sendable, true, false),
+        ("IdempotencyKeyAdapter", IdempotencyKeyAdapter(), true, false),
+        ("CircuitBreaker", CircuitBreaker(), true, false),
+        ("CircuitBreakerRegistry", CircuitBreakerRegistry(), true, false),
+        ("RetryBudget", RetryBudget(), true, false),
+        ("Retrier", Retrier { _, _ in .doNotRetry }, false, true),
+        ("RetryPolicy", RetryPolicy(), false, true),
+        ("ConnectionLostRetryPolicy", ConnectionLostRetryPolicy(), false, true),
+        ("RetryHandler", RetryHandler { _ in .abort }, false, true),
+        ("JSONBodyRetrier", try! JSONBodyRetrier(values: ["RETRY"]), false, true),
+        ("LoggingRetrier", LoggingRetrier(sink: { _ in }), true, true),
+        ("Interceptor", Interceptor(), true, true),
+        (
+            "AuthenticationInterceptor",
+            AuthenticationInterceptor(authenticator: TokenAuthenticator(), credential: Token(value: 1)), true, true
+        ),
+    ])
+    func builtInsPlayOnlyTheRolesTrueOfThem(name: String, part: any Sendable, adapts: Bool, retries: Bool) {
+        #expect((part is any RequestAdapter) == adapts, "\(name) as an adapter")
+        #expect((part is any RequestRetrier) == retries, "\(name) as a retrier")
+    }
 }

@@ -14,7 +14,7 @@ struct JSONBodyRetrierTests {
     @Test func retriesA200ThatSaysRateLimitedAfterFiveSecondsThreeTimesThenSaysTheBodyKeptSignalling() async throws {
         let clock = ManualClock()
         let transport = ScriptedTransport { _, _ in .response(body: #"{"error_code": "RATE_LIMITED"}"#) }
-        let session = Session(transport: transport, interceptor: retrier, clock: clock)
+        let session = Session(transport: transport, retriers: [retrier], clock: clock)
 
         let task = Task { try await session.send(request()) }
         for sleep in 1...3 {
@@ -40,7 +40,7 @@ struct JSONBodyRetrierTests {
         let transport = ScriptedTransport([
             .response(body: #"{"error_code": "TEMPORARY_ERROR"}"#), .response(body: #"{"items": []}"#),
         ])
-        let session = Session(transport: transport, interceptor: retrier, clock: ImmediateClock())
+        let session = Session(transport: transport, retriers: [retrier], clock: ImmediateClock())
 
         let response = try await session.send(request())
 
@@ -91,7 +91,7 @@ struct JSONBodyRetrierTests {
         let transport = ScriptedTransport([
             .response(body: #"{"status": "busy", "retry": 1}"#), .response(body: #"{"status": "busy", "retry": 0}"#),
         ])
-        let session = Session(transport: transport, interceptor: retrier, clock: ImmediateClock())
+        let session = Session(transport: transport, retriers: [retrier], clock: ImmediateClock())
 
         let response = try await session.send(request())
 
@@ -103,7 +103,7 @@ struct JSONBodyRetrierTests {
     @Test func canLeaveSuccessfulResponsesAlone() async throws {
         let retrier = try JSONBodyRetrier(values: ["RATE_LIMITED"], inspectsSuccessfulResponses: false)
         let session = Session(
-            transport: ScriptedTransport([.response(body: #"{"error_code": "RATE_LIMITED"}"#)]), interceptor: retrier,
+            transport: ScriptedTransport([.response(body: #"{"error_code": "RATE_LIMITED"}"#)]), retriers: [retrier],
             clock: ImmediateClock())
 
         let response = try await session.send(request())
@@ -118,7 +118,7 @@ struct JSONBodyRetrierTests {
     ])
     func aBodyThatIsNotAMatchingJSONDocumentIsNoMatch(body: String) async throws {
         let session = Session(
-            transport: ScriptedTransport([.response(status: 503, body: body)]), interceptor: retrier,
+            transport: ScriptedTransport([.response(status: 503, body: body)]), retriers: [retrier],
             clock: ImmediateClock())
 
         let error = await #expect(throws: ReboundError.self) { try await session.send(request()) }
@@ -171,7 +171,7 @@ struct JSONBodyRetrierBackoffTests {
         let retrier = try JSONBodyRetrier(
             values: ["BUSY"], backoff: .exponential(a: .seconds(1), b: 3).max(.seconds(5)))
         let session = Session(
-            transport: ScriptedTransport { _, _ in .response(body: #"{"error_code": "BUSY"}"#) }, interceptor: retrier,
+            transport: ScriptedTransport { _, _ in .response(body: #"{"error_code": "BUSY"}"#) }, retriers: [retrier],
             clock: clock)
 
         _ = try? await session.send(request())

@@ -125,9 +125,9 @@ struct LoggingRetrierTests {
         [.urlError(.cannotConnectToHost), .urlError(.timedOut), .status(502), .status(200)],
     ])
     func neverChangesTheWrappedRetriersDecision(script: [ScriptedTransport.Step]) async throws {
-        func run(_ interceptor: any RequestInterceptor) async -> [Int?] {
+        func run(_ retrier: any RequestRetrier) async -> [Int?] {
             let session = Session(
-                transport: ScriptedTransport(script), interceptor: interceptor, clock: ImmediateClock())
+                transport: ScriptedTransport(script), retriers: [retrier], clock: ImmediateClock())
             do {
                 return try await session.send(request()).attempts.map(\.statusCode)
             } catch let error as ReboundError {
@@ -142,12 +142,13 @@ struct LoggingRetrierTests {
         #expect(!log.events.isEmpty)
     }
 
-    @Test func passesAdaptingAndObservingOnToTheWrappedInterceptor() async throws {
+    @Test func passesAdaptingAndObservingOnToTheWrappedChain() async throws {
         let breaker = CircuitBreaker(
             configuration: try .init(tripCondition: .consecutiveFailures(1)), clock: ManualClock())
         let transport = ScriptedTransport { _, _ in .status(500) }
         let session = Session(
-            transport: transport, interceptor: LoggingRetrier(wrapping: breaker, sink: log.sink),
+            transport: transport,
+            interceptor: LoggingRetrier(wrapping: Interceptor(adapters: [breaker]), sink: log.sink),
             clock: ImmediateClock())
 
         _ = try? await session.send(request())

@@ -75,7 +75,7 @@ struct RetryAfterTests {
             .response(status: 429, headers: ["Retry-After": "120"]),
             .status(200),
         ])
-        let session = Session(transport: transport, interceptor: RetryPolicy(), clock: clock)
+        let session = Session(transport: transport, retriers: [RetryPolicy()], clock: clock)
 
         _ = try await session.send(request())
 
@@ -84,14 +84,14 @@ struct RetryAfterTests {
 
     @Test func a429WithoutRetryAfterOrARetryAfterPolicyThatIgnoresItIsNotRetried() async throws {
         let plain = Session(
-            transport: ScriptedTransport([.status(429), .status(200)]), interceptor: RetryPolicy(),
+            transport: ScriptedTransport([.status(429), .status(200)]), retriers: [RetryPolicy()],
             clock: ImmediateClock())
         await #expect(throws: ReboundError.self) { try await plain.send(request()) }
 
         let clock = ImmediateClock()
         let ignoring = Session(
             transport: ScriptedTransport([.response(status: 503, headers: ["Retry-After": "30"]), .status(200)]),
-            interceptor: try RetryPolicy(retryAfter: .ignored), clock: clock)
+            retriers: [try RetryPolicy(retryAfter: .ignored)], clock: clock)
         _ = try await ignoring.send(request())
         #expect(clock.sleeps == [.milliseconds(500)])
     }
@@ -102,7 +102,7 @@ struct RetryAfterTests {
             configuration: try .init(tripCondition: .consecutiveFailures(1), openDuration: .seconds(10)), clock: clock)
         let session = Session(
             transport: ScriptedTransport { _, _ in .response(status: 503, headers: ["Retry-After": "45"]) },
-            interceptor: breaker, clock: clock)
+            adapters: [breaker], clock: clock)
 
         _ = try? await session.send(request())
         clock.advance(by: .seconds(30))

@@ -14,7 +14,7 @@ struct RetryBudgetTests {
     ) throws -> Session {
         Session(
             transport: transport,
-            interceptor: Interceptor(retriers: [try RetryPolicy(retryLimit: retryLimit)], interceptors: [budget]),
+            adapters: [budget], retriers: [try RetryPolicy(retryLimit: retryLimit)],
             clock: ImmediateClock())
     }
 

@@ -44,7 +44,7 @@ struct RetryHandlerTests {
 
     @Test func treatsKindsOfRequestDifferently() async throws {
         let transport = ScriptedTransport { _, _ in .urlError(.cannotConnectToHost) }
-        let session = Session(transport: transport, interceptor: handler, clock: ImmediateClock())
+        let session = Session(transport: transport, retriers: [handler], clock: ImmediateClock())
 
         let plain = await #expect(throws: ReboundError.self) { try await session.send(request()) }
         let critical = await #expect(throws: ReboundError.self) { try await session.send(request(), label: "critical") }
@@ -66,7 +66,7 @@ struct RetryHandlerTests {
         }
         let session = Session(
             transport: ScriptedTransport([.response(status: 500, body: "oops"), .urlError(.timedOut)]),
-            interceptor: recorder, clock: ImmediateClock())
+            retriers: [recorder], clock: ImmediateClock())
 
         _ = try? await session.send(request())
 

@@ -130,7 +130,7 @@ struct RetryPolicyTests {
     @Test func sessionSleepsHalfASecondThenOneTwoAndFourWithALimitOfFour() async throws {
         let clock = ManualClock()
         let transport = ScriptedTransport(Array(repeating: .status(503), count: 5) + [.status(200)])
-        let session = Session(transport: transport, interceptor: try RetryPolicy(retryLimit: 4), clock: clock)
+        let session = Session(transport: transport, retriers: [try RetryPolicy(retryLimit: 4)], clock: clock)
 
         let task = Task { try await session.send(request()) }
         for (index, delay) in [Duration.milliseconds(500), .seconds(1), .seconds(2), .seconds(4)].enumerated() {
@@ -148,7 +148,7 @@ struct RetryPolicyTests {
 
     @Test func sessionRetriesA503WithoutAnyValidationCall() async throws {
         let transport = ScriptedTransport([.status(503), .status(200)])
-        let session = Session(transport: transport, interceptor: RetryPolicy(), clock: ImmediateClock())
+        let session = Session(transport: transport, retriers: [RetryPolicy()], clock: ImmediateClock())
 
         _ = try await session.send(request())
 

@@ -35,7 +35,7 @@ struct SessionTests {
         let transport = ScriptedTransport(
             [.status(503).delayed(by: .milliseconds(30)), .urlError(.timedOut), .status(200)], clock: clock)
         let session = Session(
-            transport: transport, interceptor: retryAnything(limit: 5, delay: .seconds(1)), clock: clock)
+            transport: transport, retriers: [retryAnything(limit: 5, delay: .seconds(1))], clock: clock)
 
         let task = Task { try await session.send(request()) }
         try await clock.waitForSleepers(1)  // the transport's 30 ms
@@ -125,13 +125,54 @@ struct SessionTests {
             ])
     }
 
+    @Test func adaptersAndRetriersGivenOnTheirOwnComeBeforeTheInterceptorAndObserversAfter() async throws {
+        let log = Log()
+        let observer = RecordingObserver()
+        let transport = ScriptedTransport([.status(500), .status(200)])
+        let session = Session(
+            transport: transport, adapters: [taggingAdapter("adapter", log: log)],
+            retriers: [loggingRetrier("retrier", log: log, answer: .doNotRetry)],
+            interceptor: Interceptor(
+                adapters: [taggingAdapter("interceptor", log: log)],
+                retriers: [loggingRetrier("interceptor", log: log, answer: .doNotRetry)]),
+            observers: [observer], clock: ImmediateClock())
+
+        _ = try await session.send(
+            request(), adapters: [taggingAdapter("own adapter", log: log)],
+            retriers: [loggingRetrier("own retrier", log: log, answer: .retry)],
+            interceptor: Interceptor(adapters: [taggingAdapter("own interceptor", log: log)]))
+
+        #expect(
+            log.all == [
+                "adapt adapter #1", "adapt interceptor #1", "adapt own adapter #1", "adapt own interceptor #1",
+                "retry retrier #0", "retry interceptor #0", "retry own retrier #0",
+                "adapt adapter #2", "adapt interceptor #2", "adapt own adapter #2", "adapt own interceptor #2",
+            ])
+        #expect(observer.lines == ["#1 500 retry 0.0 seconds", "#2 200 succeeded"])
+    }
+
+    @Test func aUsersOwnRetrierStructGoesToASessionOnItsOwn() async throws {
+        struct RetryOnce: RequestRetrier {
+            func retry(_ request: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
+                request.retryCount == 0 ? .retry : .doNotRetry
+            }
+        }
+        let session = Session(
+            transport: ScriptedTransport([.status(503), .status(200)]), retriers: [RetryOnce()],
+            clock: ImmediateClock())
+
+        let response = try await session.send(request())
+
+        #expect(response.retryCount == 1)
+    }
+
     @Test func sessionRetrierThatRetriesKeepsTheRequestRetrierFromBeingAsked() async throws {
         let log = Log()
         let session = Session(
             transport: ScriptedTransport([.status(500), .status(200)]),
-            interceptor: loggingRetrier("session", log: log, answer: .retry), clock: ImmediateClock())
+            retriers: [loggingRetrier("session", log: log, answer: .retry)], clock: ImmediateClock())
 
-        _ = try await session.send(request(), interceptor: loggingRetrier("request", log: log, answer: .retry))
+        _ = try await session.send(request(), retriers: [loggingRetrier("request", log: log, answer: .retry)])
 
         #expect(log.all == ["retry session #0"])
     }
@@ -246,7 +287,7 @@ struct SessionTests {
     @Test func adapterFailureThatIsNotRetriedIsReportedAsSuch() async throws {
         let session = Session(
             transport: ScriptedTransport([]),
-            interceptor: Adapter { _, _ in throw TestError("signing key missing") }, clock: ImmediateClock())
+            adapters: [Adapter { _, _ in throw TestError("signing key missing") }], clock: ImmediateClock())
 
         let error = try await #require(throws: ReboundError.self) { try await session.send(request()) }
 
@@ -292,9 +333,11 @@ struct SessionTests {
     @Test func doNotRetryWithErrorKeepsBothTheRetriersErrorAndTheOriginal() async throws {
         let session = Session(
             transport: ScriptedTransport([.status(503), .response(status: 429, body: "slow down")]),
-            interceptor: Retrier { request, _ in
-                request.retryCount == 0 ? .retry : .doNotRetryWithError(TestError("quota exhausted"))
-            },
+            retriers: [
+                Retrier { request, _ in
+                    request.retryCount == 0 ? .retry : .doNotRetryWithError(TestError("quota exhausted"))
+                }
+            ],
             clock: ImmediateClock())
 
         let error = try await #require(throws: ReboundError.self) { try await session.send(request()) }
@@ -314,7 +357,7 @@ struct SessionTests {
     @Test func errorAfterRetriesDescribesTheLastAttemptAndKeepsAllAttempts() async throws {
         let session = Session(
             transport: ScriptedTransport([.status(503), .status(503), .urlError(.timedOut)]),
-            interceptor: retryAnything(limit: 2), clock: ImmediateClock())
+            retriers: [retryAnything(limit: 2)], clock: ImmediateClock())
 
         let error = try await #require(throws: ReboundError.self) { try await session.send(request()) }
 
@@ -356,7 +399,7 @@ struct SessionTests {
         let transport = ScriptedTransport([
             .response(body: #"{"error_code": "RATE_LIMITED"}"#), .response(body: #"{"ok": true}"#),
         ])
-        let session = Session(transport: transport, interceptor: retryAnything(limit: 3), clock: ImmediateClock())
+        let session = Session(transport: transport, retriers: [retryAnything(limit: 3)], clock: ImmediateClock())
         let rejectErrorBodies = ResponseValidator.successfulStatusCodes.and { _, data in
             if String(decoding: data, as: UTF8.self).contains("error_code") { throw TestError("error body") }
         }
@@ -373,7 +416,7 @@ struct SessionTests {
         let clock = ManualClock()
         let transport = ScriptedTransport([.status(503), .status(200)])
         let session = Session(
-            transport: transport, interceptor: retryAnything(limit: 1, delay: .seconds(2)), clock: clock)
+            transport: transport, retriers: [retryAnything(limit: 1, delay: .seconds(2))], clock: clock)
 
         let task = Task { try await session.send(request()) }
         try await clock.waitForSleepers(1)
@@ -392,7 +435,7 @@ struct SessionTests {
         let clock = ManualClock()
         let session = Session(
             transport: ScriptedTransport([.status(503), .status(200)]),
-            interceptor: Retrier { request, _ in request.retryCount == 0 ? answer : .doNotRetry }, clock: clock)
+            retriers: [Retrier { request, _ in request.retryCount == 0 ? answer : .doNotRetry }], clock: clock)
 
         let response = try await session.send(request())
 
@@ -404,7 +447,7 @@ struct SessionTests {
         let clock = ManualClock()
         let session = Session(
             transport: ScriptedTransport([.status(503)]),
-            interceptor: Retrier { _, _ in .retryWithDelay(.seconds(Int64.max)) }, clock: clock)
+            retriers: [Retrier { _, _ in .retryWithDelay(.seconds(Int64.max)) }], clock: clock)
 
         let task = Task { try await session.send(request()) }
         try await clock.waitForSleepers(1)
@@ -420,7 +463,7 @@ struct SessionTests {
         let log = Log()
         let transport = ScriptedTransport([.hang, .status(200)])
         let session = Session(
-            transport: transport, interceptor: loggingRetrier("r", log: log, answer: .retry), clock: ManualClock())
+            transport: transport, retriers: [loggingRetrier("r", log: log, answer: .retry)], clock: ManualClock())
 
         let task = Task { try await session.send(request()) }
         try await transport.waitForRequests(1)
@@ -437,7 +480,7 @@ struct SessionTests {
             try await clock.sleep(for: .seconds(10))
             return request
         }
-        let session = Session(transport: transport, interceptor: slowAdapter, clock: clock)
+        let session = Session(transport: transport, adapters: [slowAdapter], clock: clock)
 
         let task = Task { try await session.send(request()) }
         try await clock.waitForSleepers(1)
@@ -450,7 +493,7 @@ struct SessionTests {
         let clock = ManualClock()
         let transport = ScriptedTransport([.status(503), .status(200)])
         let session = Session(
-            transport: transport, interceptor: retryAnything(limit: 3, delay: .seconds(30)), clock: clock)
+            transport: transport, retriers: [retryAnything(limit: 3, delay: .seconds(30))], clock: clock)
 
         let task = Task { try await session.send(request()) }
         try await clock.waitForSleepers(1)
@@ -467,7 +510,7 @@ struct SessionTests {
             try? await clock.sleep(for: .seconds(1))
             return .retry
         }
-        let session = Session(transport: transport, interceptor: slowRetrier, clock: clock)
+        let session = Session(transport: transport, retriers: [slowRetrier], clock: clock)
 
         let task = Task { try await session.send(request()) }
         try await clock.waitForSleepers(1)
@@ -502,7 +545,7 @@ struct SessionTests {
         let transport = ScriptedTransport { _, number in
             number % 3 == 0 ? .status(200) : (number % 3 == 1 ? .status(503) : .urlError(.timedOut))
         }
-        let session = Session(transport: transport, interceptor: retryAnything(limit: 1), clock: ImmediateClock())
+        let session = Session(transport: transport, retriers: [retryAnything(limit: 1)], clock: ImmediateClock())
 
         // Each task reports the attempts its one outcome recorded, or nil for anything but a response or ReboundError.
         let attemptCounts = await withTaskGroup(of: Int?.self) { group in
@@ -531,7 +574,7 @@ struct SessionTests {
         // hang in the transport. Nothing can end on its own until the test cancels.
         let clock = ManualClock()
         let transport = ScriptedTransport { _, number in number % 2 == 1 ? .status(503) : .hang }
-        let session = Session(transport: transport, interceptor: RetryPolicy(), clock: clock)
+        let session = Session(transport: transport, retriers: [RetryPolicy()], clock: clock)
 
         let tasks = (0..<200).map { _ in
             Task { () -> String in

@@ -42,8 +42,8 @@ let chains: [(name: String, interceptor: (any RequestInterceptor)?)] = [
     (
         "Session, realistic chain",
         Interceptor(
-            adapters: headerAdapters, retriers: [LoggingRetrier(wrapping: RetryPolicy(), sink: { _ in })],
-            interceptors: [CircuitBreakerRegistry()])
+            adapters: headerAdapters + [CircuitBreakerRegistry()],
+            retriers: [LoggingRetrier(wrapping: RetryPolicy(), sink: { _ in })])
     ),
 ]
 
@@ -157,7 +157,7 @@ func retryPath(base: URL, rounds: Int, count: Int) async throws -> Section {
     let handURL = base.appendingPathComponent("flaky-b")
     let plainSession = URLSession(configuration: .default)
     let session = Session(
-        transport: URLSessionTransport(session: plainSession), interceptor: try RetryPolicy(backoff: .none))
+        transport: URLSessionTransport(session: plainSession), retriers: [try RetryPolicy(backoff: .none)])
     let handWritten: @Sendable () async throws -> Void = {
         for _ in 0..<3 {
             let (_, response) = try await plainSession.data(for: URLRequest(url: handURL))

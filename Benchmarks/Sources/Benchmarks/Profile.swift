@@ -11,9 +11,9 @@ private func interceptor(named contender: String) -> (any RequestInterceptor)? {
     switch contender {
     case "realistic": chains.last!.interceptor
     case "adapters": Interceptor(adapters: headerAdapters)
-    case "breaker": CircuitBreakerRegistry()
+    case "breaker": Interceptor(adapters: [CircuitBreakerRegistry()])
     case "logging": LoggingRetrier(wrapping: RetryPolicy(), sink: { _ in })
-    case "policy": RetryPolicy()
+    case "policy": Interceptor(retriers: [RetryPolicy()])
     case "observer": Interceptor(observers: [NoOpObserver()])
     default: nil
     }

@@ -60,10 +60,12 @@ private func waitingRequests(_ count: Int) async throws -> (
     let failures = Counter()
     let session = Session(
         transport: FailingTransport(),
-        interceptor: Retrier { _, _ in
-            _ = failures.next()
-            return .retryWithDelay(.seconds(1))
-        })
+        retriers: [
+            Retrier { _, _ in
+                _ = failures.next()
+                return .retryWithDelay(.seconds(1))
+            }
+        ])
     return try await waiting(count, started: failures) { _ = try? await session.send(request) }
 }
 
@@ -79,10 +81,8 @@ private func waitingRealisticRequests(_ count: Int) async throws -> (
         configuration: try CircuitBreaker.Configuration(tripCondition: .consecutiveFailures(count + 1)))
     let session = Session(
         transport: FailingTransport(sent: attempts),
-        interceptor: Interceptor(
-            adapters: headerAdapters,
-            retriers: [LoggingRetrier(wrapping: try RetryPolicy(backoff: .constant(c: .seconds(1))), sink: { _ in })],
-            interceptors: [breakers]))
+        adapters: headerAdapters + [breakers],
+        retriers: [LoggingRetrier(wrapping: try RetryPolicy(backoff: .constant(c: .seconds(1))), sink: { _ in })])
     return try await waiting(count, started: attempts) { _ = try? await session.send(request) }
 }
 

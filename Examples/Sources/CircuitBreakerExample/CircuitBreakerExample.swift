@@ -26,7 +26,7 @@ struct CircuitBreakerExample {
             onTransition: { transition in
                 narrator.say("breaker \(transition.key ?? "-"): \(transition.from) → \(transition.to)")
             })
-        let session = Session(interceptor: breakers)
+        let session = Session(adapters: [breakers])
 
         await narrator.scenario("5 calls to payments: 3 failures trip the breaker, then it fails fast") {
             for _ in 1...5 {

@@ -45,7 +45,7 @@ struct RetrySafetyExample {
                 moved.url = fallback.url(moved.url!.path)
                 return .retry(after: .milliseconds(100), request: moved)
             }
-            let response = try await Session(interceptor: handler).send(down.url("/video/manifest"), label: "manifest")
+            let response = try await Session(retriers: [handler]).send(down.url("/video/manifest"), label: "manifest")
             return
                 "\(String(decoding: response.data, as: UTF8.self)) from \(response.request.url!.host!):\(response.request.url!.port!)"
         }
@@ -56,8 +56,7 @@ struct RetrySafetyExample {
         await narrator.scenario("200 concurrent GET /down with a budget: at most 500/5 retries in all") {
             let budget = RetryBudget()
             let session = Session(
-                interceptor: Interceptor(
-                    retriers: [try RetryPolicy(retryLimit: 3, exponentialBackoffScale: 0.01)], interceptors: [budget]))
+                adapters: [budget], retriers: [try RetryPolicy(retryLimit: 3, exponentialBackoffScale: 0.01)])
             await withTaskGroup(of: Void.self) { group in
                 for _ in 0..<200 { group.addTask { _ = try? await session.send(server.url("/down")) } }
             }

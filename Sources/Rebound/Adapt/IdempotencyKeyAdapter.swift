@@ -12,9 +12,9 @@ import Foundation
 /// default) get one. With the header present, ``RetryPolicy`` retries a POST as it would a GET.
 ///
 /// ```swift
-/// let session = Session(interceptor: Interceptor(adapters: [IdempotencyKeyAdapter()], retriers: [RetryPolicy()]))
+/// let session = Session(adapters: [IdempotencyKeyAdapter()], retriers: [RetryPolicy()])
 /// ```
-public struct IdempotencyKeyAdapter: RequestInterceptor {
+public struct IdempotencyKeyAdapter: RequestAdapter {
     /// The header's name: `Idempotency-Key`.
     public static let headerName = "Idempotency-Key"
     /// The default ``methods``: POST and PATCH.

@@ -36,7 +36,7 @@ public protocol RequestAdapter: Sendable {
 ///     }
 /// ])
 /// ```
-public struct Adapter: RequestInterceptor {
+public struct Adapter: RequestAdapter {
     /// The closure's signature: the request and the attempt's context in, the request to send out.
     public typealias AdaptHandler = @Sendable (consuming URLRequest, RequestContext) async throws -> URLRequest
 

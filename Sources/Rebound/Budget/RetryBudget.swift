@@ -14,15 +14,16 @@ import Foundation
 /// with ``RetryBudgetExhausted`` (as ``ReboundError/Reason/retryAborted(error:original:)``). These are the numbers of
 /// the AWS SDKs' standard retry mode.
 ///
-/// The budget is a ``RetryGate`` (it has the last word after the retriers chose to retry) and an ``AttemptObserver``
-/// (it learns of successes by itself): put it anywhere in the chain. It is a class whose buckets are behind a lock;
-/// share one instance between sessions to share the budget.
+/// Put it in a chain's adapters, anywhere among them: on every attempt it registers through the context as the
+/// request's ``RetryGate`` (it has the last word after the retriers chose to retry) and ``AttemptObserver`` (it learns
+/// of the request's end by itself), so it keeps working inside any wrapper that forwards `adapt`. It is a class whose
+/// buckets are behind a lock; share one instance between sessions to share the budget.
 ///
 /// ```swift
 /// let budget = RetryBudget()
-/// let session = Session(interceptor: Interceptor(retriers: [RetryPolicy()], interceptors: [budget]))
+/// let session = Session(adapters: [budget], retriers: [RetryPolicy()])
 /// ```
-public final class RetryBudget: RequestInterceptor, RetryGate, AttemptObserver {
+public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
     /// The bucket's numbers.
     public struct Configuration: Sendable, Equatable {
         /// The AWS SDKs' standard mode: 500 tokens, 5 per retry, 10 per retry after a timeout, 1 back per success.

@@ -22,7 +22,8 @@ import Foundation
 ///
 /// What counts as a failure is ``Configuration/classify``'s decision: by default transport errors and 5xx, 408 and
 /// 429; other 4xx count as successes (the upstream answered); cancellations and adapter failures are ignored.
-/// A breaker only counts attempts it let through itself, so put it in the chain as an interceptor (or adapter).
+/// A breaker only counts attempts it let through itself: put it in the chain as an adapter, alone or inside any
+/// wrapper that forwards `adapt` (it registers, through the context, to hear how the attempt it admitted ends).
 ///
 /// The state moves from open to half-open when it is next looked at (by a request or by reading ``state``), on the
 /// breaker's clock. Every transition is told to ``init(key:configuration:clock:onTransition:)``'s `onTransition`
@@ -33,9 +34,9 @@ import Foundation
 ///
 /// ```swift
 /// let breaker = CircuitBreaker(key: "payments")
-/// let session = Session(interceptor: Interceptor(retriers: [RetryPolicy()], interceptors: [breaker]))
+/// let session = Session(adapters: [breaker], retriers: [RetryPolicy()])
 /// ```
-public final class CircuitBreaker: RequestInterceptor, AttemptObserver {
+public final class CircuitBreaker: RequestAdapter, AttemptObserver {
     /// Where a breaker is in its cycle.
     public enum State: String, Sendable, Hashable, CustomStringConvertible {
         /// Requests go through and outcomes are counted.

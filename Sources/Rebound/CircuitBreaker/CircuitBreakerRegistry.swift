@@ -6,7 +6,7 @@ import Foundation
 
 /// One ``CircuitBreaker`` per upstream, created on first use and shared by every session that uses the registry.
 ///
-/// Put the registry in a chain as an interceptor: each attempt goes through the breaker of its key (by default the
+/// Put the registry in a chain as an adapter: each attempt goes through the breaker of its key (by default the
 /// URL's host, with the port when the URL names one), so one failing upstream trips its own breaker and no other.
 /// Requests whose key is `nil` go through untouched.
 ///
@@ -15,10 +15,10 @@ import Foundation
 ///
 /// ```swift
 /// let breakers = CircuitBreakerRegistry()
-/// let payments = Session(interceptor: Interceptor(retriers: [RetryPolicy()], interceptors: [breakers]))
-/// let search = Session(interceptor: breakers)
+/// let payments = Session(adapters: [breakers], retriers: [RetryPolicy()])
+/// let search = Session(adapters: [breakers])
 /// ```
-public final class CircuitBreakerRegistry: RequestInterceptor {
+public final class CircuitBreakerRegistry: RequestAdapter {
     /// Picks the breaker for a request: the request's key, or `nil` to let it through without one.
     public typealias KeyFunction = @Sendable (URLRequest) -> String?
 

@@ -22,9 +22,9 @@ import Foundation
 ///
 /// ```swift
 /// let retrier = try JSONBodyRetrier(path: "error_code", values: ["RATE_LIMITED", "TEMPORARY_ERROR"])
-/// let session = Session(interceptor: Interceptor(retriers: [retrier, RetryPolicy()]))
+/// let session = Session(retriers: [retrier, RetryPolicy()])
 /// ```
-public struct JSONBodyRetrier: RequestInterceptor, ResponseInspector {
+public struct JSONBodyRetrier: RequestRetrier, ResponseInspector {
     /// The error of an attempt whose successful response's body matched; the retriers see it as a validation failure.
     public struct Signal: Error, Sendable, CustomStringConvertible {
         /// The path that matched, dot-separated; `nil` when a predicate matched.

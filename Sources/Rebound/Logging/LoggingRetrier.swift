@@ -23,7 +23,7 @@ import Foundation
 /// from several requests at once.
 ///
 /// ```swift
-/// let session = Session(interceptor: LoggingRetrier(wrapping: RetryPolicy()))
+/// let session = Session(retriers: [LoggingRetrier(wrapping: RetryPolicy())])
 /// // [1a2b3c4d] GET https://api.example.com/items: attempt 1 failed with status 503; retry in 500 ms (31 ms so far)
 /// ```
 public final class LoggingRetrier: RequestInterceptor, AttemptObserver {

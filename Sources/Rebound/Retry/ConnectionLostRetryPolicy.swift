@@ -19,7 +19,7 @@ import Foundation
 /// A connection that was never made (`.cannotConnectToHost`, a refused connection) is not a lost one and is not
 /// retried. ``connectionLostURLErrorCodes`` holds this platform's codes. The other settings and their defaults are
 /// ``RetryPolicy``'s: 2 retries, a backoff of 0.5 s then 1 s, the idempotent methods.
-public struct ConnectionLostRetryPolicy: RequestInterceptor {
+public struct ConnectionLostRetryPolicy: RequestRetrier {
     #if canImport(FoundationNetworking)
         /// The `URLError` codes that mean a lost connection on Linux: `.networkConnectionLost`, `.badServerResponse`
         /// and `.unknown` (see the type's discussion).

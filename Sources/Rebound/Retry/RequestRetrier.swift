@@ -19,7 +19,7 @@ public protocol RequestRetrier: Sendable {
 ///     return .retryWithDelay(.seconds(1))
 /// }
 /// ```
-public struct Retrier: RequestInterceptor {
+public struct Retrier: RequestRetrier {
     /// The closure's signature: the failed request and its error in, the decision out.
     public typealias RetryHandler = @Sendable (RetryRequest, ReboundError) async -> RetryResult
 

@@ -20,7 +20,7 @@ import Foundation
 ///     return .retry(after: .milliseconds(250 << failure.retryCount), request: fallback)
 /// }
 /// ```
-public struct RetryHandler: RequestInterceptor {
+public struct RetryHandler: RequestRetrier {
     /// What failed.
     public enum Last: Sendable {
         /// The attempt got a response that failed validation, with its body.

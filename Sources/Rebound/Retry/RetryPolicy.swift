@@ -27,9 +27,9 @@ import Foundation
 /// `RetryPolicy` is an immutable value, safe to share between sessions.
 ///
 /// ```swift
-/// let session = Session(interceptor: try RetryPolicy(retryLimit: 4))  // retries after 0.5 s, 1 s, 2 s, 4 s
+/// let session = Session(retriers: [try RetryPolicy(retryLimit: 4)])  // retries after 0.5 s, 1 s, 2 s, 4 s
 /// ```
-public struct RetryPolicy: RequestInterceptor {
+public struct RetryPolicy: RequestRetrier {
     /// The default ``retryLimit``: `2`.
     public static let defaultRetryLimit = 2
     /// The default ``exponentialBackoffBase``: `2`.

@@ -8,8 +8,9 @@ import Foundation
 ///
 /// For each request, attempt after attempt:
 /// 1. If the task is cancelled, the request ends with `CancellationError`.
-/// 2. **Adapt**: the session's interceptor adapts the request as the caller gave it, then the request's own
-///    interceptor adapts the result (see ``Interceptor`` for the chain's rules).
+/// 2. **Adapt**: the session's chain adapts the request as the caller gave it, then the request's own chain adapts the
+///    result (see ``Interceptor`` for the chain's rules). A chain is the `adapters`, `retriers`, `interceptor` and
+///    `observers` given, in that order.
 /// 3. **Send** it through the ``transport``.
 /// 4. **Validate** the response with the request's validator, or the session's if the request has none; then the
 ///    chain's ``ResponseInspector``s check the accepted response.
@@ -29,19 +30,20 @@ import Foundation
 /// requests.
 ///
 /// ```swift
-/// let session = Session(interceptor: Interceptor(
+/// let session = Session(
 ///     adapters: [.modifying { request, _ in
 ///         request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
 ///     }],
 ///     retriers: [RetryPolicy()]
-/// ))
+/// )
 /// let response = try await session.send(URL(string: "https://example.com/items")!)
 /// let items: [Item] = try response.decode()
 /// ```
 public final class Session: Sendable {
     /// The transport every attempt is sent through.
     public let transport: any HTTPTransport
-    /// The interceptor every request goes through, before the request's own; `nil` for none.
+    /// The chain every request goes through, before the request's own: the adapters, retriers, interceptor and
+    /// observers the session was created with, as one interceptor; `nil` for none.
     public let interceptor: (any RequestInterceptor)?
     /// The validator for requests that do not bring their own.
     public let validator: ResponseValidator
@@ -56,7 +58,11 @@ public final class Session: Sendable {
     ///
     /// - Parameters:
     ///   - transport: Sends each attempt; ``URLSessionTransport`` on `URLSession.shared` by default.
-    ///   - interceptor: Adapts and retries every request, before the request's own interceptor; none by default.
+    ///   - adapters: Adapt every request, first, in order; none by default.
+    ///   - retriers: Are asked about every failed attempt, first, in order; none by default.
+    ///   - interceptor: Adapts every request after `adapters` and is asked after `retriers`; none by default.
+    ///   - observers: Are told how every attempt and request ends, after the observers found among the other parts;
+    ///     none by default.
     ///   - validator: Validates responses of requests that bring no validator of their own;
     ///     ``ResponseValidator/successfulStatusCodes`` (200..<300) by default.
     ///   - deadline: The total time limit of each request, across all its attempts and backoff sleeps; none by
@@ -67,11 +73,16 @@ public final class Session: Sendable {
     ///     default. Tests pass a `ManualClock` or an `ImmediateClock` from `ReboundTesting`.
     public init<C: Clock>(
         transport: any HTTPTransport = URLSessionTransport(),
+        adapters: [any RequestAdapter] = [],
+        retriers: [any RequestRetrier] = [],
         interceptor: (any RequestInterceptor)? = nil,
+        observers: [any AttemptObserver] = [],
         validator: ResponseValidator = .successfulStatusCodes,
         deadline: Duration? = nil,
         clock: C = ContinuousClock()
     ) where C.Duration == Duration {
+        let interceptor = Self.chain(
+            adapters: adapters, retriers: retriers, interceptor: interceptor, observers: observers)
         self.transport = transport
         self.interceptor = interceptor
         self.validator = validator
@@ -85,8 +96,11 @@ public final class Session: Sendable {
     /// - Parameters:
     ///   - request: The request to send; adapters start from it on every attempt.
     ///   - label: A string that interceptors can read to treat kinds of request differently; none by default.
-    ///   - interceptor: This request's own interceptor, which adapts after the session's and is asked to retry after
-    ///     the session's; none by default.
+    ///   - adapters: This request's own adapters, which run after the session's chain; none by default.
+    ///   - retriers: This request's own retriers, asked after the session's chain; none by default.
+    ///   - interceptor: This request's own interceptor, which adapts after `adapters` and is asked to retry after
+    ///     `retriers`; none by default.
+    ///   - observers: This request's own observers, told after the session's; none by default.
     ///   - validator: This request's validator, used instead of the session's; the session's by default.
     ///   - deadline: This request's total time limit, used instead of the session's; the session's by default.
     /// - Returns: The response of the first attempt that passed validation.
@@ -94,18 +108,23 @@ public final class Session: Sendable {
     public func send(
         _ request: URLRequest,
         label: String? = nil,
+        adapters: [any RequestAdapter] = [],
+        retriers: [any RequestRetrier] = [],
         interceptor: (any RequestInterceptor)? = nil,
+        observers: [any AttemptObserver] = [],
         validator: ResponseValidator? = nil,
         deadline: Duration? = nil
     ) async throws -> Response {
+        let chain = Self.chain(adapters: adapters, retriers: retriers, interceptor: interceptor, observers: observers)
         var run = RequestRun(
             RequestPlan(
-                session: self, originalRequest: request, label: label, requestInterceptor: interceptor,
+                session: self, originalRequest: request, label: label, requestInterceptor: chain,
                 validator: validator ?? self.validator, deadline: deadline ?? self.deadline))
         return try await run.execute()
     }
 
-    /// Sends a request built from a URL, a method, headers and a body; see ``send(_:label:interceptor:validator:deadline:)``.
+    /// Sends a request built from a URL, a method, headers and a body; see
+    /// ``send(_:label:adapters:retriers:interceptor:observers:validator:deadline:)``.
     ///
     /// - Parameters:
     ///   - url: The URL to request.
@@ -113,7 +132,10 @@ public final class Session: Sendable {
     ///   - headers: Header fields to set; none by default.
     ///   - body: The body to send; none by default.
     ///   - label: A string that interceptors can read; none by default.
-    ///   - interceptor: This request's own interceptor, run after the session's; none by default.
+    ///   - adapters: This request's own adapters, run after the session's chain; none by default.
+    ///   - retriers: This request's own retriers, asked after the session's chain; none by default.
+    ///   - interceptor: This request's own interceptor, run after `adapters` and `retriers`; none by default.
+    ///   - observers: This request's own observers, told after the session's; none by default.
     ///   - validator: This request's validator, used instead of the session's; the session's by default.
     ///   - deadline: This request's total time limit, used instead of the session's; the session's by default.
     public func send(
@@ -122,12 +144,26 @@ public final class Session: Sendable {
         headers: [String: String] = [:],
         body: Data? = nil,
         label: String? = nil,
+        adapters: [any RequestAdapter] = [],
+        retriers: [any RequestRetrier] = [],
         interceptor: (any RequestInterceptor)? = nil,
+        observers: [any AttemptObserver] = [],
         validator: ResponseValidator? = nil,
         deadline: Duration? = nil
     ) async throws -> Response {
         try await send(
-            URLRequest(url: url, method: method, headers: headers, body: body), label: label,
-            interceptor: interceptor, validator: validator, deadline: deadline)
+            URLRequest(url: url, method: method, headers: headers, body: body), label: label, adapters: adapters,
+            retriers: retriers, interceptor: interceptor, observers: observers, validator: validator,
+            deadline: deadline)
+    }
+
+    /// The parts given as one chain: `interceptor` alone when it is the only part, `nil` when there is none.
+    private static func chain(
+        adapters: [any RequestAdapter], retriers: [any RequestRetrier], interceptor: (any RequestInterceptor)?,
+        observers: [any AttemptObserver]
+    ) -> (any RequestInterceptor)? {
+        if adapters.isEmpty, retriers.isEmpty, observers.isEmpty { return interceptor }
+        return Interceptor(
+            adapters: adapters, retriers: retriers, interceptors: interceptor.map { [$0] } ?? [], observers: observers)
     }
 }
