@@ -144,12 +144,12 @@ struct BuiltInsDocumentationSamplesTests {
         _ = try await session.send(server.url("/pay"), method: .post)
         #expect(server.hits("/pay") == 2)
 
-        let handler = RetryHandler { failure in
-            let patience = failure.label == "manifest" ? 5 : 1
-            guard failure.retryCount < patience else { return .abort }
-            var fallback = failure.originalRequest
+        let handler = Retrier { request, error in
+            let patience = request.label == "manifest" ? 5 : 1
+            guard request.retryCount < patience else { return .doNotRetryWithError(error) }
+            var fallback = request.originalRequest
             fallback.url = URL(string: "https://cdn2.example.com")!.appending(path: fallback.url!.path)
-            return .retry(after: .milliseconds(250 << failure.retryCount), request: fallback)
+            return .retryWithRequest(fallback, delay: .milliseconds(250 << request.retryCount))
         }
         let transport = ScriptedTransport([.status(503), .status(200)])
         let moved = try await Session(transport: transport, retriers: [handler], clock: ImmediateClock())

@@ -22,14 +22,12 @@ struct DocumentationSamplesTests {
 
         // README: Quick start (with the loopback server's URL and an ImmediateClock so the test does not wait).
         let session = Session(
-            interceptor: Interceptor(
-                adapters: [
-                    .modifying { request, _ in
-                        request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
-                    }
-                ],
-                retriers: [RetryPolicy()]
-            ), clock: ImmediateClock())
+            adapters: [
+                .modifying { request, _ in
+                    request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+                }
+            ],
+            retriers: [RetryPolicy()], clock: ImmediateClock())
         let items: [Item] = try await session.send(server.url("/items")).decode()
 
         #expect(items == [Item(name: "kettle")])

@@ -39,11 +39,11 @@ struct RetrySafetyOverLoopbackTests {
         let fallback = try LoopbackServer()
         defer { fallback.stop() }
         fallback.route("/video/manifest", [.status(200, body: "#EXTM3U")])
-        let handler = RetryHandler { failure in
-            guard failure.label == "manifest", failure.retryCount < 3 else { return .abort }
-            var moved = failure.originalRequest
+        let handler = Retrier { request, _ in
+            guard request.label == "manifest", request.retryCount < 3 else { return .doNotRetry }
+            var moved = request.originalRequest
             moved.url = fallback.url(moved.url?.path ?? "/")
-            return .retry(after: .milliseconds(100), request: moved)
+            return .retryWithRequest(moved, delay: .milliseconds(100))
         }
         let session = Session(retriers: [handler], clock: ImmediateClock())
 

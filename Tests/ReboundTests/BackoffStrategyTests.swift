@@ -21,7 +21,7 @@ struct BackoffStrategyTests {
 
     @Test func theShapesFollowTheirFormulas() {
         #expect(delays(.none) == [.zero, .zero, .zero, .zero])
-        #expect(delays(.constant(c: .seconds(2))) == [.seconds(2), .seconds(2), .seconds(2), .seconds(2)])
+        #expect(delays(.constant(.seconds(2))) == [.seconds(2), .seconds(2), .seconds(2), .seconds(2)])
         #expect(
             delays(.linear(a: .seconds(1), b: .milliseconds(500)))
                 == [.milliseconds(500), .milliseconds(1_500), .milliseconds(2_500), .milliseconds(3_500)])
@@ -55,12 +55,12 @@ struct BackoffStrategyTests {
 
     @Test func negativeDelaysAndRetryCountsAreZero() {
         #expect(BackoffStrategy.linear(a: .seconds(-1), b: .zero).delay(forRetryCount: 3) == .zero)
-        #expect(BackoffStrategy.constant(c: .seconds(-5)).delay(forRetryCount: 0) == .zero)
+        #expect(BackoffStrategy.constant(.seconds(-5)).delay(forRetryCount: 0) == .zero)
         #expect(BackoffStrategy.exponential(a: .seconds(1), b: 2).delay(forRetryCount: -4) == .seconds(1))
     }
 
     @Test func seededJitterIsReproducibleAndWithinItsRange() {
-        let base = BackoffStrategy.constant(c: .seconds(8))
+        let base = BackoffStrategy.constant(.seconds(8))
         let first = delays(base.fullJitter(using: .seeded(42)), 0...19)
         let again = delays(base.fullJitter(using: .seeded(42)), 0...19)
         let other = delays(base.fullJitter(using: .seeded(43)), 0...19)
@@ -75,8 +75,8 @@ struct BackoffStrategyTests {
 
     @Test func jitterDrawsFromAGivenGenerator() {
         // A generator that always answers all ones draws just under 1; one that answers 0 draws 0.
-        let high = BackoffStrategy.constant(c: .seconds(10)).jitter(using: CyclingGenerator(values: [.max]))
-        let zero = BackoffStrategy.constant(c: .seconds(10)).jitter(using: CyclingGenerator(values: [0]))
+        let high = BackoffStrategy.constant(.seconds(10)).jitter(using: CyclingGenerator(values: [.max]))
+        let zero = BackoffStrategy.constant(.seconds(10)).jitter(using: CyclingGenerator(values: [0]))
         #expect(delays(high, 0...1).allSatisfy { $0 > .milliseconds(9_999) && $0 < .seconds(10) })
         #expect(delays(zero, 0...1) == [.zero, .zero])
     }

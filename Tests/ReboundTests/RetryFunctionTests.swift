@@ -74,7 +74,7 @@ struct RetryFunctionTests {
             try await retry(maxAttempts: 5, clock: clock) { () throws(Flaky) in
                 try operation()
             } strategy: { error in
-                error == .fatal ? .stop : .backoff(.constant(c: .seconds(1)))
+                error == .fatal ? .stop : .backoff(.constant(.seconds(1)))
             }
         }
         #expect(operation.count == 2)
@@ -112,7 +112,7 @@ struct RetryFunctionTests {
                 calls.withLock { $0 += 1 }
                 throw .transient(0)
             } strategy: { _ in
-                .backoff(.constant(c: .seconds(10)))
+                .backoff(.constant(.seconds(10)))
             }
         }
         try await clock.waitForSleepers(1)

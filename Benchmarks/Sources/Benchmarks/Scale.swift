@@ -82,7 +82,7 @@ private func waitingRealisticRequests(_ count: Int) async throws -> (
     let session = Session(
         transport: FailingTransport(sent: attempts),
         adapters: headerAdapters + [breakers],
-        retriers: [LoggingRetrier(wrapping: try RetryPolicy(backoff: .constant(c: .seconds(1))), sink: { _ in })])
+        retriers: [LoggingRetrier(wrapping: try RetryPolicy(backoff: .constant(.seconds(1))), sink: { _ in })])
     return try await waiting(count, started: attempts) { _ = try? await session.send(request) }
 }
 

@@ -39,11 +39,11 @@ struct RetrySafetyExample {
             return "\(response.statusCode) after waiting \(response.attempts[0].retryDelay!)"
         }
         await narrator.scenario("GET the manifest: the primary refuses, the handler moves the retry to the fallback") {
-            let handler = RetryHandler { failure in
-                guard failure.label == "manifest", failure.retryCount < 3 else { return .abort }
-                var moved = failure.originalRequest
+            let handler = Retrier { request, _ in
+                guard request.label == "manifest", request.retryCount < 3 else { return .doNotRetry }
+                var moved = request.originalRequest
                 moved.url = fallback.url(moved.url!.path)
-                return .retry(after: .milliseconds(100), request: moved)
+                return .retryWithRequest(moved, delay: .milliseconds(100))
             }
             let response = try await Session(retriers: [handler]).send(down.url("/video/manifest"), label: "manifest")
             return

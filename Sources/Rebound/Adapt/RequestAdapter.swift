@@ -21,6 +21,10 @@ public protocol RequestAdapter: Sendable {
     func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest
 }
 
+/// The signature of an adapter's closure, as in Alamofire: the request and the attempt's context in, the request to
+/// send out; throwing fails the attempt.
+public typealias AdaptHandler = @Sendable (consuming URLRequest, RequestContext) async throws -> URLRequest
+
 /// An adapter made from a closure, for one-off behaviour.
 ///
 /// To change a few fields, prefer ``RequestAdapter/modifying(_:)-(Adapter.SynchronousModifyHandler)``: its closure mutates
@@ -37,9 +41,6 @@ public protocol RequestAdapter: Sendable {
 /// ])
 /// ```
 public struct Adapter: RequestAdapter {
-    /// The closure's signature: the request and the attempt's context in, the request to send out.
-    public typealias AdaptHandler = @Sendable (consuming URLRequest, RequestContext) async throws -> URLRequest
-
     /// The signature of a closure that changes the request in place.
     public typealias ModifyHandler = @Sendable (inout URLRequest, RequestContext) async throws -> Void
 
@@ -89,7 +90,7 @@ public struct Adapter: RequestAdapter {
 
 extension RequestAdapter where Self == Adapter {
     /// An adapter that calls `handler` for every attempt.
-    public static func adapter(_ handler: @escaping Adapter.AdaptHandler) -> Adapter {
+    public static func adapter(_ handler: @escaping AdaptHandler) -> Adapter {
         Adapter(handler)
     }
 

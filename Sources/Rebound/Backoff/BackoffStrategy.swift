@@ -6,7 +6,7 @@ import Foundation
 /// | strategy | delay for retry count x |
 /// |---|---|
 /// | ``none`` | 0 |
-/// | ``constant(c:)`` | c |
+/// | ``constant(_:)`` | c |
 /// | ``linear(a:b:)`` | a·x + b |
 /// | ``exponential(a:b:)-(_,Int)`` | a·bˣ |
 /// | ``min(_:)`` | max(f(x), m): never shorter than m |
@@ -67,7 +67,7 @@ public struct BackoffStrategy: Sendable {
     }
 
     /// The same delay every time: f(x) = c.
-    public static func constant(c: Duration) -> BackoffStrategy {
+    public static func constant(_ c: Duration) -> BackoffStrategy {
         BackoffStrategy(.constant(c.seconds))
     }
 

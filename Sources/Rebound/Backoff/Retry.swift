@@ -82,3 +82,50 @@ public func retry<R, E: Error>(
         maxAttempts: maxAttempts, tolerance: tolerance, clock: ContinuousClock(), isolation: isolation,
         operation: operation, strategy: strategy)
 }
+
+extension RequestRetrier {
+    /// The free ``retry(maxAttempts:tolerance:clock:isolation:operation:strategy:)``, callable inside a retrier's own
+    /// methods, where the name `retry` would otherwise find only ``RequestRetrier/retry(_:dueTo:)``.
+    ///
+    /// - Parameters:
+    ///   - maxAttempts: How many times the operation is called at most, counting the first; at least 1; 3 by default.
+    ///   - tolerance: The tolerance the backoff sleeps allow the clock; none by default.
+    ///   - clock: The clock the backoff sleeps on.
+    ///   - isolation: The actor the operation runs on; the caller's by default.
+    ///   - operation: The operation to run.
+    ///   - strategy: Decides per error whether and how to back off; retry at once by default.
+    public func retry<R, E: Error, C: Clock>(
+        maxAttempts: Int = 3,
+        tolerance: C.Duration? = nil,
+        clock: C,
+        isolation: isolated (any Actor)? = #isolation,
+        operation: () async throws(E) -> sending R,
+        strategy: (E) -> RetryStrategy = { _ in .backoff(.none) }
+    ) async throws -> R where C.Duration == Duration {
+        try await Rebound.retry(
+            maxAttempts: maxAttempts, tolerance: tolerance, clock: clock, isolation: isolation, operation: operation,
+            strategy: strategy)
+    }
+
+    /// The free ``retry(maxAttempts:tolerance:isolation:operation:strategy:)`` on the `ContinuousClock`, callable
+    /// inside a retrier's own methods, where the name `retry` would otherwise find only
+    /// ``RequestRetrier/retry(_:dueTo:)``.
+    ///
+    /// - Parameters:
+    ///   - maxAttempts: How many times the operation is called at most, counting the first; at least 1; 3 by default.
+    ///   - tolerance: The tolerance the backoff sleeps allow the clock; none by default.
+    ///   - isolation: The actor the operation runs on; the caller's by default.
+    ///   - operation: The operation to run.
+    ///   - strategy: Decides per error whether and how to back off; retry at once by default.
+    public func retry<R, E: Error>(
+        maxAttempts: Int = 3,
+        tolerance: ContinuousClock.Duration? = nil,
+        isolation: isolated (any Actor)? = #isolation,
+        operation: () async throws(E) -> sending R,
+        strategy: (E) -> RetryStrategy = { _ in .backoff(.none) }
+    ) async throws -> R {
+        try await Rebound.retry(
+            maxAttempts: maxAttempts, tolerance: tolerance, isolation: isolation, operation: operation,
+            strategy: strategy)
+    }
+}

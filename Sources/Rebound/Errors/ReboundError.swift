@@ -79,6 +79,11 @@ public struct ReboundError: Error, Sendable {
     /// How many attempts were made.
     public var attemptCount: Int { attempts.count }
 
+    /// Whether `other` is this very error (a copy of it), not merely an equal one.
+    func isSame(as other: ReboundError) -> Bool {
+        storage === other.storage
+    }
+
     /// The status code of the last attempt's response, if it had one.
     public var statusCode: Int? { response?.statusCode }
 

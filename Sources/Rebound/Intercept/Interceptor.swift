@@ -75,7 +75,7 @@ public struct Interceptor: RequestInterceptor {
     }
 
     /// Creates an interceptor from an adapter closure and a retrier closure.
-    public init(adaptHandler: @escaping Adapter.AdaptHandler, retryHandler: @escaping Retrier.RetryHandler) {
+    public init(adaptHandler: @escaping AdaptHandler, retryHandler: @escaping RetryHandler) {
         self.init(adapters: [Adapter(adaptHandler)], retriers: [Retrier(retryHandler)])
     }
 

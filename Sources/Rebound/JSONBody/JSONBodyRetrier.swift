@@ -159,7 +159,7 @@ public struct JSONBodyRetrier: RequestRetrier, ResponseInspector {
         self.values = values
         self.predicate = predicate
         self.retryLimit = retryLimit
-        self.backoff = backoff.isAutomatic ? .constant(c: delay) : backoff
+        self.backoff = backoff.isAutomatic ? .constant(delay) : backoff
         self.maximumBodySize = maximumBodySize
         self.maximumDepth = maximumDepth
         self.inspectsSuccessfulResponses = inspectsSuccessfulResponses

@@ -16,7 +16,9 @@ public enum RetryResult: Sendable {
     case retryWithRequest(URLRequest, delay: Duration)
     /// Do not retry: the next retrier in the chain is asked, and if none retries, the request fails.
     case doNotRetry
-    /// Do not retry, and end the request with this error; the session keeps the attempt's own failure beside it.
+    /// Do not retry, and end the request with this error; no later retrier is asked. The request ends with
+    /// ``ReboundError/Reason/retryAborted(error:original:)``, which keeps the attempt's own failure beside it; given the
+    /// very ``ReboundError`` the retrier was asked about, the request ends with that failure, unwrapped.
     case doNotRetryWithError(any Error)
 
     /// Whether this answer retries.

@@ -284,6 +284,8 @@ struct RequestRun {
     {
         let reason = error.reason
         guard let delay = result.delay else {
+            // Stopping with the very failure the retriers were asked about ends the request with it, unwrapped.
+            if let given = result.error as? ReboundError, given.isSame(as: error) { return .fail(error) }
             let aborted = result.error.map {
                 failure(.retryAborted(error: $0, original: reason), response: error.response, data: error.data)
             }
