@@ -144,7 +144,7 @@ struct RetryOverLoopbackTests {
         let server = try LoopbackServer()
         defer { server.stop() }
         server.route("/quote", [.json(#"{"error_code": "RATE_LIMITED"}"#), .json(#"{"price": 12}"#)])
-        let rejectErrorCodes = ResponseValidator.successfulStatusCodes.and { _, data in
+        let rejectErrorCodes = Validator.successfulStatusCodes.and { _, data in
             let json = try JSONSerialization.jsonObject(with: data) as? [String: Any]
             if let code = json?["error_code"] as? String { throw BodyError(code: code) }
         }

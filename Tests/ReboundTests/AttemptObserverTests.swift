@@ -196,18 +196,18 @@ struct AttemptObserverTests {
         #expect(error?.reason.isNonRetryable == true)
     }
 
-    // MARK: - Inspectors
+    // MARK: - Validators in the chain
 
-    struct RejectsBody: ResponseInspector, RequestInterceptor {
+    struct RejectsBody: ResponseValidator, RequestInterceptor {
         let body: String
         let log: Log
-        func inspect(_ response: HTTPURLResponse, data: Data, context: RequestContext) throws {
+        func validate(_ response: HTTPURLResponse, data: Data, context: RequestContext) throws {
             log.append("inspect #\(context.attempt)")
             if String(decoding: data, as: UTF8.self) == body { throw TestError("bad body") }
         }
     }
 
-    @Test func anInspectorTurnsAnAcceptedResponseIntoAFailureForTheRetriers() async throws {
+    @Test func aValidatorInTheChainTurnsAnAcceptedResponseIntoAFailureForTheRetriers() async throws {
         let log = Log()
         let transport = ScriptedTransport([.response(body: "bad"), .response(body: "good")])
         let session = Session(
@@ -227,7 +227,7 @@ struct AttemptObserverTests {
         #expect(error == TestError("bad body"))
     }
 
-    @Test func anInspectorDoesNotSeeResponsesTheValidatorRejected() async throws {
+    @Test func aValidatorInTheChainDoesNotSeeResponsesTheValidatorInEffectRejected() async throws {
         let log = Log()
         let session = Session(
             transport: ScriptedTransport([.response(status: 500, body: "bad")]),

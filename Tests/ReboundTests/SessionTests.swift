@@ -400,7 +400,7 @@ struct SessionTests {
             .response(body: #"{"error_code": "RATE_LIMITED"}"#), .response(body: #"{"ok": true}"#),
         ])
         let session = Session(transport: transport, retriers: [retryAnything(limit: 3)], clock: ImmediateClock())
-        let rejectErrorBodies = ResponseValidator.successfulStatusCodes.and { _, data in
+        let rejectErrorBodies = Validator.successfulStatusCodes.and { _, data in
             if String(decoding: data, as: UTF8.self).contains("error_code") { throw TestError("error body") }
         }
 

@@ -62,7 +62,7 @@ struct Demo {
             return "\(response.statusCode)"
         }
         await narrator.scenario("GET /quote answers 200 with an error body: a validator and a retrier of its own") {
-            let rejectErrorBodies = ResponseValidator.successfulStatusCodes.and { _, data in
+            let rejectErrorBodies = Validator.successfulStatusCodes.and { _, data in
                 if String(decoding: data, as: UTF8.self).contains("RATE_LIMITED") { throw RateLimited() }
             }
             let retryRateLimits = NarratedRetrier(

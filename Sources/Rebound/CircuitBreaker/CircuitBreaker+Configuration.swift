@@ -136,7 +136,7 @@ extension CircuitBreaker {
     }
 
     /// The default verdict: a transport error or a status of 5xx, 408 or 429 is a failure; any other response
-    /// (other 4xx included, and a 2xx that a validator or inspector rejected) is a success, because the upstream
+    /// (other 4xx included, and a 2xx that a validator rejected) is a success, because the upstream
     /// answered; cancellations and adapter failures are ignored, because the upstream was not reached.
     @Sendable public static func defaultVerdict(for outcome: AttemptOutcome) -> Verdict {
         if let statusCode = outcome.statusCode {

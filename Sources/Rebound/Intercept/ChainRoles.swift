@@ -5,7 +5,7 @@ protocol RoleContainer {
     var roles: ChainRoles { get }
 }
 
-/// The observers, inspectors and gates of a chain's parts, found once when the chain is built so that requests pay
+/// The observers, validators and gates of a chain's parts, found once when the chain is built so that requests pay
 /// nothing for roles their chain does not have.
 ///
 /// These are the parts the chain holds directly, or inside an ``Interceptor`` or a ``LoggingRetrier``. Parts behind
@@ -13,23 +13,23 @@ protocol RoleContainer {
 /// (``RegisteredRoles``), and ``merged(with:)`` adds them.
 struct ChainRoles: Sendable {
     let observers: [any AttemptObserver]
-    let inspectors: [any ResponseInspector]
+    let validators: [any ResponseValidator]
     let gates: [any RetryGate]
 
-    static let none = ChainRoles(observers: [], inspectors: [], gates: [])
+    static let none = ChainRoles(observers: [], validators: [], gates: [])
 
     /// The roles of a part that only observes.
     static func observing(_ observer: any AttemptObserver) -> ChainRoles {
-        ChainRoles(observers: [observer], inspectors: [], gates: [])
+        ChainRoles(observers: [observer], validators: [], gates: [])
     }
 
-    private init(observers: [any AttemptObserver], inspectors: [any ResponseInspector], gates: [any RetryGate]) {
+    private init(observers: [any AttemptObserver], validators: [any ResponseValidator], gates: [any RetryGate]) {
         self.observers = observers
-        self.inspectors = inspectors
+        self.validators = validators
         self.gates = gates
     }
 
-    var isEmpty: Bool { observers.isEmpty && inspectors.isEmpty && gates.isEmpty }
+    var isEmpty: Bool { observers.isEmpty && validators.isEmpty && gates.isEmpty }
 
     /// The roles of one interceptor: a composite's collected roles, or the interceptor itself where it conforms.
     init(of interceptor: (any RequestInterceptor)?) {
@@ -47,10 +47,10 @@ struct ChainRoles: Sendable {
     /// The roles of `parts` in order, looking into nested composites; a class instance found twice counts once.
     init(collecting parts: [any Sendable]) {
         var observers: [any AttemptObserver] = []
-        var inspectors: [any ResponseInspector] = []
+        var validators: [any ResponseValidator] = []
         var gates: [any RetryGate] = []
         var seenObservers = Set<ObjectIdentifier>()
-        var seenInspectors = Set<ObjectIdentifier>()
+        var seenValidators = Set<ObjectIdentifier>()
         var seenGates = Set<ObjectIdentifier>()
 
         func isNew(_ part: any Sendable, in seen: inout Set<ObjectIdentifier>) -> Bool {
@@ -62,8 +62,8 @@ struct ChainRoles: Sendable {
                 for observer in roles.observers where isNew(observer, in: &seenObservers) {
                     observers.append(observer)
                 }
-                for inspector in roles.inspectors where isNew(inspector, in: &seenInspectors) {
-                    inspectors.append(inspector)
+                for validator in roles.validators where isNew(validator, in: &seenValidators) {
+                    validators.append(validator)
                 }
                 for gate in roles.gates where isNew(gate, in: &seenGates) {
                     gates.append(gate)
@@ -73,15 +73,15 @@ struct ChainRoles: Sendable {
             if let observer = part as? any AttemptObserver, isNew(observer, in: &seenObservers) {
                 observers.append(observer)
             }
-            if let inspector = part as? any ResponseInspector, isNew(inspector, in: &seenInspectors) {
-                inspectors.append(inspector)
+            if let validator = part as? any ResponseValidator, isNew(validator, in: &seenValidators) {
+                validators.append(validator)
             }
             if let gate = part as? any RetryGate, isNew(gate, in: &seenGates) {
                 gates.append(gate)
             }
         }
         parts.forEach(add)
-        self.init(observers: observers, inspectors: inspectors, gates: gates)
+        self.init(observers: observers, validators: validators, gates: gates)
     }
 
     /// These roles followed by `other`'s; a class instance in both counts once (the session's and a request's
@@ -90,7 +90,7 @@ struct ChainRoles: Sendable {
         if other.isEmpty { return self }
         if isEmpty { return other }
         return ChainRoles(
-            observers: Self.merging(observers, other.observers), inspectors: Self.merging(inspectors, other.inspectors),
+            observers: Self.merging(observers, other.observers), validators: Self.merging(validators, other.validators),
             gates: Self.merging(gates, other.gates))
     }
 

@@ -16,7 +16,8 @@ import Foundation
 ///   ``RetryResult/doNotRetry``.
 /// - Interceptors given with `interceptors:` adapt after `adapters` and retry after `retriers`, in the order given.
 /// - Every part that is an ``AttemptObserver`` is told the outcome of each attempt, every part that is a
-///   ``ResponseInspector`` inspects each accepted response, and every ``RetryGate`` may deny a retry, in the order
+///   ``ResponseValidator`` validates each response the validator in effect accepted, and every ``RetryGate`` may deny
+///   a retry, in the order
 ///   adapters, retriers, interceptors, observers; a class instance that appears more than once is called once.
 ///
 /// An `Interceptor` is immutable and safe to share between sessions and tasks.
@@ -34,8 +35,9 @@ public struct Interceptor: RequestInterceptor {
     public let retriers: [any RequestRetrier]
     /// The parts that observe attempt outcomes, in the order they are told; see ``AttemptObserver``.
     public var observers: [any AttemptObserver] { roles.observers }
-    /// The parts that inspect accepted responses, in the order they run; see ``ResponseInspector``.
-    public var inspectors: [any ResponseInspector] { roles.inspectors }
+    /// The parts that validate responses the validator in effect accepted, in the order they run; see
+    /// ``ResponseValidator``.
+    public var validators: [any ResponseValidator] { roles.validators }
     /// The parts that may deny a retry, in the order they are asked; see ``RetryGate``.
     public var gates: [any RetryGate] { roles.gates }
 

@@ -12,7 +12,7 @@ import Foundation
 /// ``SignalPersisted``, an error that says the body kept signalling.
 ///
 /// **On a successful status** (2xx) the session would return the response, so the retrier is also a
-/// ``ResponseInspector``: a matching body fails the attempt with ``Signal`` and the retriers are asked as usual.
+/// ``ResponseValidator``: a matching body fails the attempt with ``Signal`` and the retriers are asked as usual.
 /// Turn this off with `inspectsSuccessfulResponses: false`. **On an error status** it reads the failed attempt's body
 /// when asked to retry; a non-matching body answers ``RetryResult/doNotRetry``, so the next retrier decides.
 ///
@@ -24,7 +24,7 @@ import Foundation
 /// let retrier = try JSONBodyRetrier(path: "error_code", values: ["RATE_LIMITED", "TEMPORARY_ERROR"])
 /// let session = Session(retriers: [retrier, RetryPolicy()])
 /// ```
-public struct JSONBodyRetrier: RequestRetrier, ResponseInspector {
+public struct JSONBodyRetrier: RequestRetrier, ResponseValidator {
     /// The error of an attempt whose successful response's body matched; the retriers see it as a validation failure.
     public struct Signal: Error, Sendable, CustomStringConvertible {
         /// The path that matched, dot-separated; `nil` when a predicate matched.
@@ -187,7 +187,7 @@ public struct JSONBodyRetrier: RequestRetrier, ResponseInspector {
     }
 
     /// Fails a successful response whose body matches, with ``Signal``.
-    public func inspect(_ response: HTTPURLResponse, data: Data, context: RequestContext) throws {
+    public func validate(_ response: HTTPURLResponse, data: Data, context: RequestContext) throws {
         guard inspectsSuccessfulResponses, let signal = signal(in: data) else { return }
         throw signal
     }

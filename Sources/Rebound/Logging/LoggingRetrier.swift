@@ -14,7 +14,7 @@ import Foundation
 ///
 /// It never changes a decision: ``retry(_:dueTo:)`` returns what the wrapped retrier answers, and ``adapt(_:context:)``
 /// is passed on to the wrapped retrier when it is an adapter too. Wrapping never hides a role: a chain finds the
-/// wrapped retrier's observer, inspector and gate roles as if it held it directly, and parts that register through
+/// wrapped retrier's observer, validator and gate roles as if it held it directly, and parts that register through
 /// the context (a breaker, a budget) do so through the forwarded call. The logger registers itself the same way, so it
 /// keeps logging inside your own decorators. Secrets never reach the sink: see ``Redaction``.
 ///

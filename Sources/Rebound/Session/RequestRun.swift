@@ -13,7 +13,7 @@ final class RequestPlan: Sendable {
     /// The session's interceptor followed by the request's, as one: each attempt makes one call to adapt and at most
     /// one to retry, whose frames hold one interceptor rather than two.
     let chain: (any RequestInterceptor)?
-    let validator: ResponseValidator
+    let validator: any ResponseValidator
     /// The roles found in the chain when it was built.
     let roles: ChainRoles
     /// The roles parts register through the contexts they are handed; `nil` without a chain, which has no parts.
@@ -25,7 +25,7 @@ final class RequestPlan: Sendable {
     @inline(never)
     init(
         session: Session, originalRequest: URLRequest, label: String?, requestInterceptor: (any RequestInterceptor)?,
-        validator: ResponseValidator, deadline: Duration?
+        validator: any ResponseValidator, deadline: Duration?
     ) {
         self.session = session
         self.originalRequest = originalRequest
@@ -379,7 +379,7 @@ extension RequestPlan {
         }
     }
 
-    /// Adapts `base`, sends, validates and inspects once.
+    /// Adapts `base`, sends and validates once.
     fileprivate func attempt(_ base: URLRequest, number: Int) async -> AttemptResult {
         let context = RequestContext(requestID: requestID, attempt: number, label: label, roles: registered)
         let adapted: URLRequest
@@ -410,20 +410,17 @@ extension RequestPlan {
         }
     }
 
-    /// Validates and inspects a response.
+    /// Validates a response: with the validator in effect, then the chain's.
     @inline(never)
     private func check(_ response: HTTPURLResponse, data: Data, sent: URLRequest, context: RequestContext)
         -> AttemptResult
     {
-        if let reason = validator.validate(response, data: data) {
+        if let reason = validator.reason(for: response, data: data, context: context) {
             return AttemptResult(.failure(reason), sent: sent, response: response, data: data)
         }
-        for inspector in roles.inspectors {
-            do {
-                try inspector.inspect(response, data: data, context: context)
-            } catch {
-                return AttemptResult(
-                    .failure(.validationFailed(error: error)), sent: sent, response: response, data: data)
+        for validator in roles.validators {
+            if let reason = validator.reason(for: response, data: data, context: context) {
+                return AttemptResult(.failure(reason), sent: sent, response: response, data: data)
             }
         }
         return AttemptResult(.success, sent: sent, response: response, data: data)

@@ -13,7 +13,7 @@ import Foundation
 ///    `observers` given, in that order.
 /// 3. **Send** it through the ``transport``.
 /// 4. **Validate** the response with the request's validator, or the session's if the request has none; then the
-///    chain's ``ResponseInspector``s check the accepted response.
+///    chain's parts that are ``ResponseValidator``s check the response it accepted.
 /// 5. On success, tell the chain's ``AttemptObserver``s and return a ``Response`` with the body and the record of
 ///    every attempt.
 /// 6. On failure (adapter error, transport error, or validation failure), ask the retriers **once**: the session's
@@ -46,7 +46,7 @@ public final class Session: Sendable {
     /// observers the session was created with, as one interceptor; `nil` for none.
     public let interceptor: (any RequestInterceptor)?
     /// The validator for requests that do not bring their own.
-    public let validator: ResponseValidator
+    public let validator: any ResponseValidator
     /// The total time limit of a request, across all its attempts and backoff sleeps, for requests that do not
     /// bring their own; `nil` for none.
     public let deadline: Duration?
@@ -64,7 +64,7 @@ public final class Session: Sendable {
     ///   - observers: Are told how every attempt and request ends, after the observers found among the other parts;
     ///     none by default.
     ///   - validator: Validates responses of requests that bring no validator of their own;
-    ///     ``ResponseValidator/successfulStatusCodes`` (200..<300) by default.
+    ///     ``Validator/successfulStatusCodes`` (200..<300) by default.
     ///   - deadline: The total time limit of each request, across all its attempts and backoff sleeps; none by
     ///     default. A request past it ends with ``ReboundError/Reason/deadlineExceeded(deadline:last:)``: an attempt
     ///     in flight is cancelled, and a backoff delay that would end after it is not slept. Zero or less ends every
@@ -77,7 +77,7 @@ public final class Session: Sendable {
         retriers: [any RequestRetrier] = [],
         interceptor: (any RequestInterceptor)? = nil,
         observers: [any AttemptObserver] = [],
-        validator: ResponseValidator = .successfulStatusCodes,
+        validator: any ResponseValidator = .successfulStatusCodes,
         deadline: Duration? = nil,
         clock: C = ContinuousClock()
     ) where C.Duration == Duration {
@@ -112,7 +112,7 @@ public final class Session: Sendable {
         retriers: [any RequestRetrier] = [],
         interceptor: (any RequestInterceptor)? = nil,
         observers: [any AttemptObserver] = [],
-        validator: ResponseValidator? = nil,
+        validator: (any ResponseValidator)? = nil,
         deadline: Duration? = nil
     ) async throws -> Response {
         let chain = Self.chain(adapters: adapters, retriers: retriers, interceptor: interceptor, observers: observers)
@@ -148,7 +148,7 @@ public final class Session: Sendable {
         retriers: [any RequestRetrier] = [],
         interceptor: (any RequestInterceptor)? = nil,
         observers: [any AttemptObserver] = [],
-        validator: ResponseValidator? = nil,
+        validator: (any ResponseValidator)? = nil,
         deadline: Duration? = nil
     ) async throws -> Response {
         try await send(

@@ -6,78 +6,62 @@ import Foundation
 
 /// Decides whether a response counts as a success; a failure goes to the retriers.
 ///
-/// A session validates every response, by default with ``successfulStatusCodes`` (200..<300), so a 503 reaches
-/// the retriers without any extra call. A validator sees the status, the headers and the body, so it can turn a
-/// 200 whose JSON reports an error into a failure. Validators combine with `and`; the first failure wins.
+/// Validation runs in two places, on every attempt that got a response:
+/// 1. **The validator in effect**: the request's, or the session's (``Validator/successfulStatusCodes``, 200..<300, by
+///    default), so a 503 reaches the retriers without any extra call.
+/// 2. **Then every part of the chain that is a validator**, on responses the first accepted, in chain order (the
+///    session's chain first): this is how ``JSONBodyRetrier`` fails a 200 whose JSON body says "retry" without the
+///    caller setting a validator. Parts are found like observers: directly in a chain, inside an ``Interceptor`` or
+///    wrapped by a ``LoggingRetrier``.
+///
+/// The first validator that throws fails the attempt: an ``UnacceptableStatusCode`` as
+/// ``ReboundError/Reason/unacceptableStatusCode(_:)``, any other error as
+/// ``ReboundError/Reason/validationFailed(error:)``. Validators run on the request's task, synchronously: keep them
+/// quick, and never block.
+///
+/// ``Validator`` makes one from status codes or a closure:
 ///
 /// ```swift
-/// let validator = ResponseValidator.successfulStatusCodes.and { response, data in
-///     if data.isEmpty { throw EmptyBody() }
+/// let validator = Validator.successfulStatusCodes.and { response, data, context in
+///     if data.isEmpty, context.label != "ping" { throw EmptyBody() }
 /// }
 /// ```
-public struct ResponseValidator: Sendable {
-    private let check: @Sendable (HTTPURLResponse, Data) -> ReboundError.Reason?
-
-    private init(check: @escaping @Sendable (HTTPURLResponse, Data) -> ReboundError.Reason?) {
-        self.check = check
-    }
-
-    /// Creates a validator from a closure that throws when the response is not acceptable.
+public protocol ResponseValidator: Sendable {
+    /// Returns when the response is acceptable; throws why it is not.
     ///
-    /// The error thrown is kept as ``ReboundError/Reason/validationFailed(error:)``.
-    public init(_ validate: @escaping @Sendable (HTTPURLResponse, Data) throws -> Void) {
-        self.init { response, data in
-            do {
-                try validate(response, data)
-                return nil
-            } catch {
-                return .validationFailed(error: error)
-            }
+    /// - Parameters:
+    ///   - response: The attempt's response.
+    ///   - data: Its body.
+    ///   - context: The attempt: its request's identifier, its number and the request's label.
+    func validate(_ response: HTTPURLResponse, data: Data, context: RequestContext) throws
+}
+
+/// Why a validator rejected a response for its status code alone; the session reports it as
+/// ``ReboundError/Reason/unacceptableStatusCode(_:)``.
+public struct UnacceptableStatusCode: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The status code that was rejected.
+    public let statusCode: Int
+
+    /// Creates the error for `statusCode`.
+    public init(_ statusCode: Int) {
+        self.statusCode = statusCode
+    }
+
+    /// For example `unacceptable status code 503`.
+    public var description: String { "unacceptable status code \(statusCode)" }
+}
+
+extension ResponseValidator {
+    /// Why this validator rejects the response, as the session reports it; `nil` when it accepts it.
+    func reason(for response: HTTPURLResponse, data: Data, context: RequestContext) -> ReboundError.Reason? {
+        if let validator = self as? Validator { return validator.check(response, data, context) }
+        do {
+            try validate(response, data: data, context: context)
+            return nil
+        } catch let error as UnacceptableStatusCode {
+            return .unacceptableStatusCode(error.statusCode)
+        } catch {
+            return .validationFailed(error: error)
         }
-    }
-
-    /// Accepts a status in 200..<300; the session's default.
-    public static let successfulStatusCodes = acceptableStatusCodes(200..<300)
-
-    /// Accepts every response, whatever its status.
-    public static let acceptAll = ResponseValidator { _, _ in nil }
-
-    /// Accepts the status codes in `range`; any other fails with ``ReboundError/Reason/unacceptableStatusCode(_:)``.
-    public static func acceptableStatusCodes(_ range: Range<Int>) -> ResponseValidator {
-        ResponseValidator { response, _ in
-            range.contains(response.statusCode) ? nil : .unacceptableStatusCode(response.statusCode)
-        }
-    }
-
-    /// Accepts the status codes in `range`; any other fails with ``ReboundError/Reason/unacceptableStatusCode(_:)``.
-    public static func acceptableStatusCodes(_ range: ClosedRange<Int>) -> ResponseValidator {
-        ResponseValidator { response, _ in
-            range.contains(response.statusCode) ? nil : .unacceptableStatusCode(response.statusCode)
-        }
-    }
-
-    /// Accepts the status codes listed; any other fails with ``ReboundError/Reason/unacceptableStatusCode(_:)``.
-    public static func acceptableStatusCodes(_ codes: Set<Int>) -> ResponseValidator {
-        ResponseValidator { response, _ in
-            codes.contains(response.statusCode) ? nil : .unacceptableStatusCode(response.statusCode)
-        }
-    }
-
-    /// Runs this validator, then `other` if this one passed.
-    public func and(_ other: ResponseValidator) -> ResponseValidator {
-        ResponseValidator { response, data in
-            check(response, data) ?? other.check(response, data)
-        }
-    }
-
-    /// Runs this validator, then the closure if this one passed; the closure's error is kept as
-    /// ``ReboundError/Reason/validationFailed(error:)``.
-    public func and(_ validate: @escaping @Sendable (HTTPURLResponse, Data) throws -> Void) -> ResponseValidator {
-        and(ResponseValidator(validate))
-    }
-
-    /// Returns why the response is not acceptable, or `nil` when it is.
-    public func validate(_ response: HTTPURLResponse, data: Data) -> ReboundError.Reason? {
-        check(response, data)
     }
 }

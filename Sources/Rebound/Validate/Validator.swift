@@ -1,0 +1,130 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A validator made from status codes or a closure: the session's default, and the way to write one-off checks.
+///
+/// Validators combine with ``and(_:)-(ResponseValidator)``; the first failure wins. A closure sees the status, the
+/// headers and the body, and, in its three-argument form, the attempt's ``RequestContext`` (its number, the request's
+/// label).
+///
+/// ```swift
+/// let session = Session(validator: .successfulStatusCodes.and { response, data in
+///     if data.isEmpty { throw EmptyBody() }
+/// })
+/// ```
+public struct Validator: ResponseValidator {
+    /// The check: why the response is rejected, or `nil`.
+    let check: @Sendable (HTTPURLResponse, Data, RequestContext) -> ReboundError.Reason?
+
+    private init(check: @escaping @Sendable (HTTPURLResponse, Data, RequestContext) -> ReboundError.Reason?) {
+        self.check = check
+    }
+
+    /// Creates a validator from a closure that throws when the response is not acceptable.
+    ///
+    /// The error thrown is kept as ``ReboundError/Reason/validationFailed(error:)`` (or, if it is an
+    /// ``UnacceptableStatusCode``, as ``ReboundError/Reason/unacceptableStatusCode(_:)``).
+    public init(_ validate: @escaping @Sendable (HTTPURLResponse, Data, RequestContext) throws -> Void) {
+        self.init { response, data, context in
+            do {
+                try validate(response, data, context)
+                return nil
+            } catch let error as UnacceptableStatusCode {
+                return .unacceptableStatusCode(error.statusCode)
+            } catch {
+                return .validationFailed(error: error)
+            }
+        }
+    }
+
+    /// Creates a validator from a closure of the response and its body that throws when it is not acceptable.
+    public init(_ validate: @escaping @Sendable (HTTPURLResponse, Data) throws -> Void) {
+        self.init { response, data, _ in try validate(response, data) }
+    }
+
+    /// Accepts a status in 200..<300; the session's default.
+    public static let successfulStatusCodes = acceptableStatusCodes(200..<300)
+
+    /// Accepts every response, whatever its status.
+    public static let acceptAll = Validator { _, _, _ in nil }
+
+    /// Accepts the status codes in `range`; any other fails with ``ReboundError/Reason/unacceptableStatusCode(_:)``.
+    public static func acceptableStatusCodes(_ range: Range<Int>) -> Validator {
+        Validator { response, _, _ in
+            range.contains(response.statusCode) ? nil : .unacceptableStatusCode(response.statusCode)
+        }
+    }
+
+    /// Accepts the status codes in `range`; any other fails with ``ReboundError/Reason/unacceptableStatusCode(_:)``.
+    public static func acceptableStatusCodes(_ range: ClosedRange<Int>) -> Validator {
+        Validator { response, _, _ in
+            range.contains(response.statusCode) ? nil : .unacceptableStatusCode(response.statusCode)
+        }
+    }
+
+    /// Accepts the status codes listed; any other fails with ``ReboundError/Reason/unacceptableStatusCode(_:)``.
+    public static func acceptableStatusCodes(_ codes: Set<Int>) -> Validator {
+        Validator { response, _, _ in
+            codes.contains(response.statusCode) ? nil : .unacceptableStatusCode(response.statusCode)
+        }
+    }
+
+    /// Runs this validator, then `other` if this one passed.
+    public func and(_ other: some ResponseValidator) -> Validator {
+        Validator { response, data, context in
+            check(response, data, context) ?? other.reason(for: response, data: data, context: context)
+        }
+    }
+
+    /// Runs this validator, then the closure if this one passed.
+    public func and(_ validate: @escaping @Sendable (HTTPURLResponse, Data, RequestContext) throws -> Void) -> Validator
+    {
+        and(Validator(validate))
+    }
+
+    /// Runs this validator, then the closure of the response and its body if this one passed.
+    public func and(_ validate: @escaping @Sendable (HTTPURLResponse, Data) throws -> Void) -> Validator {
+        and(Validator(validate))
+    }
+
+    /// Throws ``UnacceptableStatusCode`` or the closure's error when the response is not acceptable.
+    public func validate(_ response: HTTPURLResponse, data: Data, context: RequestContext) throws {
+        switch check(response, data, context) {
+        case nil: return
+        case .unacceptableStatusCode(let code): throw UnacceptableStatusCode(code)
+        case .validationFailed(let error): throw error
+        case let reason?: throw reason.underlyingError ?? UnacceptableStatusCode(response.statusCode)
+        }
+    }
+}
+
+extension ResponseValidator where Self == Validator {
+    /// Accepts a status in 200..<300; the session's default.
+    public static var successfulStatusCodes: Validator { Validator.successfulStatusCodes }
+
+    /// Accepts every response, whatever its status.
+    public static var acceptAll: Validator { Validator.acceptAll }
+
+    /// Accepts the status codes in `range`.
+    public static func acceptableStatusCodes(_ range: Range<Int>) -> Validator {
+        Validator.acceptableStatusCodes(range)
+    }
+
+    /// Accepts the status codes in `range`.
+    public static func acceptableStatusCodes(_ range: ClosedRange<Int>) -> Validator {
+        Validator.acceptableStatusCodes(range)
+    }
+
+    /// Accepts the status codes listed.
+    public static func acceptableStatusCodes(_ codes: Set<Int>) -> Validator { Validator.acceptableStatusCodes(codes) }
+
+    /// A ``Validator`` that calls `validate` with each response, its body and the attempt's context.
+    public static func validator(
+        _ validate: @escaping @Sendable (HTTPURLResponse, Data, RequestContext) throws -> Void
+    ) -> Validator {
+        Validator(validate)
+    }
+}
