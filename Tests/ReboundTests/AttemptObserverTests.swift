@@ -41,7 +41,7 @@ final class RecordingObserver: AttemptObserver, RequestInterceptor {
             switch outcome.decision {
             case .succeeded: decision = "succeeded"
             case .retry(let delay): decision = "retry \(delay)"
-            case .failed(let error): decision = "failed \(error.attemptCount)"
+            case .failed: decision = "failed \(outcome.error?.attemptCount ?? 0)"
             case .cancelled: decision = "cancelled"
             }
             return "#\(outcome.attempt.number) \(status) \(decision)"
@@ -78,10 +78,8 @@ struct AttemptObserverTests {
         let thrown = await #expect(throws: ReboundError.self) { try await session.send(request()) }
 
         #expect(observer.lines == ["#1 500 retry 0.0 seconds", "#2 502 failed 2"])
-        guard case .failed(let told) = observer.outcomes.last?.decision else {
-            Issue.record("no final failure")
-            return
-        }
+        let told = try #require(observer.outcomes.last?.error)
+        #expect(observer.outcomes.last?.decision == .failed)
         #expect(told.statusCode == thrown?.statusCode)
     }
 

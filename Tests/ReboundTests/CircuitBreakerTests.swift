@@ -83,20 +83,19 @@ struct CircuitBreakerTests {
     }
 
     @Test func ignoresCancellationsAndAdapterFailuresAndCountsTransportErrors() {
-        func outcome(_ failure: ReboundError.Reason?, decision: AttemptOutcome.Decision) -> AttemptOutcome {
+        func outcome(_ failure: ReboundError.Reason?, decision: AttemptDecision) -> AttemptOutcome {
             AttemptOutcome(
                 originalRequest: request(),
                 attempt: Attempt(number: 1, request: nil, response: nil, failure: failure, duration: .zero),
                 decision: decision)
         }
-        let error = ReboundError(reason: .transportFailed(error: URLError(.timedOut)), originalRequest: request())
         #expect(CircuitBreaker.defaultVerdict(for: outcome(nil, decision: .cancelled)) == .ignored)
         #expect(
             CircuitBreaker.defaultVerdict(for: outcome(.adaptationFailed(error: TestError("a")), decision: .cancelled))
                 == .ignored)
         #expect(
             CircuitBreaker.defaultVerdict(
-                for: outcome(.transportFailed(error: URLError(.timedOut)), decision: .failed(error))) == .failure)
+                for: outcome(.transportFailed(error: URLError(.timedOut)), decision: .failed)) == .failure)
     }
 
     @Test func cancelledAttemptsDoNotCount() async throws {

@@ -63,7 +63,9 @@ struct LoggingRetrierTests {
 
         _ = try? await session.send(request())
 
-        #expect(log.events.map(\.decision) == [.retry(after: .milliseconds(500)), .giveUp])
+        #expect(log.events.map(\.decision) == [.retry(after: .milliseconds(500)), .failed])
+        #expect(log.events.map(\.endReason) == [nil, nil])
+        #expect(log.events.map(\.wrappedAnswer) == ["retry in 500 ms", "do not retry"])
         #expect(log.events.last?.level == .error)
         #expect(
             log.messages.last
@@ -80,7 +82,8 @@ struct LoggingRetrierTests {
 
         _ = try? await session.send(request(.put))
 
-        #expect(log.events.map(\.decision) == [.failWithError("TestError(name: \"quota\")")])
+        #expect(log.events.map(\.decision) == [.failed])
+        #expect(log.events.map(\.endReason) == ["TestError(name: \"quota\")"])
         #expect(
             log.messages == [
                 "PUT https://api.example.com/items: attempt 1 failed with status 429; failing with TestError(name: \"quota\") (0 ms)"
@@ -209,5 +212,24 @@ struct LoggingRetrierTests {
             lines[0].hasSuffix(
                 "GET https://api.example.com/items: attempt 1 failed with status 503; retry in 0 ms (0 ms so far)"))
         #expect(lines[1].hasSuffix("succeeded with status 200 after 2 attempts (0 ms)"))
+    }
+
+    @Test func namesTheWrappedRetriersAnswerWhereTheChainDidOtherwise() async throws {
+        let json = try JSONBodyRetrier(values: ["RATE_LIMITED"])
+        let session = Session(
+            transport: ScriptedTransport([
+                .status(503), .response(body: #"{"error_code": "RATE_LIMITED"}"#), .status(200),
+            ]),
+            retriers: [LoggingRetrier(wrapping: json, sink: log.sink), RetryPolicy()], clock: ImmediateClock())
+
+        _ = try await session.send(request())
+
+        #expect(log.events.map(\.wrappedAnswer) == ["do not retry", "retry in 5 s", nil])
+        #expect(
+            log.messages == [
+                "GET https://api.example.com/items: attempt 1 failed with status 503; retry in 500 ms (0 ms so far); JSONBodyRetrier answered do not retry",
+                "GET https://api.example.com/items: attempt 2 failed with status 200, validation failed: the response body signalled error_code = \"RATE_LIMITED\"; retry in 5 s (500 ms so far)",
+                "GET https://api.example.com/items: succeeded with status 200 after 3 attempts (5.5 s)",
+            ])
     }
 }

@@ -8,7 +8,7 @@ import Testing
 #endif
 
 /// A gate that logs what it is asked and denies retries after `allowed` of them.
-final class CountingGate: RetryGate, RequestInterceptor {
+final class CountingGate: RetryGate {
     private let asked = Locked<[Duration]>([])
     let allowed: Int
 
@@ -34,7 +34,7 @@ struct RetryGateTests {
         let session = Session(
             transport: transport,
             interceptor: Interceptor(
-                retriers: [retryAnything(limit: 5, delay: .seconds(2))], interceptors: [gate], observers: [observer]),
+                retriers: [retryAnything(limit: 5, delay: .seconds(2))], observers: [observer], gates: [gate]),
             clock: ImmediateClock())
 
         let error = await #expect(throws: ReboundError.self) { try await session.send(request()) }
@@ -53,7 +53,7 @@ struct RetryGateTests {
         let gate = CountingGate(allowed: 0)
         let session = Session(
             transport: ScriptedTransport([.status(404)]),
-            interceptor: Interceptor(retriers: [RetryPolicy()], interceptors: [gate]),
+            interceptor: Interceptor(retriers: [RetryPolicy()], gates: [gate]),
             clock: ImmediateClock())
 
         _ = try? await session.send(request())
@@ -66,14 +66,16 @@ struct RetryGateTests {
         let closed = CountingGate(allowed: 0)
         let session = Session(
             transport: ScriptedTransport { _, _ in .status(503) },
-            interceptor: Interceptor(retriers: [retryAnything(limit: 3)], interceptors: [open]), clock: ImmediateClock()
+            interceptor: Interceptor(retriers: [retryAnything(limit: 3)], gates: [open]), clock: ImmediateClock()
         )
 
-        let error = await #expect(throws: ReboundError.self) { try await session.send(request(), interceptor: closed) }
+        let error = await #expect(throws: ReboundError.self) {
+            try await session.send(request(), interceptor: Interceptor(gates: [closed]))
+        }
 
         #expect(open.delays.count == 1)
         #expect(closed.delays.count == 1)
         #expect(error?.attemptCount == 1)
-        #expect(Interceptor(interceptors: [open, open]).gates.count == 1)
+        #expect(Interceptor(gates: [open, open]).gates.count == 1)
     }
 }

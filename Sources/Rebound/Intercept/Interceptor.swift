@@ -48,7 +48,7 @@ public struct Interceptor: RequestInterceptor {
     /// none, so that a chain without them runs the plain loop.
     let modifications: [Adapter.SynchronousModifyHandler?]?
 
-    /// Creates an interceptor from adapters, retriers, other interceptors and observers.
+    /// Creates an interceptor from adapters, retriers, other interceptors, observers and gates.
     ///
     /// - Parameters:
     ///   - adapters: Adapters, run first, in order; none by default.
@@ -57,9 +57,12 @@ public struct Interceptor: RequestInterceptor {
     ///     `retriers`, in order; none by default.
     ///   - observers: Observers that only watch outcomes, told after those found among the other parts; none by
     ///     default.
+    ///   - gates: Gates that only admit or deny retries, asked after those found among the other parts; none by
+    ///     default. (A ``RetryBudget`` goes in `adapters`, which keeps it working inside any wrapper.)
     public init(
         adapters: [any RequestAdapter] = [], retriers: [any RequestRetrier] = [],
-        interceptors: [any RequestInterceptor] = [], observers: [any AttemptObserver] = []
+        interceptors: [any RequestInterceptor] = [], observers: [any AttemptObserver] = [],
+        gates: [any RetryGate] = []
     ) {
         self.adapters = adapters + interceptors.map { $0 as any RequestAdapter }
         let modifications = self.adapters.map { ($0 as? Adapter)?.synchronousModification }
@@ -68,6 +71,7 @@ public struct Interceptor: RequestInterceptor {
         let parts: [any Sendable] =
             adapters.map { $0 as any Sendable } + retriers.map { $0 as any Sendable }
             + interceptors.map { $0 as any Sendable } + observers.map { $0 as any Sendable }
+            + gates.map { $0 as any Sendable }
         roles = ChainRoles(collecting: parts)
     }
 

@@ -9,8 +9,11 @@ import Foundation
 /// For each failed attempt it emits one ``RetryLogEvent``: request id and label, attempt number, method, URL,
 /// status or error, the decision (retry in 1.5 s, give up, or fail with an error) and the time spent so far. A
 /// success after retries is logged too (at ``RetryLogEvent/Level/info``), a first-attempt success and a cancellation
-/// at ``RetryLogEvent/Level/debug``. The decision logged is the one the whole chain took, because the events come from
-/// the session's outcome hook (``AttemptObserver``), not from the wrapped retrier alone.
+/// at ``RetryLogEvent/Level/debug``, a request cancelled in its backoff too. The decision logged is the one the whole
+/// chain took, because the events come from the session's outcome hook (``AttemptObserver``). **What wrapping adds**:
+/// the wrapped retrier's own answer about the attempt, beside the decision (``RetryLogEvent/wrappedAnswer``; and
+/// `; JSONBodyRetrier answered do not retry` in the message where the chain did otherwise), which tells which retrier
+/// decided.
 ///
 /// It never changes a decision: ``retry(_:dueTo:)`` returns what the wrapped retrier answers, and ``adapt(_:context:)``
 /// is passed on to the wrapped retrier when it is an adapter too. Wrapping never hides a role: a chain finds the
@@ -49,6 +52,10 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
 
     private let sink: Sink
     private let wrappedAdapter: (any RequestAdapter)?
+    /// The wrapped retrier's type name, as logs show it.
+    private let wrappedName: String?
+    /// The wrapped retrier's answer about each request's last failed attempt, until it is logged or the request ends.
+    private let answers = Locked<[UUID: (attempt: Int, answer: RetryResult)]>([:])
     /// The roles of the wrapped retrier, found once.
     private let wrappedRoles: ChainRoles
 
@@ -72,6 +79,7 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
         self.includesHeaders = includesHeaders
         self.sink = sink
         self.wrappedAdapter = wrapped as? any RequestAdapter
+        self.wrappedName = wrapped.map { String(describing: type(of: $0)) }
         self.wrappedRoles = ChainRoles(collecting: wrapped.map { [$0] } ?? [])
     }
 
@@ -87,7 +95,10 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
     /// unchanged, or ``RetryResult/doNotRetry`` without one.
     public func retry(_ request: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
         request.context.observe(self)
-        return await wrapped?.retry(request, dueTo: error) ?? .doNotRetry
+        guard let wrapped else { return .doNotRetry }
+        let answer = await wrapped.retry(request, dueTo: error)
+        answers.withLock { $0[request.requestID] = (request.attempts.count, answer) }
+        return answer
     }
 
     /// Logs the outcome.
@@ -98,6 +109,7 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
     /// Logs a request cancelled after a failed attempt was to be retried (in its backoff sleep, say): every other
     /// end was logged with its last attempt.
     public func requestDidFinish(_ outcome: RequestOutcome) async {
+        if wrappedName != nil { answers.withLock { _ = $0.removeValue(forKey: outcome.requestID) } }
         guard outcome.isCancelled, let last = outcome.attempts.last, last.retryDelay != nil else { return }
         log(
             AttemptOutcome(
@@ -115,25 +127,31 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
     /// The event for an outcome, or `nil` when its level is below ``minimumLevel``.
     func event(for outcome: AttemptOutcome) -> RetryLogEvent? {
         let number = outcome.attempt.number
-        let decision: RetryLogEvent.Decision
-        let level: RetryLogEvent.Level
-        switch outcome.decision {
-        case .succeeded:
-            (decision, level) = (.succeeded, number == 1 ? .debug : .info)
-        case .retry(let delay):
-            (decision, level) = (.retry(after: delay), .notice)
-        case .failed(let error):
-            if case .retryAborted(let retrierError, _) = error.reason {
-                (decision, level) = (.failWithError(String(describing: retrierError)), .error)
-            } else if case .deadlineExceeded(let deadline, _) = error.reason {
-                (decision, level) = (.failWithError("deadline of \(deadline.logDescription) exceeded"), .error)
-            } else {
-                (decision, level) = (.giveUp, .error)
+        let decision = outcome.decision
+        let wrappedAnswer = wrappedName == nil ? nil : answer(about: outcome)
+        // The message names the wrapped retrier's answer only where the chain did something else with it.
+        let answerDiffers: Bool =
+            switch (wrappedAnswer, decision) {
+            case (nil, _): false
+            case (let answer?, .retry(let delay)): answer.delay != delay
+            case (let answer?, .failed): answer.retryRequired
+            case (_?, _): true
             }
-        case .cancelled:
-            (decision, level) = (.cancelled, .debug)
-        }
+        let level: RetryLogEvent.Level =
+            switch decision {
+            case .succeeded: number == 1 ? .debug : .info
+            case .retry: .notice
+            case .failed: .error
+            case .cancelled: .debug
+            }
         guard level >= minimumLevel else { return nil }
+        // Why a failed request ended, when not with its attempt's own failure.
+        let endReason: String? =
+            switch outcome.error?.reason {
+            case .retryAborted(let stop, _)?: String(describing: stop)
+            case .deadlineExceeded(let deadline, _)?: "deadline of \(deadline.logDescription) exceeded"
+            default: nil
+            }
 
         let request = outcome.request
         let method = request.method.rawValue
@@ -158,16 +176,20 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
         case .retry(let delay):
             message +=
                 "attempt \(number) failed with \(failure ?? "an error"); retry in \(delay.logDescription) (\(spent) so far)"
-        case .giveUp:
-            message +=
-                "attempt \(number) failed with \(failure ?? "an error"); giving up after \(number) attempt\(number == 1 ? "" : "s") (\(spent))"
-        case .failWithError(let error):
-            message += "attempt \(number) failed with \(failure ?? "an error"); failing with \(error) (\(spent))"
+        case .failed:
+            if let endReason {
+                message +=
+                    "attempt \(number) failed with \(failure ?? "an error"); failing with \(endReason) (\(spent))"
+            } else {
+                message +=
+                    "attempt \(number) failed with \(failure ?? "an error"); giving up after \(number) attempt\(number == 1 ? "" : "s") (\(spent))"
+            }
         case .cancelled where outcome.attempt.retryDelay != nil:
             message += "cancelled while waiting to retry after attempt \(number) (\(spent))"
         case .cancelled:
             message += "cancelled during attempt \(number) (\(spent))"
         }
+        if answerDiffers, let wrappedName, let wrappedAnswer { message += "; \(wrappedName) answered \(wrappedAnswer)" }
         if includesHeaders, !headers.isEmpty {
             message += " headers: " + headers.map { "\($0.name): \($0.value)" }.joined(separator: ", ")
         }
@@ -175,6 +197,7 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
         return RetryLogEvent(
             level: level, requestID: outcome.requestID, label: outcome.label, attempt: number, method: method, url: url,
             requestHeaders: headers, statusCode: outcome.statusCode, failure: failure, decision: decision,
+            endReason: endReason, wrappedAnswer: wrappedAnswer?.description,
             attemptDuration: outcome.attempt.duration, elapsed: outcome.elapsed, message: message)
     }
 }
@@ -189,6 +212,17 @@ extension RequestRetrier where Self == LoggingRetrier {
         LoggingRetrier(
             wrapping: retrier, minimumLevel: minimumLevel, redaction: redaction, includesHeaders: includesHeaders,
             sink: sink)
+    }
+}
+
+extension LoggingRetrier {
+    /// The wrapped retrier's answer about `outcome`'s attempt, if it was asked; forgotten once read.
+    private func answer(about outcome: AttemptOutcome) -> RetryResult? {
+        answers.withLock { answers in
+            guard let entry = answers[outcome.requestID], entry.attempt == outcome.attempt.number else { return nil }
+            answers[outcome.requestID] = nil
+            return entry.answer
+        }
     }
 }
 

@@ -39,20 +39,6 @@ public struct RetryLogEvent: Sendable {
         }
     }
 
-    /// What the session does after the attempt.
-    public enum Decision: Sendable, Equatable {
-        /// The attempt succeeded and the caller gets the response.
-        case succeeded
-        /// The attempt failed and is retried after the delay.
-        case retry(after: Duration)
-        /// The attempt failed and no retrier retries it: the caller gets the attempt's failure.
-        case giveUp
-        /// The attempt failed and a retrier ended the request with this error (its description).
-        case failWithError(String)
-        /// The request was cancelled.
-        case cancelled
-    }
-
     /// How important the event is.
     public let level: Level
     /// The request's identifier, shared by all its attempts.
@@ -72,7 +58,13 @@ public struct RetryLogEvent: Sendable {
     /// Why the attempt failed; `nil` if it succeeded or was cancelled.
     public let failure: String?
     /// What the session does next.
-    public let decision: Decision
+    public let decision: AttemptDecision
+    /// Why a failed request ended, when not with its attempt's own failure: the error a retrier or a gate stopped it
+    /// with (its description), or the deadline; `nil` otherwise, and for every other decision.
+    public let endReason: String?
+    /// What the wrapped retrier answered about this attempt (``RetryResult/description``), when the logger wraps one
+    /// and it was asked; `nil` otherwise. The decision may differ: another retrier, a gate or the deadline had a say.
+    public let wrappedAnswer: String?
     /// How long this attempt took.
     public let attemptDuration: Duration
     /// The time spent on the request so far, from the start of its first attempt.

@@ -3,14 +3,14 @@
 ///
 /// **How an observer joins.** Any adapter, retrier or interceptor that conforms is found when a chain is built: in a
 /// session's or a request's chain, inside an ``Interceptor`` or wrapped by a ``LoggingRetrier``. An observer that is
-/// nothing else goes in `observers:` (``Interceptor/init(adapters:retriers:interceptors:observers:)``,
+/// nothing else goes in `observers:` (``Interceptor/init(adapters:retriers:interceptors:observers:gates:)``,
 /// ``Session``). A class instance can also register itself, on each attempt, through the context it is handed
 /// (``RequestContext/observe(_:)``): that keeps it observing behind any wrapper that forwards `adapt` or `retry`.
 ///
 /// **When it is called.** ``attemptDidFinish(_:)`` once for every attempt the session starts, after the attempt's fate
 /// is settled and before the session acts on it: after the retriers answered and before the backoff sleep, or just
 /// before the response is returned or the error thrown. An attempt cut short by cancellation is reported too
-/// (``AttemptOutcome/Decision/cancelled``), so that a permit an adapter handed out (a half-open breaker's trial call) is
+/// (``AttemptDecision/cancelled``), so that a permit an adapter handed out (a half-open breaker's trial call) is
 /// always given back. Then ``requestDidFinish(_:)`` once when the request ends, on every path: success, failure,
 /// deadline, or cancellation at any point, a backoff sleep included.
 ///

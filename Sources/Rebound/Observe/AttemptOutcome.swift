@@ -6,18 +6,6 @@ import Foundation
 
 /// How one attempt ended and what the session does next, as told to every ``AttemptObserver``.
 public struct AttemptOutcome: Sendable {
-    /// What the session does after this attempt.
-    public enum Decision: Sendable {
-        /// The attempt passed validation; the caller gets its response.
-        case succeeded
-        /// The attempt failed and the request is retried after the delay.
-        case retry(after: Duration)
-        /// The attempt failed and the request ends with this error.
-        case failed(ReboundError)
-        /// The request was cancelled during this attempt or while the retriers decided.
-        case cancelled
-    }
-
     /// An identifier shared by every attempt of one request, and different between requests.
     public var requestID: UUID { storage.value.requestID }
     /// The label the caller gave the request; `nil` if none.
@@ -33,7 +21,9 @@ public struct AttemptOutcome: Sendable {
     /// The time from the start of the request's first attempt to the end of this one, on the session's clock.
     public var elapsed: Duration { storage.value.elapsed }
     /// What the session does next.
-    public var decision: Decision { storage.value.decision }
+    public var decision: AttemptDecision { storage.value.decision }
+    /// The error the request ends with when ``decision`` is ``AttemptDecision/failed``; `nil` otherwise.
+    public var error: ReboundError? { storage.value.error }
 
     /// The fields, in one box: an outcome is passed through every observer's async frames, which then hold a
     /// reference instead of all of it (a waiting request's memory is the high-water mark of its frames).
@@ -44,7 +34,8 @@ public struct AttemptOutcome: Sendable {
         let attempt: Attempt
         let data: Data?
         let elapsed: Duration
-        let decision: Decision
+        let decision: AttemptDecision
+        let error: ReboundError?
     }
 
     private let storage: Box<Fields>
@@ -52,12 +43,12 @@ public struct AttemptOutcome: Sendable {
     /// Creates an outcome; the session creates these, and test code may too.
     public init(
         requestID: UUID = UUID(), label: String? = nil, originalRequest: URLRequest, attempt: Attempt,
-        data: Data? = nil, elapsed: Duration? = nil, decision: Decision
+        data: Data? = nil, elapsed: Duration? = nil, decision: AttemptDecision, error: ReboundError? = nil
     ) {
         storage = Box(
             Fields(
                 requestID: requestID, label: label, originalRequest: originalRequest, attempt: attempt, data: data,
-                elapsed: elapsed ?? attempt.duration, decision: decision))
+                elapsed: elapsed ?? attempt.duration, decision: decision, error: error))
     }
 
     /// The request sent in this attempt, or the original request when an adapter failed before it could be sent.
@@ -73,8 +64,5 @@ public struct AttemptOutcome: Sendable {
     public var failure: ReboundError.Reason? { attempt.failure }
 
     /// Whether the session was cancelled during this attempt or while its retriers decided.
-    public var isCancelled: Bool {
-        if case .cancelled = decision { return true }
-        return false
-    }
+    public var isCancelled: Bool { decision == .cancelled }
 }

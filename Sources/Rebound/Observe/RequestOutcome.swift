@@ -16,9 +16,11 @@ public struct RequestOutcome: Sendable {
     public var attempts: [Attempt] { storage.value.attempts }
     /// The time from the start of the request to its end, on the session's clock.
     public var elapsed: Duration { storage.value.elapsed }
-    /// How the request ended: ``AttemptOutcome/Decision/succeeded``, ``AttemptOutcome/Decision/failed(_:)`` with the
-    /// error the caller gets, or ``AttemptOutcome/Decision/cancelled``; never a retry.
-    public var decision: AttemptOutcome.Decision { storage.value.decision }
+    /// How the request ended: ``AttemptDecision/succeeded``, ``AttemptDecision/failed`` (with ``error``), or
+    /// ``AttemptDecision/cancelled``; never a retry.
+    public var decision: AttemptDecision { storage.value.decision }
+    /// The error the caller got when ``decision`` is ``AttemptDecision/failed``; `nil` otherwise.
+    public var error: ReboundError? { storage.value.error }
 
     private struct Fields: Sendable {
         let requestID: UUID
@@ -26,7 +28,8 @@ public struct RequestOutcome: Sendable {
         let originalRequest: URLRequest
         let attempts: [Attempt]
         let elapsed: Duration
-        let decision: AttemptOutcome.Decision
+        let decision: AttemptDecision
+        let error: ReboundError?
     }
 
     private let storage: Box<Fields>
@@ -34,32 +37,20 @@ public struct RequestOutcome: Sendable {
     /// Creates an outcome; the session creates these, and test code may too.
     public init(
         requestID: UUID = UUID(), label: String? = nil, originalRequest: URLRequest, attempts: [Attempt],
-        elapsed: Duration = .zero, decision: AttemptOutcome.Decision
+        elapsed: Duration = .zero, decision: AttemptDecision, error: ReboundError? = nil
     ) {
         storage = Box(
             Fields(
                 requestID: requestID, label: label, originalRequest: originalRequest, attempts: attempts,
-                elapsed: elapsed, decision: decision))
+                elapsed: elapsed, decision: decision, error: error))
     }
 
     /// The last attempt's response; `nil` if it got none.
     public var response: HTTPURLResponse? { attempts.last?.response }
 
     /// Whether the request succeeded.
-    public var succeeded: Bool {
-        if case .succeeded = decision { return true }
-        return false
-    }
+    public var succeeded: Bool { decision == .succeeded }
 
     /// Whether the request was cancelled.
-    public var isCancelled: Bool {
-        if case .cancelled = decision { return true }
-        return false
-    }
-
-    /// The error the caller got; `nil` when the request succeeded or was cancelled.
-    public var error: ReboundError? {
-        if case .failed(let error) = decision { return error }
-        return nil
-    }
+    public var isCancelled: Bool { decision == .cancelled }
 }

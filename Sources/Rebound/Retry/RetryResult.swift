@@ -55,3 +55,17 @@ public enum RetryResult: Sendable {
         return nil
     }
 }
+
+extension RetryResult: CustomStringConvertible {
+    /// For example `retry`, `retry in 500 ms`, `retry in 1 s with another request`, `do not retry`,
+    /// `do not retry: <the error>`.
+    public var description: String {
+        switch self {
+        case .retry: "retry"
+        case .retryWithDelay(let delay): "retry in \(delay.logDescription)"
+        case .retryWithRequest(_, let delay): "retry in \(delay.logDescription) with another request"
+        case .doNotRetry: "do not retry"
+        case .doNotRetryWithError(let error): "do not retry: \(error)"
+        }
+    }
+}

@@ -97,6 +97,8 @@ struct RequestRun {
     /// The request adapters start from: the caller's, until a retrier answers `retryWithRequest`.
     private var base: URLRequest
     private var start: Duration = .zero
+    /// The error the request ends with, once a decision is ``AttemptDecision/failed``.
+    private var failure: ReboundError?
 
     init(_ plan: RequestPlan) {
         self.plan = plan
@@ -106,24 +108,6 @@ struct RequestRun {
     /// How an attempt the deadline cut short is recorded.
     private static let timedOut = ReboundError.Reason.transportFailed(error: URLError(.timedOut))
 
-    /// How an attempt ended, once recorded.
-    private enum AttemptEnd {
-        case finished(AttemptResult)
-        case failed(AttemptResult)
-        case cancelled
-        case timedOut(ReboundError)
-
-        /// What the observers are told now, if anything (a failed attempt is told after the retriers answer).
-        var decision: AttemptOutcome.Decision? {
-            switch self {
-            case .finished: .succeeded
-            case .failed: nil
-            case .cancelled: .cancelled
-            case .timedOut(let error): .failed(error)
-            }
-        }
-    }
-
     /// Runs the request to its end and tells the observers how it ended, on every path.
     mutating func execute() async throws -> Response {
         start = plan.session.clock.now()
@@ -132,7 +116,7 @@ struct RequestRun {
             await finish(.succeeded)
             return response
         } catch let error as ReboundError {
-            await finish(.failed(error))
+            await finish(.failed)
             throw error
         } catch {
             // Nothing else is thrown but cancellation.
@@ -141,20 +125,30 @@ struct RequestRun {
         }
     }
 
-    /// Attempts until an attempt succeeds or the request ends.
+    /// Attempts until one succeeds or the request ends: attempt, decide what follows, tell the observers, act.
+    ///
+    /// The attempt and the decision after a failure run one after the other in frames of their own, and the backoff
+    /// is slept here: a request waiting in backoff costs the larger of the two paths, not their sum.
     private mutating func run() async throws -> Response {
         while true {
-            // The attempt and the decision after a failure run one after the other in frames of their own, and the
-            // backoff is slept here: a request waiting in backoff costs the larger of the two paths, not their sum.
-            switch try await attemptOnce() {
-            case .finished(let outcome):
-                return response(to: outcome)
+            if Task.isCancelled { throw CancellationError() }
+            let result = await attemptOnce()
+            let decision: AttemptDecision
+            switch result.kind {
+            case .success: decision = .succeeded
+            case .cancelled: decision = .cancelled
+            case .timedOut: decision = fail(with: deadlineExceeded(after: Self.timedOut))
+            case .failure: decision = await afterFailure(result)
+            }
+            await report(data: result.data, decision: decision)
+            switch decision {
+            case .succeeded:
+                return response(to: result)
             case .cancelled:
                 throw CancellationError()
-            case .timedOut(let error):
-                throw error
-            case .failed(let outcome):
-                let delay = try await afterFailure(consume outcome)
+            case .failed:
+                throw ending()
+            case .retry(let delay):
                 guard delay > .zero else { continue }
                 do {
                     try await plan.session.clock.sleep(delay)
@@ -166,78 +160,60 @@ struct RequestRun {
         }
     }
 
-    /// Makes one attempt, records it and tells the observers how it ended unless it failed.
-    private mutating func attemptOnce() async throws -> AttemptEnd {
-        if Task.isCancelled { throw CancellationError() }
+    /// Makes one attempt and records it.
+    private mutating func attemptOnce() async -> AttemptResult {
         let number = attempts.count + 1
         let attemptStart = plan.session.clock.now()
         // Without a deadline, no race and no frame for one.
-        let outcome: AttemptResult
+        let result: AttemptResult
         if let deadline = plan.deadline {
-            outcome = await plan.attempt(base, number: number, racing: deadline - (attemptStart - start))
+            result = await plan.attempt(base, number: number, racing: deadline - (attemptStart - start))
         } else {
-            outcome = await plan.attempt(base, number: number)
+            result = await plan.attempt(base, number: number)
         }
-        let end = record(outcome, number: number, since: attemptStart)
-        if let decision = end.decision { await report(data: outcome.data, decision: decision) }
-        return end
+        record(result, number: number, since: attemptStart)
+        return result
     }
 
-    /// Records an attempt's outcome.
+    /// Records an attempt.
     @inline(never)
-    private mutating func record(_ outcome: AttemptResult, number: Int, since attemptStart: Duration) -> AttemptEnd {
+    private mutating func record(_ result: AttemptResult, number: Int, since attemptStart: Duration) {
         let duration = plan.session.clock.now() - attemptStart
         let failure: ReboundError.Reason? =
-            switch outcome.kind {
+            switch result.kind {
             case .failure(let reason): reason
             case .timedOut: Self.timedOut
+            // A cancelled attempt is recorded too, for the observers; the request ends with `CancellationError`.
             case .success, .cancelled: nil
             }
+        if case .failure = result.kind, let sent = result.sent { lastSentRequest = sent }
         attempts.append(
             Attempt(
-                number: number, request: outcome.sent, response: outcome.response, failure: failure,
+                number: number, request: result.sent, response: result.response, failure: failure,
                 duration: duration))
-        switch outcome.kind {
-        case .success:
-            return .finished(outcome)
-        case .failure:
-            if let sent = outcome.sent { lastSentRequest = sent }
-            return .failed(outcome)
-        case .cancelled:
-            // Recorded too, for the observers; the request ends with `CancellationError`.
-            return .cancelled
-        case .timedOut:
-            return .timedOut(deadlineExceeded(after: Self.timedOut))
-        }
     }
 
     /// The response of a successful attempt.
     @inline(never)
-    private mutating func response(to outcome: AttemptResult) -> Response {
-        guard let sent = outcome.sent, let response = outcome.response else {
+    private mutating func response(to result: AttemptResult) -> Response {
+        guard let sent = result.sent, let response = result.response else {
             preconditionFailure("a successful attempt has a request and a response")
         }
         return Response(
-            data: outcome.data ?? Data(), httpResponse: response, request: sent,
+            data: result.data ?? Data(), httpResponse: response, request: sent,
             originalRequest: plan.originalRequest, attempts: attempts)
     }
 
-    /// Asks the retriers about a failed attempt, decides, and tells the observers; returns the delay before the
-    /// retry, or throws the error the request ends with.
-    private mutating func afterFailure(_ failed: consuming AttemptResult) async throws -> Duration {
+    /// Asks the retriers about a failed attempt and decides what follows.
+    private mutating func afterFailure(_ failed: AttemptResult) async -> AttemptDecision {
         let question = question(about: failed)
         // A non-retryable failure (an open breaker, say) is not offered to the retriers at all.
         let result =
             question.isOffered
             ? await plan.retryResult(for: question.request, dueTo: question.error) : .doNotRetry
         // A retrier may take its time; a request cancelled meanwhile ends as cancelled, whatever it answered.
-        let next = Task.isCancelled ? .cancelled : decide(after: result, for: question.request, dueTo: question.error)
-        await report(data: failed.data, decision: next.decision)
-        switch next {
-        case .retry(let delay): return delay
-        case .fail(let final): throw final
-        case .cancelled: throw CancellationError()
-        }
+        if Task.isCancelled { return .cancelled }
+        return decide(after: result, for: question.request, dueTo: question.error)
     }
 
     /// What the retriers are asked about a failed attempt, and whether they are asked at all.
@@ -260,50 +236,47 @@ struct RequestRun {
         return Question(request: request, error: error, isOffered: !reason.isNonRetryable)
     }
 
-    /// What follows a failed attempt once the retriers have answered.
-    private enum Next {
-        case retry(after: Duration)
-        case fail(ReboundError)
-        /// The request was cancelled while the retriers decided.
-        case cancelled
-
-        var decision: AttemptOutcome.Decision {
-            switch self {
-            case .retry(let delay): .retry(after: delay)
-            case .fail(let error): .failed(error)
-            case .cancelled: .cancelled
-            }
-        }
-    }
-
     /// Decides what follows the retriers' answer to a failed attempt: a retry after its delay, unless the deadline
     /// comes first or a gate denies it, or the failure the request ends with. Records the retry in the attempt.
     @inline(never)
     private mutating func decide(after result: RetryResult, for request: RetryRequest, dueTo error: ReboundError)
-        -> Next
+        -> AttemptDecision
     {
         let reason = error.reason
         guard let delay = result.delay else {
             // Stopping with the very failure the retriers were asked about ends the request with it, unwrapped.
-            if let given = result.error as? ReboundError, given.isSame(as: error) { return .fail(error) }
+            if let given = result.error as? ReboundError, given.isSame(as: error) { return fail(with: error) }
             let aborted = result.error.map {
                 failure(.retryAborted(error: $0, original: reason), response: error.response, data: error.data)
             }
-            return .fail(aborted ?? error)
+            return fail(with: aborted ?? error)
         }
         // Backoff never sleeps past the deadline: a delay that would end after it ends the request now.
         if let deadline = plan.deadline, plan.session.clock.now() + delay - start > deadline {
-            return .fail(deadlineExceeded(after: reason, response: error.response, data: error.data))
+            return fail(with: deadlineExceeded(after: reason, response: error.response, data: error.data))
         }
         for gate in plan.gates {
             if let denial = gate.admitRetry(request, dueTo: error, after: delay) {
-                return .fail(
-                    failure(.retryAborted(error: denial, original: reason), response: error.response, data: error.data))
+                return fail(
+                    with: failure(
+                        .retryAborted(error: denial, original: reason), response: error.response, data: error.data))
             }
         }
         attempts[attempts.count - 1].retryDelay = delay
         if let request = result.request { base = request }
         return .retry(after: delay)
+    }
+
+    /// Keeps the error the request ends with and returns ``AttemptDecision/failed``.
+    private mutating func fail(with error: ReboundError) -> AttemptDecision {
+        failure = error
+        return .failed
+    }
+
+    /// The error kept by ``fail(with:)``.
+    private mutating func ending() -> ReboundError {
+        guard let failure else { preconditionFailure("a failed decision keeps its error") }
+        return failure
     }
 
     private mutating func failure(_ reason: ReboundError.Reason, response: HTTPURLResponse?, data: Data?)
@@ -322,7 +295,7 @@ struct RequestRun {
     }
 
     /// Tells the observers how the last recorded attempt ended.
-    private mutating func report(data: Data?, decision: AttemptOutcome.Decision) async {
+    private mutating func report(data: Data?, decision: AttemptDecision) async {
         let observers = plan.observers
         guard !observers.isEmpty, let outcome = outcome(data: data, decision: decision) else { return }
         for observer in observers {
@@ -331,7 +304,7 @@ struct RequestRun {
     }
 
     /// Tells the observers how the request ended.
-    private mutating func finish(_ decision: AttemptOutcome.Decision) async {
+    private mutating func finish(_ decision: AttemptDecision) async {
         let observers = plan.observers
         guard !observers.isEmpty else { return }
         let outcome = requestOutcome(decision)
@@ -342,19 +315,20 @@ struct RequestRun {
 
     /// What the observers are told of the request's end.
     @inline(never)
-    private mutating func requestOutcome(_ decision: AttemptOutcome.Decision) -> RequestOutcome {
+    private mutating func requestOutcome(_ decision: AttemptDecision) -> RequestOutcome {
         RequestOutcome(
             requestID: plan.requestID, label: plan.label, originalRequest: plan.originalRequest, attempts: attempts,
-            elapsed: plan.session.clock.now() - start, decision: decision)
+            elapsed: plan.session.clock.now() - start, decision: decision, error: decision == .failed ? failure : nil)
     }
 
     /// What the observers are told of the last recorded attempt.
     @inline(never)
-    private mutating func outcome(data: Data?, decision: AttemptOutcome.Decision) -> AttemptOutcome? {
+    private mutating func outcome(data: Data?, decision: AttemptDecision) -> AttemptOutcome? {
         guard let attempt = attempts.last else { return nil }
         return AttemptOutcome(
             requestID: plan.requestID, label: plan.label, originalRequest: plan.originalRequest, attempt: attempt,
-            data: data, elapsed: plan.session.clock.now() - start, decision: decision)
+            data: data, elapsed: plan.session.clock.now() - start, decision: decision,
+            error: decision == .failed ? failure : nil)
     }
 }
 
