@@ -57,6 +57,26 @@ struct CircuitBreakerTests {
         #expect("\(error)" == "circuit breaker for api is open; it lets a trial call through in 20 s")
     }
 
+    @Test func anOpenBreakersRefusalIsItsOwnReasonAndNoRetrierIsAsked() async throws {
+        let log = Log()
+        let breaker = CircuitBreaker(configuration: try .init(tripCondition: .consecutiveFailures(1)), clock: clock)
+        let session = session(
+            breaker, transport: ScriptedTransport([.status(503)]), clock: clock,
+            retriers: [loggingRetrier("policy", log: log, answer: .doNotRetry)])
+        _ = try? await session.send(request())
+
+        let error = try await #require(throws: ReboundError.self) { try await session.send(request()) }
+
+        guard case .circuitOpen(let open) = error.reason else {
+            Issue.record("reason: \(error.reason)")
+            return
+        }
+        #expect(open.state == .open)
+        #expect(error.circuitBreakerOpenError?.retryAfter == .seconds(30))
+        #expect(error.reason.isNonRetryable)
+        #expect(log.all == ["retry policy #0"])
+    }
+
     @Test func aSuccessStartsTheConsecutiveCountAgain() async throws {
         let transport = ScriptedTransport(
             Array(repeating: .status(500), count: 4) + [.status(200)] + Array(repeating: .status(500), count: 4))

@@ -31,17 +31,61 @@ struct ReboundErrorTests {
         #expect(ReboundError.Reason.unacceptableStatusCode(429).underlyingError == nil)
     }
 
-    @Test func descriptionNamesMethodURLAttemptsAndReason() {
-        let attempts = (1...3).map {
-            Attempt(number: $0, request: nil, response: nil, failure: .unacceptableStatusCode(503), duration: .zero)
+    /// Three attempts, the last of which failed with `failure`.
+    private static func attempts(last failure: ReboundError.Reason) -> [Attempt] {
+        (1...3).map {
+            Attempt(
+                number: $0, request: nil, response: nil, failure: $0 == 3 ? failure : .unacceptableStatusCode(503),
+                duration: .zero)
         }
-        let error = ReboundError(
-            reason: .transportFailed(error: URLError(.timedOut)), originalRequest: request(.put), attempts: attempts)
+    }
 
-        #expect(
-            error.description
-                == "PUT https://api.example.com/items failed after 3 attempts: transport failed: URLError -1001 (timedOut)"
-        )
-        #expect(error.attemptCount == 3)
+    private static let timeout = ReboundError.Reason.transportFailed(error: URLError(.timedOut))
+
+    @Test(
+        arguments: [
+            (timeout, "attempt 3 failed with transport failed: URLError -1001 (timedOut); not retried (3 attempts)"),
+            (
+                .unacceptableStatusCode(503), "attempt 3 failed with status 503; not retried (3 attempts)"
+            ),
+            (
+                .retryAborted(
+                    error: RetryBudgetExhausted(key: "api.example.com", availableTokens: 3, retryCost: 5),
+                    original: timeout),
+                "attempt 3 failed with transport failed: URLError -1001 (timedOut); stopped by retry budget for api.example.com exhausted: 3 tokens left, a retry costs 5 (3 attempts)"
+            ),
+            (
+                .deadlineExceeded(deadline: .seconds(2), last: .unacceptableStatusCode(503)),
+                "attempt 3 failed with status 503; deadline of 2 s exceeded (3 attempts)"
+            ),
+            (
+                .circuitOpen(CircuitBreakerOpenError(key: "api.example.com", state: .open, retryAfter: .seconds(4))),
+                "attempt 3 failed with circuit breaker for api.example.com is open; it lets a trial call through in 4 s; not sent, so not retried (3 attempts)"
+            ),
+            (
+                .decodingFailed(error: TestError("json")),
+                "attempt 3 succeeded, but its body could not be decoded: TestError(name: \"json\"); not retried (3 attempts)"
+            ),
+        ] as [(ReboundError.Reason, String)])
+    func describesInOneLineWhichAttemptFailedWhatFailedAndWhy(reason: ReboundError.Reason, expected: String) {
+        let secret = URLRequest(url: URL(string: "https://api.example.com/items?access_token=SECRET&page=2")!)
+        let error = ReboundError(
+            reason: reason, originalRequest: secret, attempts: Self.attempts(last: reason.original))
+
+        #expect(error.description == "GET https://api.example.com/items?access_token=<redacted>&page=2: " + expected)
+        #expect(error.localizedDescription == error.description)
+        #expect(!error.description.contains("\n"))
+    }
+
+    @Test func theRetriersErrorAndTheOpenBreakerAreReachableDirectly() {
+        let open = CircuitBreakerOpenError(key: "a", state: .open, retryAfter: nil)
+        let stopped = ReboundError(
+            reason: .deadlineExceeded(
+                deadline: .seconds(1), last: .retryAborted(error: TestError("stop"), original: .circuitOpen(open))),
+            originalRequest: request())
+
+        #expect(stopped.retrierError as? TestError == TestError("stop"))
+        #expect(stopped.circuitBreakerOpenError?.key == "a")
+        #expect(ReboundError(reason: .unacceptableStatusCode(500), originalRequest: request()).retrierError == nil)
     }
 }

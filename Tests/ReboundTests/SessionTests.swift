@@ -327,7 +327,7 @@ struct SessionTests {
         #expect(error.statusCode == 404)
         #expect(
             error.description
-                == "GET https://api.example.com/items failed after 1 attempt: unacceptable status code 404")
+                == "GET https://api.example.com/items: attempt 1 failed with status 404; not retried (1 attempt)")
     }
 
     @Test func doNotRetryWithErrorKeepsBothTheRetriersErrorAndTheOriginal() async throws {

@@ -148,7 +148,7 @@ extension CircuitBreaker {
         case .retryAborted(_, let original), .deadlineExceeded(_, let original):
             if case .transportFailed = original.original { return .failure }
             return .ignored
-        case nil, .adaptationFailed, .unacceptableStatusCode, .validationFailed, .decodingFailed:
+        case nil, .adaptationFailed, .circuitOpen, .unacceptableStatusCode, .validationFailed, .decodingFailed:
             return .ignored
         }
     }

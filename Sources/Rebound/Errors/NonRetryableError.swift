@@ -11,6 +11,8 @@ extension ReboundError.Reason {
         switch self {
         case .adaptationFailed(let error), .transportFailed(let error), .validationFailed(let error):
             error is any NonRetryableError
+        case .circuitOpen:
+            true
         case .unacceptableStatusCode, .retryAborted, .decodingFailed, .deadlineExceeded:
             false
         }

@@ -23,6 +23,8 @@ public struct ReboundError: Error, Sendable {
     public enum Reason: Sendable {
         /// An adapter threw `error`; the request was not sent in that attempt.
         case adaptationFailed(error: any Error)
+        /// An open circuit breaker refused the attempt before it reached the network; no retrier is asked about it.
+        case circuitOpen(CircuitBreakerOpenError)
         /// The transport threw `error`, usually a `URLError` whose code is kept as is.
         case transportFailed(error: any Error)
         /// The response's status code was not acceptable to the validator in effect.
@@ -93,6 +95,21 @@ public struct ReboundError: Error, Sendable {
 
     /// The `URLError` behind a transport or adaptation failure, if there is one (also inside a retry abort).
     public var urlError: URLError? { reason.urlError }
+
+    /// The error a retrier or a gate ended the request with (``RetryResult/doNotRetryWithError(_:)``, a
+    /// ``RetryBudgetExhausted`` denial), also behind a deadline; `nil` when the request ended with its attempt's own
+    /// failure.
+    ///
+    /// ```swift
+    /// if let persisted = error.retrierError as? JSONBodyRetrier.SignalPersisted { showBusyBanner(persisted.signal) }
+    /// ```
+    public var retrierError: (any Error)? { reason.retrierError }
+
+    /// The breaker's error when an open circuit breaker refused the request's last attempt; `nil` otherwise.
+    public var circuitBreakerOpenError: CircuitBreakerOpenError? {
+        if case .circuitOpen(let error) = reason.original { return error }
+        return nil
+    }
 }
 
 extension ReboundError.Reason {
@@ -102,10 +119,21 @@ extension ReboundError.Reason {
         case .adaptationFailed(let error), .transportFailed(let error), .validationFailed(let error),
             .decodingFailed(let error), .retryAborted(let error, _):
             error
+        case .circuitOpen(let error):
+            error
         case .deadlineExceeded(_, let last):
             last.underlyingError
         case .unacceptableStatusCode:
             nil
+        }
+    }
+
+    /// The error a retrier or a gate stopped the request with, looking through a deadline; `nil` for any other reason.
+    public var retrierError: (any Error)? {
+        switch self {
+        case .retryAborted(let error, _): error
+        case .deadlineExceeded(_, let last): last.retrierError
+        default: nil
         }
     }
 
@@ -116,7 +144,7 @@ extension ReboundError.Reason {
             error as? URLError
         case .retryAborted(_, let original), .deadlineExceeded(_, let original):
             original.urlError
-        case .unacceptableStatusCode, .validationFailed, .decodingFailed:
+        case .unacceptableStatusCode, .validationFailed, .decodingFailed, .circuitOpen:
             nil
         }
     }
@@ -135,6 +163,7 @@ extension ReboundError.Reason: CustomStringConvertible {
     public var description: String {
         switch self {
         case .adaptationFailed(let error): "adapter failed: \(error)"
+        case .circuitOpen(let error): "\(error)"
         case .transportFailed(let error as URLError): "transport failed: \(error.code.logDescription)"
         case .transportFailed(let error): "transport failed: \(error)"
         case .unacceptableStatusCode(let code): "unacceptable status code \(code)"
@@ -148,12 +177,30 @@ extension ReboundError.Reason: CustomStringConvertible {
 }
 
 extension ReboundError: CustomStringConvertible {
-    /// A one-line description: method, URL, reason and attempt count.
+    /// One line that says which attempt failed, what failed and why the request ended, for example
+    /// `GET https://api.example.com/items: attempt 3 failed with status 503; not retried (3 attempts)`.
+    ///
+    /// The URL is redacted as ``Redaction/default`` redacts it.
     public var description: String {
         let method = (lastRequest ?? originalRequest).method
-        let url = originalRequest.url?.absoluteString ?? "(no URL)"
-        let attempts = attemptCount == 1 ? "1 attempt" : "\(attemptCount) attempts"
-        return "\(method) \(url) failed after \(attempts): \(reason)"
+        let url = Redaction.default.string(for: originalRequest.url)
+        let count = attemptCount == 1 ? "1 attempt" : "\(attemptCount) attempts"
+        let failed = reason.original
+        let what: String =
+            switch failed {
+            case .unacceptableStatusCode(let code): "failed with status \(code)"
+            case .decodingFailed(let error): "succeeded, but its body could not be decoded: \(error)"
+            default: "failed with \(failed)"
+            }
+        let why: String =
+            switch reason {
+            case .retryAborted(let stop, _): "stopped by \(stop)"
+            case .deadlineExceeded(let deadline, _): "deadline of \(deadline.logDescription) exceeded"
+            case .circuitOpen: "not sent, so not retried"
+            default: "not retried"
+            }
+        let attempt = attempts.last.map { "attempt \($0.number)" } ?? "no attempt"
+        return "\(method) \(url): \(attempt) \(what); \(why) (\(count))"
     }
 }
 

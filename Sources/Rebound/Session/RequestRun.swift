@@ -360,6 +360,8 @@ extension RequestPlan {
         do {
             // Through the combined chain (the session's adapters, then the request's); none, no call.
             if let chain { adapted = try await chain.adapt(base, context: context) } else { adapted = base }
+        } catch let open as CircuitBreakerOpenError {
+            return AttemptResult(.failure(.circuitOpen(open)))
         } catch {
             return Self.failed(.adaptationFailed(error: error), sent: nil)
         }
