@@ -158,6 +158,7 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver {
     /// Lets the attempt through or throws ``CircuitBreakerOpenError``; synchronous, so that a registry in front of
     /// the breaker makes no second async call. An attempt let through registers the breaker, through the context, to
     /// hear how it ends: wrapped in anything that forwards `adapt`, the breaker still counts it and gets its permit back.
+    @inline(never)
     func admit(_ context: RequestContext) throws(CircuitBreakerOpenError) {
         let attemptKey = AttemptKey(requestID: context.requestID, attempt: context.attempt)
         let (rejection, transitions) = update { machine, now, transitions -> CircuitBreakerOpenError? in

@@ -24,7 +24,7 @@ public struct ReboundError: Error, Sendable {
         /// An adapter threw `error`; the request was not sent in that attempt.
         case adaptationFailed(error: any Error)
         /// An open circuit breaker refused the attempt before it reached the network; no retrier is asked about it.
-        case circuitOpen(CircuitBreakerOpenError)
+        indirect case circuitOpen(CircuitBreakerOpenError)
         /// The transport threw `error`, usually a `URLError` whose code is kept as is.
         case transportFailed(error: any Error)
         /// The response's status code was not acceptable to the validator in effect.

@@ -23,10 +23,28 @@ struct ChainRoles: Sendable {
         ChainRoles(observers: [observer], validators: [], gates: [])
     }
 
+    /// The class instances among ``observers``, by which a registration through the context is found to be one of
+    /// them.
+    private let observerIdentities: Set<ObjectIdentifier>
+    /// The class instances among ``gates``.
+    private let gateIdentities: Set<ObjectIdentifier>
+
     private init(observers: [any AttemptObserver], validators: [any ResponseValidator], gates: [any RetryGate]) {
         self.observers = observers
         self.validators = validators
         self.gates = gates
+        self.observerIdentities = Set(observers.compactMap(Self.identity(of:)))
+        self.gateIdentities = Set(gates.compactMap(Self.identity(of:)))
+    }
+
+    /// Whether the class instance `object` is one of these observers.
+    func holdsObserver(_ object: ObjectIdentifier) -> Bool {
+        observerIdentities.contains(object)
+    }
+
+    /// Whether the class instance `object` is one of these gates.
+    func holdsGate(_ object: ObjectIdentifier) -> Bool {
+        gateIdentities.contains(object)
     }
 
     var isEmpty: Bool { observers.isEmpty && validators.isEmpty && gates.isEmpty }
@@ -92,16 +110,6 @@ struct ChainRoles: Sendable {
         return ChainRoles(
             observers: Self.merging(observers, other.observers), validators: Self.merging(validators, other.validators),
             gates: Self.merging(gates, other.gates))
-    }
-
-    /// These observers followed by the registered ones that are not among them.
-    func observers(adding registered: [any AttemptObserver]) -> [any AttemptObserver] {
-        registered.isEmpty ? observers : Self.merging(observers, registered)
-    }
-
-    /// These gates followed by the registered ones that are not among them.
-    func gates(adding registered: [any RetryGate]) -> [any RetryGate] {
-        registered.isEmpty ? gates : Self.merging(gates, registered)
     }
 
     /// `first` followed by the parts of `second` that are not class instances already in `first`.

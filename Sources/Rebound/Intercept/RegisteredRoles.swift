@@ -1,42 +1,55 @@
-/// The observers and gates that parts registered through a request's contexts, in the order they registered; each
-/// instance once.
+/// The observers and gates that parts registered through a request's contexts and that the chain did not already
+/// hold, in the order they registered; each instance once.
 ///
-/// One per request whose chain has adapters or retriers; it is read after every attempt, so an empty one costs a lock
-/// and no allocation.
-final class RegisteredRoles: Sendable {
+/// One per request whose chain has adapters or retriers, made of one allocation (its ``Locked`` state); copies share
+/// it. A registration of a part the chain holds directly, or of one already registered, changes nothing and allocates
+/// nothing: the common case of a breaker or a budget given straight to a session costs a lock per attempt.
+struct RegisteredRoles: Sendable {
     private struct State: Sendable {
+        /// The class instances the chain holds as observers and as gates, which registering does not add again.
+        let chain: ChainRoles
         var observers: [any AttemptObserver] = []
         var gates: [any RetryGate] = []
-        var seen: Set<Key> = []
+        /// The instances registered, in each role; a linear search, as there are few.
+        var keys: [Key] = []
     }
 
     /// A registered instance in one role.
-    private struct Key: Hashable, Sendable {
+    private struct Key: Equatable, Sendable {
         let object: ObjectIdentifier
         let isGate: Bool
     }
 
-    private let state = Locked(State())
+    /// One reference wide, because every attempt's context carries it through the adapters' frames.
+    private let state: Locked<State>
+
+    init(besides chain: ChainRoles) {
+        state = Locked(State(chain: chain))
+    }
 
     func add(observer: some AttemptObserver & AnyObject) {
+        let object = ObjectIdentifier(observer)
         state.withLock { state in
-            if state.seen.insert(Key(object: ObjectIdentifier(observer), isGate: false)).inserted {
-                state.observers.append(observer)
-            }
+            let key = Key(object: object, isGate: false)
+            guard !state.chain.holdsObserver(object), !state.keys.contains(key) else { return }
+            state.keys.append(key)
+            state.observers.append(observer)
         }
     }
 
     func add(gate: some RetryGate & AnyObject) {
+        let object = ObjectIdentifier(gate)
         state.withLock { state in
-            if state.seen.insert(Key(object: ObjectIdentifier(gate), isGate: true)).inserted {
-                state.gates.append(gate)
-            }
+            let key = Key(object: object, isGate: true)
+            guard !state.chain.holdsGate(object), !state.keys.contains(key) else { return }
+            state.keys.append(key)
+            state.gates.append(gate)
         }
     }
 
-    /// The observers registered so far.
+    /// The observers registered so far that the chain does not hold.
     var observers: [any AttemptObserver] { state.withLock { $0.observers } }
 
-    /// The gates registered so far.
+    /// The gates registered so far that the chain does not hold.
     var gates: [any RetryGate] { state.withLock { $0.gates } }
 }

@@ -94,11 +94,24 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
     /// Registers the logger as an observer through the request's context, then returns the wrapped retrier's answer
     /// unchanged, or ``RetryResult/doNotRetry`` without one.
     public func retry(_ request: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
-        request.context.observe(self)
-        guard let wrapped else { return .doNotRetry }
-        let answer = await wrapped.retry(request, dueTo: error)
-        answers.withLock { $0[request.requestID] = (request.attempts.count, answer) }
+        register(through: request)
+        let answer = await wrapped?.retry(request, dueTo: error) ?? .doNotRetry
+        if wrappedName != nil { keep(answer, for: request) }
         return answer
+    }
+
+    /// Registers the logger through the request's context; out of line, so that the context stays out of the async
+    /// frame above.
+    @inline(never)
+    private func register(through request: RetryRequest) {
+        request.context.observe(self)
+    }
+
+    /// Keeps the wrapped retrier's answer until the attempt is logged; out of line, so that the async frame above
+    /// stays small (a waiting request's memory is the high-water mark of its frames).
+    @inline(never)
+    private func keep(_ answer: RetryResult, for request: RetryRequest) {
+        answers.withLock { $0[request.requestID] = (request.attempts.count, answer) }
     }
 
     /// Logs the outcome.
@@ -109,6 +122,13 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
     /// Logs a request cancelled after a failed attempt was to be retried (in its backoff sleep, say): every other
     /// end was logged with its last attempt.
     public func requestDidFinish(_ outcome: RequestOutcome) async {
+        logEnd(of: outcome)
+    }
+
+    /// Forgets the request's kept answer and logs a cancellation that came after a retry was decided; out of line,
+    /// so that the async frame above stays small.
+    @inline(never)
+    private func logEnd(of outcome: RequestOutcome) {
         if wrappedName != nil { answers.withLock { _ = $0.removeValue(forKey: outcome.requestID) } }
         guard outcome.isCancelled, let last = outcome.attempts.last, last.retryDelay != nil else { return }
         log(

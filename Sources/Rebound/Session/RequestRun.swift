@@ -38,20 +38,14 @@ final class RequestPlan: Sendable {
         self.validator = validator
         self.deadline = deadline
         self.roles = session.roles.followed(by: ChainRoles(of: requestInterceptor))
-        self.registered = chain == nil ? nil : RegisteredRoles()
+        self.registered = chain == nil ? nil : RegisteredRoles(besides: roles)
     }
 
-    /// The observers to tell now: the chain's, then those registered so far.
-    var observers: [any AttemptObserver] {
-        guard let registered else { return roles.observers }
-        return roles.observers(adding: registered.observers)
-    }
+    /// The observers registered so far that the chain does not hold: told after the chain's.
+    var registeredObservers: [any AttemptObserver] { registered?.observers ?? [] }
 
-    /// The gates to ask now: the chain's, then those registered so far.
-    var gates: [any RetryGate] {
-        guard let registered else { return roles.gates }
-        return roles.gates(adding: registered.gates)
-    }
+    /// The gates registered so far that the chain does not hold: asked after the chain's.
+    var registeredGates: [any RetryGate] { registered?.gates ?? [] }
 }
 
 /// What one attempt came to, in one box: the frames that carry it from await to await hold a reference.
@@ -108,59 +102,57 @@ struct RequestRun {
     /// How an attempt the deadline cut short is recorded.
     private static let timedOut = ReboundError.Reason.transportFailed(error: URLError(.timedOut))
 
-    /// Runs the request to its end and tells the observers how it ended, on every path.
+    /// Runs the request to its end and tells the observers how it ended, on every path: attempt, decide what follows,
+    /// tell the observers, act.
+    ///
+    /// The attempt and the decision after a failure run one after the other in frames of their own, and the backoff
+    /// is slept here: a request waiting in backoff costs the larger of the two paths, not their sum. (The loop is not
+    /// a function of its own under this one, which would put every frame one level deeper.)
+    @inline(__always)
     mutating func execute() async throws -> Response {
         start = plan.session.clock.now()
         do {
-            let response = try await run()
-            await finish(.succeeded)
-            return response
-        } catch let error as ReboundError {
-            await finish(.failed)
-            throw error
-        } catch {
-            // Nothing else is thrown but cancellation.
-            await finish(.cancelled)
-            throw error
-        }
-    }
-
-    /// Attempts until one succeeds or the request ends: attempt, decide what follows, tell the observers, act.
-    ///
-    /// The attempt and the decision after a failure run one after the other in frames of their own, and the backoff
-    /// is slept here: a request waiting in backoff costs the larger of the two paths, not their sum.
-    private mutating func run() async throws -> Response {
-        while true {
-            if Task.isCancelled { throw CancellationError() }
-            let result = await attemptOnce()
-            let decision: AttemptDecision
-            switch result.kind {
-            case .success: decision = .succeeded
-            case .cancelled: decision = .cancelled
-            case .timedOut: decision = fail(with: deadlineExceeded(after: Self.timedOut))
-            case .failure: decision = await afterFailure(result)
-            }
-            await report(data: result.data, decision: decision)
-            switch decision {
-            case .succeeded:
-                return response(to: result)
-            case .cancelled:
-                throw CancellationError()
-            case .failed:
-                throw ending()
-            case .retry(let delay):
-                guard delay > .zero else { continue }
-                do {
-                    try await plan.session.clock.sleep(delay)
-                } catch {
-                    // Clocks throw from `sleep` only when the sleeping task is cancelled.
+            while true {
+                if Task.isCancelled { throw CancellationError() }
+                let result = await attemptOnce()
+                let decision: AttemptDecision
+                switch result.kind {
+                case .success: decision = .succeeded
+                case .cancelled: decision = .cancelled
+                case .timedOut: decision = timedOut()
+                case .failure: decision = await afterFailure(result)
+                }
+                await report(result, decision: decision)
+                switch decision {
+                case .succeeded:
+                    await finish(.succeeded)
+                    return response(to: result)
+                case .cancelled:
                     throw CancellationError()
+                case .failed:
+                    throw ending()
+                case .retry(let delay):
+                    guard delay > .zero else { continue }
+                    do {
+                        try await plan.session.clock.sleep(delay)
+                    } catch {
+                        // Clocks throw from `sleep` only when the sleeping task is cancelled.
+                        throw CancellationError()
+                    }
                 }
             }
+        } catch {
+            // A `ReboundError` is the one `fail(with:)` kept; nothing else is thrown but cancellation. Only the decision
+            // crosses the await, not the error.
+            let decision: AttemptDecision = error is ReboundError ? .failed : .cancelled
+            await finish(decision)
+            if decision == .failed { throw ending() }
+            throw CancellationError()
         }
     }
 
     /// Makes one attempt and records it.
+    @inline(never)
     private mutating func attemptOnce() async -> AttemptResult {
         let number = attempts.count + 1
         let attemptStart = plan.session.clock.now()
@@ -205,6 +197,7 @@ struct RequestRun {
     }
 
     /// Asks the retriers about a failed attempt and decides what follows.
+    @inline(never)
     private mutating func afterFailure(_ failed: AttemptResult) async -> AttemptDecision {
         let question = question(about: failed)
         // A non-retryable failure (an open breaker, say) is not offered to the retriers at all.
@@ -255,7 +248,7 @@ struct RequestRun {
         if let deadline = plan.deadline, plan.session.clock.now() + delay - start > deadline {
             return fail(with: deadlineExceeded(after: reason, response: error.response, data: error.data))
         }
-        for gate in plan.gates {
+        for gate in plan.roles.gates + plan.registeredGates {
             if let denial = gate.admitRetry(request, dueTo: error, after: delay) {
                 return fail(
                     with: failure(
@@ -265,6 +258,12 @@ struct RequestRun {
         attempts[attempts.count - 1].retryDelay = delay
         if let request = result.request { base = request }
         return .retry(after: delay)
+    }
+
+    /// The decision after an attempt the deadline cut short.
+    @inline(never)
+    private mutating func timedOut() -> AttemptDecision {
+        fail(with: deadlineExceeded(after: Self.timedOut))
     }
 
     /// Keeps the error the request ends with and returns ``AttemptDecision/failed``.
@@ -295,20 +294,30 @@ struct RequestRun {
     }
 
     /// Tells the observers how the last recorded attempt ended.
-    private mutating func report(data: Data?, decision: AttemptDecision) async {
-        let observers = plan.observers
-        guard !observers.isEmpty, let outcome = outcome(data: data, decision: decision) else { return }
-        for observer in observers {
+    @inline(never)
+    private mutating func report(_ result: AttemptResult, decision: AttemptDecision) async {
+        let registered = plan.registeredObservers
+        guard !plan.roles.observers.isEmpty || !registered.isEmpty,
+            let outcome = outcome(data: result.data, decision: decision)
+        else { return }
+        for observer in plan.roles.observers {
+            await observer.attemptDidFinish(outcome)
+        }
+        for observer in registered {
             await observer.attemptDidFinish(outcome)
         }
     }
 
     /// Tells the observers how the request ended.
+    @inline(never)
     private mutating func finish(_ decision: AttemptDecision) async {
-        let observers = plan.observers
-        guard !observers.isEmpty else { return }
+        let registered = plan.registeredObservers
+        guard !plan.roles.observers.isEmpty || !registered.isEmpty else { return }
         let outcome = requestOutcome(decision)
-        for observer in observers {
+        for observer in plan.roles.observers {
+            await observer.requestDidFinish(outcome)
+        }
+        for observer in registered {
             await observer.requestDidFinish(outcome)
         }
     }
@@ -360,8 +369,6 @@ extension RequestPlan {
         do {
             // Through the combined chain (the session's adapters, then the request's); none, no call.
             if let chain { adapted = try await chain.adapt(base, context: context) } else { adapted = base }
-        } catch let open as CircuitBreakerOpenError {
-            return AttemptResult(.failure(.circuitOpen(open)))
         } catch {
             return Self.failed(.adaptationFailed(error: error), sent: nil)
         }
@@ -377,6 +384,8 @@ extension RequestPlan {
     @inline(never)
     private static func failed(_ reason: ReboundError.Reason, sent: URLRequest?) -> AttemptResult {
         switch reason {
+        case .adaptationFailed(let open as CircuitBreakerOpenError):
+            return AttemptResult(.failure(.circuitOpen(open)))
         case .adaptationFailed(let error) where error is CancellationError,
             .transportFailed(let error) where error is CancellationError:
             return AttemptResult(.cancelled, sent: sent)

@@ -115,11 +115,9 @@ public final class Session: Sendable {
         validator: (any ResponseValidator)? = nil,
         deadline: Duration? = nil
     ) async throws -> Response {
-        let chain = Self.chain(adapters: adapters, retriers: retriers, interceptor: interceptor, observers: observers)
-        var run = RequestRun(
-            RequestPlan(
-                session: self, originalRequest: request, label: label, requestInterceptor: chain,
-                validator: validator ?? self.validator, deadline: deadline ?? self.deadline))
+        var run = run(
+            request, label: label, adapters: adapters, retriers: retriers, interceptor: interceptor,
+            observers: observers, validator: validator, deadline: deadline)
         return try await run.execute()
     }
 
@@ -155,6 +153,22 @@ public final class Session: Sendable {
             URLRequest(url: url, method: method, headers: headers, body: body), label: label, adapters: adapters,
             retriers: retriers, interceptor: interceptor, observers: observers, validator: validator,
             deadline: deadline)
+    }
+
+    /// A request's run, made out of line so that its temporaries (existentials, optionals resolved against the
+    /// session's defaults) stay out of the frame of `send`, which lasts as long as the request.
+    @inline(never)
+    private func run(
+        _ request: URLRequest, label: String?, adapters: [any RequestAdapter], retriers: [any RequestRetrier],
+        interceptor: (any RequestInterceptor)?, observers: [any AttemptObserver], validator: (any ResponseValidator)?,
+        deadline: Duration?
+    ) -> RequestRun {
+        RequestRun(
+            RequestPlan(
+                session: self, originalRequest: request, label: label,
+                requestInterceptor: Self.chain(
+                    adapters: adapters, retriers: retriers, interceptor: interceptor, observers: observers),
+                validator: validator ?? self.validator, deadline: deadline ?? self.deadline))
     }
 
     /// The parts given as one chain: `interceptor` alone when it is the only part, `nil` when there is none.

@@ -1,26 +1,59 @@
-import Foundation
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Mutable state behind a lock, shared by the package's modules (`package` access): the one place Rebound locks.
 ///
+/// A value with reference semantics: copies share one lock and one state, held in one heap object together (a
+/// `ManagedBuffer` whose header is the state and whose one element is a `pthread_mutex_t`), so that making one costs a
+/// single allocation; the session makes one per request.
+///
 /// Why not `Synchronization.Mutex`: on Linux (Swift 6.3) its futex-based lock is invisible to the thread sanitizer,
 /// which then reports every access made under it as a race, so `swift test --sanitize=thread` could not vouch for
-/// our concurrency. `NSLock` is a `pthread_mutex_t` on Linux, which the sanitizer understands, and it needs no
-/// newer Apple platform than `Clock` does.
-package final class Locked<State: Sendable>: @unchecked Sendable {
-    // Invariant that makes `@unchecked Sendable` sound: `state` is read and written only inside `withLock`,
-    // while `lock` is held, and `State` is `Sendable`, so nothing escapes the lock that could not cross threads.
-    private let lock = NSLock()
-    private var state: State
+/// our concurrency. A `pthread_mutex_t` is what the sanitizer understands, and it needs no newer Apple platform than
+/// `Clock` does. (`NSLock` wraps the same mutex, at the price of two more allocations.)
+package struct Locked<State: Sendable>: @unchecked Sendable {
+    // Invariant that makes `@unchecked Sendable` sound: the buffer's state is read and written only inside
+    // `withLock`, while its mutex is held, and the state is `Sendable`, so nothing escapes the lock that could not
+    // cross threads. (The standard library makes no `ManagedBuffer` subclass `Sendable`, so the buffer cannot say it.)
+    private let buffer: LockedBuffer<State>
 
     /// Creates a lock guarding `state`.
     package init(_ state: State) {
-        self.state = state
+        buffer = LockedBuffer.make(state)
     }
 
     /// Runs `body` with exclusive access to the state; `body` must not call back into this lock.
     package func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&state)
+        try buffer.withLock(body)
+    }
+}
+
+/// The state (the header) and its mutex (the one element, whose address is stable for the object's life) in one
+/// object.
+private final class LockedBuffer<State: Sendable>: ManagedBuffer<State, pthread_mutex_t> {
+    static func make(_ state: State) -> LockedBuffer<State> {
+        let buffer = create(minimumCapacity: 1) { _ in state }
+        buffer.withUnsafeMutablePointerToElements { mutex in
+            let result = pthread_mutex_init(mutex, nil)
+            precondition(result == 0, "pthread_mutex_init failed with \(result)")
+        }
+        return unsafeDowncast(buffer, to: LockedBuffer<State>.self)
+    }
+
+    func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
+        try withUnsafeMutablePointers { state, mutex in
+            pthread_mutex_lock(mutex)
+            defer { pthread_mutex_unlock(mutex) }
+            return try body(&state.pointee)
+        }
+    }
+
+    deinit {
+        _ = withUnsafeMutablePointerToElements { pthread_mutex_destroy($0) }
     }
 }
