@@ -34,28 +34,20 @@ struct ModifyingAdapterTests {
     }
 }
 
-@Suite("Adapter.modifying: synchronous and async closures")
-struct ModifyingOverloadTests {
-    @Test func aClosureThatDoesNotAwaitIsCalledDirectlyByTheInterceptor() {
-        let adapter = Adapter.modifying { request, _ in request.setValue("1", forHTTPHeaderField: "X-One") }
-        let interceptor = Interceptor(adapters: [adapter])
-
-        #expect(adapter.synchronousModification != nil)
-        #expect(interceptor.modifications?.first != nil)
-    }
-
-    @Test func aClosureThatAwaitsGetsTheAsyncOverload() async throws {
+@Suite("Adapter.modifying: closures that await and closures that do not")
+struct ModifyingTests {
+    @Test func aClosureThatAwaitsChangesTheRequestInPlace() async throws {
         let source = HeaderSource()
         let adapter = Adapter.modifying { request, _ in
             request.setValue(await source.value(), forHTTPHeaderField: "X-Awaited")
         }
 
-        #expect(adapter.synchronousModification == nil)
         let adapted = try await adapter.adapt(request(), context: RequestContext())
+
         #expect(adapted.value(forHTTPHeaderField: "X-Awaited") == "awaited")
     }
 
-    @Test func synchronousAndAsyncStepsRunInTheirListedOrder() async throws {
+    @Test func stepsThatAwaitAndStepsThatDoNotRunInTheirListedOrder() async throws {
         let source = HeaderSource()
         let interceptor = Interceptor(adapters: [
             .modifying { request, _ in request.setValue("a", forHTTPHeaderField: "X-Order") },
@@ -81,7 +73,7 @@ struct ModifyingOverloadTests {
         #expect(adapted.value(forHTTPHeaderField: "X-Order") == "ab-awaitedcd")
     }
 
-    @Test func aThrowingSynchronousStepStopsTheChain() async throws {
+    @Test func aThrowingStepStopsTheChain() async throws {
         let reached = Atomic<Int>(0)
         let interceptor = Interceptor(adapters: [
             .modifying { _, _ in throw TestError("first") },

@@ -43,11 +43,6 @@ public struct Interceptor: RequestInterceptor {
 
     let roles: ChainRoles
 
-    /// The closures of the adapters made by the synchronous `Adapter.modifying`, by the adapters' index (`nil` for
-    /// the others), which ``adapt(_:context:)`` calls directly instead of through an async call; `nil` when there are
-    /// none, so that a chain without them runs the plain loop.
-    let modifications: [Adapter.SynchronousModifyHandler?]?
-
     /// Creates an interceptor from adapters, retriers, other interceptors, observers and gates.
     ///
     /// - Parameters:
@@ -65,8 +60,6 @@ public struct Interceptor: RequestInterceptor {
         gates: [any RetryGate] = []
     ) {
         self.adapters = adapters + interceptors.map { $0 as any RequestAdapter }
-        let modifications = self.adapters.map { ($0 as? Adapter)?.synchronousModification }
-        self.modifications = modifications.contains { $0 != nil } ? modifications : nil
         self.retriers = retriers + interceptors.map { $0 as any RequestRetrier }
         let parts: [any Sendable] =
             adapters.map { $0 as any Sendable } + retriers.map { $0 as any Sendable }
@@ -88,27 +81,10 @@ public struct Interceptor: RequestInterceptor {
     /// Runs the adapters in order, each on the previous one's output; the first error thrown stops the chain.
     public func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
         var request = request
-        var index = 0
-        while index < adapters.count {
-            index = try modify(&request, from: index, context: context)
-            guard index < adapters.count else { break }
-            request = try await adapters[index].adapt(consume request, context: context)
-            index += 1
+        for adapter in adapters {
+            request = try await adapter.adapt(consume request, context: context)
         }
         return request
-    }
-
-    /// Runs the synchronous modifications from `index` on, up to the next adapter that needs an async call, and returns
-    /// that adapter's index (or the number of adapters). Out of line, so that the async frame above stays small.
-    @inline(never)
-    private func modify(_ request: inout URLRequest, from index: Int, context: RequestContext) throws -> Int {
-        guard let modifications else { return index }
-        var index = index
-        while index < modifications.count, let modification = modifications[index] {
-            try modification(&request, context)
-            index += 1
-        }
-        return index
     }
 
     /// Asks the retriers in order and returns the first answer that is not ``RetryResult/doNotRetry``.
