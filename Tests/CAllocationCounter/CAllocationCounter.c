@@ -1,9 +1,18 @@
 // On glibc, the executable's own definitions of malloc and friends take the place of the C library's for the whole
 // process; they count the call and forward to glibc's implementation (__libc_malloc and friends). Elsewhere nothing
-// is replaced and the count stays 0.
+// is replaced and the count stays 0; so too under the thread sanitizer, whose runtime must see every allocation.
+//
+// Used by the benchmarks (Benchmarks/Sources/CAllocationCounter is a link to this folder) and by the allocation
+// budget tests (Tests/ReboundCostTests).
 #include "CAllocationCounter.h"
 
-#if defined(__GLIBC__)
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#define REBOUND_SANITIZED 1
+#endif
+#endif
+
+#if defined(__GLIBC__) && !defined(REBOUND_SANITIZED)
 #include <errno.h>
 #include <malloc.h>
 #include <stddef.h>
