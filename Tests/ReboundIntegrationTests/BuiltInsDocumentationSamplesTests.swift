@@ -7,8 +7,8 @@ import Testing
     import FoundationNetworking
 #endif
 
-/// The samples of the built-ins' guides (Docs/*.md), the README's "Built-ins together" and the DocC article
-/// WritingInterceptors, kept compiling and true here; change both together. The swift-log and os.Logger bridges of
+/// The samples of the built-ins' guides (Docs/*.md), the README's "Built-ins together" and the DocC articles
+/// WritingInterceptors and GettingStarted (its configuration from run-time values), kept compiling and true here; change both together. The swift-log and os.Logger bridges of
 /// Docs/LoggingRetrier.md need packages Rebound does not depend on and are not compiled here.
 @Suite("Built-ins documentation samples", .timeLimit(.minutes(1)))
 struct BuiltInsDocumentationSamplesTests {
@@ -57,7 +57,7 @@ struct BuiltInsDocumentationSamplesTests {
         let session = Session(
             adapters: [breakers],
             retriers: [
-                LoggingRetrier(wrapping: try JSONBodyRetrier(values: ["RATE_LIMITED"]), sink: { _ in }),
+                LoggingRetrier(wrapping: JSONBodyRetrier(values: ["RATE_LIMITED"]), sink: { _ in }),
                 RetryPolicy(),
             ],
             interceptor: auth, clock: ImmediateClock())
@@ -71,7 +71,7 @@ struct BuiltInsDocumentationSamplesTests {
     }
 
     @Test func jsonBodyGuidePredicate() async throws {
-        let busy = try JSONBodyRetrier(retryLimit: 5, delay: .seconds(1)) { body in
+        let busy = JSONBodyRetrier(retryLimit: 5, delay: .seconds(1)) { body in
             body["status"] == "busy" && (body["retry_in"]?.numberValue ?? 0) > 0
         }
         #expect(busy.signal(in: Data(#"{"status": "busy", "retry_in": 2}"#.utf8)) != nil)
@@ -79,7 +79,7 @@ struct BuiltInsDocumentationSamplesTests {
     }
 
     @Test func circuitBreakerGuideClassifier() async throws {
-        let configuration = try CircuitBreaker.Configuration(classify: { outcome in
+        let configuration = CircuitBreaker.Configuration(classify: { outcome in
             outcome.statusCode == 404 ? .failure : CircuitBreaker.defaultVerdict(for: outcome)
         })
         let breaker = CircuitBreaker(configuration: configuration, clock: ManualClock())
@@ -111,11 +111,30 @@ struct BuiltInsDocumentationSamplesTests {
         #expect(await counter.successes == 2)
     }
 
+    // GettingStarted.md: "Retry with backoff"
+    @Test func gettingStartedValidatedRemoteConfiguration() {
+        var printed: [String] = []
+        func print(_ line: String) { printed.append(line) }  // the sample's print, recorded
+
+        func retryPolicy(retryLimit: Int) -> RetryPolicy {  // a number from remote configuration
+            do {
+                return try RetryPolicy.validated(retryLimit: retryLimit)
+            } catch {
+                print("ignoring \(error.field)")  // error.message: RetryPolicy.retryLimit must be 0 or more, got -1
+                return RetryPolicy()
+            }
+        }
+
+        #expect(retryPolicy(retryLimit: 4).retryLimit == 4)
+        #expect(retryPolicy(retryLimit: -1).retryLimit == RetryPolicy.defaultRetryLimit)
+        #expect(printed == ["ignoring RetryPolicy.retryLimit"])
+    }
+
     // Docs/RetrySafety.md
 
     @Test func retrySafetyBackoffAndPolicy() throws {
         let backoff = BackoffStrategy.exponential(a: .milliseconds(500), b: 2).max(.seconds(30)).fullJitter()
-        let policy = try RetryPolicy(retryLimit: 5, backoff: backoff)
+        let policy = RetryPolicy(retryLimit: 5, backoff: backoff)
         #expect((0..<10).allSatisfy { policy.delay(forRetryCount: $0) < .seconds(30) })
     }
 

@@ -196,7 +196,7 @@ struct RetryOverLoopbackTests {
         defer { server.stop() }
         server.route("/down", [.status(503)])
         // A 30-second backoff on the real clock: only cancellation can end this test quickly.
-        let session = Session(retriers: [try RetryPolicy(exponentialBackoffScale: 30)])
+        let session = Session(retriers: [RetryPolicy(exponentialBackoffScale: 30)])
 
         let task = Task { try await session.send(server.url("/down")) }
         try await server.waitForRequests(1)

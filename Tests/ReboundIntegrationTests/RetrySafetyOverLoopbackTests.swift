@@ -74,7 +74,7 @@ struct RetrySafetyOverLoopbackTests {
         server.route("/down", [.status(503)])
         let budget = RetryBudget()
         let session = Session(
-            adapters: [budget], retriers: [try RetryPolicy(retryLimit: 3)],
+            adapters: [budget], retriers: [RetryPolicy(retryLimit: 3)],
             clock: ImmediateClock())
 
         await withTaskGroup(of: Void.self) { group in

@@ -158,7 +158,7 @@ struct AttemptObserverTests {
     @Test func aBudgetInBothTheSessionsAndTheRequestsInterceptorIsChargedOnce() async throws {
         // Five retry tokens for each failure, ten to start with: two retries, if each is charged once.
         let budget = RetryBudget(
-            configuration: try .init(initialTokens: 10, maximumTokens: 10, retryCost: 5, successReward: 0))
+            configuration: .init(initialTokens: 10, maximumTokens: 10, retryCost: 5, successReward: 0))
         let session = Session(
             transport: ScriptedTransport([.status(503), .status(503), .status(200)]),
             adapters: [budget], retriers: [retryAnything(limit: 5, delay: .zero)], clock: ImmediateClock())

@@ -256,14 +256,4 @@ struct AuthenticationInterceptorTests {
 
         #expect(transport.requestCount == 2)
     }
-
-    @Test(arguments: [
-        (0, Duration.seconds(30), "AuthenticationInterceptor refresh limit must allow at least 1 refresh, got 0"),
-        (5, .zero, "AuthenticationInterceptor refresh window must be longer than zero, got 0.0 seconds"),
-    ])
-    func rejectsAnInvalidRefreshLimit(count: Int, window: Duration, message: String) {
-        #expect(throws: ConfigurationError(message)) {
-            try AuthenticationRefreshLimit(maximumCount: count, window: window)
-        }
-    }
 }

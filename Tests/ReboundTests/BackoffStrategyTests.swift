@@ -103,10 +103,10 @@ struct BackoffStrategyTests {
 @Suite("BackoffStrategy.automatic")
 struct AutomaticBackoffTests {
     @Test func noneMeansNoDelayInRetryPolicyAndAutomaticMeansItsFormula() throws {
-        #expect(try RetryPolicy(backoff: .none).delay(forRetryCount: 3) == .zero)
-        #expect(try RetryPolicy(exponentialBackoffScale: 1).delay(forRetryCount: 3) == .seconds(8))
-        #expect(try JSONBodyRetrier(values: ["X"], delay: .seconds(2)).delay(forRetryCount: 4) == .seconds(2))
-        #expect(try JSONBodyRetrier(values: ["X"], backoff: .none).delay(forRetryCount: 4) == .zero)
+        #expect(RetryPolicy(backoff: .none).delay(forRetryCount: 3) == .zero)
+        #expect(RetryPolicy(exponentialBackoffScale: 1).delay(forRetryCount: 3) == .seconds(8))
+        #expect(JSONBodyRetrier(values: ["X"], delay: .seconds(2)).delay(forRetryCount: 4) == .seconds(2))
+        #expect(JSONBodyRetrier(values: ["X"], backoff: .none).delay(forRetryCount: 4) == .zero)
         #expect(BackoffStrategy.automatic.delay(forRetryCount: 2) == .zero)
     }
 }

@@ -31,7 +31,7 @@ struct IdempotencyTests {
 
     @Test func listingTheMethodIsTheExplicitOptIn() async throws {
         let transport = ScriptedTransport([.status(503), .status(200)])
-        let policy = try RetryPolicy(retryableHTTPMethods: RetryPolicy.defaultRetryableHTTPMethods.union([.post]))
+        let policy = RetryPolicy(retryableHTTPMethods: RetryPolicy.defaultRetryableHTTPMethods.union([.post]))
         let session = Session(transport: transport, retriers: [policy], clock: ImmediateClock())
 
         #expect(try await session.send(request(.post)).retryCount == 1)

@@ -9,7 +9,7 @@ import Testing
 
 @Suite("JSONBodyRetrier", .timeLimit(.minutes(1)))
 struct JSONBodyRetrierTests {
-    let retrier = try! JSONBodyRetrier(values: ["RATE_LIMITED", "TEMPORARY_ERROR"])
+    let retrier = JSONBodyRetrier(values: ["RATE_LIMITED", "TEMPORARY_ERROR"])
 
     @Test func retriesA200ThatSaysRateLimitedAfterFiveSecondsThreeTimesThenSaysTheBodyKeptSignalling() async throws {
         let clock = ManualClock()
@@ -80,12 +80,12 @@ struct JSONBodyRetrierTests {
         ("error.code", #"{"error_code": "RETRY", "code": "RETRY"}"#, false),
     ])
     func matchesNestedPathsStringsAndNumbers(path: String, body: String, matches: Bool) throws {
-        let retrier = try JSONBodyRetrier(path: path, values: ["RETRY", 429])
+        let retrier = JSONBodyRetrier(path: path, values: ["RETRY", 429])
         #expect((retrier.signal(in: Data(body.utf8)) != nil) == matches)
     }
 
     @Test func aPredicateOverTheDecodedBodyDecides() async throws {
-        let retrier = try JSONBodyRetrier(retryLimit: 1, delay: .seconds(2)) { body in
+        let retrier = JSONBodyRetrier(retryLimit: 1, delay: .seconds(2)) { body in
             body["status"] == "busy" && (body["retry"]?.numberValue ?? 0) > 0
         }
         let transport = ScriptedTransport([
@@ -101,7 +101,7 @@ struct JSONBodyRetrierTests {
     }
 
     @Test func canLeaveSuccessfulResponsesAlone() async throws {
-        let retrier = try JSONBodyRetrier(values: ["RATE_LIMITED"], inspectsSuccessfulResponses: false)
+        let retrier = JSONBodyRetrier(values: ["RATE_LIMITED"], inspectsSuccessfulResponses: false)
         let session = Session(
             transport: ScriptedTransport([.response(body: #"{"error_code": "RATE_LIMITED"}"#)]), retriers: [retrier],
             clock: ImmediateClock())
@@ -132,35 +132,85 @@ struct JSONBodyRetrierTests {
         #expect(retrier.signal(in: Data(match.utf8)) != nil)
         #expect(retrier.signal(in: Data(padded.utf8)) == nil)
         #expect(
-            try JSONBodyRetrier(values: ["RATE_LIMITED"], maximumBodySize: 2 << 20).signal(in: Data(padded.utf8)) != nil
+            JSONBodyRetrier(values: ["RATE_LIMITED"], maximumBodySize: 2 << 20).signal(in: Data(padded.utf8)) != nil
         )
         #expect(retrier.signal(in: match.data(using: .utf16)!) == nil)
         #expect(retrier.signal(in: Data([0x7B, 0x22, 0xFF, 0x22, 0x3A, 0x31, 0x7D])) == nil)
     }
 
+    // MARK: - Configuration
+
     @Test(
         arguments: [
             (
-                "", ["A"], 3, Duration.seconds(5), 1, 1,
-                "JSONBodyRetrier.path must be keys separated by single dots, got \"\""
+                "", ["A"], 3, Duration.seconds(5), 1, 1, "JSONBodyRetrier.path",
+                #"must be keys separated by single dots, got """#
             ),
             (
-                "a..b", ["A"], 3, .seconds(5), 1, 1,
-                "JSONBodyRetrier.path must be keys separated by single dots, got \"a..b\""
+                "a..b", ["A"], 3, .seconds(5), 1, 1, "JSONBodyRetrier.path",
+                #"must be keys separated by single dots, got "a..b""#
             ),
-            ("a", [], 3, .seconds(5), 1, 1, "JSONBodyRetrier.values must hold at least one value to match"),
-            ("a", ["A"], -1, .seconds(5), 1, 1, "JSONBodyRetrier.retryLimit must be 0 or more, got -1"),
-            ("a", ["A"], 3, .seconds(-1), 1, 1, "JSONBodyRetrier.delay must be 0 or more, got -1.0 seconds"),
-            ("a", ["A"], 3, .seconds(5), 0, 1, "JSONBodyRetrier.maximumBodySize must be more than 0 bytes, got 0"),
-            ("a", ["A"], 3, .seconds(5), 1, 0, "JSONBodyRetrier.maximumDepth must be at least 1, got 0"),
-        ] as [(String, Set<JSONValue>, Int, Duration, Int, Int, String)])
-    func rejectsAnInvalidConfiguration(
-        path: String, values: Set<JSONValue>, limit: Int, delay: Duration, size: Int, depth: Int, message: String
+            ("a", [], 3, .seconds(5), 1, 1, "JSONBodyRetrier.values", "must hold at least one value to match"),
+            ("a", ["A"], -1, .seconds(5), 1, 1, "JSONBodyRetrier.retryLimit", "must be 0 or more, got -1"),
+            ("a", ["A"], 3, .seconds(-1), 1, 1, "JSONBodyRetrier.delay", "must be 0 or more, got -1.0 seconds"),
+            ("a", ["A"], 3, .seconds(5), 0, 1, "JSONBodyRetrier.maximumBodySize", "must be more than 0 bytes, got 0"),
+            ("a", ["A"], 3, .seconds(5), 1, 0, "JSONBodyRetrier.maximumDepth", "must be at least 1, got 0"),
+        ] as [(String, Set<JSONValue>, Int, Duration, Int, Int, String, String)])
+    func validatedRejectsAnInvalidSettingNamingIt(
+        path: String, values: Set<JSONValue>, limit: Int, delay: Duration, size: Int, depth: Int, field: String,
+        problem: String
     ) {
-        #expect(throws: ConfigurationError(message)) {
-            try JSONBodyRetrier(
+        let error = #expect(throws: ConfigurationError.self) {
+            try JSONBodyRetrier.validated(
                 path: path, values: values, retryLimit: limit, delay: delay, maximumBodySize: size, maximumDepth: depth)
         }
+
+        #expect(error?.field == field)
+        #expect(error?.message == "\(field) \(problem)")
+    }
+
+    @Test func validatedWithAPredicateChecksTheSameSettings() {
+        let error = #expect(throws: ConfigurationError.self) {
+            try JSONBodyRetrier.validated(retryLimit: -1) { _ in true }
+        }
+
+        #expect(error?.field == "JSONBodyRetrier.retryLimit")
+    }
+
+    @Test func validatedReturnsARetrierThatMatchesAsTheInitializersWould() throws {
+        let atPath = try JSONBodyRetrier.validated(path: "error.code", values: ["BUSY"], retryLimit: 1)
+        let byPredicate = try JSONBodyRetrier.validated(delay: .seconds(2)) { $0["busy"] == true }
+
+        #expect(atPath.path == ["error", "code"])
+        #expect(atPath.retryLimit == 1)
+        #expect(atPath.signal(in: Data(#"{"error": {"code": "BUSY"}}"#.utf8)) != nil)
+        #expect(byPredicate.delay(forRetryCount: 0) == .seconds(2))
+        #expect(byPredicate.signal(in: Data(#"{"busy": true}"#.utf8)) != nil)
+    }
+
+    @Test func anInvalidPathWrittenInCodeTrapsNamingIt() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = JSONBodyRetrier(path: "a..b", values: ["RETRY"])
+        }
+
+        expectStandardError(
+            of: result, contains: #"JSONBodyRetrier.path must be keys separated by single dots, got "a..b""#)
+    }
+
+    @Test func anInvalidSettingOfAPredicateRetrierWrittenInCodeTrapsNamingIt() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = JSONBodyRetrier(maximumDepth: 0) { _ in true }
+        }
+
+        expectStandardError(of: result, contains: "JSONBodyRetrier.maximumDepth must be at least 1, got 0")
+    }
+
+    @Test func theStaticFactoryTrapsOnAnInvalidSettingToo() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = [.jsonBody(values: [])] as [any RequestRetrier]
+        }
+
+        expectStandardError(of: result, contains: "JSONBodyRetrier.values must hold at least one value to match")
     }
 }
 
@@ -168,7 +218,7 @@ struct JSONBodyRetrierTests {
 struct JSONBodyRetrierBackoffTests {
     @Test func takesABackoffStrategyInsteadOfTheConstantDelay() async throws {
         let clock = ImmediateClock()
-        let retrier = try JSONBodyRetrier(
+        let retrier = JSONBodyRetrier(
             values: ["BUSY"], backoff: .exponential(a: .seconds(1), b: 3).max(.seconds(5)))
         let session = Session(
             transport: ScriptedTransport { _, _ in .response(body: #"{"error_code": "BUSY"}"#) }, retriers: [retrier],

@@ -58,7 +58,7 @@ struct LoggingRetrierTests {
     @Test func logsGivingUpAtErrorLevel() async throws {
         let session = Session(
             transport: ScriptedTransport([.status(503), .status(500)]),
-            interceptor: LoggingRetrier(wrapping: try RetryPolicy(retryLimit: 1), sink: log.sink),
+            interceptor: LoggingRetrier(wrapping: RetryPolicy(retryLimit: 1), sink: log.sink),
             clock: ImmediateClock())
 
         _ = try? await session.send(request())
@@ -139,7 +139,7 @@ struct LoggingRetrierTests {
                 return []
             }
         }
-        let policy = try RetryPolicy(retryLimit: 2)
+        let policy = RetryPolicy(retryLimit: 2)
 
         #expect(await run(LoggingRetrier(wrapping: policy, sink: log.sink)) == (await run(policy)))
         #expect(!log.events.isEmpty)
@@ -147,7 +147,7 @@ struct LoggingRetrierTests {
 
     @Test func passesAdaptingAndObservingOnToTheWrappedChain() async throws {
         let breaker = CircuitBreaker(
-            configuration: try .init(tripCondition: .consecutiveFailures(1)), clock: ManualClock())
+            configuration: .init(tripCondition: .consecutiveFailures(1)), clock: ManualClock())
         let transport = ScriptedTransport { _, _ in .status(500) }
         let session = Session(
             transport: transport,
@@ -215,7 +215,7 @@ struct LoggingRetrierTests {
     }
 
     @Test func namesTheWrappedRetriersAnswerWhereTheChainDidOtherwise() async throws {
-        let json = try JSONBodyRetrier(values: ["RATE_LIMITED"])
+        let json = JSONBodyRetrier(values: ["RATE_LIMITED"])
         let session = Session(
             transport: ScriptedTransport([
                 .status(503), .response(body: #"{"error_code": "RATE_LIMITED"}"#), .status(200),

@@ -103,7 +103,7 @@ struct RegisteredRolesTests {
     @Test(arguments: Shape.allCases)
     func aBudgetDeniesRetriesInEveryShapeAndChargesEachOnce(shape: Shape) async throws {
         let transport = ScriptedTransport { _, _ in .status(503) }
-        let budget = RetryBudget(configuration: try .init(initialTokens: 12, retryCost: 5))
+        let budget = RetryBudget(configuration: .init(initialTokens: 12, retryCost: 5))
         let session = Session(
             transport: transport, interceptor: shape.chain(budget, retriers: [retryAnything(limit: 10)]),
             clock: ImmediateClock())

@@ -128,8 +128,8 @@ struct RequestOutcomeTests {
         }
         let breakerClock = ManualClock()
         let breakers = CircuitBreakerRegistry(
-            configuration: try .init(openDuration: .seconds(1), halfOpenTrialCalls: 2), clock: breakerClock)
-        let budget = RetryBudget(configuration: try .init(initialTokens: 200, maximumTokens: 200))
+            configuration: .init(openDuration: .seconds(1), halfOpenTrialCalls: 2), clock: breakerClock)
+        let budget = RetryBudget(configuration: .init(initialTokens: 200, maximumTokens: 200))
         let auth = AuthenticationInterceptor(authenticator: TokenAuthenticator(), credential: Token(value: 0))
         let observer = RecordingObserver()
         let marker = Adapter.modifying { request, context in

@@ -59,11 +59,32 @@ struct RetryAfterTests {
             RetryAfter.default.delay(
                 for: response(503, ["Retry-After": "Sun, 06 Nov 1994 08:50:00 GMT", "Date": date])) == .seconds(23))
         #expect(RetryAfter.ignored.delay(for: response(503, ["Retry-After": "10"])) == nil)
-        let custom = try RetryAfter(statusCodes: [500], maximumDelay: .seconds(5))
+        let custom = RetryAfter(statusCodes: [500], maximumDelay: .seconds(5))
         #expect(custom.delay(for: response(500, ["Retry-After": "10"])) == .seconds(5))
-        #expect(throws: ConfigurationError("RetryAfter.maximumDelay must be 0 or more, got -1.0 seconds")) {
-            try RetryAfter(maximumDelay: .seconds(-1))
+    }
+
+    // MARK: - Configuration
+
+    @Test func validatedRejectsANegativeMaximumDelayNamingIt() {
+        let error = #expect(throws: ConfigurationError.self) { try RetryAfter.validated(maximumDelay: .seconds(-1)) }
+
+        #expect(error?.field == "RetryAfter.maximumDelay")
+        #expect(error?.message == "RetryAfter.maximumDelay must be 0 or more, got -1.0 seconds")
+    }
+
+    @Test func validatedReturnsTheConfigurationTheInitializerWould() throws {
+        let validated = try RetryAfter.validated(statusCodes: [500], maximumDelay: .zero)
+
+        #expect(validated == RetryAfter(statusCodes: [500], maximumDelay: .zero))
+        #expect(try RetryAfter.validated() == .default)
+    }
+
+    @Test func aNegativeMaximumDelayWrittenInCodeTrapsNamingIt() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = RetryAfter(maximumDelay: .seconds(-1))
         }
+
+        expectStandardError(of: result, contains: "RetryAfter.maximumDelay must be 0 or more, got -1.0 seconds")
     }
 
     // MARK: - In RetryPolicy and CircuitBreaker
@@ -91,7 +112,7 @@ struct RetryAfterTests {
         let clock = ImmediateClock()
         let ignoring = Session(
             transport: ScriptedTransport([.response(status: 503, headers: ["Retry-After": "30"]), .status(200)]),
-            retriers: [try RetryPolicy(retryAfter: .ignored)], clock: clock)
+            retriers: [RetryPolicy(retryAfter: .ignored)], clock: clock)
         _ = try await ignoring.send(request())
         #expect(clock.sleeps == [.milliseconds(500)])
     }
@@ -99,7 +120,7 @@ struct RetryAfterTests {
     @Test func theBreakerStaysOpenAtLeastAsLongAsRetryAfterSays() async throws {
         let clock = ManualClock()
         let breaker = CircuitBreaker(
-            configuration: try .init(tripCondition: .consecutiveFailures(1), openDuration: .seconds(10)), clock: clock)
+            configuration: .init(tripCondition: .consecutiveFailures(1), openDuration: .seconds(10)), clock: clock)
         let session = Session(
             transport: ScriptedTransport { _, _ in .response(status: 503, headers: ["Retry-After": "45"]) },
             adapters: [breaker], clock: clock)

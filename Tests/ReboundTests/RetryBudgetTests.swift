@@ -14,7 +14,7 @@ struct RetryBudgetTests {
     ) throws -> Session {
         Session(
             transport: transport,
-            adapters: [budget], retriers: [try RetryPolicy(retryLimit: retryLimit)],
+            adapters: [budget], retriers: [RetryPolicy(retryLimit: retryLimit)],
             clock: ImmediateClock())
     }
 
@@ -38,7 +38,7 @@ struct RetryBudgetTests {
     }
 
     @Test func aFirstAttemptSuccessAddsOneUpToTheMaximum() async throws {
-        let budget = RetryBudget(configuration: try .init(initialTokens: 498, maximumTokens: 500))
+        let budget = RetryBudget(configuration: .init(initialTokens: 498, maximumTokens: 500))
         let session = try session(budget, ScriptedTransport { _, _ in .status(200) })
 
         for _ in 0..<5 { _ = try await session.send(request()) }
@@ -47,7 +47,7 @@ struct RetryBudgetTests {
     }
 
     @Test func anEmptyBucketStopsRetriesWithTheOriginalFailureMarkedExhausted() async throws {
-        let budget = RetryBudget(configuration: try .init(initialTokens: 7))
+        let budget = RetryBudget(configuration: .init(initialTokens: 7))
         let transport = ScriptedTransport { _, _ in .status(503) }
         let session = try session(budget, transport)
 
@@ -65,7 +65,7 @@ struct RetryBudgetTests {
     }
 
     @Test func eachHostHasItsOwnBucketSharedBySessions() async throws {
-        let budget = RetryBudget(configuration: try .init(initialTokens: 5))
+        let budget = RetryBudget(configuration: .init(initialTokens: 5))
         let transport = ScriptedTransport { _, _ in .status(503) }
         let first = try session(budget, transport, retryLimit: 1)
         let second = try session(budget, transport, retryLimit: 1)
@@ -93,20 +93,43 @@ struct RetryBudgetTests {
         #expect(budget.tokens(for: "api.example.com") < 5)
     }
 
+    // MARK: - Configuration
+
     @Test(arguments: [
-        (0, 0, 5, 10, 1, "RetryBudget.maximumTokens must be at least 1, got 0"),
-        (501, 500, 5, 10, 1, "RetryBudget.initialTokens must be between 0 and maximumTokens (500), got 501"),
-        (500, 500, 0, 10, 1, "RetryBudget.retryCost must be at least 1, got 0"),
-        (500, 500, 5, 0, 1, "RetryBudget.timeoutRetryCost must be at least 1, got 0"),
-        (500, 500, 5, 10, -1, "RetryBudget.successReward must be 0 or more, got -1"),
+        (0, 0, 5, 10, 1, "RetryBudget.Configuration.maximumTokens", "must be at least 1, got 0"),
+        (
+            501, 500, 5, 10, 1, "RetryBudget.Configuration.initialTokens",
+            "must be between 0 and maximumTokens (500), got 501"
+        ),
+        (500, 500, 0, 10, 1, "RetryBudget.Configuration.retryCost", "must be at least 1, got 0"),
+        (500, 500, 5, 0, 1, "RetryBudget.Configuration.timeoutRetryCost", "must be at least 1, got 0"),
+        (500, 500, 5, 10, -1, "RetryBudget.Configuration.successReward", "must be 0 or more, got -1"),
     ])
-    func rejectsAnInvalidConfiguration(
-        initial: Int, maximum: Int, cost: Int, timeout: Int, reward: Int, message: String
+    func validatedRejectsAnInvalidNumberNamingIt(
+        initial: Int, maximum: Int, cost: Int, timeout: Int, reward: Int, field: String, problem: String
     ) {
-        #expect(throws: ConfigurationError(message)) {
-            try RetryBudget.Configuration(
+        let error = #expect(throws: ConfigurationError.self) {
+            try RetryBudget.Configuration.validated(
                 initialTokens: initial, maximumTokens: maximum, retryCost: cost, timeoutRetryCost: timeout,
                 successReward: reward)
         }
+
+        #expect(error?.field == field)
+        #expect(error?.message == "\(field) \(problem)")
+    }
+
+    @Test func validatedReturnsTheConfigurationTheInitializerWould() throws {
+        let validated = try RetryBudget.Configuration.validated(initialTokens: 0, maximumTokens: 1, successReward: 0)
+
+        #expect(validated == RetryBudget.Configuration(initialTokens: 0, maximumTokens: 1, successReward: 0))
+        #expect(try RetryBudget.Configuration.validated() == .default)
+    }
+
+    @Test func anInvalidNumberWrittenInCodeTrapsNamingIt() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = RetryBudget.Configuration(retryCost: 0)
+        }
+
+        expectStandardError(of: result, contains: "RetryBudget.Configuration.retryCost must be at least 1, got 0")
     }
 }

@@ -133,9 +133,12 @@ struct RetryFunctionTests {
 
     @Test(arguments: [0, -1])
     func rejectsFewerThanOneAttempt(maxAttempts: Int) async {
-        await #expect(throws: ConfigurationError("retry(maxAttempts:) must be at least 1, got \(maxAttempts)")) {
+        let error = await #expect(throws: ConfigurationError.self) {
             try await retry(maxAttempts: maxAttempts, clock: ImmediateClock()) { 1 }
         }
+
+        #expect(error?.field == "retry(maxAttempts:)")
+        #expect(error?.message == "retry(maxAttempts:) must be at least 1, got \(maxAttempts)")
     }
 
     @Test func worksOnTheContinuousClockFromAnActor() async throws {

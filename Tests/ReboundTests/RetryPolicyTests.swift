@@ -7,27 +7,6 @@ import Testing
     import FoundationNetworking
 #endif
 
-/// Asks `policy` about the first failure of a request with `method` that got `status` or threw `urlError`.
-private func decision(
-    _ policy: some RequestRetrier, method: HTTPMethod = .get, status: Int? = nil, urlError: URLError.Code? = nil,
-    retryCount: Int = 0
-) async -> RetryResult {
-    let sent = request(method)
-    let response = status.flatMap {
-        HTTPURLResponse(url: exampleURL, statusCode: $0, httpVersion: "HTTP/1.1", headerFields: [:])
-    }
-    let reason: ReboundError.Reason =
-        if let urlError { .transportFailed(error: URLError(urlError)) } else { .unacceptableStatusCode(status ?? 0) }
-    let attempts = (0...retryCount).map {
-        Attempt(number: $0 + 1, request: sent, response: response, failure: reason, duration: .zero)
-    }
-    let retryRequest = RetryRequest(
-        originalRequest: sent, lastRequest: sent, response: response, data: Data(), attempts: attempts)
-    let error = ReboundError(
-        reason: reason, originalRequest: sent, lastRequest: sent, response: response, attempts: attempts)
-    return await policy.retry(retryRequest, dueTo: error)
-}
-
 @Suite("RetryPolicy", .timeLimit(.minutes(1)))
 struct RetryPolicyTests {
     static let transientURLErrorCodes: [URLError.Code] = [
@@ -114,14 +93,14 @@ struct RetryPolicyTests {
     }
 
     @Test func delaysFollowBaseToTheRetryCountTimesScale() throws {
-        let policy = try RetryPolicy(exponentialBackoffBase: 3, exponentialBackoffScale: 0.1)
+        let policy = RetryPolicy(exponentialBackoffBase: 3, exponentialBackoffScale: 0.1)
 
         #expect(policy.delay(forRetryCount: 0) == .milliseconds(100))
         #expect(policy.delay(forRetryCount: 2) == .milliseconds(900))
     }
 
     @Test func hugeRetryCountsGiveABoundedDelayInsteadOfOverflowing() throws {
-        let policy = try RetryPolicy(retryLimit: .max, exponentialBackoffBase: 1000)
+        let policy = RetryPolicy(retryLimit: .max, exponentialBackoffBase: 1000)
 
         #expect(policy.delay(forRetryCount: 1_000_000) == .seconds(1e12))
         #expect(policy.delay(forRetryCount: .max) == .seconds(1e12))
@@ -130,7 +109,7 @@ struct RetryPolicyTests {
     @Test func sessionSleepsHalfASecondThenOneTwoAndFourWithALimitOfFour() async throws {
         let clock = ManualClock()
         let transport = ScriptedTransport(Array(repeating: .status(503), count: 5) + [.status(200)])
-        let session = Session(transport: transport, retriers: [try RetryPolicy(retryLimit: 4)], clock: clock)
+        let session = Session(transport: transport, retriers: [RetryPolicy(retryLimit: 4)], clock: clock)
 
         let task = Task { try await session.send(request()) }
         for (index, delay) in [Duration.milliseconds(500), .seconds(1), .seconds(2), .seconds(4)].enumerated() {
@@ -155,63 +134,63 @@ struct RetryPolicyTests {
         #expect(transport.requestCount == 2)
     }
 
+    // MARK: - Configuration
+
     @Test(arguments: [
-        (2, 1, 0.5, "RetryPolicy.exponentialBackoffBase must be at least 2, got 1"),
-        (2, 2, -0.5, "RetryPolicy.exponentialBackoffScale must be a finite number of seconds, 0 or more, got -0.5"),
-        (2, 2, .infinity, "RetryPolicy.exponentialBackoffScale must be a finite number of seconds, 0 or more, got inf"),
-        (2, 2, .nan, "RetryPolicy.exponentialBackoffScale must be a finite number of seconds, 0 or more, got nan"),
-        (-1, 2, 0.5, "RetryPolicy.retryLimit must be 0 or more, got -1"),
+        (2, 1, 0.5, "RetryPolicy.exponentialBackoffBase", "must be at least 2, got 1"),
+        (2, 2, -0.5, "RetryPolicy.exponentialBackoffScale", "must be a finite number of seconds, 0 or more, got -0.5"),
+        (
+            2, 2, .infinity, "RetryPolicy.exponentialBackoffScale",
+            "must be a finite number of seconds, 0 or more, got inf"
+        ),
+        (2, 2, .nan, "RetryPolicy.exponentialBackoffScale", "must be a finite number of seconds, 0 or more, got nan"),
+        (-1, 2, 0.5, "RetryPolicy.retryLimit", "must be 0 or more, got -1"),
     ])
-    func rejectsInvalidConfigurationSayingWhatIsWrong(limit: Int, base: Int, scale: Double, message: String) {
-        #expect(throws: ConfigurationError(message)) {
-            try RetryPolicy(retryLimit: limit, exponentialBackoffBase: base, exponentialBackoffScale: scale)
+    func validatedRejectsAnInvalidSettingNamingIt(
+        limit: Int, base: Int, scale: Double, field: String, problem: String
+    ) {
+        let error = #expect(throws: ConfigurationError.self) {
+            try RetryPolicy.validated(retryLimit: limit, exponentialBackoffBase: base, exponentialBackoffScale: scale)
         }
+
+        #expect(error?.field == field)
+        #expect(error?.message == "\(field) \(problem)")
+    }
+
+    @Test func validatedReturnsThePolicyTheInitializerWould() throws {
+        let policy = try RetryPolicy.validated(
+            retryLimit: 4, exponentialBackoffScale: 0.25, retryableHTTPMethods: [.get])
+
+        #expect(policy.retryLimit == 4)
+        #expect(policy.retryableHTTPMethods == [.get])
+        #expect(policy.delay(forRetryCount: 2) == RetryPolicy(exponentialBackoffScale: 0.25).delay(forRetryCount: 2))
+    }
+
+    @Test func anInvalidSettingWrittenInCodeTrapsNamingIt() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = RetryPolicy(retryLimit: -1)
+        }
+
+        expectStandardError(of: result, contains: "RetryPolicy.retryLimit must be 0 or more, got -1")
+    }
+
+    @Test func theStaticFactoryTrapsOnAnInvalidSettingToo() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = [.retryPolicy(exponentialBackoffBase: 1)] as [any RequestRetrier]
+        }
+
+        expectStandardError(of: result, contains: "RetryPolicy.exponentialBackoffBase must be at least 2, got 1")
     }
 
     @Test func acceptsAZeroScaleAndAZeroLimit() throws {
-        let policy = try RetryPolicy(retryLimit: 0, exponentialBackoffScale: 0)
+        let policy = RetryPolicy(retryLimit: 0, exponentialBackoffScale: 0)
 
         #expect(policy.delay(forRetryCount: 3) == .zero)
     }
 
     @Test func staticFactoryMatchesTheInitializer() throws {
-        let retriers: [any RequestRetrier] = [try .retryPolicy(retryLimit: 7)]
+        let retriers: [any RequestRetrier] = [.retryPolicy(retryLimit: 7)]
 
         #expect((retriers[0] as? RetryPolicy)?.retryLimit == 7)
-    }
-}
-
-@Suite("ConnectionLostRetryPolicy")
-struct ConnectionLostRetryPolicyTests {
-    @Test func retriesALostConnection() async {
-        #expect(
-            await decision(ConnectionLostRetryPolicy(), urlError: .networkConnectionLost).delay == .milliseconds(500))
-    }
-
-    @Test func onLinuxAConnectionClosedBeforeAnyResponseCountsAsLost() async {
-        #if canImport(FoundationNetworking)
-            #expect(await decision(ConnectionLostRetryPolicy(), urlError: .badServerResponse).retryRequired)
-            #expect(await decision(ConnectionLostRetryPolicy(), urlError: .unknown).retryRequired)
-        #else
-            #expect(await decision(ConnectionLostRetryPolicy(), urlError: .badServerResponse).retryRequired == false)
-        #endif
-    }
-
-    @Test(arguments: [URLError.Code.cannotConnectToHost, .timedOut, .notConnectedToInternet, .cannotFindHost])
-    func doesNotRetryOtherNetworkErrors(code: URLError.Code) async {
-        #expect(await decision(ConnectionLostRetryPolicy(), urlError: code).retryRequired == false)
-    }
-
-    @Test(arguments: [500, 503, 408])
-    func doesNotRetryStatusCodes(status: Int) async {
-        #expect(await decision(ConnectionLostRetryPolicy(), status: status).retryRequired == false)
-    }
-
-    @Test func keepsRetryPolicysLimitAndMethods() async throws {
-        let policy = try ConnectionLostRetryPolicy(retryLimit: 1)
-
-        #expect(await decision(policy, urlError: .networkConnectionLost, retryCount: 1).retryRequired == false)
-        #expect(await decision(policy, method: .post, urlError: .networkConnectionLost).retryRequired == false)
-        #expect(throws: ConfigurationError.self) { try ConnectionLostRetryPolicy(exponentialBackoffBase: 0) }
     }
 }

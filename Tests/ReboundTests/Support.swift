@@ -1,6 +1,7 @@
 import Foundation
 import Rebound
 import ReboundTesting
+import Testing
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -50,4 +51,35 @@ func retryAnything(limit: Int, delay: Duration = .zero) -> Retrier {
 struct TestError: Error, Equatable {
     let name: String
     init(_ name: String) { self.name = name }
+}
+
+/// Checks that the process of an exit test wrote `message` to its standard error, as a trap does.
+func expectStandardError(
+    of result: ExitTest.Result?, contains message: String, sourceLocation: SourceLocation = #_sourceLocation
+) {
+    // A missing result was already recorded by the exit test's own expectation.
+    guard let result else { return }
+    let standardError = String(decoding: result.standardErrorContent, as: UTF8.self)
+    #expect(standardError.contains(message), "standard error: \(standardError)", sourceLocation: sourceLocation)
+}
+
+/// Asks `policy` about the first failure of a request with `method` that got `status` or threw `urlError`.
+func decision(
+    _ policy: some RequestRetrier, method: HTTPMethod = .get, status: Int? = nil, urlError: URLError.Code? = nil,
+    retryCount: Int = 0
+) async -> RetryResult {
+    let sent = request(method)
+    let response = status.flatMap {
+        HTTPURLResponse(url: exampleURL, statusCode: $0, httpVersion: "HTTP/1.1", headerFields: [:])
+    }
+    let reason: ReboundError.Reason =
+        if let urlError { .transportFailed(error: URLError(urlError)) } else { .unacceptableStatusCode(status ?? 0) }
+    let attempts = (0...retryCount).map {
+        Attempt(number: $0 + 1, request: sent, response: response, failure: reason, duration: .zero)
+    }
+    let retryRequest = RetryRequest(
+        originalRequest: sent, lastRequest: sent, response: response, data: Data(), attempts: attempts)
+    let error = ReboundError(
+        reason: reason, originalRequest: sent, lastRequest: sent, response: response, attempts: attempts)
+    return await policy.retry(retryRequest, dueTo: error)
 }

@@ -157,7 +157,7 @@ func retryPath(base: URL, rounds: Int, count: Int) async throws -> Section {
     let handURL = base.appendingPathComponent("flaky-b")
     let plainSession = URLSession(configuration: .default)
     let session = Session(
-        transport: URLSessionTransport(session: plainSession), retriers: [try RetryPolicy(backoff: .none)])
+        transport: URLSessionTransport(session: plainSession), retriers: [RetryPolicy(backoff: .none)])
     let handWritten: @Sendable () async throws -> Void = {
         for _ in 0..<3 {
             let (_, response) = try await plainSession.data(for: URLRequest(url: handURL))

@@ -78,11 +78,11 @@ private func waitingRealisticRequests(_ count: Int) async throws -> (
     let request = URLRequest(url: URL(string: "http://memory.invalid/item")!)
     let attempts = Counter()
     let breakers = CircuitBreakerRegistry(
-        configuration: try CircuitBreaker.Configuration(tripCondition: .consecutiveFailures(count + 1)))
+        configuration: CircuitBreaker.Configuration(tripCondition: .consecutiveFailures(count + 1)))
     let session = Session(
         transport: FailingTransport(sent: attempts),
         adapters: headerAdapters + [breakers],
-        retriers: [LoggingRetrier(wrapping: try RetryPolicy(backoff: .constant(.seconds(1))), sink: { _ in })])
+        retriers: [LoggingRetrier(wrapping: RetryPolicy(backoff: .constant(.seconds(1))), sink: { _ in })])
     return try await waiting(count, started: attempts) { _ = try? await session.send(request) }
 }
 

@@ -22,7 +22,7 @@ struct CircuitBreakerExample {
 
         let narrator = Narrator()
         let breakers = CircuitBreakerRegistry(
-            configuration: try .init(tripCondition: .consecutiveFailures(3), openDuration: .seconds(1)),
+            configuration: .init(tripCondition: .consecutiveFailures(3), openDuration: .seconds(1)),
             onTransition: { transition in
                 narrator.say("breaker \(transition.key ?? "-"): \(transition.from) → \(transition.to)")
             })

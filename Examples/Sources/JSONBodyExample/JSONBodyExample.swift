@@ -26,7 +26,7 @@ struct JSONBodyExample {
 
         let narrator = Narrator()
         // The default delay is 5 s; half a second keeps the example short.
-        let retrier = try JSONBodyRetrier(
+        let retrier = JSONBodyRetrier(
             path: "error_code", values: ["RATE_LIMITED", "TEMPORARY_ERROR"], retryLimit: 3, delay: .milliseconds(500))
         let session = Session(
             interceptor: LoggingRetrier(wrapping: retrier) { event in narrator.say(event.message) })

@@ -56,7 +56,7 @@ struct RetrySafetyExample {
         await narrator.scenario("200 concurrent GET /down with a budget: at most 500/5 retries in all") {
             let budget = RetryBudget()
             let session = Session(
-                adapters: [budget], retriers: [try RetryPolicy(retryLimit: 3, exponentialBackoffScale: 0.01)])
+                adapters: [budget], retriers: [RetryPolicy(retryLimit: 3, exponentialBackoffScale: 0.01)])
             await withTaskGroup(of: Void.self) { group in
                 for _ in 0..<200 { group.addTask { _ = try? await session.send(server.url("/down")) } }
             }

@@ -8,19 +8,44 @@ public struct AuthenticationRefreshLimit: Sendable, Equatable {
     /// The window; 30 seconds by default.
     public let window: Duration
 
-    /// Creates a limit of `maximumCount` refreshes (at least 1) within `window` (longer than zero).
+    /// Creates a limit of `maximumCount` refreshes within `window`, written in code; an invalid setting traps.
     ///
-    /// - Throws: ``ConfigurationError`` naming the invalid setting.
-    public init(maximumCount: Int, window: Duration) throws(ConfigurationError) {
+    /// An invalid setting is a programming error; in a debug build the trap's message names it, for example
+    /// `AuthenticationRefreshLimit.maximumCount must be at least 1, got 0`. For settings that arrive at run time, use
+    /// ``validated(maximumCount:window:)``, which throws instead.
+    ///
+    /// - Parameters:
+    ///   - maximumCount: The most refreshes allowed within `window`, at least 1.
+    ///   - window: The window, longer than zero.
+    public init(maximumCount: Int, window: Duration) {
+        ConfigurationError.trapIfInvalid { () throws(ConfigurationError) in
+            try Self.check(maximumCount: maximumCount, window: window)
+        }
+        self.init(checkedMaximumCount: maximumCount, window: window)
+    }
+
+    /// Creates a limit from settings that arrive at run time, throwing when one is invalid.
+    ///
+    /// The parameters and what is valid are those of ``init(maximumCount:window:)``.
+    ///
+    /// - Throws: ``ConfigurationError`` naming the first invalid setting.
+    public static func validated(maximumCount: Int, window: Duration) throws(ConfigurationError)
+        -> AuthenticationRefreshLimit
+    {
+        try check(maximumCount: maximumCount, window: window)
+        return AuthenticationRefreshLimit(checkedMaximumCount: maximumCount, window: window)
+    }
+
+    /// Throws a ``ConfigurationError`` for the first invalid setting.
+    private static func check(maximumCount: Int, window: Duration) throws(ConfigurationError) {
         guard maximumCount >= 1 else {
             throw ConfigurationError(
-                "AuthenticationInterceptor refresh limit must allow at least 1 refresh, got \(maximumCount)")
+                field: "AuthenticationRefreshLimit.maximumCount", problem: "must be at least 1, got \(maximumCount)")
         }
         guard window > .zero else {
             throw ConfigurationError(
-                "AuthenticationInterceptor refresh window must be longer than zero, got \(window)")
+                field: "AuthenticationRefreshLimit.window", problem: "must be longer than zero, got \(window)")
         }
-        self.init(checkedMaximumCount: maximumCount, window: window)
     }
 
     private init(checkedMaximumCount: Int, window: Duration) {

@@ -22,7 +22,7 @@ import Foundation
 ///
 /// ```swift
 /// let backoff = BackoffStrategy.exponential(a: .milliseconds(500), b: 2).max(.seconds(30)).fullJitter()
-/// let policy = try RetryPolicy(retryLimit: 5, backoff: backoff)
+/// let policy = RetryPolicy(retryLimit: 5, backoff: backoff)
 /// ```
 public struct BackoffStrategy: Sendable {
     private indirect enum Shape: Sendable {

@@ -37,7 +37,7 @@ public func retry<R, E: Error, C: Clock>(
     strategy: (E) -> RetryStrategy = { _ in .backoff(.none) }
 ) async throws -> R where C.Duration == Duration {
     guard maxAttempts > 0 else {
-        throw ConfigurationError("retry(maxAttempts:) must be at least 1, got \(maxAttempts)")
+        throw ConfigurationError(field: "retry(maxAttempts:)", problem: "must be at least 1, got \(maxAttempts)")
     }
     var previousDelay: Duration?
     var retryCount = 0

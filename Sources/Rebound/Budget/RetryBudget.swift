@@ -41,7 +41,11 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
         /// What a success that needed no retry gives back; `1` by default.
         public let successReward: Int
 
-        /// Creates a configuration, checking every number.
+        /// Creates a configuration from numbers written in code; an invalid one traps.
+        ///
+        /// An invalid number is a programming error; in a debug build the trap's message names it, for example
+        /// `RetryBudget.Configuration.retryCost must be at least 1, got 0`. For numbers that arrive at run time, use
+        /// ``validated(initialTokens:maximumTokens:retryCost:timeoutRetryCost:successReward:)``, which throws instead.
         ///
         /// - Parameters:
         ///   - initialTokens: The tokens a host starts with, between 0 and `maximumTokens`; 500 by default.
@@ -49,31 +53,66 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
         ///   - retryCost: What a retry costs, at least 1; 5 by default.
         ///   - timeoutRetryCost: What a retry after a timeout costs, at least 1; 10 by default.
         ///   - successReward: What a success without retries gives back, 0 or more; 1 by default.
-        /// - Throws: ``ConfigurationError`` naming the first invalid number.
         public init(
             initialTokens: Int = 500, maximumTokens: Int = 500, retryCost: Int = 5, timeoutRetryCost: Int = 10,
             successReward: Int = 1
-        ) throws(ConfigurationError) {
-            guard maximumTokens >= 1 else {
-                throw ConfigurationError("RetryBudget.maximumTokens must be at least 1, got \(maximumTokens)")
-            }
-            guard (0...maximumTokens).contains(initialTokens) else {
-                throw ConfigurationError(
-                    "RetryBudget.initialTokens must be between 0 and maximumTokens (\(maximumTokens)), got \(initialTokens)"
-                )
-            }
-            guard retryCost >= 1 else {
-                throw ConfigurationError("RetryBudget.retryCost must be at least 1, got \(retryCost)")
-            }
-            guard timeoutRetryCost >= 1 else {
-                throw ConfigurationError("RetryBudget.timeoutRetryCost must be at least 1, got \(timeoutRetryCost)")
-            }
-            guard successReward >= 0 else {
-                throw ConfigurationError("RetryBudget.successReward must be 0 or more, got \(successReward)")
+        ) {
+            ConfigurationError.trapIfInvalid { () throws(ConfigurationError) in
+                try Self.check(
+                    initialTokens: initialTokens, maximumTokens: maximumTokens, retryCost: retryCost,
+                    timeoutRetryCost: timeoutRetryCost, successReward: successReward)
             }
             self.init(
                 checkedInitialTokens: initialTokens, maximumTokens: maximumTokens, retryCost: retryCost,
                 timeoutRetryCost: timeoutRetryCost, successReward: successReward)
+        }
+
+        /// Creates a configuration from numbers that arrive at run time, throwing when one is invalid.
+        ///
+        /// The parameters, their defaults and what is valid are those of
+        /// ``init(initialTokens:maximumTokens:retryCost:timeoutRetryCost:successReward:)``.
+        ///
+        /// - Throws: ``ConfigurationError`` naming the first invalid number.
+        public static func validated(
+            initialTokens: Int = 500, maximumTokens: Int = 500, retryCost: Int = 5, timeoutRetryCost: Int = 10,
+            successReward: Int = 1
+        ) throws(ConfigurationError) -> Configuration {
+            try check(
+                initialTokens: initialTokens, maximumTokens: maximumTokens, retryCost: retryCost,
+                timeoutRetryCost: timeoutRetryCost, successReward: successReward)
+            return Configuration(
+                checkedInitialTokens: initialTokens, maximumTokens: maximumTokens, retryCost: retryCost,
+                timeoutRetryCost: timeoutRetryCost, successReward: successReward)
+        }
+
+        /// Throws a ``ConfigurationError`` for the first invalid number.
+        private static func check(
+            initialTokens: Int, maximumTokens: Int, retryCost: Int, timeoutRetryCost: Int, successReward: Int
+        ) throws(ConfigurationError) {
+            guard maximumTokens >= 1 else {
+                throw ConfigurationError(
+                    field: "RetryBudget.Configuration.maximumTokens",
+                    problem: "must be at least 1, got \(maximumTokens)")
+            }
+            guard (0...maximumTokens).contains(initialTokens) else {
+                throw ConfigurationError(
+                    field: "RetryBudget.Configuration.initialTokens",
+                    problem: "must be between 0 and maximumTokens (\(maximumTokens)), got \(initialTokens)")
+            }
+            guard retryCost >= 1 else {
+                throw ConfigurationError(
+                    field: "RetryBudget.Configuration.retryCost", problem: "must be at least 1, got \(retryCost)")
+            }
+            guard timeoutRetryCost >= 1 else {
+                throw ConfigurationError(
+                    field: "RetryBudget.Configuration.timeoutRetryCost",
+                    problem: "must be at least 1, got \(timeoutRetryCost)")
+            }
+            guard successReward >= 0 else {
+                throw ConfigurationError(
+                    field: "RetryBudget.Configuration.successReward", problem: "must be 0 or more, got \(successReward)"
+                )
+            }
         }
 
         private init(

@@ -36,8 +36,9 @@ extension CircuitBreaker {
     /// What a breaker trips on, how long it stays open, how many trial calls it lets through and what counts as
     /// a failure.
     ///
-    /// Every setting is checked when the configuration is created; an invalid one throws a ``ConfigurationError``
-    /// that names it.
+    /// Every setting is checked when the configuration is created: an invalid one written in code traps with a message
+    /// that names it, and ``validated(tripCondition:openDuration:halfOpenTrialCalls:retryAfter:classify:)``, for
+    /// settings that arrive at run time, throws a ``ConfigurationError`` instead.
     public struct Configuration: Sendable {
         /// The default ``tripCondition``: 5 consecutive failures.
         public static let defaultTripCondition = TripCondition.consecutiveFailures(5)
@@ -64,7 +65,12 @@ extension CircuitBreaker {
         /// Decides how an attempt counts; ``CircuitBreaker/defaultVerdict(for:)`` by default.
         public let classify: @Sendable (AttemptOutcome) -> Verdict
 
-        /// Creates a configuration, checking every setting.
+        /// Creates a configuration from settings written in code; an invalid one traps.
+        ///
+        /// An invalid setting is a programming error; in a debug build the trap's message names it, for example
+        /// `CircuitBreaker.Configuration.openDuration must be longer than zero, got 0.0 seconds`. For settings that
+        /// arrive at run time, use ``validated(tripCondition:openDuration:halfOpenTrialCalls:retryAfter:classify:)``,
+        /// which throws instead.
         ///
         /// - Parameters:
         ///   - tripCondition: When the breaker opens; 5 consecutive failures by default. The count must be at least
@@ -75,47 +81,84 @@ extension CircuitBreaker {
         ///   - retryAfter: Which `Retry-After` headers lengthen the open time of a breaker their failure trips;
         ///     ``RetryAfter/default`` by default, ``RetryAfter/ignored`` for none.
         ///   - classify: How an attempt counts; ``CircuitBreaker/defaultVerdict(for:)`` by default.
-        /// - Throws: ``ConfigurationError`` naming the first invalid setting.
         public init(
             tripCondition: TripCondition = defaultTripCondition,
             openDuration: Duration = defaultOpenDuration,
             halfOpenTrialCalls: Int = defaultHalfOpenTrialCalls,
             retryAfter: RetryAfter = .default,
             classify: @escaping @Sendable (AttemptOutcome) -> Verdict = CircuitBreaker.defaultVerdict
-        ) throws(ConfigurationError) {
-            switch tripCondition {
-            case .consecutiveFailures(let count):
-                guard count >= 1 else {
-                    throw ConfigurationError("CircuitBreaker consecutive failures must be at least 1, got \(count)")
-                }
-            case .failureRate(let rate, let window, let minimumCalls):
-                guard rate > 0, rate <= 1 else {
-                    throw ConfigurationError("CircuitBreaker failure rate must be above 0 and at most 1, got \(rate)")
-                }
-                guard minimumCalls >= 1 else {
-                    throw ConfigurationError("CircuitBreaker minimum calls must be at least 1, got \(minimumCalls)")
-                }
-                switch window {
-                case .count(let count):
-                    guard count >= 1 else {
-                        throw ConfigurationError("CircuitBreaker count window must hold at least 1 call, got \(count)")
-                    }
-                case .time(let duration):
-                    guard duration > .zero else {
-                        throw ConfigurationError("CircuitBreaker time window must be longer than zero, got \(duration)")
-                    }
-                }
-            }
-            guard openDuration > .zero else {
-                throw ConfigurationError("CircuitBreaker open duration must be longer than zero, got \(openDuration)")
-            }
-            guard halfOpenTrialCalls >= 1 else {
-                throw ConfigurationError(
-                    "CircuitBreaker half-open trial calls must be at least 1, got \(halfOpenTrialCalls)")
+        ) {
+            ConfigurationError.trapIfInvalid { () throws(ConfigurationError) in
+                try Self.check(
+                    tripCondition: tripCondition, openDuration: openDuration, halfOpenTrialCalls: halfOpenTrialCalls)
             }
             self.init(
                 checked: tripCondition, openDuration: openDuration, halfOpenTrialCalls: halfOpenTrialCalls,
                 retryAfter: retryAfter, classify: classify)
+        }
+
+        /// Creates a configuration from settings that arrive at run time, throwing when one is invalid.
+        ///
+        /// The parameters, their defaults and what is valid are those of
+        /// ``init(tripCondition:openDuration:halfOpenTrialCalls:retryAfter:classify:)``.
+        ///
+        /// - Throws: ``ConfigurationError`` naming the first invalid setting.
+        public static func validated(
+            tripCondition: TripCondition = defaultTripCondition,
+            openDuration: Duration = defaultOpenDuration,
+            halfOpenTrialCalls: Int = defaultHalfOpenTrialCalls,
+            retryAfter: RetryAfter = .default,
+            classify: @escaping @Sendable (AttemptOutcome) -> Verdict = CircuitBreaker.defaultVerdict
+        ) throws(ConfigurationError) -> Configuration {
+            try check(tripCondition: tripCondition, openDuration: openDuration, halfOpenTrialCalls: halfOpenTrialCalls)
+            return Configuration(
+                checked: tripCondition, openDuration: openDuration, halfOpenTrialCalls: halfOpenTrialCalls,
+                retryAfter: retryAfter, classify: classify)
+        }
+
+        /// Throws a ``ConfigurationError`` for the first invalid setting.
+        private static func check(
+            tripCondition: TripCondition, openDuration: Duration, halfOpenTrialCalls: Int
+        ) throws(ConfigurationError) {
+            let trip = "CircuitBreaker.Configuration.tripCondition"
+            switch tripCondition {
+            case .consecutiveFailures(let count):
+                guard count >= 1 else {
+                    throw ConfigurationError(
+                        field: trip, problem: "must count at least 1 consecutive failure, got \(count)")
+                }
+            case .failureRate(let rate, let window, let minimumCalls):
+                guard rate > 0, rate <= 1 else {
+                    throw ConfigurationError(
+                        field: trip, problem: "must have a failure rate above 0 and at most 1, got \(rate)")
+                }
+                guard minimumCalls >= 1 else {
+                    throw ConfigurationError(
+                        field: trip, problem: "must have a minimum of at least 1 call, got \(minimumCalls)")
+                }
+                switch window {
+                case .count(let count):
+                    guard count >= 1 else {
+                        throw ConfigurationError(
+                            field: trip, problem: "must have a count window of at least 1 call, got \(count)")
+                    }
+                case .time(let duration):
+                    guard duration > .zero else {
+                        throw ConfigurationError(
+                            field: trip, problem: "must have a time window longer than zero, got \(duration)")
+                    }
+                }
+            }
+            guard openDuration > .zero else {
+                throw ConfigurationError(
+                    field: "CircuitBreaker.Configuration.openDuration",
+                    problem: "must be longer than zero, got \(openDuration)")
+            }
+            guard halfOpenTrialCalls >= 1 else {
+                throw ConfigurationError(
+                    field: "CircuitBreaker.Configuration.halfOpenTrialCalls",
+                    problem: "must be at least 1, got \(halfOpenTrialCalls)")
+            }
         }
 
         private init(

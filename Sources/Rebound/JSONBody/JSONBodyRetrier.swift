@@ -21,7 +21,7 @@ import Foundation
 /// that the body mentions the path's last key, so responses that cannot match cost a byte search, not a parse.
 ///
 /// ```swift
-/// let retrier = try JSONBodyRetrier(path: "error_code", values: ["RATE_LIMITED", "TEMPORARY_ERROR"])
+/// let retrier = JSONBodyRetrier(path: "error_code", values: ["RATE_LIMITED", "TEMPORARY_ERROR"])
 /// let session = Session(retriers: [retrier, RetryPolicy()])
 /// ```
 public struct JSONBodyRetrier: RequestRetrier, ResponseValidator {
@@ -81,12 +81,18 @@ public struct JSONBodyRetrier: RequestRetrier, ResponseValidator {
     private let needle: Data?
     private static let unicodeEscape = Data("\\u".utf8)
 
-    /// Creates a retrier that matches `values` at `path`.
+    /// Creates a retrier that matches `values` at `path`, from settings written in code; an invalid one traps.
+    ///
+    /// An invalid setting is a programming error; in a debug build the trap's message names it, for example
+    /// `JSONBodyRetrier.retryLimit must be 0 or more, got -1`. For settings that arrive at run time, use
+    /// ``validated(path:values:retryLimit:delay:backoff:maximumBodySize:maximumDepth:inspectsSuccessfulResponses:)``,
+    /// which throws instead.
     ///
     /// - Parameters:
-    ///   - path: Where the value is, dot-separated (`error.code`; `errors.0.code` for an array's first element);
-    ///     `error_code` by default.
-    ///   - values: The strings, numbers or Booleans that mean "retry", for example `["RATE_LIMITED", 429]`.
+    ///   - path: Where the value is, keys separated by single dots (`error.code`; `errors.0.code` for an array's
+    ///     first element); `error_code` by default.
+    ///   - values: The strings, numbers or Booleans that mean "retry", at least one, for example
+    ///     `["RATE_LIMITED", 429]`.
     ///   - retryLimit: How many times a request is retried at most, `0` or more; `3` by default.
     ///   - delay: The delay before each retry, `0` or more; 5 seconds by default.
     ///   - backoff: A strategy for the delays instead of the constant `delay`, for example with jitter;
@@ -94,27 +100,30 @@ public struct JSONBodyRetrier: RequestRetrier, ResponseValidator {
     ///   - maximumBodySize: Larger bodies are no match; more than `0`; 1 MiB by default.
     ///   - maximumDepth: Deeper bodies are no match; at least `1`; `64` by default.
     ///   - inspectsSuccessfulResponses: Whether a 2xx whose body matches is failed and retried; `true` by default.
-    /// - Throws: ``ConfigurationError`` naming the first invalid setting.
     public init(
         path: String = "error_code", values: Set<JSONValue>, retryLimit: Int = defaultRetryLimit,
         delay: Duration = defaultDelay, backoff: BackoffStrategy = .automatic,
         maximumBodySize: Int = defaultMaximumBodySize,
         maximumDepth: Int = defaultMaximumDepth, inspectsSuccessfulResponses: Bool = true
-    ) throws(ConfigurationError) {
-        let components = path.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
-        guard !path.isEmpty, !components.contains(where: \.isEmpty) else {
-            throw ConfigurationError("JSONBodyRetrier.path must be keys separated by single dots, got \"\(path)\"")
+    ) {
+        ConfigurationError.trapIfInvalid { () throws(ConfigurationError) in
+            try Self.check(
+                path: path, values: values, retryLimit: retryLimit, delay: delay, maximumBodySize: maximumBodySize,
+                maximumDepth: maximumDepth)
         }
-        guard !values.isEmpty else {
-            throw ConfigurationError("JSONBodyRetrier.values must hold at least one value to match")
-        }
-        try self.init(
-            path: components, values: values, predicate: nil, retryLimit: retryLimit, delay: delay, backoff: backoff,
-            maximumBodySize: maximumBodySize, maximumDepth: maximumDepth,
+        self.init(
+            checkedPath: Self.components(of: path), values: values, predicate: nil, retryLimit: retryLimit,
+            delay: delay, backoff: backoff, maximumBodySize: maximumBodySize, maximumDepth: maximumDepth,
             inspectsSuccessfulResponses: inspectsSuccessfulResponses)
     }
 
-    /// Creates a retrier that matches when `predicate` returns `true` for the decoded body.
+    /// Creates a retrier that matches when `predicate` returns `true` for the decoded body, from settings written in
+    /// code; an invalid one traps.
+    ///
+    /// An invalid setting is a programming error; in a debug build the trap's message names it. For settings that
+    /// arrive at run time, use
+    /// ``validated(retryLimit:delay:backoff:maximumBodySize:maximumDepth:inspectsSuccessfulResponses:where:)``, which
+    /// throws instead.
     ///
     /// - Parameters:
     ///   - retryLimit: How many times a request is retried at most, `0` or more; `3` by default.
@@ -125,36 +134,105 @@ public struct JSONBodyRetrier: RequestRetrier, ResponseValidator {
     ///   - maximumDepth: Deeper bodies are no match; at least `1`; `64` by default.
     ///   - inspectsSuccessfulResponses: Whether a 2xx whose body matches is failed and retried; `true` by default.
     ///   - predicate: Says whether the decoded body means "retry"; it must be quick and must not block.
-    /// - Throws: ``ConfigurationError`` naming the first invalid setting.
     public init(
         retryLimit: Int = defaultRetryLimit, delay: Duration = defaultDelay, backoff: BackoffStrategy = .automatic,
         maximumBodySize: Int = defaultMaximumBodySize, maximumDepth: Int = defaultMaximumDepth,
         inspectsSuccessfulResponses: Bool = true, where predicate: @escaping @Sendable (JSONValue) -> Bool
-    ) throws(ConfigurationError) {
-        try self.init(
-            path: [], values: [], predicate: predicate, retryLimit: retryLimit, delay: delay, backoff: backoff,
+    ) {
+        ConfigurationError.trapIfInvalid { () throws(ConfigurationError) in
+            try Self.check(
+                path: nil, values: nil, retryLimit: retryLimit, delay: delay, maximumBodySize: maximumBodySize,
+                maximumDepth: maximumDepth)
+        }
+        self.init(
+            checkedPath: [], values: [], predicate: predicate, retryLimit: retryLimit, delay: delay, backoff: backoff,
             maximumBodySize: maximumBodySize, maximumDepth: maximumDepth,
             inspectsSuccessfulResponses: inspectsSuccessfulResponses)
     }
 
-    private init(
-        path: [String], values: Set<JSONValue>, predicate: (@Sendable (JSONValue) -> Bool)?, retryLimit: Int,
-        delay: Duration, backoff: BackoffStrategy, maximumBodySize: Int, maximumDepth: Int,
-        inspectsSuccessfulResponses: Bool
+    /// Creates a retrier that matches `values` at `path`, from settings that arrive at run time, throwing when one is
+    /// invalid.
+    ///
+    /// The parameters, their defaults and what is valid are those of
+    /// ``init(path:values:retryLimit:delay:backoff:maximumBodySize:maximumDepth:inspectsSuccessfulResponses:)``.
+    ///
+    /// - Throws: ``ConfigurationError`` naming the first invalid setting.
+    public static func validated(
+        path: String = "error_code", values: Set<JSONValue>, retryLimit: Int = defaultRetryLimit,
+        delay: Duration = defaultDelay, backoff: BackoffStrategy = .automatic,
+        maximumBodySize: Int = defaultMaximumBodySize,
+        maximumDepth: Int = defaultMaximumDepth, inspectsSuccessfulResponses: Bool = true
+    ) throws(ConfigurationError) -> JSONBodyRetrier {
+        try check(
+            path: path, values: values, retryLimit: retryLimit, delay: delay, maximumBodySize: maximumBodySize,
+            maximumDepth: maximumDepth)
+        return JSONBodyRetrier(
+            checkedPath: components(of: path), values: values, predicate: nil, retryLimit: retryLimit, delay: delay,
+            backoff: backoff, maximumBodySize: maximumBodySize, maximumDepth: maximumDepth,
+            inspectsSuccessfulResponses: inspectsSuccessfulResponses)
+    }
+
+    /// Creates a retrier that matches when `predicate` returns `true` for the decoded body, from settings that
+    /// arrive at run time, throwing when one is invalid.
+    ///
+    /// The parameters, their defaults and what is valid are those of
+    /// ``init(retryLimit:delay:backoff:maximumBodySize:maximumDepth:inspectsSuccessfulResponses:where:)``.
+    ///
+    /// - Throws: ``ConfigurationError`` naming the first invalid setting.
+    public static func validated(
+        retryLimit: Int = defaultRetryLimit, delay: Duration = defaultDelay, backoff: BackoffStrategy = .automatic,
+        maximumBodySize: Int = defaultMaximumBodySize, maximumDepth: Int = defaultMaximumDepth,
+        inspectsSuccessfulResponses: Bool = true, where predicate: @escaping @Sendable (JSONValue) -> Bool
+    ) throws(ConfigurationError) -> JSONBodyRetrier {
+        try check(
+            path: nil, values: nil, retryLimit: retryLimit, delay: delay, maximumBodySize: maximumBodySize,
+            maximumDepth: maximumDepth)
+        return JSONBodyRetrier(
+            checkedPath: [], values: [], predicate: predicate, retryLimit: retryLimit, delay: delay, backoff: backoff,
+            maximumBodySize: maximumBodySize, maximumDepth: maximumDepth,
+            inspectsSuccessfulResponses: inspectsSuccessfulResponses)
+    }
+
+    /// Throws a ``ConfigurationError`` for the first invalid setting; `path` and `values` are `nil` when a predicate
+    /// matches instead.
+    private static func check(
+        path: String?, values: Set<JSONValue>?, retryLimit: Int, delay: Duration, maximumBodySize: Int,
+        maximumDepth: Int
     ) throws(ConfigurationError) {
+        if let path, path.isEmpty || components(of: path).contains(where: \.isEmpty) {
+            throw ConfigurationError(
+                field: "JSONBodyRetrier.path", problem: "must be keys separated by single dots, got \"\(path)\"")
+        }
+        if let values, values.isEmpty {
+            throw ConfigurationError(field: "JSONBodyRetrier.values", problem: "must hold at least one value to match")
+        }
         guard retryLimit >= 0 else {
-            throw ConfigurationError("JSONBodyRetrier.retryLimit must be 0 or more, got \(retryLimit)")
+            throw ConfigurationError(
+                field: "JSONBodyRetrier.retryLimit", problem: "must be 0 or more, got \(retryLimit)")
         }
         guard delay >= .zero else {
-            throw ConfigurationError("JSONBodyRetrier.delay must be 0 or more, got \(delay)")
+            throw ConfigurationError(field: "JSONBodyRetrier.delay", problem: "must be 0 or more, got \(delay)")
         }
         guard maximumBodySize > 0 else {
             throw ConfigurationError(
-                "JSONBodyRetrier.maximumBodySize must be more than 0 bytes, got \(maximumBodySize)")
+                field: "JSONBodyRetrier.maximumBodySize", problem: "must be more than 0 bytes, got \(maximumBodySize)")
         }
         guard maximumDepth >= 1 else {
-            throw ConfigurationError("JSONBodyRetrier.maximumDepth must be at least 1, got \(maximumDepth)")
+            throw ConfigurationError(
+                field: "JSONBodyRetrier.maximumDepth", problem: "must be at least 1, got \(maximumDepth)")
         }
+    }
+
+    /// The keys of a dot-separated path.
+    private static func components(of path: String) -> [String] {
+        path.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+    }
+
+    private init(
+        checkedPath path: [String], values: Set<JSONValue>, predicate: (@Sendable (JSONValue) -> Bool)?,
+        retryLimit: Int, delay: Duration, backoff: BackoffStrategy, maximumBodySize: Int, maximumDepth: Int,
+        inspectsSuccessfulResponses: Bool
+    ) {
         self.path = path
         self.values = values
         self.predicate = predicate
@@ -210,12 +288,15 @@ public struct JSONBodyRetrier: RequestRetrier, ResponseValidator {
 }
 
 extension RequestRetrier where Self == JSONBodyRetrier {
-    /// A ``JSONBodyRetrier`` matching `values` at `path`; see
-    /// ``JSONBodyRetrier/init(path:values:retryLimit:delay:backoff:maximumBodySize:maximumDepth:inspectsSuccessfulResponses:)``.
+    /// A ``JSONBodyRetrier`` matching `values` at `path`, which traps on an invalid setting; see
+    /// ``JSONBodyRetrier/init(path:values:retryLimit:delay:backoff:maximumBodySize:maximumDepth:inspectsSuccessfulResponses:)``
+    /// for what is valid and the defaults (`error_code`, 3 retries, 5 s), and
+    /// ``JSONBodyRetrier/validated(path:values:retryLimit:delay:backoff:maximumBodySize:maximumDepth:inspectsSuccessfulResponses:)``
+    /// for settings that arrive at run time.
     public static func jsonBody(
         path: String = "error_code", values: Set<JSONValue>, retryLimit: Int = JSONBodyRetrier.defaultRetryLimit,
         delay: Duration = JSONBodyRetrier.defaultDelay
-    ) throws(ConfigurationError) -> JSONBodyRetrier {
-        try JSONBodyRetrier(path: path, values: values, retryLimit: retryLimit, delay: delay)
+    ) -> JSONBodyRetrier {
+        JSONBodyRetrier(path: path, values: values, retryLimit: retryLimit, delay: delay)
     }
 }

@@ -36,29 +36,75 @@ public struct ConnectionLostRetryPolicy: RequestRetrier {
 
     /// Creates a policy with every default.
     public init() {
-        // The defaults are valid, so this cannot throw.
-        policy = try! RetryPolicy(
-            retryableHTTPStatusCodes: [], retryableURLErrorCodes: Self.connectionLostURLErrorCodes)
+        policy = RetryPolicy(retryableHTTPStatusCodes: [], retryableURLErrorCodes: Self.connectionLostURLErrorCodes)
     }
 
-    /// Creates a policy, checking its configuration as ``RetryPolicy`` does.
+    /// Creates a policy from settings written in code; an invalid one traps.
+    ///
+    /// An invalid setting is a programming error; in a debug build the trap's message names it, for example
+    /// `ConnectionLostRetryPolicy.retryLimit must be 0 or more, got -1`. For settings that arrive at run time, use
+    /// ``validated(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:)``, which throws
+    /// instead.
     ///
     /// - Parameters:
-    ///   - retryLimit: How many times a request is retried at most; `2` by default.
+    ///   - retryLimit: How many times a request is retried at most, `0` or more; `2` by default.
     ///   - exponentialBackoffBase: The base of the backoff, `2` or more; `2` by default.
-    ///   - exponentialBackoffScale: The factor of the backoff in seconds; `0.5` by default.
+    ///   - exponentialBackoffScale: The factor of the backoff in seconds, finite and `0` or more; `0.5` by default.
     ///   - retryableHTTPMethods: The methods that may be retried; ``RetryPolicy/defaultRetryableHTTPMethods`` by default.
-    /// - Throws: ``ConfigurationError`` naming the first invalid setting.
     public init(
         retryLimit: Int = RetryPolicy.defaultRetryLimit,
         exponentialBackoffBase: Int = RetryPolicy.defaultExponentialBackoffBase,
         exponentialBackoffScale: Double = RetryPolicy.defaultExponentialBackoffScale,
         retryableHTTPMethods: Set<HTTPMethod> = RetryPolicy.defaultRetryableHTTPMethods
-    ) throws(ConfigurationError) {
-        policy = try RetryPolicy(
+    ) {
+        ConfigurationError.trapIfInvalid { () throws(ConfigurationError) in
+            try Self.check(
+                retryLimit: retryLimit, exponentialBackoffBase: exponentialBackoffBase,
+                exponentialBackoffScale: exponentialBackoffScale)
+        }
+        self.init(
+            checkedRetryLimit: retryLimit, exponentialBackoffBase: exponentialBackoffBase,
+            exponentialBackoffScale: exponentialBackoffScale, retryableHTTPMethods: retryableHTTPMethods)
+    }
+
+    /// Creates a policy from settings that arrive at run time, throwing when one is invalid.
+    ///
+    /// The parameters, their defaults and what is valid are those of
+    /// ``init(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:)``.
+    ///
+    /// - Throws: ``ConfigurationError`` naming the first invalid setting.
+    public static func validated(
+        retryLimit: Int = RetryPolicy.defaultRetryLimit,
+        exponentialBackoffBase: Int = RetryPolicy.defaultExponentialBackoffBase,
+        exponentialBackoffScale: Double = RetryPolicy.defaultExponentialBackoffScale,
+        retryableHTTPMethods: Set<HTTPMethod> = RetryPolicy.defaultRetryableHTTPMethods
+    ) throws(ConfigurationError) -> ConnectionLostRetryPolicy {
+        try check(
             retryLimit: retryLimit, exponentialBackoffBase: exponentialBackoffBase,
+            exponentialBackoffScale: exponentialBackoffScale)
+        return ConnectionLostRetryPolicy(
+            checkedRetryLimit: retryLimit, exponentialBackoffBase: exponentialBackoffBase,
+            exponentialBackoffScale: exponentialBackoffScale, retryableHTTPMethods: retryableHTTPMethods)
+    }
+
+    /// Throws a ``ConfigurationError`` for the first invalid setting: ``RetryPolicy``'s checks, under this type's name.
+    private static func check(
+        retryLimit: Int, exponentialBackoffBase: Int, exponentialBackoffScale: Double
+    ) throws(ConfigurationError) {
+        try RetryPolicy.check(
+            retryLimit: retryLimit, exponentialBackoffBase: exponentialBackoffBase,
+            exponentialBackoffScale: exponentialBackoffScale, owner: "ConnectionLostRetryPolicy")
+    }
+
+    private init(
+        checkedRetryLimit retryLimit: Int, exponentialBackoffBase: Int, exponentialBackoffScale: Double,
+        retryableHTTPMethods: Set<HTTPMethod>
+    ) {
+        policy = RetryPolicy(
+            checkedRetryLimit: retryLimit, exponentialBackoffBase: exponentialBackoffBase,
             exponentialBackoffScale: exponentialBackoffScale, retryableHTTPMethods: retryableHTTPMethods,
-            retryableHTTPStatusCodes: [], retryableURLErrorCodes: Self.connectionLostURLErrorCodes)
+            retryableHTTPStatusCodes: [], retryableURLErrorCodes: Self.connectionLostURLErrorCodes,
+            backoff: .automatic, retryAfter: .default)
     }
 
     /// Retries as ``policy`` decides.

@@ -36,19 +36,40 @@ public struct RetryAfter: Sendable, Equatable {
     /// The longest delay a `Retry-After` can ask for; longer ones are held here. 60 seconds by default.
     public let maximumDelay: Duration
 
-    /// Creates a configuration.
+    /// Creates a configuration from settings written in code; an invalid one traps.
+    ///
+    /// A negative `maximumDelay` is a programming error; in a debug build the trap's message names it,
+    /// `RetryAfter.maximumDelay must be 0 or more, got …`. For settings that arrive at run time, use
+    /// ``validated(statusCodes:maximumDelay:)``, which throws instead.
     ///
     /// - Parameters:
     ///   - statusCodes: The statuses whose `Retry-After` is honoured; 429 and 503 by default.
     ///   - maximumDelay: The longest delay honoured, zero or more; 60 seconds by default.
-    /// - Throws: ``ConfigurationError`` if `maximumDelay` is negative.
-    public init(
-        statusCodes: Set<Int> = defaultStatusCodes, maximumDelay: Duration = defaultMaximumDelay
-    ) throws(ConfigurationError) {
-        guard maximumDelay >= .zero else {
-            throw ConfigurationError("RetryAfter.maximumDelay must be 0 or more, got \(maximumDelay)")
+    public init(statusCodes: Set<Int> = defaultStatusCodes, maximumDelay: Duration = defaultMaximumDelay) {
+        ConfigurationError.trapIfInvalid { () throws(ConfigurationError) in
+            try Self.check(maximumDelay: maximumDelay)
         }
         self.init(checkedStatusCodes: statusCodes, maximumDelay: maximumDelay)
+    }
+
+    /// Creates a configuration from settings that arrive at run time, throwing when one is invalid.
+    ///
+    /// The parameters, their defaults and what is valid are those of ``init(statusCodes:maximumDelay:)``.
+    ///
+    /// - Throws: ``ConfigurationError`` if `maximumDelay` is negative.
+    public static func validated(
+        statusCodes: Set<Int> = defaultStatusCodes, maximumDelay: Duration = defaultMaximumDelay
+    ) throws(ConfigurationError) -> RetryAfter {
+        try check(maximumDelay: maximumDelay)
+        return RetryAfter(checkedStatusCodes: statusCodes, maximumDelay: maximumDelay)
+    }
+
+    /// Throws a ``ConfigurationError`` if `maximumDelay` is negative.
+    private static func check(maximumDelay: Duration) throws(ConfigurationError) {
+        guard maximumDelay >= .zero else {
+            throw ConfigurationError(
+                field: "RetryAfter.maximumDelay", problem: "must be 0 or more, got \(maximumDelay)")
+        }
     }
 
     private init(checkedStatusCodes: Set<Int>, maximumDelay: Duration) {

@@ -27,7 +27,7 @@ import Foundation
 /// `RetryPolicy` is an immutable value, safe to share between sessions.
 ///
 /// ```swift
-/// let session = Session(retriers: [try RetryPolicy(retryLimit: 4)])  // retries after 0.5 s, 1 s, 2 s, 4 s
+/// let session = Session(retriers: [RetryPolicy(retryLimit: 4)])  // retries after 0.5 s, 1 s, 2 s, 4 s
 /// ```
 public struct RetryPolicy: RequestRetrier {
     /// The default ``retryLimit``: `2`.
@@ -70,17 +70,21 @@ public struct RetryPolicy: RequestRetrier {
 
     /// Creates a policy with every default.
     public init() {
-        retryLimit = Self.defaultRetryLimit
-        exponentialBackoffBase = Self.defaultExponentialBackoffBase
-        exponentialBackoffScale = Self.defaultExponentialBackoffScale
-        retryableHTTPMethods = Self.defaultRetryableHTTPMethods
-        retryableHTTPStatusCodes = Self.defaultRetryableHTTPStatusCodes
-        retryableURLErrorCodes = Self.defaultRetryableURLErrorCodes
-        backoff = .exponential(a: .seconds(Self.defaultExponentialBackoffScale), b: Self.defaultExponentialBackoffBase)
-        retryAfter = .default
+        self.init(
+            checkedRetryLimit: Self.defaultRetryLimit, exponentialBackoffBase: Self.defaultExponentialBackoffBase,
+            exponentialBackoffScale: Self.defaultExponentialBackoffScale,
+            retryableHTTPMethods: Self.defaultRetryableHTTPMethods,
+            retryableHTTPStatusCodes: Self.defaultRetryableHTTPStatusCodes,
+            retryableURLErrorCodes: Self.defaultRetryableURLErrorCodes, backoff: .automatic, retryAfter: .default)
     }
 
-    /// Creates a policy, checking its configuration.
+    /// Creates a policy from settings written in code; an invalid one traps.
+    ///
+    /// An invalid setting is a programming error; in a debug build the trap's message names it, for example
+    /// `RetryPolicy.retryLimit must be 0 or more, got -1`. For settings that arrive at run time, such as remote
+    /// configuration, use
+    /// ``validated(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:)``,
+    /// which throws instead.
     ///
     /// - Parameters:
     ///   - retryLimit: How many times a request is retried at most, `0` or more; `2` by default.
@@ -93,7 +97,6 @@ public struct RetryPolicy: RequestRetrier {
     ///     given by `exponentialBackoffBase` and `exponentialBackoffScale`. Pass one to add a cap or jitter.
     ///   - retryAfter: Which `Retry-After` headers are honoured, up to how long; ``RetryAfter/default`` by default,
     ///     ``RetryAfter/ignored`` to never honour one.
-    /// - Throws: ``ConfigurationError`` naming the first invalid setting.
     public init(
         retryLimit: Int = defaultRetryLimit,
         exponentialBackoffBase: Int = defaultExponentialBackoffBase,
@@ -103,19 +106,70 @@ public struct RetryPolicy: RequestRetrier {
         retryableURLErrorCodes: Set<URLError.Code> = defaultRetryableURLErrorCodes,
         backoff: BackoffStrategy = .automatic,
         retryAfter: RetryAfter = .default
+    ) {
+        ConfigurationError.trapIfInvalid { () throws(ConfigurationError) in
+            try Self.check(
+                retryLimit: retryLimit, exponentialBackoffBase: exponentialBackoffBase,
+                exponentialBackoffScale: exponentialBackoffScale)
+        }
+        self.init(
+            checkedRetryLimit: retryLimit, exponentialBackoffBase: exponentialBackoffBase,
+            exponentialBackoffScale: exponentialBackoffScale, retryableHTTPMethods: retryableHTTPMethods,
+            retryableHTTPStatusCodes: retryableHTTPStatusCodes, retryableURLErrorCodes: retryableURLErrorCodes,
+            backoff: backoff, retryAfter: retryAfter)
+    }
+
+    /// Creates a policy from settings that arrive at run time, throwing when one is invalid.
+    ///
+    /// The parameters, their defaults and what is valid are those of
+    /// ``init(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:)``.
+    ///
+    /// - Throws: ``ConfigurationError`` naming the first invalid setting.
+    public static func validated(
+        retryLimit: Int = defaultRetryLimit,
+        exponentialBackoffBase: Int = defaultExponentialBackoffBase,
+        exponentialBackoffScale: Double = defaultExponentialBackoffScale,
+        retryableHTTPMethods: Set<HTTPMethod> = defaultRetryableHTTPMethods,
+        retryableHTTPStatusCodes: Set<Int> = defaultRetryableHTTPStatusCodes,
+        retryableURLErrorCodes: Set<URLError.Code> = defaultRetryableURLErrorCodes,
+        backoff: BackoffStrategy = .automatic,
+        retryAfter: RetryAfter = .default
+    ) throws(ConfigurationError) -> RetryPolicy {
+        try check(
+            retryLimit: retryLimit, exponentialBackoffBase: exponentialBackoffBase,
+            exponentialBackoffScale: exponentialBackoffScale)
+        return RetryPolicy(
+            checkedRetryLimit: retryLimit, exponentialBackoffBase: exponentialBackoffBase,
+            exponentialBackoffScale: exponentialBackoffScale, retryableHTTPMethods: retryableHTTPMethods,
+            retryableHTTPStatusCodes: retryableHTTPStatusCodes, retryableURLErrorCodes: retryableURLErrorCodes,
+            backoff: backoff, retryAfter: retryAfter)
+    }
+
+    /// Throws a ``ConfigurationError`` for the first invalid setting, its field named after `owner`, the type the
+    /// caller created (``ConnectionLostRetryPolicy`` checks its settings here too).
+    static func check(
+        retryLimit: Int, exponentialBackoffBase: Int, exponentialBackoffScale: Double, owner: String = "RetryPolicy"
     ) throws(ConfigurationError) {
         guard retryLimit >= 0 else {
-            throw ConfigurationError("RetryPolicy.retryLimit must be 0 or more, got \(retryLimit)")
+            throw ConfigurationError(field: "\(owner).retryLimit", problem: "must be 0 or more, got \(retryLimit)")
         }
         guard exponentialBackoffBase >= 2 else {
             throw ConfigurationError(
-                "RetryPolicy.exponentialBackoffBase must be at least 2, got \(exponentialBackoffBase)")
+                field: "\(owner).exponentialBackoffBase", problem: "must be at least 2, got \(exponentialBackoffBase)")
         }
         guard exponentialBackoffScale.isFinite, exponentialBackoffScale >= 0 else {
             throw ConfigurationError(
-                "RetryPolicy.exponentialBackoffScale must be a finite number of seconds, 0 or more, got \(exponentialBackoffScale)"
-            )
+                field: "\(owner).exponentialBackoffScale",
+                problem: "must be a finite number of seconds, 0 or more, got \(exponentialBackoffScale)")
         }
+    }
+
+    /// Creates a policy from settings already checked; `.automatic` backoff becomes Alamofire's formula.
+    init(
+        checkedRetryLimit retryLimit: Int, exponentialBackoffBase: Int, exponentialBackoffScale: Double,
+        retryableHTTPMethods: Set<HTTPMethod>, retryableHTTPStatusCodes: Set<Int>,
+        retryableURLErrorCodes: Set<URLError.Code>, backoff: BackoffStrategy, retryAfter: RetryAfter
+    ) {
         self.retryLimit = retryLimit
         self.exponentialBackoffBase = exponentialBackoffBase
         self.exponentialBackoffScale = exponentialBackoffScale
@@ -180,7 +234,10 @@ extension RequestRetrier where Self == RetryPolicy {
     /// A ``RetryPolicy`` with every default.
     public static var retryPolicy: RetryPolicy { RetryPolicy() }
 
-    /// A ``RetryPolicy`` with the settings given; see ``RetryPolicy/init(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:)``.
+    /// A ``RetryPolicy`` with the settings given, which traps on an invalid one; see
+    /// ``RetryPolicy/init(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:)``
+    /// for what is valid and the defaults, and ``RetryPolicy/validated(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:)``
+    /// for settings that arrive at run time.
     public static func retryPolicy(
         retryLimit: Int = RetryPolicy.defaultRetryLimit,
         exponentialBackoffBase: Int = RetryPolicy.defaultExponentialBackoffBase,
@@ -190,8 +247,8 @@ extension RequestRetrier where Self == RetryPolicy {
         retryableURLErrorCodes: Set<URLError.Code> = RetryPolicy.defaultRetryableURLErrorCodes,
         backoff: BackoffStrategy = .automatic,
         retryAfter: RetryAfter = .default
-    ) throws(ConfigurationError) -> RetryPolicy {
-        try RetryPolicy(
+    ) -> RetryPolicy {
+        RetryPolicy(
             retryLimit: retryLimit, exponentialBackoffBase: exponentialBackoffBase,
             exponentialBackoffScale: exponentialBackoffScale, retryableHTTPMethods: retryableHTTPMethods,
             retryableHTTPStatusCodes: retryableHTTPStatusCodes, retryableURLErrorCodes: retryableURLErrorCodes,
