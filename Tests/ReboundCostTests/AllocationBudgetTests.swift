@@ -60,12 +60,12 @@ enum Measure {
 
     /// The realistic chain of Docs/Performance.md: five header adapters, a silent logger around the policy, a breaker
     /// registry (that never trips here, so that every failing request goes on to its backoff).
-    static func realisticChain() throws -> (adapters: [any RequestAdapter], retriers: [any RequestRetrier]) {
+    static func realisticChain() -> (adapters: [any RequestAdapter], retriers: [any RequestRetrier]) {
         let headers: [any RequestAdapter] = (1...5).map { number in
             Adapter.modifying { request, _ in request.setValue("\(number)", forHTTPHeaderField: "X-Header-\(number)") }
         }
         let breakers = CircuitBreakerRegistry(
-            configuration: try .init(tripCondition: .consecutiveFailures(Int.max)))
+            configuration: .init(tripCondition: .consecutiveFailures(Int.max)))
         return (headers + [breakers], [LoggingRetrier(wrapping: RetryPolicy(), sink: { _ in })])
     }
 
@@ -81,8 +81,8 @@ enum Measure {
     static func bytesWaiting(count: Int = 2_000, realistic: Bool) async throws -> Double {
         func batch(_ count: Int) async throws -> Double {
             let clock = ManualClock()
-            let chain = try realisticChain()
-            let policy = try RetryPolicy(retryLimit: 1, backoff: .constant(.seconds(1)))
+            let chain = realisticChain()
+            let policy = RetryPolicy(retryLimit: 1, backoff: .constant(.seconds(1)))
             let session =
                 realistic
                 ? Session(
@@ -113,7 +113,7 @@ let budgets: [Budget] = [
                 retriers: [RetryPolicy()]))
     },
     Budget(name: "allocations per request, the realistic chain", baseline: 33) {
-        let chain = try Measure.realisticChain()
+        let chain = Measure.realisticChain()
         return try await Measure.allocations(
             of: Session(
                 transport: InstantTransport(statuses: [200]), adapters: chain.adapters, retriers: chain.retriers))

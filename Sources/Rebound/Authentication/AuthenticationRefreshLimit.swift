@@ -10,7 +10,7 @@ public struct AuthenticationRefreshLimit: Sendable, Equatable {
 
     /// Creates a limit of `maximumCount` refreshes within `window`, written in code; an invalid setting traps.
     ///
-    /// An invalid setting is a programming error; in a debug build the trap's message names it, for example
+    /// An invalid setting is a programming error; the trap's message names it, for example
     /// `AuthenticationRefreshLimit.maximumCount must be at least 1, got 0`. For settings that arrive at run time, use
     /// ``validated(maximumCount:window:)``, which throws instead.
     ///

@@ -43,7 +43,7 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
 
         /// Creates a configuration from numbers written in code; an invalid one traps.
         ///
-        /// An invalid number is a programming error; in a debug build the trap's message names it, for example
+        /// An invalid number is a programming error; the trap's message names it, for example
         /// `RetryBudget.Configuration.retryCost must be at least 1, got 0`. For numbers that arrive at run time, use
         /// ``validated(initialTokens:maximumTokens:retryCost:timeoutRetryCost:successReward:)``, which throws instead.
         ///

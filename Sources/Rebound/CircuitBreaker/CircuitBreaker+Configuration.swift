@@ -67,7 +67,7 @@ extension CircuitBreaker {
 
         /// Creates a configuration from settings written in code; an invalid one traps.
         ///
-        /// An invalid setting is a programming error; in a debug build the trap's message names it, for example
+        /// An invalid setting is a programming error; the trap's message names it, for example
         /// `CircuitBreaker.Configuration.openDuration must be longer than zero, got 0.0 seconds`. For settings that
         /// arrive at run time, use ``validated(tripCondition:openDuration:halfOpenTrialCalls:retryAfter:classify:)``,
         /// which throws instead.

@@ -2,7 +2,7 @@
 /// what is wrong.
 ///
 /// The initializers of the built-in configurations do not throw: written as literals, an invalid value is a
-/// programming error, so they trap, with the same message in a debug build. Use their `validated(...)` factories for
+/// programming error, so they trap, with the same message. Use their `validated(...)` factories for
 /// values read at run time, such as remote configuration.
 public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The setting that is wrong, as `Type.property`, for example `"RetryPolicy.retryLimit"`.
@@ -25,15 +25,15 @@ public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConver
     public var description: String { message }
 
     /// Runs `check` and traps with its error's message when it throws: the checks of a non-throwing initializer,
-    /// whose invalid literal is a programming error. As with any `preconditionFailure`, an optimized build traps
-    /// without printing the message.
+    /// whose invalid literal is a programming error. `fatalError` rather than `preconditionFailure`, so that an
+    /// optimized build prints the message too (and `-Ounchecked` does not skip the check).
     static func trapIfInvalid(
         _ check: () throws(ConfigurationError) -> Void, file: StaticString = #fileID, line: UInt = #line
     ) {
         do {
             try check()
         } catch {
-            preconditionFailure(error.message, file: file, line: line)
+            fatalError(error.message, file: file, line: line)
         }
     }
 }

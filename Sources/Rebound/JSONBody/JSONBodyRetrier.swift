@@ -83,7 +83,7 @@ public struct JSONBodyRetrier: RequestRetrier, ResponseValidator {
 
     /// Creates a retrier that matches `values` at `path`, from settings written in code; an invalid one traps.
     ///
-    /// An invalid setting is a programming error; in a debug build the trap's message names it, for example
+    /// An invalid setting is a programming error; the trap's message names it, for example
     /// `JSONBodyRetrier.retryLimit must be 0 or more, got -1`. For settings that arrive at run time, use
     /// ``validated(path:values:retryLimit:delay:backoff:maximumBodySize:maximumDepth:inspectsSuccessfulResponses:)``,
     /// which throws instead.
@@ -120,7 +120,7 @@ public struct JSONBodyRetrier: RequestRetrier, ResponseValidator {
     /// Creates a retrier that matches when `predicate` returns `true` for the decoded body, from settings written in
     /// code; an invalid one traps.
     ///
-    /// An invalid setting is a programming error; in a debug build the trap's message names it. For settings that
+    /// An invalid setting is a programming error; the trap's message names it. For settings that
     /// arrive at run time, use
     /// ``validated(retryLimit:delay:backoff:maximumBodySize:maximumDepth:inspectsSuccessfulResponses:where:)``, which
     /// throws instead.

@@ -41,7 +41,7 @@ public struct ConnectionLostRetryPolicy: RequestRetrier {
 
     /// Creates a policy from settings written in code; an invalid one traps.
     ///
-    /// An invalid setting is a programming error; in a debug build the trap's message names it, for example
+    /// An invalid setting is a programming error; the trap's message names it, for example
     /// `ConnectionLostRetryPolicy.retryLimit must be 0 or more, got -1`. For settings that arrive at run time, use
     /// ``validated(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:)``, which throws
     /// instead.

@@ -38,7 +38,7 @@ public struct RetryAfter: Sendable, Equatable {
 
     /// Creates a configuration from settings written in code; an invalid one traps.
     ///
-    /// A negative `maximumDelay` is a programming error; in a debug build the trap's message names it,
+    /// A negative `maximumDelay` is a programming error; the trap's message names it,
     /// `RetryAfter.maximumDelay must be 0 or more, got …`. For settings that arrive at run time, use
     /// ``validated(statusCodes:maximumDelay:)``, which throws instead.
     ///

@@ -80,7 +80,7 @@ public struct RetryPolicy: RequestRetrier {
 
     /// Creates a policy from settings written in code; an invalid one traps.
     ///
-    /// An invalid setting is a programming error; in a debug build the trap's message names it, for example
+    /// An invalid setting is a programming error; the trap's message names it, for example
     /// `RetryPolicy.retryLimit must be 0 or more, got -1`. For settings that arrive at run time, such as remote
     /// configuration, use
     /// ``validated(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:)``,
