@@ -3,6 +3,7 @@ import PackageDescription
 
 let examples = [
     "Demo", "LoggingExample", "JSONBodyExample", "CircuitBreakerExample", "AuthenticationExample", "RetrySafetyExample",
+    "BackoffChart",
 ]
 
 let package = Package(
