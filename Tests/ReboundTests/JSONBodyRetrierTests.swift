@@ -228,4 +228,20 @@ struct JSONBodyRetrierBackoffTests {
 
         #expect(clock.sleeps == [.seconds(1), .seconds(3), .seconds(5)])
     }
+
+    @Test func behindADecoratorThatHidesItsValidatorRoleItValidatesThroughTheSessionsValidator() async throws {
+        let json = JSONBodyRetrier(values: ["RATE_LIMITED"], delay: .zero)
+        let hiding = Retrier { request, error in await json.retry(request, dueTo: error) }
+        let transport = ScriptedTransport([
+            .response(body: #"{"error_code": "RATE_LIMITED"}"#), .response(body: #"{"ok": true}"#),
+        ])
+        let session = Session(
+            transport: transport, retriers: [hiding], validator: Validator.successfulStatusCodes.and(json),
+            clock: ImmediateClock())
+
+        let response = try await session.send(request())
+
+        #expect(response.attempts.count == 2)
+        #expect(String(decoding: response.data, as: UTF8.self) == #"{"ok": true}"#)
+    }
 }

@@ -28,22 +28,21 @@ struct RegisteredRoles: Sendable {
     }
 
     func add(observer: some AttemptObserver & AnyObject) {
-        let object = ObjectIdentifier(observer)
-        state.withLock { state in
-            let key = Key(object: object, isGate: false)
-            guard !state.chain.holdsObserver(object), !state.keys.contains(key) else { return }
-            state.keys.append(key)
-            state.observers.append(observer)
-        }
+        add(ObjectIdentifier(observer), isGate: false) { $0.observers.append(observer) }
     }
 
     func add(gate: some RetryGate & AnyObject) {
-        let object = ObjectIdentifier(gate)
+        add(ObjectIdentifier(gate), isGate: true) { $0.gates.append(gate) }
+    }
+
+    /// Appends a part in one role unless the chain holds it in that role or it registered in it already.
+    private func add(_ object: ObjectIdentifier, isGate: Bool, appending append: (inout State) -> Void) {
         state.withLock { state in
-            let key = Key(object: object, isGate: true)
-            guard !state.chain.holdsGate(object), !state.keys.contains(key) else { return }
+            let key = Key(object: object, isGate: isGate)
+            let held = isGate ? state.chain.holdsGate(object) : state.chain.holdsObserver(object)
+            guard !held, !state.keys.contains(key) else { return }
             state.keys.append(key)
-            state.gates.append(gate)
+            append(&state)
         }
     }
 
