@@ -76,6 +76,11 @@ final class AttemptResult: Sendable {
 
 /// The state of one logical request as it goes through the pipeline, attempt after attempt.
 ///
+/// Two words only: an attempt comes to an ``AttemptResult`` (what happened: success, failure and why, cancelled, timed
+/// out), and the run turns it into an ``AttemptDecision`` (what follows: succeeded, retry after a delay, failed,
+/// cancelled), which the observers are told and `execute()` acts on. The error a failed request ends with is kept in
+/// `failure`.
+///
 /// Memory: a task keeps the memory of its deepest frames (in slabs of about 1 KiB) until it ends, so a request waiting
 /// in backoff costs the high-water mark of the pipeline's async frames. Hence the shape: the async functions below only
 /// carry references and small enums across their awaits, and everything between awaits happens in synchronous
