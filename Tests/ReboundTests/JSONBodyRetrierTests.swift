@@ -154,7 +154,11 @@ struct JSONBodyRetrierTests {
             ("a", ["A"], -1, .seconds(5), 1, 1, "JSONBodyRetrier.retryLimit", "must be 0 or more, got -1"),
             ("a", ["A"], 3, .seconds(-1), 1, 1, "JSONBodyRetrier.delay", "must be 0 or more, got -1.0 seconds"),
             ("a", ["A"], 3, .seconds(5), 0, 1, "JSONBodyRetrier.maximumBodySize", "must be more than 0 bytes, got 0"),
-            ("a", ["A"], 3, .seconds(5), 1, 0, "JSONBodyRetrier.maximumDepth", "must be at least 1, got 0"),
+            ("a", ["A"], 3, .seconds(5), 1, 0, "JSONBodyRetrier.maximumDepth", "must be between 1 and 512, got 0"),
+            (
+                "a", ["A"], 3, .seconds(5), 1, 11_000, "JSONBodyRetrier.maximumDepth",
+                "must be between 1 and 512, got 11000"
+            ),
         ] as [(String, Set<JSONValue>, Int, Duration, Int, Int, String, String)])
     func validatedRejectsAnInvalidSettingNamingIt(
         path: String, values: Set<JSONValue>, limit: Int, delay: Duration, size: Int, depth: Int, field: String,
@@ -202,7 +206,7 @@ struct JSONBodyRetrierTests {
             _ = JSONBodyRetrier(maximumDepth: 0) { _ in true }
         }
 
-        expectStandardError(of: result, contains: "JSONBodyRetrier.maximumDepth must be at least 1, got 0")
+        expectStandardError(of: result, contains: "JSONBodyRetrier.maximumDepth must be between 1 and 512, got 0")
     }
 
     @Test func theStaticFactoryTrapsOnAnInvalidSettingToo() async {
@@ -243,5 +247,19 @@ struct JSONBodyRetrierBackoffTests {
 
         #expect(response.attempts.count == 2)
         #expect(String(decoding: response.data, as: UTF8.self) == #"{"ok": true}"#)
+    }
+
+    @Test func aBodyAsDeepAsTheLargestDepthAllowedMatchesWithoutOverflowingTheStack() async throws {
+        let limit = JSONBodyRetrier.maximumDepthLimit
+        let retrier = JSONBodyRetrier(path: "x", values: [1], maximumDepth: limit)
+        // `limit` levels: the outer object, then arrays down to the innermost one.
+        let deep =
+            #"{"x": 1, "y": "# + String(repeating: "[", count: limit - 1) + String(repeating: "]", count: limit - 1)
+            + "}"
+        let tooDeep =
+            #"{"x": 1, "y": "# + String(repeating: "[", count: limit) + String(repeating: "]", count: limit) + "}"
+
+        #expect(retrier.signal(in: Data(deep.utf8))?.value == 1)
+        #expect(retrier.signal(in: Data(tooDeep.utf8)) == nil)
     }
 }

@@ -60,6 +60,10 @@ public struct JSONBodyRetrier: RequestRetrier, ResponseValidator {
     public static let defaultMaximumBodySize = 1 << 20
     /// The default ``maximumDepth``: 64 levels of arrays and objects.
     public static let defaultMaximumDepth = 64
+    /// The largest ``maximumDepth`` a retrier accepts: 512 levels, deep enough for any real error body and shallow
+    /// enough that parsing, comparing and freeing a value that deep never overflows a thread's stack (the parser
+    /// recurses once per level).
+    public static let maximumDepthLimit = 512
 
     /// The path of the value that is matched, as components; empty when a predicate matches instead.
     public let path: [String]
@@ -98,7 +102,7 @@ public struct JSONBodyRetrier: RequestRetrier, ResponseValidator {
     ///   - backoff: A strategy for the delays instead of the constant `delay`, for example with jitter;
     ///     ``BackoffStrategy/automatic`` (the constant `delay`) by default.
     ///   - maximumBodySize: Larger bodies are no match; more than `0`; 1 MiB by default.
-    ///   - maximumDepth: Deeper bodies are no match; at least `1`; `64` by default.
+    ///   - maximumDepth: Deeper bodies are no match; between `1` and ``maximumDepthLimit`` (512); `64` by default.
     ///   - inspectsSuccessfulResponses: Whether a 2xx whose body matches is failed and retried; `true` by default.
     public init(
         path: String = "error_code", values: Set<JSONValue>, retryLimit: Int = defaultRetryLimit,
@@ -131,7 +135,7 @@ public struct JSONBodyRetrier: RequestRetrier, ResponseValidator {
     ///   - backoff: A strategy for the delays instead of the constant `delay`, for example with jitter;
     ///     ``BackoffStrategy/automatic`` (the constant `delay`) by default.
     ///   - maximumBodySize: Larger bodies are no match; more than `0`; 1 MiB by default.
-    ///   - maximumDepth: Deeper bodies are no match; at least `1`; `64` by default.
+    ///   - maximumDepth: Deeper bodies are no match; between `1` and ``maximumDepthLimit`` (512); `64` by default.
     ///   - inspectsSuccessfulResponses: Whether a 2xx whose body matches is failed and retried; `true` by default.
     ///   - predicate: Says whether the decoded body means "retry"; it must be quick and must not block.
     public init(
@@ -217,9 +221,10 @@ public struct JSONBodyRetrier: RequestRetrier, ResponseValidator {
             throw ConfigurationError(
                 field: "JSONBodyRetrier.maximumBodySize", problem: "must be more than 0 bytes, got \(maximumBodySize)")
         }
-        guard maximumDepth >= 1 else {
+        guard (1...maximumDepthLimit).contains(maximumDepth) else {
             throw ConfigurationError(
-                field: "JSONBodyRetrier.maximumDepth", problem: "must be at least 1, got \(maximumDepth)")
+                field: "JSONBodyRetrier.maximumDepth",
+                problem: "must be between 1 and \(maximumDepthLimit), got \(maximumDepth)")
         }
     }
 
