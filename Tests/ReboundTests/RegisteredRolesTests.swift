@@ -11,15 +11,18 @@ import Testing
 private struct Forwarding: RequestInterceptor {
     let adapter: (any RequestAdapter)?
     let retrier: (any RequestRetrier)?
+    /// Whether it hands on a copy of the context with its own label, as a decorator that relabels requests would.
+    let relabelling: Bool
 
-    init(adapter: (any RequestAdapter)? = nil, retrier: (any RequestRetrier)? = nil) {
+    init(adapter: (any RequestAdapter)? = nil, retrier: (any RequestRetrier)? = nil, relabelling: Bool = false) {
         self.adapter = adapter
         self.retrier = retrier
+        self.relabelling = relabelling
     }
 
     func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
         guard let adapter else { return request }
-        return try await adapter.adapt(request, context: context)
+        return try await adapter.adapt(request, context: relabelling ? context.with(label: "relabelled") : context)
     }
 
     func retry(_ request: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
@@ -35,6 +38,12 @@ enum Shape: String, CaseIterable, CustomTestStringConvertible {
     case nested
     /// The part inside an `Interceptor` wrapped by a `LoggingRetrier`.
     case logged
+    /// The part inside an `Interceptor` wrapped by a `LoggingRetrier` that is listed among the retriers.
+    case loggedAmongRetriers
+    /// The part inside an `Interceptor` listed among the retriers.
+    case nestedAmongRetriers
+    /// The part inside a user's decorator that forwards `adapt` and `retry`, relabelling the context.
+    case relabelled
     /// The part inside a user's decorator that forwards `adapt` and `retry` only.
     case decorated
     /// The part inside a decorator inside a `LoggingRetrier` inside an `Interceptor`, and given directly too.
@@ -52,8 +61,18 @@ enum Shape: String, CaseIterable, CustomTestStringConvertible {
         case .logged:
             return LoggingRetrier(
                 wrapping: Interceptor(adapters: [part], retriers: retriers), minimumLevel: .critical, sink: { _ in })
+        case .loggedAmongRetriers:
+            return Interceptor(retriers: [
+                LoggingRetrier(
+                    wrapping: Interceptor(adapters: [part], retriers: retriers), minimumLevel: .critical,
+                    sink: { _ in })
+            ])
+        case .nestedAmongRetriers:
+            return Interceptor(retriers: [Interceptor(adapters: [part], retriers: retriers)])
         case .decorated:
             return Interceptor(retriers: retriers, interceptors: [Forwarding(adapter: part)])
+        case .relabelled:
+            return Interceptor(retriers: retriers, interceptors: [Forwarding(adapter: part, relabelling: true)])
         case .everywhere:
             let logged = LoggingRetrier(
                 wrapping: Interceptor(retriers: retriers, interceptors: [Forwarding(adapter: part)]),
@@ -130,5 +149,31 @@ struct RegisteredRolesTests {
 
         #expect(observer.lines == ["#1 503 retry 0.0 seconds", "#2 200 succeeded"])
         #expect(observer.ends == ["succeeded after 2"])
+    }
+
+    @Test func aBreakerHandedAContextThatCannotRegisterLetsTheAttemptThroughWithoutHoldingAPermit() async throws {
+        let breaker = CircuitBreaker(configuration: .init(tripCondition: .consecutiveFailures(1)), clock: clock)
+        let session = Session(transport: ScriptedTransport([.status(503)]), adapters: [breaker], clock: clock)
+        _ = try? await session.send(request())
+        clock.advance(by: .seconds(30))
+
+        for _ in 0..<3 { _ = try await breaker.adapt(request(), context: RequestContext()) }
+
+        #expect(breaker.state == .halfOpen)
+        #expect(breaker.permitsInFlight == 0)
+        #expect(!RequestContext().canRegister)
+    }
+
+    @Test func interceptorsPlayBothRolesWhereverTheyAreListed() async throws {
+        let log = Log()
+        let both = Interceptor(
+            adapters: [taggingAdapter("inner", log: log)], retriers: [loggingRetrier("inner", log: log, answer: .retry)]
+        )
+        let session = Session(
+            transport: ScriptedTransport([.status(503), .status(200)]), adapters: [both], clock: ImmediateClock())
+
+        _ = try await session.send(request())
+
+        #expect(log.all == ["adapt inner #1", "retry inner #0", "adapt inner #2"])
     }
 }

@@ -11,7 +11,9 @@ import Foundation
 /// the same instance again (on every attempt, say) changes nothing, and an instance the chain already holds directly
 /// is told once.
 ///
-/// A context made with the public initializer (in a test, say) registers nothing.
+/// A context made with the public initializer (in a test, say) registers nothing, so a decorator must pass on the
+/// context it was given, or a copy made with ``with(label:)``: a breaker handed a context that cannot register lets
+/// the attempt through uncounted.
 public struct RequestContext: Sendable {
     /// An identifier shared by every attempt of one request, and different between requests.
     public let requestID: UUID
@@ -36,6 +38,14 @@ public struct RequestContext: Sendable {
 
     /// How many retries came before this attempt: `attempt - 1`.
     public var retryCount: Int { attempt - 1 }
+
+    /// Whether parts can register through this context: `true` for the contexts a session makes and their copies.
+    public var canRegister: Bool { roles != nil }
+
+    /// This context with another label, keeping where registrations go: for a decorator that relabels a request.
+    public func with(label: String?) -> RequestContext {
+        RequestContext(requestID: requestID, attempt: attempt, label: label, roles: roles)
+    }
 
     /// Tells `observer` how this attempt and every later one of the request ends, and how the request ends.
     ///

@@ -165,6 +165,11 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver {
             // A breaker the chain holds twice is asked twice for one attempt: the attempt already has its permit.
             if machine.permits[attemptKey] != nil { return nil }
             switch machine.machine.admit(now: now, transitions: &transitions) {
+            case .admitted(let permit) where !context.canRegister:
+                // Nothing would report how this attempt ends (a context made outside a session, or anew by a
+                // decorator): let it through uncounted rather than hold a permit, a trial's included, for good.
+                machine.machine.record(.ignored, permit: permit, now: now, transitions: &transitions)
+                return nil
             case .admitted(let permit):
                 machine.permits[attemptKey] = permit
                 return nil

@@ -15,6 +15,9 @@ import Foundation
 ///   next; any other answer wins and the retriers after it are not asked. When all pass, the answer is
 ///   ``RetryResult/doNotRetry``.
 /// - Interceptors given with `interceptors:` adapt after `adapters` and retry after `retriers`, in the order given.
+/// - **An interceptor plays both roles wherever it is listed.** One given in `adapters:` (a `LoggingRetrier`, an
+///   `AuthenticationInterceptor`, a nested `Interceptor`) is also asked to retry, after `retriers`; one given in
+///   `retriers:` also adapts, after `adapters`. A class instance listed in both is called once in each role.
 /// - Every part that is an ``AttemptObserver`` is told the outcome of each attempt, every part that is a
 ///   ``ResponseValidator`` validates each response the validator in effect accepted, and every ``RetryGate`` may deny
 ///   a retry, in the order
@@ -59,13 +62,30 @@ public struct Interceptor: RequestInterceptor {
         interceptors: [any RequestInterceptor] = [], observers: [any AttemptObserver] = [],
         gates: [any RetryGate] = []
     ) {
-        self.adapters = adapters + interceptors.map { $0 as any RequestAdapter }
-        self.retriers = retriers + interceptors.map { $0 as any RequestRetrier }
+        // An interceptor listed as an adapter or a retrier plays its other role too, so that no placement silently
+        // drops half of it (a logger in `retriers:` wrapping a breaker must still adapt, or the breaker never admits).
+        let adaptingRetriers = Self.interceptors(in: retriers, notIn: adapters)
+        let retryingAdapters = Self.interceptors(in: adapters, notIn: retriers)
+        self.adapters =
+            adapters + adaptingRetriers.map { $0 as any RequestAdapter }
+            + interceptors.map { $0 as any RequestAdapter }
+        self.retriers =
+            retriers + retryingAdapters.map { $0 as any RequestRetrier }
+            + interceptors.map { $0 as any RequestRetrier }
         let parts: [any Sendable] =
             adapters.map { $0 as any Sendable } + retriers.map { $0 as any Sendable }
             + interceptors.map { $0 as any Sendable } + observers.map { $0 as any Sendable }
             + gates.map { $0 as any Sendable }
         roles = ChainRoles(collecting: parts)
+    }
+
+    /// The parts of `parts` that are interceptors, except class instances that are also in `others`.
+    private static func interceptors(in parts: [any Sendable], notIn others: [any Sendable]) -> [any RequestInterceptor]
+    {
+        let found = parts.compactMap { $0 as? any RequestInterceptor }
+        guard !found.isEmpty else { return [] }
+        let listed = Set(others.compactMap { type(of: $0) is AnyClass ? ObjectIdentifier($0 as AnyObject) : nil })
+        return found.filter { type(of: $0) is AnyClass ? !listed.contains(ObjectIdentifier($0 as AnyObject)) : true }
     }
 
     /// Creates an interceptor from one adapter and one retrier.

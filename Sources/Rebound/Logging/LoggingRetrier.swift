@@ -111,6 +111,8 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
     /// stays small (a waiting request's memory is the high-water mark of its frames).
     @inline(never)
     private func keep(_ answer: RetryResult, for request: RetryRequest) {
+        // Kept only where the request's end will be told (a session's request), which forgets it.
+        guard request.context.canRegister else { return }
         answers.withLock { $0[request.requestID] = (request.attempts.count, answer) }
     }
 
