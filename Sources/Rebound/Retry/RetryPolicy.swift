@@ -6,10 +6,12 @@ import Foundation
 
 /// Retries idempotent requests that failed with a transient status or network error, with exponential backoff.
 ///
-/// Its defaults are Alamofire's, so an app moving over sees the same behaviour: at most 2 retries; a delay of
+/// Its defaults are Alamofire's: at most 2 retries; a delay of
 /// `exponentialBackoffBase ^ retryCount × exponentialBackoffScale` seconds (0.5 s, 1 s, 2 s, …); the methods DELETE,
 /// GET, HEAD, OPTIONS, PUT and TRACE; the statuses 408, 500, 502, 503 and 504; and 18 transient `URLError` codes.
-/// Unlike Alamofire, a status counts with no extra call, because a ``Session`` validates every response.
+/// Unlike Alamofire, a status counts with no extra call, because a ``Session`` validates every response; a
+/// `Retry-After` on 429 or 503 is honoured (a 429 with one becomes retryable); and a POST with an `Idempotency-Key`
+/// is retried.
 ///
 /// A request is retried when its retry count is below ``retryLimit``, it is safe to repeat, and either the failed
 /// attempt's status code or the `URLError` behind a transport (or adapter) failure is retryable. A custom
