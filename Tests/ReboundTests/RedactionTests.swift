@@ -2,6 +2,10 @@ import Foundation
 import Rebound
 import Testing
 
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
 @Suite("Redaction")
 struct RedactionTests {
     @Test(arguments: [
@@ -58,5 +62,40 @@ struct RedactionTests {
         #expect(!custom.isSecret(header: "Authorization"))
         #expect(custom.string(for: URL(string: "https://a.example/?q=1&token=2")) == "https://a.example/?q=***&token=2")
         #expect(Redaction.none.string(for: URL(string: "https://a.example/?token=2")) == "https://a.example/?token=2")
+    }
+
+    /// A `URLError` carrying a failing URL with a secret, as Foundation's errors do.
+    private static let secretURL = URL(string: "https://api.example.com/items?access_token=SECRET123")!
+    private static let urlError = URLError(
+        .timedOut,
+        userInfo: [NSURLErrorFailingURLErrorKey: secretURL, "NSErrorFailingURLStringKey": secretURL.absoluteString])
+    private static let nsError = NSError(
+        domain: "Example", code: 7, userInfo: [NSURLErrorFailingURLErrorKey: secretURL])
+
+    @Test func errorsThatCarryAURLAreDescribedByTheirCodeWhereverTheLibraryPrintsThem() {
+        let request = URLRequest(url: Self.secretURL)
+        let attempt = Attempt(
+            number: 1, request: request, response: nil, failure: .adaptationFailed(error: Self.urlError),
+            duration: .zero)
+        let reasons: [ReboundError.Reason] = [
+            .adaptationFailed(error: Self.urlError), .transportFailed(error: Self.nsError),
+            .validationFailed(error: Self.urlError), .decodingFailed(error: Self.nsError),
+            .retryAborted(error: Self.urlError, original: .transportFailed(error: Self.urlError)),
+            .deadlineExceeded(deadline: .seconds(1), last: .adaptationFailed(error: Self.nsError)),
+        ]
+        var strings = reasons.flatMap { reason -> [String] in
+            let error = ReboundError(reason: reason, originalRequest: request, attempts: [attempt])
+            return [
+                "\(reason)", error.description, error.localizedDescription, String(reflecting: reason),
+            ]
+        }
+        strings.append(attempt.description)
+        strings.append(RetryResult.doNotRetryWithError(Self.urlError).description)
+
+        for string in strings {
+            #expect(!string.contains("SECRET123"), "\(string)")
+        }
+        #expect(
+            ReboundError(reason: reasons[0], originalRequest: request).underlyingError as? URLError == Self.urlError)
     }
 }

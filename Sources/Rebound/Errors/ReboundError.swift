@@ -162,14 +162,14 @@ extension ReboundError.Reason: CustomStringConvertible {
     /// A short description of the reason, for logs.
     public var description: String {
         switch self {
-        case .adaptationFailed(let error): "adapter failed: \(error)"
+        case .adaptationFailed(let error): "adapter failed: \(Redaction.describe(error))"
         case .circuitOpen(let error): "\(error)"
         case .transportFailed(let error as URLError): "transport failed: \(error.code.logDescription)"
-        case .transportFailed(let error): "transport failed: \(error)"
+        case .transportFailed(let error): "transport failed: \(Redaction.describe(error))"
         case .unacceptableStatusCode(let code): "unacceptable status code \(code)"
-        case .validationFailed(let error): "validation failed: \(error)"
-        case .retryAborted(let error, let original): "retry aborted: \(error) (after \(original))"
-        case .decodingFailed(let error): "decoding failed: \(error)"
+        case .validationFailed(let error): "validation failed: \(Redaction.describe(error))"
+        case .retryAborted(let error, let original): "retry aborted: \(Redaction.describe(error)) (after \(original))"
+        case .decodingFailed(let error): "decoding failed: \(Redaction.describe(error))"
         case .deadlineExceeded(let deadline, let last):
             "deadline of \(deadline.logDescription) exceeded (after \(last))"
         }
@@ -189,12 +189,13 @@ extension ReboundError: CustomStringConvertible {
         let what: String =
             switch failed {
             case .unacceptableStatusCode(let code): "failed with status \(code)"
-            case .decodingFailed(let error): "succeeded, but its body could not be decoded: \(error)"
+            case .decodingFailed(let error):
+                "succeeded, but its body could not be decoded: \(Redaction.describe(error))"
             default: "failed with \(failed)"
             }
         let why: String =
             switch reason {
-            case .retryAborted(let stop, _): "stopped by \(stop)"
+            case .retryAborted(let stop, _): "stopped by \(Redaction.describe(stop))"
             case .deadlineExceeded(let deadline, _): "deadline of \(deadline.logDescription) exceeded"
             case .circuitOpen: "not sent, so not retried"
             default: "not retried"

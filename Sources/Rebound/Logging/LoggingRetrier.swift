@@ -170,7 +170,7 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
         // Why a failed request ended, when not with its attempt's own failure.
         let endReason: String? =
             switch outcome.error?.reason {
-            case .retryAborted(let stop, _)?: String(describing: stop)
+            case .retryAborted(let stop, _)?: Redaction.describe(stop)
             case .deadlineExceeded(let deadline, _)?: "deadline of \(deadline.logDescription) exceeded"
             default: nil
             }

@@ -65,7 +65,7 @@ extension RetryResult: CustomStringConvertible {
         case .retryWithDelay(let delay): "retry in \(delay.logDescription)"
         case .retryWithRequest(_, let delay): "retry in \(delay.logDescription) with another request"
         case .doNotRetry: "do not retry"
-        case .doNotRetryWithError(let error): "do not retry: \(error)"
+        case .doNotRetryWithError(let error): "do not retry: \(Redaction.describe(error))"
         }
     }
 }

@@ -41,9 +41,9 @@ public struct Attempt: Sendable {
 
 extension Attempt: CustomStringConvertible {
     /// One line for logs, for example `#2 GET https://example.com/items → 503 (unacceptable status code 503) in
-    /// 12 ms, retried after 1 s`.
+    /// 12 ms, retried after 1 s`; the URL is redacted as ``Redaction/default`` redacts it.
     public var description: String {
-        let target = request.map { "\($0.method) \($0.url?.absoluteString ?? "-")" } ?? "(not sent)"
+        let target = request.map { "\($0.method) \(Redaction.default.string(for: $0.url))" } ?? "(not sent)"
         var line = "#\(number) \(target) → "
         switch (failure, statusCode) {
         case (nil, let status?): line += "\(status)"
