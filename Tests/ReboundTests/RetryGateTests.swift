@@ -78,4 +78,20 @@ struct RetryGateTests {
         #expect(error?.attemptCount == 1)
         #expect(Interceptor(gates: [open, open]).gates.count == 1)
     }
+
+    @Test func aSessionAndARequestTakeGatesOnTheirOwn() async throws {
+        let open = CountingGate(allowed: 10)
+        let closed = CountingGate(allowed: 0)
+        let session = Session(
+            transport: ScriptedTransport { _, _ in .status(503) }, retriers: [retryAnything(limit: 3)], gates: [open],
+            clock: ImmediateClock())
+
+        let error = try await #require(throws: ReboundError.self) {
+            try await session.send(request(), gates: [closed])
+        }
+
+        #expect(open.delays.count == 1)
+        #expect(closed.delays.count == 1)
+        #expect(error.retrierError as? TestError == TestError("gate closed"))
+    }
 }

@@ -63,6 +63,7 @@ public final class Session: Sendable {
     ///   - interceptor: Adapts every request after `adapters` and is asked after `retriers`; none by default.
     ///   - observers: Are told how every attempt and request ends, after the observers found among the other parts;
     ///     none by default.
+    ///   - gates: Have the last word on every retry, after the gates found among the other parts; none by default.
     ///   - validator: Validates responses of requests that bring no validator of their own;
     ///     ``Validator/successfulStatusCodes`` (200..<300) by default.
     ///   - deadline: The total time limit of each request, across all its attempts and backoff sleeps; none by
@@ -77,12 +78,13 @@ public final class Session: Sendable {
         retriers: [any RequestRetrier] = [],
         interceptor: (any RequestInterceptor)? = nil,
         observers: [any AttemptObserver] = [],
+        gates: [any RetryGate] = [],
         validator: any ResponseValidator = .successfulStatusCodes,
         deadline: Duration? = nil,
         clock: C = ContinuousClock()
     ) where C.Duration == Duration {
         let interceptor = Self.chain(
-            adapters: adapters, retriers: retriers, interceptor: interceptor, observers: observers)
+            adapters: adapters, retriers: retriers, interceptor: interceptor, observers: observers, gates: gates)
         self.transport = transport
         self.interceptor = interceptor
         self.validator = validator
@@ -101,6 +103,7 @@ public final class Session: Sendable {
     ///   - interceptor: This request's own interceptor, which adapts after `adapters` and is asked to retry after
     ///     `retriers`; none by default.
     ///   - observers: This request's own observers, told after the session's; none by default.
+    ///   - gates: This request's own gates, asked after the session's; none by default.
     ///   - validator: This request's validator, used instead of the session's; the session's by default.
     ///   - deadline: This request's total time limit, used instead of the session's; the session's by default.
     /// - Returns: The response of the first attempt that passed validation.
@@ -112,17 +115,18 @@ public final class Session: Sendable {
         retriers: [any RequestRetrier] = [],
         interceptor: (any RequestInterceptor)? = nil,
         observers: [any AttemptObserver] = [],
+        gates: [any RetryGate] = [],
         validator: (any ResponseValidator)? = nil,
         deadline: Duration? = nil
     ) async throws -> Response {
         var run = run(
             request, label: label, adapters: adapters, retriers: retriers, interceptor: interceptor,
-            observers: observers, validator: validator, deadline: deadline)
+            observers: observers, gates: gates, validator: validator, deadline: deadline)
         return try await run.execute()
     }
 
     /// Sends a request built from a URL, a method, headers and a body; see
-    /// ``send(_:label:adapters:retriers:interceptor:observers:validator:deadline:)``.
+    /// ``send(_:label:adapters:retriers:interceptor:observers:gates:validator:deadline:)``.
     ///
     /// - Parameters:
     ///   - url: The URL to request.
@@ -134,6 +138,7 @@ public final class Session: Sendable {
     ///   - retriers: This request's own retriers, asked after the session's chain; none by default.
     ///   - interceptor: This request's own interceptor, run after `adapters` and `retriers`; none by default.
     ///   - observers: This request's own observers, told after the session's; none by default.
+    ///   - gates: This request's own gates, asked after the session's; none by default.
     ///   - validator: This request's validator, used instead of the session's; the session's by default.
     ///   - deadline: This request's total time limit, used instead of the session's; the session's by default.
     public func send(
@@ -146,12 +151,13 @@ public final class Session: Sendable {
         retriers: [any RequestRetrier] = [],
         interceptor: (any RequestInterceptor)? = nil,
         observers: [any AttemptObserver] = [],
+        gates: [any RetryGate] = [],
         validator: (any ResponseValidator)? = nil,
         deadline: Duration? = nil
     ) async throws -> Response {
         try await send(
             URLRequest(url: url, method: method, headers: headers, body: body), label: label, adapters: adapters,
-            retriers: retriers, interceptor: interceptor, observers: observers, validator: validator,
+            retriers: retriers, interceptor: interceptor, observers: observers, gates: gates, validator: validator,
             deadline: deadline)
     }
 
@@ -160,24 +166,26 @@ public final class Session: Sendable {
     @inline(never)
     private func run(
         _ request: URLRequest, label: String?, adapters: [any RequestAdapter], retriers: [any RequestRetrier],
-        interceptor: (any RequestInterceptor)?, observers: [any AttemptObserver], validator: (any ResponseValidator)?,
-        deadline: Duration?
+        interceptor: (any RequestInterceptor)?, observers: [any AttemptObserver], gates: [any RetryGate],
+        validator: (any ResponseValidator)?, deadline: Duration?
     ) -> RequestRun {
         RequestRun(
             RequestPlan(
                 session: self, originalRequest: request, label: label,
                 requestInterceptor: Self.chain(
-                    adapters: adapters, retriers: retriers, interceptor: interceptor, observers: observers),
+                    adapters: adapters, retriers: retriers, interceptor: interceptor, observers: observers,
+                    gates: gates),
                 validator: validator ?? self.validator, deadline: deadline ?? self.deadline))
     }
 
     /// The parts given as one chain: `interceptor` alone when it is the only part, `nil` when there is none.
     private static func chain(
         adapters: [any RequestAdapter], retriers: [any RequestRetrier], interceptor: (any RequestInterceptor)?,
-        observers: [any AttemptObserver]
+        observers: [any AttemptObserver], gates: [any RetryGate]
     ) -> (any RequestInterceptor)? {
-        if adapters.isEmpty, retriers.isEmpty, observers.isEmpty { return interceptor }
+        if adapters.isEmpty, retriers.isEmpty, observers.isEmpty, gates.isEmpty { return interceptor }
         return Interceptor(
-            adapters: adapters, retriers: retriers, interceptors: interceptor.map { [$0] } ?? [], observers: observers)
+            adapters: adapters, retriers: retriers, interceptors: interceptor.map { [$0] } ?? [], observers: observers,
+            gates: gates)
     }
 }
