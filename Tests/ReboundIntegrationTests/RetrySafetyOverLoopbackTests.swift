@@ -98,4 +98,37 @@ struct RetrySafetyOverLoopbackTests {
             return
         }
     }
+
+    @Test func aStreamBodyIsNeverRetriedHalfAndEndsWithTheOriginalFailure() async throws {
+        let server = try LoopbackServer()
+        defer { server.stop() }
+        server.route("/upload", [.status(503), .status(200)])
+        var request = URLRequest(url: server.url("/upload"), method: .put)
+        request.httpBodyStream = InputStream(data: Data(repeating: 65, count: 1_000))
+        let session = Session(retriers: [RetryPolicy()], clock: ImmediateClock())
+
+        let error = try await #require(throws: ReboundError.self) { try await session.send(request) }
+
+        guard case .retryAborted(let stop as StreamBodyNotReplayable, .unacceptableStatusCode(503)) = error.reason
+        else {
+            Issue.record("reason: \(error.reason)")
+            return
+        }
+        #expect("\(stop)" == "the request's body is a stream, which cannot be replayed")
+        #expect(server.requests("/upload").map(\.body.count) == [1_000])
+    }
+
+    @Test func aBodyStreamAdapterGivesEveryAttemptTheWholeBody() async throws {
+        let server = try LoopbackServer()
+        defer { server.stop() }
+        server.route("/upload", [.status(503), .status(200)])
+        let body = Data((0..<1_000).map { UInt8($0 % 251) })
+        let session = Session(retriers: [RetryPolicy()], clock: ImmediateClock())
+
+        let response = try await session.send(
+            server.url("/upload"), method: .put, adapters: [.bodyStream { InputStream(data: body) }])
+
+        #expect(response.statusCode == 200)
+        #expect(server.requests("/upload").map(\.body) == [body, body])
+    }
 }

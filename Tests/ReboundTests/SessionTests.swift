@@ -598,4 +598,39 @@ struct SessionTests {
         #expect(transport.requestCount == 200)
         #expect(clock.pendingSleepCount == 0)
     }
+
+    // MARK: - Bodies that cannot be replayed
+
+    @Test func aStreamBodyIsNotRetriedAndNothingIsChargedForTheRetry() async throws {
+        let budget = RetryBudget()
+        let transport = ScriptedTransport([.status(503), .status(200)])
+        let session = Session(
+            transport: transport, adapters: [budget], retriers: [retryAnything(limit: 3)], clock: ImmediateClock())
+        var streamed = request(.put)
+        streamed.httpBodyStream = InputStream(data: Data("body".utf8))
+
+        let error = try await #require(throws: ReboundError.self) { try await session.send(streamed) }
+
+        #expect(error.retrierError is StreamBodyNotReplayable)
+        #expect(error.reason.original.description == "unacceptable status code 503")
+        #expect(transport.requestCount == 1)
+        #expect(budget.tokens(for: "api.example.com") == 500)
+    }
+
+    @Test func aRetrierThatHandsOverANewRequestWithAFreshStreamIsFollowed() async throws {
+        let transport = ScriptedTransport([.status(503), .status(200)])
+        let fresh = Retrier { request, _ in
+            guard request.retryCount == 0 else { return .doNotRetry }
+            var next = request.originalRequest
+            next.httpBodyStream = InputStream(data: Data("body".utf8))
+            return .retryWithRequest(next, delay: .zero)
+        }
+        let session = Session(transport: transport, retriers: [fresh], clock: ImmediateClock())
+        var streamed = request(.put)
+        streamed.httpBodyStream = InputStream(data: Data("body".utf8))
+
+        let response = try await session.send(streamed)
+
+        #expect(response.attempts.count == 2)
+    }
 }

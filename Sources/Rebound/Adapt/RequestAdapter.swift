@@ -80,6 +80,17 @@ extension RequestAdapter where Self == Adapter {
         Adapter(handler)
     }
 
+    /// An adapter that gives each attempt a fresh body stream from `makeStream`: a request whose body is a stream
+    /// can be retried only this way, since a stream set on the request itself is consumed by the first attempt.
+    ///
+    /// ```swift
+    /// let upload = Adapter.bodyStream { InputStream(url: fileURL)! }
+    /// let response = try await session.send(request, adapters: [upload])
+    /// ```
+    public static func bodyStream(_ makeStream: @escaping @Sendable () throws -> InputStream) -> Adapter {
+        Adapter(body: .modify { request, _ in request.httpBodyStream = try makeStream() })
+    }
+
     /// An adapter whose closure changes the request in place, without copying it; the closure may `await`.
     ///
     /// ```swift

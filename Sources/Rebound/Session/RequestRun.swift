@@ -249,6 +249,14 @@ struct RequestRun {
             }
             return fail(with: aborted ?? error)
         }
+        // A stream in the request adapters start from was consumed by this attempt: a retry would send it empty or
+        // half. (A stream an adapter sets is made anew for each attempt; one a retrier hands over is taken as fresh.)
+        if result.request == nil, base.httpBodyStream != nil {
+            return fail(
+                with: failure(
+                    .retryAborted(error: StreamBodyNotReplayable(), original: reason), response: error.response,
+                    data: error.data))
+        }
         // Backoff never sleeps past the deadline: a delay that would end after it ends the request now.
         if let deadline = plan.deadline, plan.session.clock.now() + delay - start > deadline {
             return fail(with: deadlineExceeded(after: reason, response: error.response, data: error.data))
