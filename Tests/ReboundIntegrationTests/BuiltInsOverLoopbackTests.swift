@@ -75,7 +75,7 @@ struct BuiltInsOverLoopbackTests {
 
         let logged = lines.withLock { $0 }
         #expect(logged.count == 2)
-        #expect(logged[0].contains("GET http://127.0.0.1:\(server.port)/items?access_token=<redacted>&page=2"))
+        #expect(logged[0].contains("GET http://127.0.0.1:\(server.port)/items?access_token=<redacted>&page=<redacted>"))
         #expect(logged[0].contains("attempt 1 failed with status 503; retry in 500 ms"))
         #expect(logged[1].contains("succeeded with status 200 after 2 attempts"))
         #expect(!logged.joined().contains("abc123"))

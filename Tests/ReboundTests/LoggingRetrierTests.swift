@@ -188,7 +188,7 @@ struct LoggingRetrierTests {
         for secret in secrets { #expect(!everything.contains(secret), "\(secret) leaked") }
         #expect(
             event.url
-                == "https://me:<redacted>@api.example.com/items?token=<redacted>&page=2&API_KEY=<redacted>&Signature=<redacted>#access_token=<redacted>"
+                == "https://<redacted>@api.example.com/items?token=<redacted>&page=<redacted>&API_KEY=<redacted>&Signature=<redacted>#access_token=<redacted>"
         )
         #expect(event.requestHeaders.first { $0.name == "X-Request-Id" }?.value == "42")
         #expect(event.message.contains("Authorization: <redacted>, Cookie: <redacted>"))

@@ -72,7 +72,9 @@ struct ReboundErrorTests {
         let error = ReboundError(
             reason: reason, originalRequest: secret, attempts: Self.attempts(last: reason.original))
 
-        #expect(error.description == "GET https://api.example.com/items?access_token=<redacted>&page=2: " + expected)
+        #expect(
+            error.description == "GET https://api.example.com/items?access_token=<redacted>&page=<redacted>: "
+                + expected)
         #expect(error.localizedDescription == error.description)
         #expect(!error.description.contains("\n"))
     }

@@ -19,26 +19,36 @@ struct RedactionTests {
     }
 
     @Test(arguments: [
+        ("https://a.example/p?token=1&page=2", "https://a.example/p?token=<redacted>&page=<redacted>"),
+        ("https://a.example/p?password", "https://a.example/p?password"),
+        ("https://a.example/p?secret=&x=%20y", "https://a.example/p?secret=<redacted>&x=<redacted>"),
+        ("https://u:p@a.example:8080/p", "https://<redacted>@a.example:8080/p"),
+        ("https://u:@a.example/p", "https://<redacted>@a.example/p"),
+        ("https://user@a.example:8443/a%20b/c;v=1", "https://<redacted>@a.example:8443/a%20b/c;v=1"),
+        ("https://a.example/p#id_token=abc&state=1", "https://a.example/p#id_token=<redacted>&state=<redacted>"),
+        ("https://a.example", "https://a.example"),
+        // Nothing to hide: shown as the URL's own text.
+        ("http://127.0.0.1:41234/ok;v=1", "http://127.0.0.1:41234/ok;v=1"),
+        ("https://a.example/p?", "https://a.example/p?"),
+        ("https://a.example/p#", "https://a.example/p#"),
+    ])
+    func hidesEveryQueryValueAndTheUserInfoByDefault(url: String, expected: String) {
+        #expect(Redaction.default.string(for: URL(string: url)) == expected)
+    }
+
+    @Test(arguments: [
         ("https://a.example/p?token=1&page=2", "https://a.example/p?token=<redacted>&page=2"),
         (
             "https://a.example/p?Access_Token=1&sig=2&keys=3",
             "https://a.example/p?Access_Token=<redacted>&sig=<redacted>&keys=3"
         ),
-        ("https://a.example/p?password", "https://a.example/p?password"),
         ("https://a.example/p?secret=&x=%20y", "https://a.example/p?secret=<redacted>&x=%20y"),
         ("https://a.example/p?%6Bey=1", "https://a.example/p?%6Bey=<redacted>"),
-        ("https://u:p@a.example:8080/p", "https://u:<redacted>@a.example:8080/p"),
         ("https://a.example/p#id_token=abc&state=1", "https://a.example/p#id_token=<redacted>&state=1"),
-        ("https://a.example", "https://a.example"),
-        // Nothing to hide: shown as the URL's own text.
-        ("https://user@a.example:8443/a%20b/c;v=1", "https://user@a.example:8443/a%20b/c;v=1"),
-        ("http://127.0.0.1:41234/ok", "http://127.0.0.1:41234/ok"),
-        ("https://u:@a.example/p", "https://u:<redacted>@a.example/p"),
-        ("https://a.example/p?", "https://a.example/p?"),
-        ("https://a.example/p#", "https://a.example/p#"),
+        ("https://u:p@a.example:8080/p?page=2", "https://<redacted>@a.example:8080/p?page=2"),
     ])
-    func hidesSecretQueryItemsAndPasswords(url: String, expected: String) {
-        #expect(Redaction.default.string(for: URL(string: url)) == expected)
+    func hidesOnlyNamedQueryItemsWhenAskedTo(url: String, expected: String) {
+        #expect(Redaction(hidesAllQueryValues: false).string(for: URL(string: url)) == expected)
     }
 
     @Test(arguments: ["X-My-Secret-Id", "x-apikey", "Refresh_TOKEN", "X-Api_Key-2", "Password"])
@@ -58,7 +68,9 @@ struct RedactionTests {
             redaction.string(for: URL(string: "https://a.example/?session=1"))
                 == "https://a.example/?session=<redacted>")
 
-        let custom = Redaction(headerNames: ["x-a"], headerNameFragments: [], queryItemNames: ["q"], placeholder: "***")
+        let custom = Redaction(
+            headerNames: ["x-a"], headerNameFragments: [], queryItemNames: ["q"], hidesAllQueryValues: false,
+            placeholder: "***")
         #expect(!custom.isSecret(header: "Authorization"))
         #expect(custom.string(for: URL(string: "https://a.example/?q=1&token=2")) == "https://a.example/?q=***&token=2")
         #expect(Redaction.none.string(for: URL(string: "https://a.example/?token=2")) == "https://a.example/?token=2")

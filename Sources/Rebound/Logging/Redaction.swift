@@ -3,8 +3,9 @@ import Foundation
 /// Which header fields and query items count as secrets, and how a URL or a header looks once they are hidden.
 ///
 /// Matching ignores case. A header is secret when its name is in ``headerNames`` or contains one of
-/// ``headerNameFragments``; a query item is secret when its name is in ``queryItemNames``. A URL's password is
-/// always hidden. Secrets are replaced by ``placeholder``.
+/// ``headerNameFragments``. By default every query item's value is hidden (``hidesAllQueryValues``); otherwise a query
+/// item is secret when its name is in ``queryItemNames``. A URL's user-info (`user:password@`) is always hidden.
+/// Secrets are replaced by ``placeholder``.
 public struct Redaction: Sendable {
     /// The default ``headerNames``: `Authorization`, `Proxy-Authorization`, `Cookie`, `Set-Cookie`, `X-API-Key`,
     /// `API-Key`, `X-Auth-Token`.
@@ -23,16 +24,21 @@ public struct Redaction: Sendable {
     ]
     /// The default redaction.
     public static let `default` = Redaction()
-    /// A redaction that hides nothing but a URL's password; for tests and trusted local logs only.
-    public static let none = Redaction(headerNames: [], headerNameFragments: [], queryItemNames: [])
+    /// A redaction that hides nothing but a URL's user-info; for tests and trusted local logs only.
+    public static let none = Redaction(
+        headerNames: [], headerNameFragments: [], queryItemNames: [], hidesAllQueryValues: false)
 
     /// Header names whose values are hidden, in lower case; ``defaultHeaderNames`` by default.
     public let headerNames: Set<String>
     /// Fragments that make any header name containing them secret, in lower case; ``defaultHeaderNameFragments``
     /// by default.
     public let headerNameFragments: [String]
-    /// Query item names whose values are hidden, in lower case; ``defaultQueryItemNames`` by default.
+    /// Query item names whose values are hidden when ``hidesAllQueryValues`` is `false`, in lower case;
+    /// ``defaultQueryItemNames`` by default.
     public let queryItemNames: Set<String>
+    /// Whether the value of every query item is hidden, whatever its name; `true` by default, so that no query value
+    /// reaches a log line or an error's description.
+    public let hidesAllQueryValues: Bool
     /// What a secret value is replaced with; `<redacted>` by default.
     public let placeholder: String
 
@@ -41,15 +47,19 @@ public struct Redaction: Sendable {
     /// - Parameters:
     ///   - headerNames: Header names whose values are hidden; ``defaultHeaderNames`` by default.
     ///   - headerNameFragments: Fragments that make a header name secret; ``defaultHeaderNameFragments`` by default.
-    ///   - queryItemNames: Query item names whose values are hidden; ``defaultQueryItemNames`` by default.
+    ///   - queryItemNames: Query item names whose values are hidden when not all are; ``defaultQueryItemNames`` by
+    ///     default.
+    ///   - hidesAllQueryValues: Whether every query item's value is hidden; `true` by default.
     ///   - placeholder: What a secret value is replaced with; `<redacted>` by default.
     public init(
         headerNames: Set<String> = defaultHeaderNames, headerNameFragments: [String] = defaultHeaderNameFragments,
-        queryItemNames: Set<String> = defaultQueryItemNames, placeholder: String = "<redacted>"
+        queryItemNames: Set<String> = defaultQueryItemNames, hidesAllQueryValues: Bool = true,
+        placeholder: String = "<redacted>"
     ) {
         self.headerNames = Set(headerNames.map { $0.lowercased() })
         self.headerNameFragments = headerNameFragments.map { $0.lowercased() }
         self.queryItemNames = Set(queryItemNames.map { $0.lowercased() })
+        self.hidesAllQueryValues = hidesAllQueryValues
         self.placeholder = placeholder
     }
 
@@ -57,7 +67,8 @@ public struct Redaction: Sendable {
     public func hiding(headers: Set<String> = [], queryItems: Set<String> = []) -> Redaction {
         Redaction(
             headerNames: headerNames.union(headers), headerNameFragments: headerNameFragments,
-            queryItemNames: queryItemNames.union(queryItems), placeholder: placeholder)
+            queryItemNames: queryItemNames.union(queryItems), hidesAllQueryValues: hidesAllQueryValues,
+            placeholder: placeholder)
     }
 
     /// Whether a header with this name holds a secret.
@@ -91,14 +102,14 @@ public struct Redaction: Sendable {
         isSecret(header: name) ? placeholder : value
     }
 
-    /// The URL as text with the values of secret query items (in the query and in the fragment) and any password
-    /// replaced by the placeholder.
+    /// The URL as text with the values of secret query items (in the query and in the fragment; every one by default)
+    /// and any user-info replaced by the placeholder.
     ///
     /// A URL that cannot be taken apart is shown without its query and fragment, so that nothing secret can leak.
     public func string(for url: URL?) -> String {
         guard let url else { return "(no URL)" }
-        // Nothing to hide without a query, a fragment or a password: skip taking the URL apart.
-        if url.query == nil, url.fragment == nil, url.password == nil { return url.absoluteString }
+        // Nothing to hide without a query, a fragment or user-info: skip taking the URL apart.
+        if url.query == nil, url.fragment == nil, url.user == nil, url.password == nil { return url.absoluteString }
         guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else {
             let text = url.absoluteString
             return String(text.prefix { $0 != "?" && $0 != "#" })
@@ -107,11 +118,14 @@ public struct Redaction: Sendable {
         let fragment = components.percentEncodedFragment
         components.percentEncodedQuery = nil
         components.percentEncodedFragment = nil
-        // The placeholder's characters may not be allowed in a URL: mark the password with safe ones, then swap.
-        let marker = "rebound-redacted-password"
-        if components.percentEncodedPassword != nil { components.percentEncodedPassword = marker }
+        // The placeholder's characters may not be allowed in a URL: mark the user-info with safe ones, then swap.
+        let marker = "rebound-redacted-user-info"
+        if components.percentEncodedUser != nil || components.percentEncodedPassword != nil {
+            components.percentEncodedPassword = nil
+            components.percentEncodedUser = marker
+        }
         guard var text = components.string else { return "(unprintable URL)" }
-        text = text.replacingOccurrences(of: ":\(marker)@", with: ":\(placeholder)@")
+        text = text.replacingOccurrences(of: "//\(marker)@", with: "//\(placeholder)@")
         if let query { text += "?" + redacted(items: query) }
         if let fragment { text += "#" + redacted(items: fragment) }
         return text
@@ -122,6 +136,7 @@ public struct Redaction: Sendable {
         items.split(separator: "&", omittingEmptySubsequences: false).map { item -> String in
             guard let equals = item.firstIndex(of: "=") else { return String(item) }
             let name = String(item[..<equals])
+            guard !hidesAllQueryValues else { return name + "=" + placeholder }
             let decoded = (name.removingPercentEncoding ?? name).lowercased()
             return queryItemNames.contains(decoded) ? name + "=" + placeholder : String(item)
         }.joined(separator: "&")

@@ -49,7 +49,7 @@ public struct RetryLogEvent: Sendable {
     public let attempt: Int
     /// The HTTP method.
     public let method: String
-    /// The URL, with secret query items and any password redacted.
+    /// The URL, with its query values and any user-info redacted (as the logger's ``LoggingRetrier/redaction`` says).
     public let url: String
     /// The request's header fields, secrets redacted, sorted by name.
     public let requestHeaders: [(name: String, value: String)]
