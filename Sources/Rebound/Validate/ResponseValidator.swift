@@ -40,13 +40,6 @@ extension ResponseValidator {
     /// Why this validator rejects the response, as the session reports it; `nil` when it accepts it.
     func reason(for response: HTTPURLResponse, data: Data, context: RequestContext) -> ReboundError.Reason? {
         if let validator = self as? Validator { return validator.check(response, data, context) }
-        do {
-            try validate(response, data: data, context: context)
-            return nil
-        } catch let error as UnacceptableStatusCode {
-            return .unacceptableStatusCode(error.statusCode)
-        } catch {
-            return .validationFailed(error: error)
-        }
+        return Validator.reason(of: { try validate(response, data: data, context: context) })
     }
 }

@@ -28,15 +28,20 @@ public struct Validator: ResponseValidator {
     /// The error thrown is kept as ``ReboundError/Reason/validationFailed(error:)`` (or, if it is an
     /// ``UnacceptableStatusCode``, as ``ReboundError/Reason/unacceptableStatusCode(_:)``).
     public init(_ validate: @escaping @Sendable (HTTPURLResponse, Data, RequestContext) throws -> Void) {
-        self.init { response, data, context in
-            do {
-                try validate(response, data, context)
-                return nil
-            } catch let error as UnacceptableStatusCode {
-                return .unacceptableStatusCode(error.statusCode)
-            } catch {
-                return .validationFailed(error: error)
-            }
+        self.init { response, data, context in Self.reason(of: { try validate(response, data, context) }) }
+    }
+
+    /// Why `validation` rejects a response, as the session reports it: an ``UnacceptableStatusCode`` as
+    /// ``ReboundError/Reason/unacceptableStatusCode(_:)``, any other error as
+    /// ``ReboundError/Reason/validationFailed(error:)``; `nil` when it returns.
+    static func reason(of validation: () throws -> Void) -> ReboundError.Reason? {
+        do {
+            try validation()
+            return nil
+        } catch let error as UnacceptableStatusCode {
+            return .unacceptableStatusCode(error.statusCode)
+        } catch {
+            return .validationFailed(error: error)
         }
     }
 
