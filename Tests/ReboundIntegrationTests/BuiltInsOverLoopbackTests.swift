@@ -133,6 +133,29 @@ struct BuiltInsOverLoopbackTests {
         #expect(server.hits("/me") == 100)
     }
 
+    @Test func aBasicChallengeLeadsToARefreshAndASuccessfulRetry() async throws {
+        // Given a server that challenges with Basic, which hangs plain URLSession on Linux with Swift 6.3.1.
+        let server = try LoopbackServer()
+        defer { server.stop() }
+        server.route("/me") { request, _ in
+            request.value(forHeader: "Authorization") == "Bearer 2"
+                ? .status(200, body: "me")
+                : .status(401, headers: ["WWW-Authenticate": "Basic realm=\"api\""], body: "expired")
+        }
+        let authenticator = Bearer()
+        let session = Session(
+            interceptor: AuthenticationInterceptor(authenticator: authenticator, credential: Token(value: 1)))
+
+        // When a request meets it with the default transport.
+        let response = try await session.send(server.url("/me"))
+
+        // Then the 401 reaches the interceptor, which refreshes once, and the retry succeeds.
+        #expect(response.attempts.map(\.statusCode) == [401, 200])
+        #expect(String(decoding: response.data, as: UTF8.self) == "me")
+        #expect(authenticator.refreshes.withLock { $0 } == 1)
+        #expect(server.requests("/me").map { $0.value(forHeader: "Authorization") } == ["Bearer 1", "Bearer 2"])
+    }
+
     @Test func theCredentialNeverReachesAnotherHost() async throws {
         let server = try LoopbackServer()
         defer { server.stop() }

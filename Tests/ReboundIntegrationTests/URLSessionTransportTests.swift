@@ -7,26 +7,53 @@ import Testing
     import FoundationNetworking
 #endif
 
+/// The two ways to make the transport: with a session of its own, or with one the caller brings.
+enum TransportKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case ownSession
+    case callersSession
+
+    var testDescription: String { rawValue }
+
+    /// Whether the body of a 3xx, or of a 401 whose challenge the transport cancelled, reaches the caller: on Linux,
+    /// swift-corelibs-foundation drops it for a task with a completion handler, which a caller's session needs.
+    var keepsBodyOfUnfollowedResponses: Bool {
+        #if canImport(FoundationNetworking)
+            self == .ownSession
+        #else
+            true
+        #endif
+    }
+
+    func make() -> URLSessionTransport {
+        switch self {
+        case .ownSession: URLSessionTransport()
+        case .callersSession: URLSessionTransport(session: URLSession(configuration: .ephemeral))
+        }
+    }
+}
+
 @Suite("URLSessionTransport", .timeLimit(.minutes(1)))
 struct URLSessionTransportTests {
-    @Test func returnsAnyStatusWithItsBodyAndHeaders() async throws {
+    @Test(arguments: TransportKind.allCases)
+    func returnsAnyStatusWithItsBodyAndHeaders(_ kind: TransportKind) async throws {
         let server = try LoopbackServer()
         defer { server.stop() }
         server.route("/teapot", [.status(418, headers: ["X-Kind": "teapot"], body: "short and stout")])
 
-        let (data, response) = try await URLSessionTransport().send(URLRequest(url: server.url("/teapot")))
+        let (data, response) = try await kind.make().send(URLRequest(url: server.url("/teapot")))
 
         #expect(response.statusCode == 418)
         #expect(response.value(forHTTPHeaderField: "X-Kind") == "teapot")
         #expect(String(decoding: data, as: UTF8.self) == "short and stout")
     }
 
-    @Test func sendsMethodHeadersAndBody() async throws {
+    @Test(arguments: TransportKind.allCases)
+    func sendsMethodHeadersAndBody(_ kind: TransportKind) async throws {
         let server = try LoopbackServer()
         defer { server.stop() }
         server.route("/echo", [.status(204)])
 
-        _ = try await URLSessionTransport().send(
+        _ = try await kind.make().send(
             URLRequest(url: server.url("/echo"), method: .patch, headers: ["X-A": "1"], body: Data("patch".utf8)))
 
         let received = try #require(server.requests("/echo").first)
@@ -35,45 +62,160 @@ struct URLSessionTransportTests {
         #expect(received.body == Data("patch".utf8))
     }
 
-    @Test func alreadyCancelledTaskSendsNothing() async throws {
+    @Test(arguments: TransportKind.allCases, [301, 302, 303, 307, 308])
+    func returnsARedirectAsIsWithoutFollowingIt(_ kind: TransportKind, status: Int) async throws {
+        let server = try LoopbackServer()
+        defer { server.stop() }
+        let target = server.url("/to")
+        server.route("/from", [.status(status, headers: ["Location": target.absoluteString], body: "moved")])
+        server.route("/to", [.status(200, body: "arrived")])
+
+        let (data, response) = try await kind.make().send(
+            URLRequest(url: server.url("/from"), method: .post, body: Data("form".utf8)))
+
+        #expect(response.statusCode == status)
+        #expect(response.value(forHTTPHeaderField: "Location") == target.absoluteString)
+        #expect(response.url == server.url("/from"))
+        #expect(String(decoding: data, as: UTF8.self) == (kind.keepsBodyOfUnfollowedResponses ? "moved" : ""))
+        #expect(server.hits("/from") == 1)
+        #expect(server.hits("/to") == 0)
+    }
+
+    @Test(arguments: [
+        "Basic realm=\"api\"", "Digest realm=\"api\", nonce=\"abc\", qop=\"auth\"", "Bearer", "Negotiate",
+    ])
+    func aChallengeArrivesAsA401WithItsBody(_ challenge: String) async throws {
+        let server = try LoopbackServer()
+        defer { server.stop() }
+        server.route("/me", [.status(401, headers: ["WWW-Authenticate": challenge], body: "sign in first")])
+
+        let (data, response) = try await URLSessionTransport().send(URLRequest(url: server.url("/me")))
+
+        #expect(response.statusCode == 401)
+        #expect(response.value(forHTTPHeaderField: "WWW-Authenticate") == challenge)
+        #expect(String(decoding: data, as: UTF8.self) == "sign in first")
+        #expect(server.hits("/me") == 1)
+    }
+
+    @Test(arguments: [
+        "Basic realm=\"api\"", "Digest realm=\"api\", nonce=\"abc\", qop=\"auth\"", "Bearer", "Negotiate",
+    ])
+    func aChallengeThroughTheCallersSessionArrivesAsA401(_ challenge: String) async throws {
+        let server = try LoopbackServer()
+        defer { server.stop() }
+        server.route("/me", [.status(401, headers: ["WWW-Authenticate": challenge], body: "sign in first")])
+
+        let (data, response) = try await TransportKind.callersSession.make().send(URLRequest(url: server.url("/me")))
+
+        #expect(response.statusCode == 401)
+        #expect(response.value(forHTTPHeaderField: "WWW-Authenticate") == challenge)
+        // The body, or on Linux none when the challenge was cancelled (Basic): never a part of it.
+        let body = String(decoding: data, as: UTF8.self)
+        #expect(body == "sign in first" || (!TransportKind.callersSession.keepsBodyOfUnfollowedResponses && body == ""))
+        #expect(server.hits("/me") == 1)
+    }
+
+    @Test(arguments: TransportKind.allCases)
+    func alreadyCancelledTaskSendsNothing(_ kind: TransportKind) async throws {
         let server = try LoopbackServer()
         defer { server.stop() }
         server.route("/a", [.status(200)])
         let url = server.url("/a")
+        let transport = kind.make()
 
         let task = Task {
             withUnsafeCurrentTask { $0?.cancel() }
-            return try await URLSessionTransport().send(URLRequest(url: url))
+            return try await transport.send(URLRequest(url: url))
         }
 
         await #expect(throws: CancellationError.self) { try await task.value }
         // Prove the server is still answering, then that the cancelled request never reached it.
-        _ = try await URLSessionTransport().send(URLRequest(url: url))
+        _ = try await transport.send(URLRequest(url: url))
         #expect(server.hits("/a") == 1)
     }
 
-    @Test func cancellingDuringTheSendEndsItWithCancellation() async throws {
+    @Test(arguments: TransportKind.allCases)
+    func cancellingDuringTheSendEndsItWithCancellation(_ kind: TransportKind) async throws {
         let server = try LoopbackServer()
         defer { server.stop() }
         server.route("/slow", [.status(200).delayed(by: .seconds(30))])
         let url = server.url("/slow")
+        let transport = kind.make()
 
-        let task = Task { try await URLSessionTransport().send(URLRequest(url: url)) }
+        let task = Task { try await transport.send(URLRequest(url: url)) }
         try await server.waitForRequests(1)
         task.cancel()
 
         await #expect(throws: CancellationError.self) { try await task.value }
     }
 
-    @Test func refusedConnectionIsCannotConnectToHost() async throws {
+    @Test(arguments: TransportKind.allCases)
+    func everyOneOfManyConcurrentSendsEndsOnceAmidCancellations(_ kind: TransportKind) async throws {
+        let server = try LoopbackServer()
+        defer { server.stop() }
+        server.route("/fast", [.status(200, body: "ok")])
+        server.route("/slow", [.status(200, body: "ok").delayed(by: .seconds(30))])
+        let transport = kind.make()
+        var generator = SystemRandomNumberGenerator()
+
+        // Given 500 sends: a third never cancelled, a third cancelled at once, a third cancelled after a random
+        // number of yields (before, during or after their send); the cancelled ones go to a route that stalls.
+        let tasks = (0..<500).map { index in
+            let url = index % 3 == 0 ? server.url("/fast") : server.url("/slow")
+            let task = Task { try await transport.send(URLRequest(url: url)) }
+            return (index, task, Int.random(in: 0..<50, using: &generator))
+        }
+        await withTaskGroup(of: Void.self) { group in
+            for (index, task, yields) in tasks where index % 3 != 0 {
+                group.addTask {
+                    if index % 3 == 2 { for _ in 0..<yields { await Task.yield() } }
+                    task.cancel()
+                }
+            }
+        }
+
+        // Then each ends exactly once: the uncancelled with their 200, every other with CancellationError.
+        var succeeded = 0
+        var cancelled = 0
+        for (index, task, _) in tasks {
+            do {
+                let (data, response) = try await task.value
+                #expect(index % 3 == 0 && response.statusCode == 200 && data == Data("ok".utf8))
+                succeeded += 1
+            } catch is CancellationError {
+                #expect(index % 3 != 0)
+                cancelled += 1
+            }
+        }
+        #expect(succeeded == 167)
+        #expect(cancelled == 333)
+    }
+
+    @Test(arguments: TransportKind.allCases)
+    func refusedConnectionIsCannotConnectToHost(_ kind: TransportKind) async throws {
         let down = try RefusedPort()
         defer { down.close() }
 
         await #expect {
-            try await URLSessionTransport(session: URLSession(configuration: .ephemeral)).send(
-                URLRequest(url: down.url()))
+            try await kind.make().send(URLRequest(url: down.url()))
         } throws: { error in
             (error as? URLError)?.code == .cannotConnectToHost
         }
+    }
+
+    @Test func releasingTheTransportInvalidatesItsSession() async throws {
+        let server = try LoopbackServer()
+        defer { server.stop() }
+        server.route("/a", [.status(200)])
+        weak var released: URLSession?
+
+        do {
+            let transport = URLSessionTransport()
+            released = transport.session
+            _ = try await transport.send(URLRequest(url: server.url("/a")))
+        }
+
+        for _ in 0..<500 where released != nil { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(released == nil)
     }
 }

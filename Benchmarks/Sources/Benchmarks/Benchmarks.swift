@@ -34,7 +34,7 @@ struct Benchmarks {
         #if DEBUG
             print("warning: a debug build; run with -c release for figures worth reading")
         #endif
-        // `--only 2,3` runs just those sections (1 to 5), for profiling.
+        // `--only 2,3` runs just those sections (1 to 6), for profiling.
         var only: Set<Int>? = nil
         if let index = arguments.firstIndex(of: "--only"), index + 1 < arguments.count {
             only = Set(arguments[index + 1].split(separator: ",").compactMap { Int($0) })
@@ -67,6 +67,9 @@ struct Benchmarks {
         }
         if wanted(3) {
             try await add(retryPath(base: server.url, rounds: networkRounds, count: quick ? 64 : 192))
+        }
+        if wanted(6) {
+            try await add(transportCost(base: server.url, rounds: networkRounds, count: quick ? 128 : 256))
         }
         let fastestClient =
             sections.flatMap { $0.title.hasPrefix("2.") || $0.title.hasPrefix("3.") ? $0.rows : [] }

@@ -10,7 +10,14 @@ import Foundation
 /// `ScriptedTransport` from `ReboundTesting` in tests. A transport answers with whatever status the server sent
 /// (validation is the session's job) and throws when no HTTP response arrived, preferably a `URLError` so that
 /// retry policies recognise it. It must end promptly with `CancellationError` when the calling task is cancelled.
+///
+/// A transport sends exactly the request it is given, once, and answers nothing on the caller's behalf:
+/// - A redirect (3xx) is returned as is, with its `Location` header and its body, and never followed: the session
+///   follows redirects, so that it can strip credentials on the way to another origin and run its adapters for each
+///   hop.
+/// - An authentication challenge (a 401 with `WWW-Authenticate`) is returned as the 401, with its body, within the
+///   round trip: credentials are the interceptors' job (``AuthenticationInterceptor``).
 public protocol HTTPTransport: Sendable {
-    /// Sends `request` once and returns the response body and the HTTP response.
+    /// Sends `request` once and returns the response body and the HTTP response; a 3xx is returned, not followed.
     func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse)
 }

@@ -1,0 +1,87 @@
+import Foundation
+import Rebound
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The transport as it was before it refused redirects itself: `URLSession.data(for:)` on a session without a
+/// delegate, whose completion runs inline, without a hop through the session's delegate queue.
+struct DataForTransport: HTTPTransport {
+    let session: URLSession
+
+    func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        try Task.checkCancellation()
+        let data: Data
+        let response: URLResponse
+        do {
+            (data, response) = try await session.data(for: request)
+        } catch {
+            if Task.isCancelled { throw CancellationError() }
+            throw error
+        }
+        if Task.isCancelled { throw CancellationError() }
+        guard let httpResponse = response as? HTTPURLResponse else { throw URLError(.badServerResponse) }
+        return (data, httpResponse)
+    }
+}
+
+/// Section 6: `URLSessionTransport` (its own delegate session, and a caller's session with a task delegate) against
+/// the former `data(for:)` transport, each called directly, one at a time and 64 in flight.
+func transportCost(base: URL, rounds: Int, count: Int) async throws -> Section {
+    let url = base.appendingPathComponent("ok")
+    let formerName = "former transport: URLSession.data(for:)"
+    let transports: [(name: String, transport: any HTTPTransport)] = [
+        (formerName, DataForTransport(session: URLSession(configuration: .default))),
+        ("URLSessionTransport(), its own delegate session", URLSessionTransport()),
+        (
+            "URLSessionTransport(session:), a task delegate",
+            URLSessionTransport(session: URLSession(configuration: .default))
+        ),
+    ]
+    let request = URLRequest(url: url)
+    let operations = transports.map { name, transport in
+        (
+            name,
+            { @Sendable () async throws -> Void in
+                let (_, response) = try await transport.send(request)
+                guard response.statusCode == 200 else { throw BenchmarkError("\(name): \(response.statusCode)") }
+            }
+        )
+    }
+    for (_, operation) in operations { try await concurrently(256, inFlight: 64, operation) }
+
+    var rows: [Row] = []
+    var ratios: [Double] = []
+    for inFlight in [1, 64] {
+        let samples = try await interleaved(
+            rounds: rounds, count: count,
+            operations.map { name, operation in
+                Contender(name: name) { count in
+                    try await measure(count: count) { try await concurrently(count, inFlight: inFlight, operation) }
+                }
+            })
+        let former = samples[formerName]!
+        for (name, _) in operations {
+            let these = samples[name]!
+            let roundRatios = zip(former, these).map { $1.operationsPerSecond / $0.operationsPerSecond }
+            let isFormer = name == formerName
+            if name.hasPrefix("URLSessionTransport()") { ratios.append(median(roundRatios)) }
+            rows.append(
+                Row(
+                    name: "\(name), \(inFlight) in flight",
+                    figures: [
+                        "requests/s": these.medianRate, "client CPU µs/req": these.medianCPU / 1_000,
+                        "ratio": isFormer ? .nan : median(roundRatios),
+                        "ratio p25": isFormer ? .nan : percentile(roundRatios, 25),
+                        "ratio p75": isFormer ? .nan : percentile(roundRatios, 75),
+                    ]))
+        }
+    }
+    return Section(
+        title: "6. Transport: URLSessionTransport against the former URLSession.data(for:) transport",
+        target: "requests per second of URLSessionTransport() / data(for:) ≥ 0.95",
+        met: ratios.allSatisfy { $0 >= 0.95 },
+        note: "each transport called directly, over loopback; the server runs in a child process",
+        columns: ["requests/s", "client CPU µs/req", "ratio", "ratio p25", "ratio p75"], rows: rows)
+}
