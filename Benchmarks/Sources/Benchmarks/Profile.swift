@@ -28,14 +28,22 @@ private func request(to url: URL, for contender: String) -> URLRequest {
 /// for a profiler or for `taskset`. Prints requests per second and the client's CPU time per request.
 ///
 /// Contenders: `plain` (URLSession), `spinN` (URLSession, then N µs of busy work per request), `session` (no
-/// interceptor), `adapters`, `breaker`, `logging`, `policy`, `realistic` (section 2's chain).
+/// interceptor), `adapters`, `breaker`, `logging`, `policy`, `realistic` (section 2's chain); `former` and `own`, a
+/// bare session on the former `data(for:)` transport and on `URLSessionTransport()` (section 6).
 func profile(_ contender: String, count: Int) async throws {
     let server = try ServerProcess.start()
     defer { ServerProcess.stop(server) }
     let url = server.url.appendingPathComponent("ok")
     let urlSession = URLSession(configuration: .default)
-    let session = Session(
-        transport: URLSessionTransport(session: urlSession), interceptor: interceptor(named: contender))
+    // `former`: a bare Session on the former data(for:) transport; `own`: on URLSessionTransport() and its own
+    // delegate session; every other contender on URLSessionTransport(session:).
+    let transport: any HTTPTransport =
+        switch contender {
+        case "former": DataForTransport(session: urlSession)
+        case "own": URLSessionTransport()
+        default: URLSessionTransport(session: urlSession)
+        }
+    let session = Session(transport: transport, interceptor: interceptor(named: contender))
     let spin = contender.hasPrefix("spin") ? Duration.microseconds(Int(contender.dropFirst(4)) ?? 0) : nil
     // `memory`: URLSession, then a bare Session's work on an in-memory transport: the session's code run cold.
     let memory = Session(transport: try await CannedTransport(answeringLike: URLRequest(url: url)))
