@@ -112,9 +112,11 @@ private final class OwnedSession: Sendable {
         self.delegate = delegate
         // A serial queue, so that one task's callbacks arrive in order, on a dispatch queue of its own: on Linux
         // that makes each callback's hop cheaper than the session's default queue does (Docs/Performance.md, 6).
+        // `underlyingQueue` is `unowned(unsafe)`: the delegate keeps the dispatch queue alive, and the session keeps
+        // the delegate until its invalidation has been delivered on that queue.
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = 1
-        queue.underlyingQueue = DispatchQueue(label: "URLSessionTransport")
+        queue.underlyingQueue = delegate.queue
         session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: queue)
     }
 
@@ -157,6 +159,9 @@ private final class TransportDelegate: NSObject, URLSessionDataDelegate, Sendabl
     }
 
     private let exchanges = Locked([Int: Exchange]())
+
+    /// The dispatch queue under the session's delegate queue, owned here (see `OwnedSession.init`).
+    let queue = DispatchQueue(label: "URLSessionTransport")
 
     /// Starts tracking the task `id`, before it is resumed or can be cancelled.
     func open(_ id: Int) {
