@@ -203,6 +203,18 @@ struct URLSessionTransportTests {
         }
     }
 
+    @Test func itsOwnSessionIsMadeWithTheGivenConfiguration() async throws {
+        let server = try LoopbackServer()
+        defer { server.stop() }
+        server.route("/a", [.status(200)])
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpAdditionalHeaders = ["X-Configured": "yes"]
+
+        _ = try await URLSessionTransport(configuration: configuration).send(URLRequest(url: server.url("/a")))
+
+        #expect(server.requests("/a").first?.value(forHeader: "X-Configured") == "yes")
+    }
+
     @Test func releasingTheTransportInvalidatesItsSession() async throws {
         let server = try LoopbackServer()
         defer { server.stop() }
