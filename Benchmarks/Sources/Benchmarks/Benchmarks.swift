@@ -34,7 +34,7 @@ struct Benchmarks {
         #if DEBUG
             print("warning: a debug build; run with -c release for figures worth reading")
         #endif
-        // `--only 2,3` runs just those sections (1 to 6), for profiling.
+        // `--only 2,3` runs just those sections (1 to 7), for profiling.
         var only: Set<Int>? = nil
         if let index = arguments.firstIndex(of: "--only"), index + 1 < arguments.count {
             only = Set(arguments[index + 1].split(separator: ",").compactMap { Int($0) })
@@ -87,6 +87,7 @@ struct Benchmarks {
 
         if wanted(4) { try await add(scale()) }
         if wanted(5) { try await add(sleepAccuracy(samplesPerDelay: quick ? 30 : 100)) }
+        if wanted(7) { try await add(soak(base: server.url, count: quick ? 20_000 : 100_000)) }
 
         let formatter = ISO8601DateFormatter()
         let report = Report(

@@ -60,4 +60,10 @@ public struct RequestContext: Sendable {
     public func admitRetries(through gate: some RetryGate & AnyObject) {
         roles?.add(gate: gate)
     }
+
+    /// Secures every redirect hop of the request from now on with `scope`: a hop to another origin drops its
+    /// credential's headers, and a hop to one of its hosts gets the credential.
+    func secureRedirects(with scope: some CredentialScope) {
+        roles?.add(scope: scope)
+    }
 }

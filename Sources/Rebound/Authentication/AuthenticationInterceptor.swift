@@ -9,7 +9,8 @@ import Foundation
 ///
 /// **Adapting.** A request to one of ``hosts`` gets the credential (through the authenticator's
 /// ``Authenticator/apply(_:to:)``); if the credential says it ``AuthenticationCredential/requiresRefresh``, it is
-/// refreshed first. A request to any other host is passed on untouched: the credential never leaves its hosts. With
+/// refreshed first. A request to any other host is passed on untouched: the credential never leaves its hosts, redirects
+/// included (a hop that leaves them drops the credential's headers; a hop to one of them gets the credential). With
 /// no hosts given, the credential belongs to the host (and port) of the first request the interceptor adapts.
 ///
 /// **Retrying.** When an attempt fails because of its credential (401 by default, see
@@ -107,6 +108,8 @@ public final class AuthenticationInterceptor<A: Authenticator>: RequestIntercept
             return (state.credential, state.generation)
         }
         guard let (found, generation) = current else { return request }
+        // Redirect hops of this request drop the credential when they leave its hosts and get it when they reach one.
+        context.secureRedirects(with: self)
         guard var credential = found else { throw AuthenticationError.missingCredential }
         if credential.requiresRefresh {
             credential = try await refreshed(after: generation)
@@ -209,6 +212,23 @@ public final class AuthenticationInterceptor<A: Authenticator>: RequestIntercept
     private static func belongs(_ request: URLRequest, to hosts: [HostPattern]?) -> Bool {
         guard let hosts, let url = request.url else { return false }
         return hosts.contains { $0.matches(url) }
+    }
+}
+
+extension AuthenticationInterceptor: CredentialScope {
+    /// The header fields the authenticator applies the current credential in, found by applying it to an empty
+    /// request.
+    var credentialHeaderNames: Set<String> {
+        guard let credential else { return [] }
+        var probe = URLRequest(url: URL(string: "https://credential.invalid/")!)
+        authenticator.apply(credential, to: &probe)
+        return Set(probe.allHTTPHeaderFields?.keys.map { $0.lowercased() } ?? [])
+    }
+
+    /// Applies the current credential to a redirect hop to one of its hosts.
+    func authorize(_ hop: inout URLRequest) {
+        let credential = state.withLock { state in Self.belongs(hop, to: state.hosts) ? state.credential : nil }
+        if let credential { authenticator.apply(credential, to: &hop) }
     }
 }
 

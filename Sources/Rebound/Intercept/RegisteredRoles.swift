@@ -1,4 +1,4 @@
-/// The observers and gates that parts registered through a request's contexts and that the chain did not already
+/// The observers, gates and credential scopes that parts registered through a request's contexts and that the chain did not already
 /// hold, in the order they registered; each instance once.
 ///
 /// One per request whose chain has adapters or retriers, made of one allocation (its ``Locked`` state); copies share
@@ -10,6 +10,8 @@ struct RegisteredRoles: Sendable {
         let chain: ChainRoles
         var observers: [any AttemptObserver] = []
         var gates: [any RetryGate] = []
+        /// The parts whose credential belongs to some hosts only, which every redirect hop is secured with.
+        var scopes: [any CredentialScope] = []
         /// The instances registered, in each role; a linear search, as there are few.
         var keys: [Key] = []
     }
@@ -17,7 +19,11 @@ struct RegisteredRoles: Sendable {
     /// A registered instance in one role.
     private struct Key: Equatable, Sendable {
         let object: ObjectIdentifier
-        let isGate: Bool
+        let role: Role
+    }
+
+    private enum Role: Equatable, Sendable {
+        case observer, gate, scope
     }
 
     /// One reference wide, because every attempt's context carries it through the adapters' frames.
@@ -28,18 +34,27 @@ struct RegisteredRoles: Sendable {
     }
 
     func add(observer: some AttemptObserver & AnyObject) {
-        add(ObjectIdentifier(observer), isGate: false) { $0.observers.append(observer) }
+        add(ObjectIdentifier(observer), as: .observer) { $0.observers.append(observer) }
     }
 
     func add(gate: some RetryGate & AnyObject) {
-        add(ObjectIdentifier(gate), isGate: true) { $0.gates.append(gate) }
+        add(ObjectIdentifier(gate), as: .gate) { $0.gates.append(gate) }
+    }
+
+    func add(scope: some CredentialScope) {
+        add(ObjectIdentifier(scope), as: .scope) { $0.scopes.append(scope) }
     }
 
     /// Appends a part in one role unless the chain holds it in that role or it registered in it already.
-    private func add(_ object: ObjectIdentifier, isGate: Bool, appending append: (inout State) -> Void) {
+    private func add(_ object: ObjectIdentifier, as role: Role, appending append: (inout State) -> Void) {
         state.withLock { state in
-            let key = Key(object: object, isGate: isGate)
-            let held = isGate ? state.chain.holdsGate(object) : state.chain.holdsObserver(object)
+            let key = Key(object: object, role: role)
+            let held =
+                switch role {
+                case .observer: state.chain.holdsObserver(object)
+                case .gate: state.chain.holdsGate(object)
+                case .scope: false
+                }
             guard !held, !state.keys.contains(key) else { return }
             state.keys.append(key)
             append(&state)
@@ -51,4 +66,7 @@ struct RegisteredRoles: Sendable {
 
     /// The gates registered so far that the chain does not hold.
     var gates: [any RetryGate] { state.withLock { $0.gates } }
+
+    /// The parts registered so far whose credential belongs to some hosts only.
+    var scopes: [any CredentialScope] { state.withLock { $0.scopes } }
 }

@@ -12,7 +12,8 @@
 /// before the response is returned or the error thrown. An attempt cut short by cancellation is reported too
 /// (``AttemptDecision/cancelled``), so that a permit an adapter handed out (a half-open breaker's trial call) is
 /// always given back. Then ``requestDidFinish(_:)`` once when the request ends, on every path: success, failure,
-/// deadline, or cancellation at any point, a backoff sleep included.
+/// deadline, or cancellation at any point, a backoff sleep included. Within an attempt, ``attemptWasRedirected(_:)``
+/// once for every redirect it follows, before the next hop is sent; a redirect not followed is the attempt's response.
 ///
 /// **Order and cost.** Observers are called one after another on the request's task: those found in the session's
 /// chain first, then the request's, in chain order, then those registered through a context, in the order they
@@ -24,6 +25,9 @@ public protocol AttemptObserver: Sendable {
 
     /// Called once when the request ends, with how it ended; does nothing by default.
     func requestDidFinish(_ outcome: RequestOutcome) async
+
+    /// Called for each redirect an attempt follows, before the next hop is sent; does nothing by default.
+    func attemptWasRedirected(_ hop: RedirectHop) async
 }
 
 extension AttemptObserver {
@@ -32,4 +36,7 @@ extension AttemptObserver {
 
     /// Does nothing.
     public func requestDidFinish(_ outcome: RequestOutcome) async {}
+
+    /// Does nothing.
+    public func attemptWasRedirected(_ hop: RedirectHop) async {}
 }

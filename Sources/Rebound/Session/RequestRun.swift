@@ -19,13 +19,14 @@ final class RequestPlan: Sendable {
     /// The roles parts register through the contexts they are handed; `nil` without a chain, which has no parts.
     let registered: RegisteredRoles?
     let deadline: Duration?
+    let redirectHandler: any RedirectHandler
     let requestID = RequestIDs.next()
 
     /// Out of line: its temporaries would otherwise stay in the frame of `Session.send` for the whole request.
     @inline(never)
     init(
         session: Session, originalRequest: URLRequest, label: String?, requestInterceptor: (any RequestInterceptor)?,
-        validator: any ResponseValidator, deadline: Duration?
+        validator: any ResponseValidator, deadline: Duration?, redirectHandler: any RedirectHandler
     ) {
         self.session = session
         self.originalRequest = originalRequest
@@ -37,6 +38,7 @@ final class RequestPlan: Sendable {
         }
         self.validator = validator
         self.deadline = deadline
+        self.redirectHandler = redirectHandler
         self.roles = session.roles.followed(by: ChainRoles(of: requestInterceptor))
         self.registered = chain == nil ? nil : RegisteredRoles(besides: roles)
     }
@@ -387,9 +389,74 @@ extension RequestPlan {
         }
         do {
             let (data, response) = try await session.transport.send(adapted)
+            if Redirection.isRedirect(response.statusCode) {
+                return await followRedirects(from: adapted, response: response, data: data, context: context)
+            }
             return check(response, data: data, sent: adapted, context: context)
         } catch {
             return Self.failed(.transportFailed(error: error), sent: adapted)
+        }
+    }
+
+    /// Follows the redirects of an attempt hop by hop, as the redirect handler decides, and validates the response
+    /// the last hop got (a redirect not followed included). Out of line: requests without redirects never make its
+    /// frame.
+    @inline(never)
+    private func followRedirects(
+        from sent: URLRequest, response: HTTPURLResponse, data: Data, context: RequestContext
+    ) async -> AttemptResult {
+        var sent = sent
+        var response = response
+        var data = data
+        var hops = 0
+        let handler = redirectHandler
+        while let proposed = Redirection.nextRequest(after: sent, response: response) {
+            guard hops < handler.maximumRedirects else {
+                return Self.failed(.transportFailed(error: URLError(.httpTooManyRedirects)), sent: sent)
+            }
+            let next = await nextHop(proposed, after: sent, response: response, context: context, handler: handler)
+            guard let next else { break }
+            hops += 1
+            await report(
+                RedirectHop(
+                    requestID: requestID, label: label, attempt: context.attempt, number: hops, request: sent,
+                    response: response, next: next))
+            if Task.isCancelled { return AttemptResult(.cancelled, sent: sent) }
+            do {
+                (data, response) = try await session.transport.send(next)
+                sent = next
+            } catch {
+                return Self.failed(.transportFailed(error: error), sent: next)
+            }
+        }
+        return check(response, data: data, sent: sent, context: context)
+    }
+
+    /// The request the handler chooses to send after `sent` was redirected, secured against leaking credentials both
+    /// before the handler sees it and after it answered; `nil` to stop.
+    private func nextHop(
+        _ proposed: URLRequest, after sent: URLRequest, response: HTTPURLResponse, context: RequestContext,
+        handler: any RedirectHandler
+    ) async -> URLRequest? {
+        let stripped = handler.strippedHeaders
+        let scopes = registered?.scopes ?? []
+        var proposed = proposed
+        Redirection.secure(&proposed, after: sent, stripping: stripped, scopes: scopes)
+        // A handler that rewrites the hop to something other than http(s) (a file URL, say) stops it.
+        guard var next = await handler.redirect(sent, to: proposed, for: response, context: context),
+            let scheme = next.url?.scheme?.lowercased(), scheme == "http" || scheme == "https"
+        else { return nil }
+        Redirection.secure(&next, after: sent, stripping: stripped, scopes: scopes)
+        return next
+    }
+
+    /// Tells the observers about a redirect an attempt follows.
+    private func report(_ hop: RedirectHop) async {
+        for observer in roles.observers {
+            await observer.attemptWasRedirected(hop)
+        }
+        for observer in registeredObservers {
+            await observer.attemptWasRedirected(hop)
         }
     }
 

@@ -11,7 +11,9 @@ import Foundation
 /// 2. **Adapt**: the session's chain adapts the request as the caller gave it, then the request's own chain adapts the
 ///    result (see ``Interceptor`` for the chain's rules). A chain is the `adapters`, `retriers`, `interceptor` and
 ///    `observers` given, in that order.
-/// 3. **Send** it through the ``transport``.
+/// 3. **Send** it through the ``transport``. A redirect (301, 302, 303, 307, 308) is followed hop by hop within the
+///    attempt, as the ``RedirectHandler`` in effect decides (see ``Redirector``); the adapters do not run again, but a
+///    hop to another origin drops the request's credentials.
 /// 4. **Validate** the response with the request's validator, or the session's if the request has none; then the
 ///    chain's parts that are ``ResponseValidator``s check the response it accepted.
 /// 5. On success, tell the chain's ``AttemptObserver``s and return a ``Response`` with the body and the record of
@@ -50,6 +52,8 @@ public final class Session: Sendable {
     /// The total time limit of a request, across all its attempts and backoff sleeps, for requests that do not
     /// bring their own; `nil` for none.
     public let deadline: Duration?
+    /// Decides which redirects requests follow, for requests that do not bring their own handler.
+    public let redirectHandler: any RedirectHandler
 
     let clock: SessionClock
     let roles: ChainRoles
@@ -57,7 +61,8 @@ public final class Session: Sendable {
     /// Creates a session.
     ///
     /// - Parameters:
-    ///   - transport: Sends each attempt; ``URLSessionTransport`` on `URLSession.shared` by default.
+    ///   - transport: Sends each attempt; a new ``URLSessionTransport`` (with a `URLSession` of its own) by default.
+    ///     Sessions that should share connections share one transport.
     ///   - adapters: Adapt every request, first, in order; none by default.
     ///   - retriers: Are asked about every failed attempt, first, in order; none by default.
     ///   - interceptor: Adapts every request after `adapters` and is asked after `retriers`; none by default.
@@ -70,6 +75,8 @@ public final class Session: Sendable {
     ///     default. A request past it ends with ``ReboundError/Reason/deadlineExceeded(deadline:last:)``: an attempt
     ///     in flight is cancelled, and a backoff delay that would end after it is not slept. Zero or less ends every
     ///     request before its first attempt.
+    ///   - redirectHandler: Decides which redirects requests follow and how; ``Redirector/follow`` (every redirect, up
+    ///     to 20 hops per attempt, credentials dropped across origins) by default.
     ///   - clock: The clock that backoff delays are slept on and attempts are timed with; `ContinuousClock` by
     ///     default. Tests pass a `ManualClock` or an `ImmediateClock` from `ReboundTesting`.
     public init<C: Clock>(
@@ -81,6 +88,7 @@ public final class Session: Sendable {
         gates: [any RetryGate] = [],
         validator: any ResponseValidator = .successfulStatusCodes,
         deadline: Duration? = nil,
+        redirectHandler: any RedirectHandler = Redirector.follow,
         clock: C = ContinuousClock()
     ) where C.Duration == Duration {
         let interceptor = Self.chain(
@@ -89,6 +97,7 @@ public final class Session: Sendable {
         self.interceptor = interceptor
         self.validator = validator
         self.deadline = deadline
+        self.redirectHandler = redirectHandler
         self.clock = SessionClock(clock)
         self.roles = ChainRoles(of: interceptor)
     }
@@ -106,6 +115,8 @@ public final class Session: Sendable {
     ///   - gates: This request's own gates, asked after the session's; none by default.
     ///   - validator: This request's validator, used instead of the session's; the session's by default.
     ///   - deadline: This request's total time limit, used instead of the session's; the session's by default.
+    ///   - redirectHandler: Decides which redirects this request follows, instead of the session's handler; the
+    ///     session's by default.
     /// - Returns: The response of the first attempt that passed validation.
     /// - Throws: ``ReboundError`` when the request fails for good; `CancellationError` when the task is cancelled.
     public func send(
@@ -117,16 +128,18 @@ public final class Session: Sendable {
         observers: [any AttemptObserver] = [],
         gates: [any RetryGate] = [],
         validator: (any ResponseValidator)? = nil,
-        deadline: Duration? = nil
+        deadline: Duration? = nil,
+        redirectHandler: (any RedirectHandler)? = nil
     ) async throws -> Response {
         var run = run(
             request, label: label, adapters: adapters, retriers: retriers, interceptor: interceptor,
-            observers: observers, gates: gates, validator: validator, deadline: deadline)
+            observers: observers, gates: gates, validator: validator, deadline: deadline,
+            redirectHandler: redirectHandler)
         return try await run.execute()
     }
 
     /// Sends a request built from a URL, a method, headers and a body; see
-    /// ``send(_:label:adapters:retriers:interceptor:observers:gates:validator:deadline:)``.
+    /// ``send(_:label:adapters:retriers:interceptor:observers:gates:validator:deadline:redirectHandler:)``.
     ///
     /// - Parameters:
     ///   - url: The URL to request.
@@ -141,6 +154,8 @@ public final class Session: Sendable {
     ///   - gates: This request's own gates, asked after the session's; none by default.
     ///   - validator: This request's validator, used instead of the session's; the session's by default.
     ///   - deadline: This request's total time limit, used instead of the session's; the session's by default.
+    ///   - redirectHandler: Decides which redirects this request follows, instead of the session's handler; the
+    ///     session's by default.
     public func send(
         _ url: URL,
         method: HTTPMethod = .get,
@@ -153,12 +168,13 @@ public final class Session: Sendable {
         observers: [any AttemptObserver] = [],
         gates: [any RetryGate] = [],
         validator: (any ResponseValidator)? = nil,
-        deadline: Duration? = nil
+        deadline: Duration? = nil,
+        redirectHandler: (any RedirectHandler)? = nil
     ) async throws -> Response {
         try await send(
             URLRequest(url: url, method: method, headers: headers, body: body), label: label, adapters: adapters,
             retriers: retriers, interceptor: interceptor, observers: observers, gates: gates, validator: validator,
-            deadline: deadline)
+            deadline: deadline, redirectHandler: redirectHandler)
     }
 
     /// A request's run, made out of line so that its temporaries (existentials, optionals resolved against the
@@ -167,7 +183,7 @@ public final class Session: Sendable {
     private func run(
         _ request: URLRequest, label: String?, adapters: [any RequestAdapter], retriers: [any RequestRetrier],
         interceptor: (any RequestInterceptor)?, observers: [any AttemptObserver], gates: [any RetryGate],
-        validator: (any ResponseValidator)?, deadline: Duration?
+        validator: (any ResponseValidator)?, deadline: Duration?, redirectHandler: (any RedirectHandler)?
     ) -> RequestRun {
         RequestRun(
             RequestPlan(
@@ -175,7 +191,8 @@ public final class Session: Sendable {
                 requestInterceptor: Self.chain(
                     adapters: adapters, retriers: retriers, interceptor: interceptor, observers: observers,
                     gates: gates),
-                validator: validator ?? self.validator, deadline: deadline ?? self.deadline))
+                validator: validator ?? self.validator, deadline: deadline ?? self.deadline,
+                redirectHandler: redirectHandler ?? self.redirectHandler))
     }
 
     /// The parts given as one chain: `interceptor` alone when it is the only part, `nil` when there is none.

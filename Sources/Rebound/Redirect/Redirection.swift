@@ -1,0 +1,106 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A part whose credential belongs to some hosts only (an ``AuthenticationInterceptor``): a redirect hop to another
+/// origin drops the headers its credential sets, and a hop to one of its hosts gets the credential again.
+///
+/// Such a part registers through the attempt's context when it adapts (``RequestContext``), so that it takes part in
+/// every hop whatever wraps it.
+protocol CredentialScope: AnyObject, Sendable {
+    /// The header fields the credential is sent in, compared without regard to case.
+    var credentialHeaderNames: Set<String> { get }
+
+    /// Applies the current credential to `hop` if its host is one the credential belongs to; otherwise leaves it.
+    func authorize(_ hop: inout URLRequest)
+}
+
+/// The rules a session follows redirects by: which responses are redirects, what the next request is, and what it
+/// must not carry. Those of the Fetch standard, as browsers and curl apply them.
+enum Redirection {
+    /// The headers a hop to another origin never carries.
+    static let credentialHeaders: Set<String> = ["authorization", "proxy-authorization", "cookie"]
+
+    /// The headers that describe a body, dropped with it when a redirect turns the request into a GET.
+    private static let bodyHeaders = [
+        "Content-Type", "Content-Length", "Content-Encoding", "Content-Language", "Content-Location",
+    ]
+
+    /// Whether `status` is one the session follows: 301, 302, 303, 307 or 308.
+    @inline(__always)
+    static func isRedirect(_ status: Int) -> Bool {
+        switch status {
+        case 301, 302, 303, 307, 308: true
+        default: false
+        }
+    }
+
+    /// The request to send after `response` redirected `sent`, before any stripping; `nil` when it cannot be followed:
+    /// no `Location`, one that is not an absolute or relative http(s) URL with a host, or a 307 or 308 whose body is a
+    /// stream that was consumed.
+    static func nextRequest(after sent: URLRequest, response: HTTPURLResponse) -> URLRequest? {
+        guard isRedirect(response.statusCode),
+            let location = response.value(forHTTPHeaderField: "Location")?.trimmingCharacters(in: .whitespaces),
+            !location.isEmpty,
+            let url = URL(string: location, relativeTo: sent.url)?.absoluteURL,
+            let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            let host = url.host, !host.isEmpty
+        else { return nil }
+        var next = sent
+        next.url = url
+        let method = sent.method
+        let becomesGet =
+            switch response.statusCode {
+            case 303: method != .get && method != .head
+            case 301, 302: method == .post
+            default: false
+            }
+        if becomesGet {
+            next.httpMethod = HTTPMethod.get.rawValue
+            next.httpBody = nil
+            next.httpBodyStream = nil
+            for header in bodyHeaders { next.setValue(nil, forHTTPHeaderField: header) }
+        } else if sent.httpBodyStream != nil {
+            // The stream went with `sent`: replaying it would send an empty or partial body.
+            return nil
+        }
+        return next
+    }
+
+    /// Drops from `hop` what it must not carry if it leaves the origin of `sent` (the credential headers, `extra`
+    /// and the headers of every scope's credential), then lets each scope apply its credential if the hop's host is
+    /// one of its hosts.
+    static func secure(
+        _ hop: inout URLRequest, after sent: URLRequest, stripping extra: Set<String>, scopes: [any CredentialScope]
+    ) {
+        if !isSameOrigin(hop.url, sent.url) {
+            var names = credentialHeaders
+            for name in extra { names.insert(name.lowercased()) }
+            for scope in scopes {
+                for name in scope.credentialHeaderNames { names.insert(name.lowercased()) }
+            }
+            for field in hop.allHTTPHeaderFields?.keys.map({ $0 }) ?? [] where names.contains(field.lowercased()) {
+                hop.setValue(nil, forHTTPHeaderField: field)
+            }
+        }
+        for scope in scopes { scope.authorize(&hop) }
+    }
+
+    /// Whether two URLs share scheme, host and port (the default port of the scheme when none is given).
+    static func isSameOrigin(_ a: URL?, _ b: URL?) -> Bool {
+        guard let a, let b else { return false }
+        return a.scheme?.lowercased() == b.scheme?.lowercased() && a.host?.lowercased() == b.host?.lowercased()
+            && effectivePort(of: a) == effectivePort(of: b)
+    }
+
+    static func effectivePort(of url: URL) -> Int? {
+        if let port = url.port { return port }
+        switch url.scheme?.lowercased() {
+        case "https", "wss": return 443
+        case "http", "ws": return 80
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,292 @@
+import Foundation
+import Rebound
+import ReboundTesting
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A transport that answers by URL: each path maps to a step; unknown URLs get 404.
+private func web(_ routes: [String: ScriptedTransport.Step]) -> ScriptedTransport {
+    ScriptedTransport { request, _ in
+        routes[request.url?.absoluteString ?? ""] ?? .status(404)
+    }
+}
+
+private func redirect(_ status: Int = 302, to location: String) -> ScriptedTransport.Step {
+    .response(status: status, headers: ["Location": location])
+}
+
+/// Remembers every hop it is told about.
+private final class HopRecorder: AttemptObserver {
+    let hops = Locked<[RedirectHop]>([])
+    let finished = Locked(0)
+    func attemptWasRedirected(_ hop: RedirectHop) async { hops.withLock { $0.append(hop) } }
+    func attemptDidFinish(_ outcome: AttemptOutcome) async { finished.withLock { $0 += 1 } }
+}
+
+@Suite("Redirects")
+struct RedirectTests {
+    @Test("Same-origin hops keep the credential headers; a relative Location resolves against the request")
+    func sameOrigin() async throws {
+        let transport = web([
+            "https://api.example.com/a": redirect(to: "/b?x=1"),
+            "https://api.example.com/b?x=1": .status(200),
+        ])
+        var request = URLRequest(url: URL(string: "https://api.example.com/a")!)
+        request.setValue("Bearer SECRET", forHTTPHeaderField: "Authorization")
+        request.setValue("id=1", forHTTPHeaderField: "Cookie")
+        let response = try await Session(transport: transport).send(request)
+
+        #expect(response.statusCode == 200)
+        #expect(transport.requests.count == 2)
+        let hop = transport.requests[1]
+        #expect(hop.url?.absoluteString == "https://api.example.com/b?x=1")
+        #expect(hop.value(forHTTPHeaderField: "Authorization") == "Bearer SECRET")
+        #expect(hop.value(forHTTPHeaderField: "Cookie") == "id=1")
+        #expect(response.request.url == hop.url)
+        #expect(response.attempts.count == 1)
+    }
+
+    @Test(
+        "A hop to another origin drops Authorization, Proxy-Authorization, Cookie and the handler's headers, for good",
+        arguments: ["https://evil.example/x", "http://api.example.com/x", "https://api.example.com:8443/x"])
+    func crossOrigin(target: String) async throws {
+        let transport = web([
+            "https://api.example.com/a": redirect(to: target),
+            target: redirect(307, to: "https://api.example.com/back"),
+            "https://api.example.com/back": .status(200),
+        ])
+        var request = URLRequest(url: URL(string: "https://api.example.com/a")!)
+        request.setValue("Bearer SECRET", forHTTPHeaderField: "authorization")
+        request.setValue("Basic SECRET", forHTTPHeaderField: "Proxy-Authorization")
+        request.setValue("session=SECRET", forHTTPHeaderField: "Cookie")
+        request.setValue("SECRET", forHTTPHeaderField: "X-API-Key")
+        request.setValue("kept", forHTTPHeaderField: "Accept-Language")
+        let session = Session(
+            transport: transport, redirectHandler: Redirector(behavior: .follow, strippedHeaders: ["x-api-key"]))
+        _ = try await session.send(request)
+
+        #expect(transport.requests.count == 3)
+        for hop in transport.requests.dropFirst() {
+            for name in ["Authorization", "Proxy-Authorization", "Cookie", "X-API-Key"] {
+                #expect(hop.value(forHTTPHeaderField: name) == nil, "\(name) reached \(hop.url!)")
+            }
+            #expect(hop.value(forHTTPHeaderField: "Accept-Language") == "kept")
+        }
+    }
+
+    @Test("The authenticator's hosts apply to each hop: in scope the credential follows, out of scope it never does")
+    func authenticatorScope() async throws {
+        let transport = web([
+            "https://api.example.com/a": redirect(to: "https://files.example.com/f"),
+            "https://files.example.com/f": redirect(to: "https://cdn.other.net/f"),
+            "https://cdn.other.net/f": redirect(to: "https://api.example.com/done"),
+            "https://api.example.com/done": .status(200),
+        ])
+        let auth = AuthenticationInterceptor(
+            authenticator: HeaderAuthenticator(), credential: Token(value: 7),
+            hosts: ["api.example.com", "files.example.com"])
+        _ = try await Session(transport: transport, interceptor: auth).send(URL(string: "https://api.example.com/a")!)
+
+        let sent = transport.requests.map { ($0.url!.host!, $0.value(forHTTPHeaderField: "X-Token")) }
+        #expect(sent.count == 4)
+        #expect(sent[0] == ("api.example.com", "7"))
+        #expect(sent[1] == ("files.example.com", "7"))
+        #expect(sent[2] == ("cdn.other.net", nil))
+        #expect(sent[3] == ("api.example.com", "7"))
+    }
+
+    @Test("A handler cannot put a credential back on a hop outside its scope")
+    func handlerCannotLeak() async throws {
+        let transport = web([
+            "https://api.example.com/a": redirect(to: "https://evil.example/x"),
+            "https://evil.example/x": .status(200),
+        ])
+        let sneaky = Redirector(
+            behavior: .modify { _, next, _ in
+                var next = next
+                next.setValue("Bearer SECRET", forHTTPHeaderField: "Authorization")
+                return next
+            })
+        var request = URLRequest(url: URL(string: "https://api.example.com/a")!)
+        request.setValue("Bearer SECRET", forHTTPHeaderField: "Authorization")
+        _ = try await Session(transport: transport, redirectHandler: sneaky).send(request)
+        #expect(transport.requests.last?.value(forHTTPHeaderField: "Authorization") == nil)
+    }
+
+    @Test(
+        "303 (and 301/302 after a POST) becomes a GET without a body; 307 and 308 keep method and body",
+        arguments: [
+            (303, "POST", "GET", false), (303, "PUT", "GET", false), (303, "HEAD", "HEAD", true),
+            (301, "POST", "GET", false), (302, "POST", "GET", false), (302, "PUT", "PUT", true),
+            (307, "POST", "POST", true), (308, "PUT", "PUT", true),
+        ])
+    func methodAndBody(status: Int, method: String, expected: String, keepsBody: Bool) async throws {
+        let transport = web([
+            "https://api.example.com/a": redirect(status, to: "/b"),
+            "https://api.example.com/b": .status(200),
+        ])
+        var request = URLRequest(url: URL(string: "https://api.example.com/a")!)
+        request.httpMethod = method
+        request.httpBody = Data("payload".utf8)
+        request.setValue("text/plain", forHTTPHeaderField: "Content-Type")
+        _ = try await Session(transport: transport).send(request)
+
+        let hop = try #require(transport.requests.last)
+        #expect(transport.requests.count == 2)
+        #expect(hop.httpMethod == expected)
+        #expect(hop.httpBody == (keepsBody ? Data("payload".utf8) : nil))
+        #expect(hop.value(forHTTPHeaderField: "Content-Type") == (keepsBody ? "text/plain" : nil))
+    }
+
+    @Test("A 307 or 308 whose body is a stream stops: the 3xx reaches the chain and nothing is sent again")
+    func streamBodyStops() async throws {
+        let transport = web(["https://api.example.com/upload": redirect(307, to: "/elsewhere")])
+        var request = URLRequest(url: URL(string: "https://api.example.com/upload")!)
+        request.httpMethod = "PUT"
+        request.httpBodyStream = InputStream(data: Data("payload".utf8))
+        let session = Session(transport: transport, retriers: [retryAnything(limit: 3)])
+        let error = try await #require(throws: ReboundError.self) { try await session.send(request) }
+        #expect(error.response?.statusCode == 307)
+        #expect(transport.requests.count == 1)
+    }
+
+    @Test("Redirects are capped at 20 hops by default and at the handler's limit; past it, httpTooManyRedirects")
+    func cap() async throws {
+        let loop = ScriptedTransport { request, number in
+            redirect(to: "https://api.example.com/hop\(number)")
+        }
+        let error = try await #require(throws: ReboundError.self) {
+            try await Session(transport: loop).send(exampleURL)
+        }
+        #expect((error.underlyingError as? URLError)?.code == .httpTooManyRedirects)
+        #expect(loop.requests.count == 21)
+
+        let short = ScriptedTransport { _, number in redirect(to: "https://api.example.com/hop\(number)") }
+        let session = Session(transport: short, redirectHandler: Redirector(behavior: .follow, maximumRedirects: 2))
+        let capped = try await #require(throws: ReboundError.self) { try await session.send(exampleURL) }
+        #expect((capped.underlyingError as? URLError)?.code == .httpTooManyRedirects)
+        #expect(short.requests.count == 3)
+    }
+
+    @Test(
+        "doNotFollow hands the 3xx to the chain: the validator decides, and a request's handler overrides the session's"
+    )
+    func doNotFollow() async throws {
+        let routes: [String: ScriptedTransport.Step] = [
+            "https://api.example.com/items": redirect(301, to: "/moved"),
+            "https://api.example.com/moved": .status(200),
+        ]
+        let transport = web(routes)
+        let session = Session(transport: transport, redirectHandler: Redirector.doNotFollow)
+        let error = try await #require(throws: ReboundError.self) { try await session.send(exampleURL) }
+        #expect(error.response?.statusCode == 301)
+
+        let accepted = try await session.send(exampleURL, validator: Validator.acceptableStatusCodes(200..<400))
+        #expect(accepted.statusCode == 301)
+        #expect(accepted.httpResponse.value(forHTTPHeaderField: "Location") == "/moved")
+
+        let followed = try await session.send(exampleURL, redirectHandler: Redirector.follow)
+        #expect(followed.statusCode == 200)
+        #expect(transport.requests.count == 4)
+    }
+
+    @Test("A modifying handler rewrites the next hop or stops it; a rewrite to a non-HTTP URL stops")
+    func modify() async throws {
+        let transport = web([
+            "https://api.example.com/items": redirect(to: "http://api.example.com/items"),
+            "https://api.example.com/secure": .status(200),
+        ])
+        let upgrade = Redirector(
+            behavior: .modify { _, next, _ in
+                var next = next
+                next.url = URL(string: "https://api.example.com/secure")
+                return next
+            })
+        let response = try await Session(transport: transport, redirectHandler: upgrade).send(exampleURL)
+        #expect(response.request.url?.absoluteString == "https://api.example.com/secure")
+
+        let toFile = Redirector(
+            behavior: .modify { _, next, _ in
+                var next = next
+                next.url = URL(fileURLWithPath: "/etc/passwd")
+                return next
+            })
+        let error = try await #require(throws: ReboundError.self) {
+            try await Session(transport: transport, redirectHandler: toFile).send(exampleURL)
+        }
+        #expect(error.response?.statusCode == 302)
+        #expect(transport.requests.allSatisfy { $0.url?.scheme == "https" || $0.url?.scheme == "http" })
+    }
+
+    @Test(
+        "A redirect without a usable Location is not followed",
+        arguments: ["", "   ", "file:///etc/passwd", "javascript:alert(1)", "http://", "ftp://example.com/x"])
+    func unusableLocation(location: String) async throws {
+        let transport = web(["https://api.example.com/items": redirect(to: location)])
+        let error = try await #require(throws: ReboundError.self) {
+            try await Session(transport: transport).send(exampleURL)
+        }
+        #expect(error.response?.statusCode == 302)
+        #expect(transport.requests.count == 1)
+    }
+
+    @Test("Observers see each hop, in order, before the next is sent; the attempt is reported once")
+    func observersSeeHops() async throws {
+        let transport = web([
+            "https://api.example.com/items": redirect(to: "https://b.example/1"),
+            "https://b.example/1": redirect(303, to: "https://c.example/2?token=SECRET"),
+            "https://c.example/2?token=SECRET": .status(200),
+        ])
+        let recorder = HopRecorder()
+        _ = try await Session(transport: transport, observers: [recorder]).send(exampleURL, label: "items")
+
+        let hops = recorder.hops.withLock { $0 }
+        #expect(hops.map(\.number) == [1, 2])
+        #expect(hops.map(\.response.statusCode) == [302, 303])
+        #expect(hops.map { $0.next.url?.host } == ["b.example", "c.example"])
+        #expect(hops.allSatisfy { $0.attempt == 1 && $0.label == "items" })
+        #expect(recorder.finished.withLock { $0 } == 1)
+        #expect(!hops[1].description.contains("SECRET"))
+    }
+
+    @Test("A retry after a redirected attempt starts again from the caller's URL")
+    func retryStartsOver() async throws {
+        let transport = web([
+            "https://api.example.com/items": redirect(to: "https://b.example/busy"),
+            "https://b.example/busy": .status(503),
+        ])
+        let session = Session(transport: transport, retriers: [retryAnything(limit: 1)])
+        let error = try await #require(throws: ReboundError.self) { try await session.send(exampleURL) }
+        #expect(error.attempts.count == 2)
+        #expect(
+            transport.requests.map { $0.url!.host! } == ["api.example.com", "b.example"] + [
+                "api.example.com", "b.example",
+            ])
+        #expect(error.response?.statusCode == 503)
+    }
+
+    @Test("A negative maximum traps with a message; validated throws it")
+    func invalidMaximum() async throws {
+        #expect(throws: ConfigurationError.self) { try Redirector.validated(behavior: .follow, maximumRedirects: -1) }
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = Redirector(behavior: .follow, maximumRedirects: -1)
+        }
+        expectStandardError(of: result, contains: "Redirector.maximumRedirects must be 0 or more, got -1")
+    }
+}
+
+/// Sends the credential as `X-Token: <value>`, a header no list of credential headers names.
+struct HeaderAuthenticator: Authenticator {
+    func apply(_ credential: Token, to request: inout URLRequest) {
+        request.setValue("\(credential.value)", forHTTPHeaderField: "X-Token")
+    }
+
+    func refresh(_ credential: Token) async throws -> Token { Token(value: credential.value + 1) }
+
+    func isRequest(_ request: URLRequest, authenticatedWith credential: Token) -> Bool {
+        request.value(forHTTPHeaderField: "X-Token") == "\(credential.value)"
+    }
+}
