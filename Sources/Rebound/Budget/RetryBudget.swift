@@ -4,15 +4,26 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// A token bucket per host that limits retries, never first attempts, so that a failing upstream is not hammered by
-/// every client retrying at once: the retry storm.
+/// A budget per host that limits retries, never first attempts, so that a failing upstream is not hammered by every
+/// client retrying at once: the retry storm.
 ///
+/// Two forms. `RetryBudget()` is a token bucket (below). `RetryBudget(ratio: .default)` lets retries be a share of the
+/// traffic instead, Finagle's form (``Ratio``): at most 10 % of the requests of the last 10 s, plus 1 retry a second,
+/// so that a chain's load in a long outage stays within 1.1× the requests whatever their rate. The ratio form is the
+/// one to choose when a host's traffic varies; the bucket spends itself in the first seconds of an outage and refills
+/// slowly.
+///
+/// **The token bucket.**
 /// Each host starts with ``Configuration/initialTokens`` (500). A retry costs ``Configuration/retryCost`` (5), or
 /// ``Configuration/timeoutRetryCost`` (10) after a timeout. A success gives back what its last retry cost, or
 /// ``Configuration/successReward`` (1) if it needed no retry, up to ``Configuration/maximumTokens`` (500). When a
 /// host's bucket cannot pay for a retry, the retry does not happen and the caller gets the original failure, marked
 /// with ``RetryBudgetExhausted`` (as ``ReboundError/Reason/retryAborted(error:original:)``). These are the numbers of
 /// the AWS SDKs' standard retry mode.
+///
+/// **Grants that never reach the wire are refunded**, in both forms: a retry whose attempt is refused before it is
+/// sent (an open circuit breaker, a failing adapter) or that never starts (a later gate denies it, the deadline comes
+/// or the caller cancels in the backoff) gives back what it took.
 ///
 /// Put it in a chain's adapters, anywhere among them: on every attempt it registers through the context as the
 /// request's ``RetryGate`` (it has the last word after the retriers chose to retry) and ``AttemptObserver`` (it learns
@@ -24,6 +35,16 @@ import Foundation
 /// let session = Session(adapters: [budget], retriers: [RetryPolicy()])
 /// ```
 public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
+    /// A request's granted retry, until the request ends.
+    private struct Grant: Sendable {
+        let key: String
+        let cost: Int
+        /// The number of the attempt that failed and was granted the retry.
+        let after: Int
+        /// Whether the retry's attempt was sent.
+        var reachedTheWire = false
+    }
+
     /// The bucket's numbers.
     public struct Configuration: Sendable, Equatable {
         /// The AWS SDKs' standard mode: 500 tokens, 5 per retry, 10 per retry after a timeout, 1 back per success.
@@ -128,15 +149,19 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
 
     private struct State: Sendable {
         var tokens: [String: Int] = [:]
-        /// The key and cost of each request's last granted retry, until the request ends.
-        var granted: [UUID: (key: String, cost: Int)] = [:]
+        var windows: [String: RatioWindow] = [:]
+        /// Each request's last granted retry, until the request ends.
+        var granted: [UUID: Grant] = [:]
     }
 
-    /// The budget's numbers.
+    /// The bucket's numbers; unused by a ratio budget.
     public let configuration: Configuration
+    /// The share of traffic retries may be, for a ratio budget; `nil` for a token bucket.
+    public let ratio: Ratio?
 
     private let keyFunction: CircuitBreakerRegistry.KeyFunction
     private let state = Locked(State())
+    private let now: @Sendable () -> Duration
 
     /// Creates a budget.
     ///
@@ -149,62 +174,161 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
         key: @escaping CircuitBreakerRegistry.KeyFunction = CircuitBreakerRegistry.hostKey
     ) {
         self.configuration = configuration
+        self.ratio = nil
         self.keyFunction = key
+        self.now = { .zero }
     }
 
-    /// The tokens `key`'s bucket holds now.
+    /// Creates a budget that lets retries be a share of each host's traffic over a sliding window.
+    ///
+    /// - Parameters:
+    ///   - ratio: The share, the window and the floor; ``Ratio/default`` (10 % over 10 s, plus 1 retry a second).
+    ///   - key: Picks a request's budget, or `nil` for a request whose retries are not limited;
+    ///     ``CircuitBreakerRegistry/hostKey(for:)`` by default.
+    ///   - clock: The clock the window slides on; `ContinuousClock` by default.
+    public init<C: Clock>(
+        ratio: Ratio, key: @escaping CircuitBreakerRegistry.KeyFunction = CircuitBreakerRegistry.hostKey,
+        clock: C = ContinuousClock()
+    ) where C.Duration == Duration {
+        self.configuration = .default
+        self.ratio = ratio
+        self.keyFunction = key
+        self.now = SessionClock(clock).now
+    }
+
+    /// The tokens `key`'s bucket holds now; for a ratio budget, the retries its window still allows, rounded down.
+    ///
+    /// Reading changes nothing.
     public func tokens(for key: String) -> Int {
-        state.withLock { $0.tokens[key] ?? configuration.initialTokens }
+        if let ratio {
+            let now = now()
+            return state.withLock { state in
+                Int(max(state.windows[key]?.available(at: now, ratio: ratio) ?? ratio.floorPerWindow, 0))
+            }
+        }
+        return state.withLock { $0.tokens[key] ?? configuration.initialTokens }
+    }
+
+    /// The tokens of the budget a request to `request`'s host draws on (see ``tokens(for:)-(String)``); `nil` when
+    /// its retries are not limited (the key function gives no key).
+    public func tokens(for request: URLRequest) -> Int? {
+        keyFunction(request).map { tokens(for: $0) }
+    }
+
+    /// The tokens of the budget a request to `url` draws on; `nil` when its retries are not limited.
+    public func tokens(for url: URL) -> Int? {
+        tokens(for: URLRequest(url: url))
     }
 
     /// Registers the budget, through the context, as the request's gate and observer, and returns `request` unchanged:
-    /// wrapped in anything that forwards `adapt`, the budget still has the last word on every retry.
+    /// wrapped in anything that forwards `adapt`, the budget still has the last word on every retry. A ratio budget
+    /// counts the request on its first attempt.
     public func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
         context.admitRetries(through: self)
         context.observe(self)
+        if let ratio, context.attempt == 1, let key = keyFunction(request) {
+            let now = now()
+            state.withLock { $0.windows[key, default: RatioWindow()].addRequest(at: now, window: ratio.window) }
+        }
         return request
     }
 
     /// How many requests hold a granted retry and have not ended; for tests that check nothing is kept.
     package var requestsWithGrants: Int { state.withLock { $0.granted.count } }
 
-    /// Takes the retry's cost from the request's bucket, or denies the retry with ``RetryBudgetExhausted``.
+    /// Takes the retry's cost from the request's budget, or denies the retry with ``RetryBudgetExhausted``.
     public func admitRetry(_ request: RetryRequest, dueTo error: ReboundError, after delay: Duration) -> (any Error)? {
         guard let key = keyFunction(request.request) else { return nil }
+        let failed = request.attempts.count
+        let failedWasSent = request.attempts.last?.request != nil
+        let now = now()
+        if let ratio {
+            return state.withLock { state -> RetryBudgetExhausted? in
+                settle(&state, request.requestID, failed: failed, wasSent: failedWasSent, now: now)
+                let available = state.windows[key]?.available(at: now, ratio: ratio) ?? ratio.floorPerWindow
+                guard available >= 1 else {
+                    state.granted[request.requestID] = nil
+                    return RetryBudgetExhausted(key: key, availableTokens: Int(max(available, 0)), retryCost: 1)
+                }
+                state.windows[key, default: RatioWindow()].addRetry(1, at: now, window: ratio.window)
+                state.granted[request.requestID] = Grant(key: key, cost: 1, after: failed)
+                return nil
+            }
+        }
         let cost =
             error.reason.original.urlError?.code == .timedOut ? configuration.timeoutRetryCost : configuration.retryCost
         return state.withLock { state -> RetryBudgetExhausted? in
+            settle(&state, request.requestID, failed: failed, wasSent: failedWasSent, now: now)
             let available = state.tokens[key] ?? configuration.initialTokens
             guard available >= cost else {
                 state.granted[request.requestID] = nil
                 return RetryBudgetExhausted(key: key, availableTokens: available, retryCost: cost)
             }
             state.tokens[key] = available - cost
-            state.granted[request.requestID] = (key, cost)
+            state.granted[request.requestID] = Grant(key: key, cost: cost, after: failed)
             return nil
         }
     }
 
-    /// Gives tokens back for a request that succeeded; forgets one that ended otherwise, on every path.
+    /// Notes whether a granted retry's attempt was sent, and refunds the grant of one refused before it was sent.
+    public func attemptDidFinish(_ outcome: AttemptOutcome) async {
+        let now = now()
+        state.withLock { state in
+            settle(
+                &state, outcome.requestID, failed: outcome.attempt.number, wasSent: outcome.attempt.request != nil,
+                now: now)
+        }
+    }
+
+    /// Settles the grant that led to attempt `failed`, if the request holds one: refunded if that attempt was not
+    /// sent, kept as spent otherwise. Called when the attempt is reported and, before that, when its failure asks for
+    /// another retry.
+    private func settle(_ state: inout State, _ requestID: UUID, failed attempt: Int, wasSent: Bool, now: Duration) {
+        guard let grant = state.granted[requestID], attempt == grant.after + 1, !grant.reachedTheWire else { return }
+        if wasSent {
+            state.granted[requestID]?.reachedTheWire = true
+        } else {
+            Self.refund(&state, requestID, ratio: ratio, now: now, tokens: configuration)
+        }
+    }
+
+    /// Gives tokens back for a request that succeeded and refunds a grant that never reached the wire; forgets the
+    /// request on every path.
     public func requestDidFinish(_ outcome: RequestOutcome) async {
-        switch outcome.decision {
-        case .retry, .failed, .cancelled:
-            state.withLock { _ = $0.granted.removeValue(forKey: outcome.requestID) }
-        case .succeeded:
-            let sent = outcome.attempts.last?.request ?? outcome.originalRequest
-            let fallbackKey = keyFunction(sent)
-            state.withLock { state in
-                let refund: (key: String, amount: Int)
-                if let grant = state.granted.removeValue(forKey: outcome.requestID) {
-                    refund = (grant.key, grant.cost)
-                } else if let fallbackKey {
-                    refund = (fallbackKey, configuration.successReward)
-                } else {
-                    return
-                }
-                let tokens = state.tokens[refund.key] ?? configuration.initialTokens
-                state.tokens[refund.key] = min(tokens + refund.amount, configuration.maximumTokens)
+        let now = now()
+        let sent = outcome.attempts.last?.request ?? outcome.originalRequest
+        let fallbackKey = outcome.decision == .succeeded && ratio == nil ? keyFunction(sent) : nil
+        state.withLock { state in
+            if let grant = state.granted[outcome.requestID], !grant.reachedTheWire {
+                Self.refund(&state, outcome.requestID, ratio: ratio, now: now, tokens: configuration)
+                return
             }
+            let grant = state.granted.removeValue(forKey: outcome.requestID)
+            // A ratio budget gives nothing back for successes: its window forgets retries by itself.
+            guard outcome.decision == .succeeded, ratio == nil else { return }
+            let refund: (key: String, amount: Int)
+            if let grant {
+                refund = (grant.key, grant.cost)
+            } else if let fallbackKey {
+                refund = (fallbackKey, configuration.successReward)
+            } else {
+                return
+            }
+            let tokens = state.tokens[refund.key] ?? configuration.initialTokens
+            state.tokens[refund.key] = min(tokens + refund.amount, configuration.maximumTokens)
+        }
+    }
+
+    /// Gives back, and forgets, the grant of `requestID` if it has one.
+    private static func refund(
+        _ state: inout State, _ requestID: UUID, ratio: Ratio?, now: Duration, tokens configuration: Configuration
+    ) {
+        guard let grant = state.granted.removeValue(forKey: requestID) else { return }
+        if let ratio {
+            state.windows[grant.key, default: RatioWindow()].addRetry(-grant.cost, at: now, window: ratio.window)
+        } else {
+            let tokens = state.tokens[grant.key] ?? configuration.initialTokens
+            state.tokens[grant.key] = min(tokens + grant.cost, configuration.maximumTokens)
         }
     }
 }
