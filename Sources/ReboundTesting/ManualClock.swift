@@ -48,6 +48,10 @@ public final class ManualClock: Clock, Sendable {
     /// How many sleeps are waiting for time to reach them.
     public var pendingSleepCount: Int { state.withLock { $0.sleepers.count } }
 
+    /// The earliest deadline of the sleeps waiting for time to reach them; `nil` when none waits. A simulation
+    /// advances to it to run its events one instant at a time.
+    public var nextDeadline: TestInstant? { state.withLock { $0.sleepers.keys.min() } }
+
     /// Suspends until the clock is advanced to `deadline`; returns at once if it is already there.
     ///
     /// - Throws: `CancellationError` when the task is cancelled, at once, whatever the clock's time.

@@ -15,6 +15,9 @@ struct Suspensions<Key: Sendable>: Sendable {
     /// How many tasks are suspended.
     var count: Int { entries.count }
 
+    /// The keys of the waiting suspensions.
+    var keys: [Key] { entries.map(\.key) }
+
     fileprivate mutating func reserveID() -> Int {
         nextID += 1
         unregistered.insert(nextID)

@@ -1,0 +1,144 @@
+import Foundation
+import Rebound
+import ReboundTesting
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// One host that many service instances call, on a manual clock: it answers 503 during the outage and 200 otherwise,
+/// at once, and counts the attempts that reach it in buckets of 100 ms. Each instance's session sends through it.
+final class SimulatedHost: HTTPTransport {
+    static let bucket = Duration.milliseconds(100)
+
+    let clock: ManualClock
+    let outage: Range<Duration>
+    private let hits = Locked<[Int: Int]>([:])
+
+    init(clock: ManualClock, outage: Range<Duration>) {
+        self.clock = clock
+        self.outage = outage
+    }
+
+    func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        let now = clock.now.offset
+        hits.withLock { $0[Int(now / Self.bucket), default: 0] += 1 }
+        let status = outage.contains(now) ? 503 : 200
+        return (Data(), HTTPURLResponse(url: request.url!, statusCode: status, httpVersion: nil, headerFields: nil)!)
+    }
+
+    /// The attempts that reached the host in `range`.
+    func attempts(in range: Range<Duration>) -> Int {
+        let first = Int(range.lowerBound / Self.bucket)
+        let last = Int(range.upperBound / Self.bucket)
+        return hits.withLock { hits in (first..<last).reduce(0) { $0 + (hits[$1] ?? 0) } }
+    }
+}
+
+/// A run of many instances against one ``SimulatedHost``: requests arrive as a Poisson process, each to a random
+/// instance, and every event (an arrival, the end of a backoff) is played one instant at a time on the manual clock,
+/// after everything the previous one set off has settled. The same seed gives the same run.
+struct OutageSimulation {
+    struct Arrival {
+        let time: Duration
+        let instance: Int
+    }
+
+    /// What happened: each request's arrival and whether it succeeded, and the host.
+    struct Result {
+        let arrivals: [(time: Duration, succeeded: Bool)]
+        let host: SimulatedHost
+
+        func offered(in range: Range<Duration>) -> Int { arrivals.filter { range.contains($0.time) }.count }
+
+        /// Attempts that reached the host per request offered, in `range`.
+        func load(in range: Range<Duration>) -> Double {
+            Double(host.attempts(in: range)) / Double(max(offered(in: range), 1))
+        }
+
+        /// The share of the requests offered in `range` that succeeded.
+        func success(in range: Range<Duration>) -> Double {
+            let offered = arrivals.filter { range.contains($0.time) }
+            return Double(offered.filter(\.succeeded).count) / Double(max(offered.count, 1))
+        }
+
+        /// How long after `from` the host's load is back to normal for good: the start of the first 500 ms window
+        /// from which every window to `end` sees between 0.8 and 1.25 attempts per request offered.
+        func backToNormal(after from: Duration, end: Duration) -> Duration {
+            let window = Duration.milliseconds(500)
+            var starts: [Duration] = []
+            var start = from
+            while start + window <= end {
+                starts.append(start)
+                start += window
+            }
+            var normalFrom = end
+            for start in starts.reversed() {
+                let load = load(in: start..<start + window)
+                guard (0.8...1.25).contains(load) else { break }
+                normalFrom = start
+            }
+            return normalFrom - from
+        }
+    }
+
+    var instances = 20
+    var requestsPerSecond = 200.0
+    var outage: Range<Duration>
+    var duration: Duration
+    var seed: UInt64 = 1
+
+    /// Runs the simulation; `chain` makes instance `n`'s session, sending through the transport it is given and
+    /// timing everything on the clock it is given.
+    func run(chain: (_ instance: Int, _ transport: SimulatedHost, _ clock: ManualClock) -> Session) async -> Result {
+        let clock = ManualClock()
+        let host = SimulatedHost(clock: clock, outage: outage)
+        let sessions = (0..<instances).map { chain($0, host, clock) }
+        let arrivals = poissonArrivals()
+        let outcomes = Locked<[Int: Bool]>([:])
+        let finished = Locked(0)
+        var launched = 0
+        var next = 0
+        var tasks: [Task<Void, Never>] = []
+        while true {
+            let arrival = next < arrivals.count ? arrivals[next].time : nil
+            let deadline = clock.nextDeadline?.offset
+            guard arrival != nil || deadline != nil else { break }
+            if let arrival, deadline.map({ arrival <= $0 }) ?? true {
+                clock.advance(to: TestInstant(offset: arrival))
+                let index = next
+                let session = sessions[arrivals[index].instance]
+                tasks.append(
+                    Task {
+                        let succeeded = (try? await session.send(URL(string: "https://host.example/work")!)) != nil
+                        outcomes.withLock { $0[index] = succeeded }
+                        finished.withLock { $0 += 1 }
+                    })
+                launched += 1
+                next += 1
+            } else if let deadline {
+                clock.advance(to: TestInstant(offset: deadline))
+            }
+            // Settled: every request still in flight sleeps on the clock.
+            while clock.pendingSleepCount != launched - finished.withLock({ $0 }) { await Task.yield() }
+        }
+        for task in tasks { await task.value }
+        let results = outcomes.withLock { $0 }
+        return Result(
+            arrivals: arrivals.indices.map { (arrivals[$0].time, results[$0] ?? false) }, host: host)
+    }
+
+    private func poissonArrivals() -> [Arrival] {
+        let source = RandomSource.seeded(seed)
+        var arrivals: [Arrival] = []
+        var time = 0.0
+        let end = Double(duration.components.seconds)
+        while true {
+            time += -log(1 - source.unitInterval()) / requestsPerSecond
+            guard time < end else { break }
+            let instance = min(Int(source.unitInterval() * Double(instances)), instances - 1)
+            arrivals.append(Arrival(time: .nanoseconds(Int64(time * 1e9)), instance: instance))
+        }
+        return arrivals
+    }
+}
