@@ -112,7 +112,9 @@ let budgets: [Budget] = [
                 transport: InstantTransport(statuses: [200]), adapters: [.modifying { _, _ in }],
                 retriers: [RetryPolicy()]))
     },
-    Budget(name: "allocations per request, the realistic chain", baseline: 33) {
+    // 36 since the registry's breaker also registers as the request's retry gate (issue 17), which refuses a retry
+    // that would find it open: its entry in the request's registrations (about 0.1 µs a request).
+    Budget(name: "allocations per request, the realistic chain", baseline: 36) {
         let chain = Measure.realisticChain()
         return try await Measure.allocations(
             of: Session(

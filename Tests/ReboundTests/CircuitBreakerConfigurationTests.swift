@@ -3,11 +3,23 @@ import Testing
 
 @Suite("CircuitBreaker.Configuration")
 struct CircuitBreakerConfigurationTests {
-    @Test func defaultsAreFiveFailuresThirtySecondsAndOneTrial() {
+    @Test func defaultsAreFiveFailuresAShortGrowingJitteredBreakAndOneTrial() {
         let configuration = CircuitBreaker.Configuration.default
         #expect(configuration.tripCondition == .consecutiveFailures(5))
-        #expect(configuration.openDuration == .seconds(30))
+        #expect(configuration.openDuration == .milliseconds(500))
         #expect(configuration.halfOpenTrialCalls == 1)
+        #expect(configuration.trialTimeout == .seconds(30))
+        // Between half and all of 0.5 s for the first eleven openings, then doubling up to 10 s.
+        let breaks = CircuitBreaker.Configuration.defaultBreakDuration(using: .seeded(7))
+        for opening in 0...10 {
+            let open = breaks.delay(forRetryCount: opening)
+            #expect(open >= .milliseconds(250) && open <= .milliseconds(500), "opening \(opening): \(open)")
+        }
+        let upper = [11: 1.0, 12: 2.0, 13: 4.0, 14: 8.0, 15: 10.0, 40: 10.0]
+        for (opening, seconds) in upper {
+            let open = breaks.delay(forRetryCount: opening)
+            #expect(open >= .seconds(seconds / 2) && open <= .seconds(seconds + 0.001), "opening \(opening): \(open)")
+        }
     }
 
     @Test(arguments: [
@@ -50,6 +62,21 @@ struct CircuitBreakerConfigurationTests {
 
         #expect(error?.field == field)
         #expect(error?.message == "\(field) \(problem)")
+    }
+
+    @Test func aBreakThatNeverOpensOrATrialThatNeverExpiresIsRejected() {
+        let never = #expect(throws: ConfigurationError.self) {
+            try CircuitBreaker.Configuration.validated(breakDuration: .none)
+        }
+        #expect(
+            never?.message
+                == "CircuitBreaker.Configuration.breakDuration must open for longer than zero the first time, got 0.0 seconds"
+        )
+        let timeout = #expect(throws: ConfigurationError.self) {
+            try CircuitBreaker.Configuration.validated(trialTimeout: .zero)
+        }
+        #expect(
+            timeout?.message == "CircuitBreaker.Configuration.trialTimeout must be longer than zero, got 0.0 seconds")
     }
 
     @Test func validatedReturnsTheConfigurationTheInitializerWould() throws {

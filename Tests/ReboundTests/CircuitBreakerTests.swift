@@ -40,7 +40,7 @@ struct CircuitBreakerTests {
 
     @Test func opensAfterFiveConsecutiveFailuresAndFailsFastWithoutTheNetwork() async throws {
         let transport = ScriptedTransport { _, _ in .status(503) }
-        let breaker = CircuitBreaker(key: "api", clock: clock)
+        let breaker = CircuitBreaker(key: "api", configuration: .thirtySeconds, clock: clock)
         let session = session(breaker, transport: transport, clock: clock)
 
         await send(4, through: session)
@@ -59,7 +59,8 @@ struct CircuitBreakerTests {
 
     @Test func anOpenBreakersRefusalIsItsOwnReasonAndNoRetrierIsAsked() async throws {
         let log = Log()
-        let breaker = CircuitBreaker(configuration: .init(tripCondition: .consecutiveFailures(1)), clock: clock)
+        let breaker = CircuitBreaker(
+            configuration: .init(tripCondition: .consecutiveFailures(1), openDuration: .seconds(30)), clock: clock)
         let session = session(
             breaker, transport: ScriptedTransport([.status(503)]), clock: clock,
             retriers: [loggingRetrier("policy", log: log, answer: .doNotRetry)])
@@ -80,7 +81,7 @@ struct CircuitBreakerTests {
     @Test func aSuccessStartsTheConsecutiveCountAgain() async throws {
         let transport = ScriptedTransport(
             Array(repeating: .status(500), count: 4) + [.status(200)] + Array(repeating: .status(500), count: 4))
-        let breaker = CircuitBreaker(clock: clock)
+        let breaker = CircuitBreaker(configuration: .thirtySeconds, clock: clock)
 
         await send(9, through: session(breaker, transport: transport, clock: clock))
 
@@ -120,7 +121,8 @@ struct CircuitBreakerTests {
 
     @Test func cancelledAttemptsDoNotCount() async throws {
         let transport = ScriptedTransport { _, _ in .hang }
-        let breaker = CircuitBreaker(configuration: .init(tripCondition: .consecutiveFailures(1)), clock: clock)
+        let breaker = CircuitBreaker(
+            configuration: .init(tripCondition: .consecutiveFailures(1), openDuration: .seconds(30)), clock: clock)
         let session = session(breaker, transport: transport, clock: clock)
 
         for count in 1...3 {
@@ -133,17 +135,20 @@ struct CircuitBreakerTests {
         #expect(breaker.state == .closed)
     }
 
-    @Test func theOpenErrorIsNeitherRetriedNorCounted() async throws {
+    @Test func theFailureThatTripsTheBreakerIsNotRetried() async throws {
         let transport = ScriptedTransport { _, _ in .status(503) }
-        let breaker = CircuitBreaker(configuration: .init(tripCondition: .consecutiveFailures(2)), clock: clock)
+        let breaker = CircuitBreaker(
+            configuration: .init(tripCondition: .consecutiveFailures(2), openDuration: .seconds(30)), clock: clock)
         let session = session(breaker, transport: transport, clock: clock, retriers: [retryAnything(limit: 10)])
 
         let error = await #expect(throws: ReboundError.self) { try await session.send(request()) }
 
-        // Two attempts tripped it; the third attempt was stopped and nobody retried that.
+        // Two attempts tripped it; the retry of the second is refused at once, with the breaker's error beside the
+        // failure, and nothing is attempted after it.
         #expect(transport.requestCount == 2)
-        #expect(error?.attemptCount == 3)
+        #expect(error?.attemptCount == 2)
         #expect(error?.underlyingError is CircuitBreakerOpenError)
+        #expect(error?.statusCode == 503)
         clock.advance(by: .seconds(30))
         #expect(breaker.state == .halfOpen)
     }
@@ -152,7 +157,8 @@ struct CircuitBreakerTests {
 
     @Test func aTrialSuccessAfterTheOpenDurationClosesIt() async throws {
         let transport = ScriptedTransport([.status(500), .status(200), .status(500)])
-        let breaker = CircuitBreaker(configuration: .init(tripCondition: .consecutiveFailures(1)), clock: clock)
+        let breaker = CircuitBreaker(
+            configuration: .init(tripCondition: .consecutiveFailures(1), openDuration: .seconds(30)), clock: clock)
         let transitions = breaker.transitions()
         let session = session(breaker, transport: transport, clock: clock)
 
@@ -175,7 +181,8 @@ struct CircuitBreakerTests {
 
     @Test func aTrialFailureOpensItAgainForTheFullDuration() async throws {
         let transport = ScriptedTransport { _, _ in .status(502) }
-        let breaker = CircuitBreaker(configuration: .init(tripCondition: .consecutiveFailures(1)), clock: clock)
+        let breaker = CircuitBreaker(
+            configuration: .init(tripCondition: .consecutiveFailures(1), openDuration: .seconds(30)), clock: clock)
         let session = session(breaker, transport: transport, clock: clock)
 
         await send(1, through: session)
@@ -214,7 +221,7 @@ struct CircuitBreakerTests {
 
     @Test func twoHundredConcurrentRequestsWhileHalfOpenSendOneTrial() async throws {
         let transport = ScriptedTransport { _, _ in .status(503) }
-        let breaker = CircuitBreaker(clock: clock)
+        let breaker = CircuitBreaker(configuration: .thirtySeconds, clock: clock)
         let session = session(breaker, transport: transport, clock: clock, retriers: [retryAnything(limit: 3)])
 
         await withTaskGroup(of: Void.self) { group in
@@ -270,7 +277,8 @@ struct CircuitBreakerTests {
 
     @Test func forcedOpenFailsFastUntilResetAndForcedClosedNeverTrips() async throws {
         let transport = ScriptedTransport { _, _ in .status(500) }
-        let breaker = CircuitBreaker(configuration: .init(tripCondition: .consecutiveFailures(1)), clock: clock)
+        let breaker = CircuitBreaker(
+            configuration: .init(tripCondition: .consecutiveFailures(1), openDuration: .seconds(30)), clock: clock)
         let session = session(breaker, transport: transport, clock: clock)
 
         breaker.forceOpen()
@@ -291,7 +299,9 @@ struct CircuitBreakerTests {
 
     @Test func tellsEveryTransitionToItsCallback() async throws {
         let log = Log()
-        let breaker = CircuitBreaker(key: "k", clock: clock) { log.append("\($0.key ?? "") \($0.from)→\($0.to)") }
+        let breaker = CircuitBreaker(key: "k", configuration: .thirtySeconds, clock: clock) {
+            log.append("\($0.key ?? "") \($0.from)→\($0.to)")
+        }
 
         breaker.forceOpen()
         breaker.forceOpen()
@@ -313,7 +323,7 @@ struct CircuitBreakerRegistryTests {
             request.url?.host == "down.example.com" ? .status(503) : .status(200)
         }
         let registry = CircuitBreakerRegistry(
-            configuration: .init(tripCondition: .consecutiveFailures(2)), clock: clock)
+            configuration: .init(tripCondition: .consecutiveFailures(2), openDuration: .seconds(30)), clock: clock)
         let first = Session(transport: transport, adapters: [registry], clock: clock)
         let second = Session(transport: transport, adapters: [registry], clock: clock)
 
@@ -334,7 +344,7 @@ struct CircuitBreakerRegistryTests {
 
     @Test func anAttemptIsCountedByTheBreakerThatLetItThroughEvenWhenALaterAdapterMovesIt() async throws {
         let registry = CircuitBreakerRegistry(
-            configuration: .init(tripCondition: .consecutiveFailures(1)), clock: clock)
+            configuration: .init(tripCondition: .consecutiveFailures(1), openDuration: .seconds(30)), clock: clock)
         let moveToB = Adapter.modifying { request, _ in request.url = URL(string: "https://b.example.com/x")! }
         let transport = ScriptedTransport { _, _ in .status(503) }
         let session = Session(
@@ -381,4 +391,9 @@ struct CircuitBreakerRegistryTests {
                 == "127.0.0.1:8080")
         #expect(CircuitBreakerRegistry.hostKey(for: request(.get, URL(string: "file:///tmp/x")!)) == nil)
     }
+}
+
+extension CircuitBreaker.Configuration {
+    /// The former default: a constant 30 s open time, which these tests count with.
+    static let thirtySeconds = CircuitBreaker.Configuration(openDuration: .seconds(30))
 }

@@ -147,7 +147,8 @@ struct LoggingRetrierTests {
 
     @Test func passesAdaptingAndObservingOnToTheWrappedChain() async throws {
         let breaker = CircuitBreaker(
-            configuration: .init(tripCondition: .consecutiveFailures(1)), clock: ManualClock())
+            configuration: .init(tripCondition: .consecutiveFailures(1), openDuration: .seconds(30)),
+            clock: ManualClock())
         let transport = ScriptedTransport { _, _ in .status(500) }
         let session = Session(
             transport: transport,

@@ -16,9 +16,14 @@ struct OutageRecoveryTests {
 
     enum Chain: String, CaseIterable, Sendable {
         case noRetries, retries, retriesAndBudget, retriesBudgetAndBreaker
+        /// The breaker as it was before issue 17: open for a fixed 30 s.
+        case retriesBudgetAndFormerBreaker
     }
 
-    static func session(_ chain: Chain, instance: Int, host: SimulatedHost, clock: ManualClock) -> Session {
+    static func session(_ chain: Chain, instance: Int, host: SimulatedHost, clock: ManualClock, seed: UInt64)
+        -> Session
+    {
+        let instance = instance + Int(seed) * 1_000
         let policy = RetryPolicy(
             retryLimit: 3,
             backoff: .exponential(a: .milliseconds(500), b: 2).fullJitter(using: .seeded(UInt64(instance) + 100)))
@@ -30,27 +35,67 @@ struct OutageRecoveryTests {
         case .retriesAndBudget:
             return Session(transport: host, adapters: [RetryBudget()], retriers: [policy], clock: clock)
         case .retriesBudgetAndBreaker:
-            return Session(
-                transport: host, adapters: [RetryBudget(), CircuitBreaker(clock: clock)], retriers: [policy],
+            // The default configuration, with its jitter drawn from a seeded source so that the run repeats.
+            let breaker = CircuitBreaker(
+                configuration: CircuitBreaker.Configuration(
+                    breakDuration: CircuitBreaker.Configuration.defaultBreakDuration(using: .seeded(UInt64(instance)))),
                 clock: clock)
+            return Session(
+                transport: host, adapters: [RetryBudget(), breaker], retriers: [policy], clock: clock)
+        case .retriesBudgetAndFormerBreaker:
+            let breaker = CircuitBreaker(configuration: .init(openDuration: .seconds(30)), clock: clock)
+            return Session(
+                transport: host, adapters: [RetryBudget(), breaker], retriers: [policy], clock: clock)
         }
     }
 
-    static func run(_ chain: Chain, outage: Range<Duration> = outage, duration: Duration = .seconds(15)) async
-        -> OutageSimulation.Result
-    {
-        await OutageSimulation(outage: outage, duration: duration).run { instance, host, clock in
-            session(chain, instance: instance, host: host, clock: clock)
+    static func run(
+        _ chain: Chain, outage: Range<Duration> = outage, duration: Duration = .seconds(15), seed: UInt64 = 1
+    ) async -> OutageSimulation.Result {
+        await OutageSimulation(outage: outage, duration: duration, seed: seed).run { instance, host, clock in
+            session(chain, instance: instance, host: host, clock: clock, seed: seed)
         }
     }
 
-    @Test("Report", arguments: Chain.allCases)
-    func report(chain: Chain) async {
-        let result = await Self.run(chain)
+    @Test(
+        "After a 5 s outage the default chain hands the host back: 90 % success, load normal within 1 s",
+        arguments: [1, 2, 3] as [UInt64])
+    func shortOutage(seed: UInt64) async {
         let after = Duration.seconds(8)..<Duration.seconds(13)
+        let baseline = await Self.run(.noRetries, seed: seed)
+        let result = await Self.run(.retriesBudgetAndBreaker, seed: seed)
         print(
-            "\(chain): load in outage \(result.load(in: Self.outage)), after \(result.load(in: after)), "
-                + "success after \(result.success(in: after)), back to normal "
-                + "\(result.backToNormal(after: .seconds(8), end: .seconds(15)))")
+            "seed \(seed): success \(result.success(in: after)), normal \(result.backToNormal(after: .seconds(8), end: .seconds(15)))"
+        )
+        #expect(result.success(in: after) >= 0.9, "success \(result.success(in: after))")
+        let normal = result.backToNormal(after: .seconds(8), end: .seconds(15))
+        let baselineNormal = baseline.backToNormal(after: .seconds(8), end: .seconds(15))
+        #expect(normal <= baselineNormal + .seconds(1), "back to normal \(normal) after, baseline \(baselineNormal)")
+        #expect(result.load(in: Self.outage) <= 1, "the breaker let more through than was offered")
+    }
+
+    @Test("In a 60 s outage the attempts that reach the host stay within 0.2× the requests offered")
+    func longOutage() async {
+        let outage = Duration.seconds(3)..<Duration.seconds(63)
+        let result = await Self.run(.retriesBudgetAndBreaker, outage: outage, duration: .seconds(70))
+        #expect(result.load(in: outage) <= 0.2, "load \(result.load(in: outage))")
+        print(
+            "60 s outage: load \(result.load(in: outage)), after \(result.load(in: Duration.seconds(63)..<Duration.seconds(68)))"
+        )
+    }
+
+    @Test("The issue's table, reproduced: retries amplify, a budget less, the former breaker blacks the host out")
+    func table() async {
+        let after = Duration.seconds(8)..<Duration.seconds(13)
+        let none = await Self.run(.noRetries)
+        let retries = await Self.run(.retries)
+        let budget = await Self.run(.retriesAndBudget)
+        let former = await Self.run(.retriesBudgetAndFormerBreaker)
+        #expect(none.load(in: Self.outage) == 1 && none.success(in: after) == 1)
+        #expect(retries.load(in: Self.outage) > 3, "retries: \(retries.load(in: Self.outage))")
+        #expect(budget.load(in: Self.outage) < retries.load(in: Self.outage))
+        #expect(budget.load(in: Self.outage) > 2.5, "budget: \(budget.load(in: Self.outage))")
+        #expect(former.load(in: Self.outage) <= 0.15, "former breaker: \(former.load(in: Self.outage))")
+        #expect(former.success(in: after) == 0, "the former breaker let callers through after the outage")
     }
 }

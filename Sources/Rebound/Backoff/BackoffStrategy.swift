@@ -45,6 +45,20 @@ public struct BackoffStrategy: Sendable {
         self.shape = shape
     }
 
+    /// The same strategy without its jitter: the upper bound each jittered delay is drawn under (the base, for
+    /// decorrelated jitter).
+    var withoutJitter: BackoffStrategy { BackoffStrategy(Self.unjittered(shape)) }
+
+    private static func unjittered(_ shape: Shape) -> Shape {
+        switch shape {
+        case .fullJitter(let inner, _), .equalJitter(let inner, _): unjittered(inner)
+        case .atLeast(let inner, let m): .atLeast(unjittered(inner), m)
+        case .atMost(let inner, let m): .atMost(unjittered(inner), m)
+        case .decorrelated(let base, _, _): .constant(base)
+        case .none, .constant, .linear, .exponential, .custom, .automatic: shape
+        }
+    }
+
     /// Creates a strategy from a closure of the retry count and the previous delay (`nil` before the first retry).
     public init(_ delay: @escaping @Sendable (_ retryCount: Int, _ previousDelay: Duration?) -> Duration) {
         self.init(.custom(delay))

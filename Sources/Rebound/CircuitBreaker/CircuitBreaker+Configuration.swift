@@ -36,89 +36,174 @@ extension CircuitBreaker {
     /// What a breaker trips on, how long it stays open, how many trial calls it lets through and what counts as
     /// a failure.
     ///
+    /// **How long it stays open.** Each time the breaker opens, it stays open for ``breakDuration``'s delay for the
+    /// number of times it has opened since it was last closed (0 the first time). The default,
+    /// ``defaultBreakDuration``, is short and jittered while an outage is young, and grows only while trials keep
+    /// failing: between 0.25 s and 0.5 s for the first eleven openings (about 4 s of failed trials), then doubling up
+    /// to 10 s (5 s to 10 s once jittered). A recovered host is handed back within half a second; a long outage gets
+    /// a trial per instance every 5 to 10 s. `Retry-After` on the failure that trips it keeps it open at least that
+    /// long. `Docs/CircuitBreaker.md` shows the trade-off with numbers.
+    ///
     /// Every setting is checked when the configuration is created: an invalid one written in code traps with a message
-    /// that names it, and ``validated(tripCondition:openDuration:halfOpenTrialCalls:retryAfter:classify:)``, for
-    /// settings that arrive at run time, throws a ``ConfigurationError`` instead.
+    /// that names it, and the `validated(…)` factories, for settings that arrive at run time, throw a
+    /// ``ConfigurationError`` instead.
     public struct Configuration: Sendable {
         /// The default ``tripCondition``: 5 consecutive failures.
         public static let defaultTripCondition = TripCondition.consecutiveFailures(5)
-        /// The default ``openDuration``: 30 seconds.
-        public static let defaultOpenDuration = Duration.seconds(30)
+        /// The default ``breakDuration``: 0.5 s for the first eleven openings, then doubling up to 10 s, each with equal
+        /// jitter (between half and all of it), drawn from the system's random numbers.
+        public static let defaultBreakDuration = defaultBreakDuration(using: .system)
         /// The default ``halfOpenTrialCalls``: 1.
         public static let defaultHalfOpenTrialCalls = 1
+        /// The default ``trialTimeout``: 30 seconds.
+        public static let defaultTrialTimeout = Duration.seconds(30)
         /// A configuration with every default.
         public static let `default` = Configuration(
-            checked: defaultTripCondition, openDuration: defaultOpenDuration,
-            halfOpenTrialCalls: defaultHalfOpenTrialCalls, retryAfter: .default, classify: CircuitBreaker.defaultVerdict
-        )
+            checked: defaultTripCondition, breakDuration: defaultBreakDuration,
+            halfOpenTrialCalls: defaultHalfOpenTrialCalls, trialTimeout: defaultTrialTimeout, retryAfter: .default,
+            classify: CircuitBreaker.defaultVerdict)
+
+        /// The default ``breakDuration`` with its jitter drawn from `random`: a seeded source makes runs repeatable.
+        public static func defaultBreakDuration(using random: RandomSource) -> BackoffStrategy {
+            .exponential(a: .nanoseconds(488_281), b: 2).min(.milliseconds(500)).max(.seconds(10)).equalJitter(
+                using: random)
+        }
 
         /// When the breaker opens; ``defaultTripCondition`` (5 consecutive failures) by default.
         public let tripCondition: TripCondition
-        /// How long the breaker stays open before it lets trial calls through; ``defaultOpenDuration`` (30 s) by
-        /// default.
-        public let openDuration: Duration
+        /// How long the breaker stays open, given how many times it opened since it was last closed;
+        /// ``defaultBreakDuration`` by default.
+        public let breakDuration: BackoffStrategy
         /// How many calls a half-open breaker lets through at once; ``defaultHalfOpenTrialCalls`` (1) by default.
         public let halfOpenTrialCalls: Int
+        /// How long a trial call may go without reporting before its permit expires and another call may try; 30 s
+        /// by default. A trial whose outcome never arrives (its request abandoned, a wrapper that drops the report)
+        /// cannot keep the breaker half-open for good.
+        public let trialTimeout: Duration
         /// Which `Retry-After` headers keep the breaker open at least as long as they ask when a failure trips it;
         /// ``RetryAfter/default`` (429 and 503, at most 60 s) by default.
         public let retryAfter: RetryAfter
         /// Decides how an attempt counts; ``CircuitBreaker/defaultVerdict(for:)`` by default.
         public let classify: @Sendable (AttemptOutcome) -> Verdict
 
+        /// How long the breaker stays open the first time, without jitter: 0.5 s by default.
+        public var openDuration: Duration { breakDuration.withoutJitter.delay(forRetryCount: 0) }
+
         /// Creates a configuration from settings written in code; an invalid one traps.
         ///
-        /// An invalid setting is a programming error; the trap's message names it, for example
-        /// `CircuitBreaker.Configuration.openDuration must be longer than zero, got 0.0 seconds`. For settings that
-        /// arrive at run time, use ``validated(tripCondition:openDuration:halfOpenTrialCalls:retryAfter:classify:)``,
+        /// An invalid setting is a programming error; the trap's message names it. For settings that arrive at run
+        /// time, use ``validated(tripCondition:breakDuration:halfOpenTrialCalls:trialTimeout:retryAfter:classify:)``,
         /// which throws instead.
         ///
         /// - Parameters:
         ///   - tripCondition: When the breaker opens; 5 consecutive failures by default. The count must be at least
         ///     1, the rate in (0, 1], a count window at least 1 call, a time window longer than zero, and the minimum
         ///     number of calls at least 1.
-        ///   - openDuration: How long the breaker stays open, longer than zero; 30 seconds by default.
+        ///   - breakDuration: How long the breaker stays open, given how many times it opened since it was last
+        ///     closed; ``defaultBreakDuration`` by default. Its first delay must be longer than zero.
         ///   - halfOpenTrialCalls: How many trial calls a half-open breaker lets through, at least 1; 1 by default.
+        ///   - trialTimeout: How long a trial's permit lasts without a report, longer than zero; 30 s by default.
         ///   - retryAfter: Which `Retry-After` headers lengthen the open time of a breaker their failure trips;
         ///     ``RetryAfter/default`` by default, ``RetryAfter/ignored`` for none.
         ///   - classify: How an attempt counts; ``CircuitBreaker/defaultVerdict(for:)`` by default.
         public init(
             tripCondition: TripCondition = defaultTripCondition,
-            openDuration: Duration = defaultOpenDuration,
+            breakDuration: BackoffStrategy = defaultBreakDuration,
             halfOpenTrialCalls: Int = defaultHalfOpenTrialCalls,
+            trialTimeout: Duration = defaultTrialTimeout,
             retryAfter: RetryAfter = .default,
             classify: @escaping @Sendable (AttemptOutcome) -> Verdict = CircuitBreaker.defaultVerdict
         ) {
             ConfigurationError.trapIfInvalid { () throws(ConfigurationError) in
                 try Self.check(
-                    tripCondition: tripCondition, openDuration: openDuration, halfOpenTrialCalls: halfOpenTrialCalls)
+                    tripCondition: tripCondition, breakDuration: breakDuration,
+                    halfOpenTrialCalls: halfOpenTrialCalls, trialTimeout: trialTimeout)
             }
             self.init(
-                checked: tripCondition, openDuration: openDuration, halfOpenTrialCalls: halfOpenTrialCalls,
-                retryAfter: retryAfter, classify: classify)
+                checked: tripCondition, breakDuration: breakDuration, halfOpenTrialCalls: halfOpenTrialCalls,
+                trialTimeout: trialTimeout, retryAfter: retryAfter, classify: classify)
+        }
+
+        /// Creates a configuration whose breaker stays open for the same `openDuration` every time, without jitter
+        /// or growth (the behaviour before the break duration could grow); an invalid setting traps.
+        ///
+        /// - Parameters:
+        ///   - tripCondition: When the breaker opens; 5 consecutive failures by default.
+        ///   - openDuration: How long the breaker stays open each time, longer than zero.
+        ///   - halfOpenTrialCalls: How many trial calls a half-open breaker lets through, at least 1; 1 by default.
+        ///   - trialTimeout: How long a trial's permit lasts without a report, longer than zero; 30 s by default.
+        ///   - retryAfter: Which `Retry-After` headers lengthen the open time; ``RetryAfter/default`` by default.
+        ///   - classify: How an attempt counts; ``CircuitBreaker/defaultVerdict(for:)`` by default.
+        public init(
+            tripCondition: TripCondition = defaultTripCondition,
+            openDuration: Duration,
+            halfOpenTrialCalls: Int = defaultHalfOpenTrialCalls,
+            trialTimeout: Duration = defaultTrialTimeout,
+            retryAfter: RetryAfter = .default,
+            classify: @escaping @Sendable (AttemptOutcome) -> Verdict = CircuitBreaker.defaultVerdict
+        ) {
+            ConfigurationError.trapIfInvalid { () throws(ConfigurationError) in
+                try Self.check(openDuration: openDuration)
+            }
+            self.init(
+                tripCondition: tripCondition, breakDuration: .constant(openDuration),
+                halfOpenTrialCalls: halfOpenTrialCalls, trialTimeout: trialTimeout, retryAfter: retryAfter,
+                classify: classify)
         }
 
         /// Creates a configuration from settings that arrive at run time, throwing when one is invalid.
         ///
         /// The parameters, their defaults and what is valid are those of
-        /// ``init(tripCondition:openDuration:halfOpenTrialCalls:retryAfter:classify:)``.
+        /// ``init(tripCondition:breakDuration:halfOpenTrialCalls:trialTimeout:retryAfter:classify:)``.
         ///
         /// - Throws: ``ConfigurationError`` naming the first invalid setting.
         public static func validated(
             tripCondition: TripCondition = defaultTripCondition,
-            openDuration: Duration = defaultOpenDuration,
+            breakDuration: BackoffStrategy = defaultBreakDuration,
             halfOpenTrialCalls: Int = defaultHalfOpenTrialCalls,
+            trialTimeout: Duration = defaultTrialTimeout,
             retryAfter: RetryAfter = .default,
             classify: @escaping @Sendable (AttemptOutcome) -> Verdict = CircuitBreaker.defaultVerdict
         ) throws(ConfigurationError) -> Configuration {
-            try check(tripCondition: tripCondition, openDuration: openDuration, halfOpenTrialCalls: halfOpenTrialCalls)
+            try check(
+                tripCondition: tripCondition, breakDuration: breakDuration, halfOpenTrialCalls: halfOpenTrialCalls,
+                trialTimeout: trialTimeout)
             return Configuration(
-                checked: tripCondition, openDuration: openDuration, halfOpenTrialCalls: halfOpenTrialCalls,
-                retryAfter: retryAfter, classify: classify)
+                checked: tripCondition, breakDuration: breakDuration, halfOpenTrialCalls: halfOpenTrialCalls,
+                trialTimeout: trialTimeout, retryAfter: retryAfter, classify: classify)
+        }
+
+        /// Creates a configuration with a fixed open duration from settings that arrive at run time, throwing when
+        /// one is invalid; see ``init(tripCondition:openDuration:halfOpenTrialCalls:trialTimeout:retryAfter:classify:)``.
+        ///
+        /// - Throws: ``ConfigurationError`` naming the first invalid setting.
+        public static func validated(
+            tripCondition: TripCondition = defaultTripCondition,
+            openDuration: Duration,
+            halfOpenTrialCalls: Int = defaultHalfOpenTrialCalls,
+            trialTimeout: Duration = defaultTrialTimeout,
+            retryAfter: RetryAfter = .default,
+            classify: @escaping @Sendable (AttemptOutcome) -> Verdict = CircuitBreaker.defaultVerdict
+        ) throws(ConfigurationError) -> Configuration {
+            try check(openDuration: openDuration)
+            return try validated(
+                tripCondition: tripCondition, breakDuration: .constant(openDuration),
+                halfOpenTrialCalls: halfOpenTrialCalls, trialTimeout: trialTimeout, retryAfter: retryAfter,
+                classify: classify)
+        }
+
+        private static func check(openDuration: Duration) throws(ConfigurationError) {
+            guard openDuration > .zero else {
+                throw ConfigurationError(
+                    field: "CircuitBreaker.Configuration.openDuration",
+                    problem: "must be longer than zero, got \(openDuration)")
+            }
         }
 
         /// Throws a ``ConfigurationError`` for the first invalid setting.
         private static func check(
-            tripCondition: TripCondition, openDuration: Duration, halfOpenTrialCalls: Int
+            tripCondition: TripCondition, breakDuration: BackoffStrategy, halfOpenTrialCalls: Int,
+            trialTimeout: Duration
         ) throws(ConfigurationError) {
             let trip = "CircuitBreaker.Configuration.tripCondition"
             switch tripCondition {
@@ -149,26 +234,33 @@ extension CircuitBreaker {
                     }
                 }
             }
-            guard openDuration > .zero else {
+            let first = breakDuration.withoutJitter.delay(forRetryCount: 0)
+            guard first > .zero else {
                 throw ConfigurationError(
-                    field: "CircuitBreaker.Configuration.openDuration",
-                    problem: "must be longer than zero, got \(openDuration)")
+                    field: "CircuitBreaker.Configuration.breakDuration",
+                    problem: "must open for longer than zero the first time, got \(first)")
             }
             guard halfOpenTrialCalls >= 1 else {
                 throw ConfigurationError(
                     field: "CircuitBreaker.Configuration.halfOpenTrialCalls",
                     problem: "must be at least 1, got \(halfOpenTrialCalls)")
             }
+            guard trialTimeout > .zero else {
+                throw ConfigurationError(
+                    field: "CircuitBreaker.Configuration.trialTimeout",
+                    problem: "must be longer than zero, got \(trialTimeout)")
+            }
         }
 
         private init(
-            checked tripCondition: TripCondition, openDuration: Duration, halfOpenTrialCalls: Int,
-            retryAfter: RetryAfter, classify: @escaping @Sendable (AttemptOutcome) -> Verdict
+            checked tripCondition: TripCondition, breakDuration: BackoffStrategy, halfOpenTrialCalls: Int,
+            trialTimeout: Duration, retryAfter: RetryAfter, classify: @escaping @Sendable (AttemptOutcome) -> Verdict
         ) {
             self.retryAfter = retryAfter
             self.tripCondition = tripCondition
-            self.openDuration = openDuration
+            self.breakDuration = breakDuration
             self.halfOpenTrialCalls = halfOpenTrialCalls
+            self.trialTimeout = trialTimeout
             self.classify = classify
         }
     }

@@ -12,10 +12,14 @@ import Foundation
 ///   row by default) it opens.
 /// - **Open**: requests fail at once, before reaching the network, with ``CircuitBreakerOpenError``, which says when
 ///   the breaker will try again. No retrier is asked about that error and it is not counted as another failure.
-/// - **Half-open**, once ``Configuration/openDuration`` (30 s by default) has passed: up to
-///   ``Configuration/halfOpenTrialCalls`` (1 by default) requests go through at once, the rest fail fast. A trial
-///   success closes the breaker; a trial failure opens it again; an ignored outcome (a cancelled trial) gives its
-///   place to the next request.
+/// - **Half-open**, once the break has passed (``Configuration/breakDuration``: 0.25–0.5 s at first, growing up to
+///   5–10 s while trials keep failing, by default): up to ``Configuration/halfOpenTrialCalls`` (1 by default) requests
+///   go through at once, the rest fail fast. A trial success closes the breaker; a trial failure opens it again; an
+///   ignored outcome (a cancelled trial) gives its place to the next request, and so does a trial that has not
+///   reported within ``Configuration/trialTimeout``.
+///
+/// It is also each admitted request's ``RetryGate``: a retry that would find the breaker open when its backoff ends is
+/// refused at once with ``CircuitBreakerOpenError``, nothing slept.
 ///
 /// When the failure that opens the breaker carries a `Retry-After` (on 429 or 503 by default), the breaker stays open
 /// at least that long.
@@ -25,8 +29,8 @@ import Foundation
 /// A breaker only counts attempts it let through itself: put it in the chain as an adapter, alone or inside any
 /// wrapper that forwards `adapt` (it registers, through the context, to hear how the attempt it admitted ends).
 ///
-/// The state moves from open to half-open when it is next looked at (by a request or by reading ``state``), on the
-/// breaker's clock. Every transition is told to ``init(key:configuration:clock:onTransition:)``'s `onTransition`
+/// The state moves from open to half-open when the breaker next admits an attempt, on the breaker's clock; reading
+/// ``state`` changes nothing. Every transition is told to ``init(key:configuration:clock:onTransition:)``'s `onTransition`
 /// and to every ``transitions()`` stream.
 ///
 /// A breaker is a class whose state is behind a lock: share one instance between sessions to share the upstream's
@@ -36,7 +40,7 @@ import Foundation
 /// let breaker = CircuitBreaker(key: "payments")
 /// let session = Session(adapters: [breaker], retriers: [RetryPolicy()])
 /// ```
-public final class CircuitBreaker: RequestAdapter, AttemptObserver {
+public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
     /// Where a breaker is in its cycle.
     public enum State: String, Sendable, Hashable, CustomStringConvertible {
         /// Requests go through and outcomes are counted.
@@ -93,7 +97,7 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver {
     /// - Parameters:
     ///   - key: A name for the breaker, shown in its errors and transitions; none by default.
     ///   - configuration: When to trip, how long to stay open, how many trial calls; ``Configuration/default``
-    ///     (5 consecutive failures, 30 s, 1 trial call) by default.
+    ///     (5 consecutive failures, a short growing jittered break, 1 trial call) by default.
     ///   - clock: The clock the open duration and time windows are measured on; `ContinuousClock` by default.
     ///   - onTransition: Called after every change of state, outside the breaker's lock, on the task that caused
     ///     it; calls from concurrent requests may overlap. None by default.
@@ -116,14 +120,13 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver {
         self.onTransition = onTransition
     }
 
-    /// The current state, moving an open breaker whose time is up to half-open first.
+    /// The current state; an open breaker whose time is up reads as half-open.
+    ///
+    /// Reading changes nothing (a metrics gauge may poll it): the breaker moves to half-open when it admits the next
+    /// attempt, and tells its transition then.
     public var state: State {
-        let (state, transitions) = update { machine, now, transitions in
-            machine.advance(now: now, transitions: &transitions)
-            return machine.state
-        }
-        announce(transitions)
-        return state
+        let now = now()
+        return storage.withLock { $0.machine.state(at: now) }
     }
 
     /// How many attempts it let through have not been reported yet; for tests that check nothing is kept.
@@ -180,6 +183,32 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver {
         announce(transitions)
         if let rejection { throw rejection }
         context.observe(self)
+        context.admitRetries(through: self)
+    }
+
+    /// Refuses at once a retry that would find the breaker open when its backoff ends, with
+    /// ``CircuitBreakerOpenError``: nothing is slept for a certain refusal (and a budget refunds what it granted).
+    ///
+    /// The failed attempt is counted first, here rather than when it is reported, so that the failure that trips the
+    /// breaker refuses its own retry.
+    public func admitRetry(_ request: RetryRequest, dueTo error: ReboundError, after delay: Duration) -> (any Error)? {
+        guard let attempt = request.attempts.last else { return nil }
+        let attemptKey = AttemptKey(requestID: request.requestID, attempt: attempt.number)
+        let outcome = AttemptOutcome(
+            requestID: request.requestID, label: request.label, originalRequest: request.originalRequest,
+            attempt: attempt, data: request.data, decision: .retry(after: delay))
+        let verdict = configuration.classify(outcome)
+        let openAtLeast = attempt.response.flatMap(configuration.retryAfter.delay(for:)) ?? .zero
+        let (refusal, transitions) = update { storage, now, transitions -> CircuitBreakerOpenError? in
+            if let permit = storage.permits.removeValue(forKey: attemptKey) {
+                storage.machine.record(
+                    verdict, permit: permit, now: now, openAtLeast: openAtLeast, transitions: &transitions)
+            }
+            guard let retryAfter = storage.machine.refusal(ofRetryAfter: delay, now: now) else { return nil }
+            return CircuitBreakerOpenError(key: key, state: storage.machine.state, retryAfter: retryAfter)
+        }
+        announce(transitions)
+        return refusal
     }
 
     /// Counts the outcome of an attempt this breaker let through; other outcomes are ignored.
@@ -214,6 +243,12 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver {
             var before = storage.machine.state
             var entered: [State] = []
             let result = body(&storage, now, &entered)
+            if !entered.isEmpty {
+                // Permits of an earlier generation count for nothing any more: forget them, so that attempts that never
+                // report cannot pile up.
+                let generation = storage.machine.generation
+                storage.permits = storage.permits.filter { $0.value.generation == generation }
+            }
             var transitions: [Transition] = []
             for state in entered {
                 transitions.append(Transition(key: key, from: before, to: state))

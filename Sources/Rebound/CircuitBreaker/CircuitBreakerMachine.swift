@@ -5,16 +5,26 @@ struct CircuitBreakerMachine: Sendable {
     enum Phase: Sendable, Equatable {
         case closed
         case open(until: Duration)
-        case halfOpen(permitsLeft: Int)
+        /// The trial calls in flight, each with the time its permit was issued.
+        case halfOpen(trials: [Trial])
         case forcedOpen
         case forcedClosed
+    }
+
+    /// A trial call in flight: its permit's number and when it was let through.
+    struct Trial: Sendable, Equatable {
+        let id: Int
+        let issued: Duration
     }
 
     /// A permit to send one attempt, handed back with the attempt's verdict.
     struct Permit: Sendable, Hashable {
         /// Outcomes of attempts admitted before the last transition say nothing about the current phase.
         let generation: Int
-        let isTrial: Bool
+        /// The trial's number, for a trial call of a half-open breaker; `nil` otherwise.
+        let trial: Int?
+
+        var isTrial: Bool { trial != nil }
     }
 
     enum Admission: Sendable, Equatable {
@@ -28,6 +38,10 @@ struct CircuitBreakerMachine: Sendable {
     private(set) var phase: Phase = .closed
     private(set) var generation = 0
     private var consecutiveFailures = 0
+    /// How many times the breaker opened since it was last closed: what ``CircuitBreaker/Configuration/breakDuration``
+    /// is asked about.
+    private(set) var openings = 0
+    private var nextTrial = 0
     private var window: FailureWindow
 
     init(configuration: CircuitBreaker.Configuration) {
@@ -45,10 +59,27 @@ struct CircuitBreakerMachine: Sendable {
         }
     }
 
+    /// The state at `now`, without moving anything: an open breaker whose time is up reads as half-open, and becomes
+    /// half-open when the next attempt is admitted.
+    func state(at now: Duration) -> CircuitBreaker.State {
+        if case .open(let until) = phase, now >= until { return .halfOpen }
+        return state
+    }
+
     /// Moves an open breaker whose time is up to half-open.
     mutating func advance(now: Duration, transitions: inout [CircuitBreaker.State]) {
         if case .open(let until) = phase, now >= until {
-            enter(.halfOpen(permitsLeft: configuration.halfOpenTrialCalls), transitions: &transitions)
+            enter(.halfOpen(trials: []), transitions: &transitions)
+        }
+    }
+
+    /// Whether a retry that would start after `delay` finds the breaker still open: the time until it lets a trial
+    /// through (`nil` when forced open), or no refusal at all.
+    func refusal(ofRetryAfter delay: Duration, now: Duration) -> Duration?? {
+        switch phase {
+        case .open(let until) where until > now + delay: .some(until - now)
+        case .forcedOpen: .some(nil)
+        default: nil
         }
     }
 
@@ -56,15 +87,22 @@ struct CircuitBreakerMachine: Sendable {
         advance(now: now, transitions: &transitions)
         switch phase {
         case .closed, .forcedClosed:
-            return .admitted(Permit(generation: generation, isTrial: false))
+            return .admitted(Permit(generation: generation, trial: nil))
         case .open(let until):
             return .rejected(retryAfter: until - now)
         case .forcedOpen:
             return .rejected(retryAfter: nil)
-        case .halfOpen(let permitsLeft):
-            guard permitsLeft > 0 else { return .rejected(retryAfter: nil) }
-            phase = .halfOpen(permitsLeft: permitsLeft - 1)
-            return .admitted(Permit(generation: generation, isTrial: true))
+        case .halfOpen(var trials):
+            // A trial whose outcome never came gives its place up, so that the breaker cannot stay half-open for good.
+            trials.removeAll { now - $0.issued >= configuration.trialTimeout }
+            guard trials.count < configuration.halfOpenTrialCalls else {
+                phase = .halfOpen(trials: trials)
+                return .rejected(retryAfter: nil)
+            }
+            nextTrial += 1
+            trials.append(Trial(id: nextTrial, issued: now))
+            phase = .halfOpen(trials: trials)
+            return .admitted(Permit(generation: generation, trial: nextTrial))
         }
     }
 
@@ -78,15 +116,16 @@ struct CircuitBreakerMachine: Sendable {
         // An attempt admitted before the last transition says nothing about the phase the breaker is in now.
         guard permit.generation == generation else { return }
         switch phase {
-        case .halfOpen(let permitsLeft):
+        case .halfOpen(var trials):
             switch verdict {
             case .success:
                 enter(.closed, transitions: &transitions)
             case .failure:
                 trip(now: now, openAtLeast: openAtLeast, transitions: &transitions)
             case .ignored:
-                // The trial told us nothing: give its permit back so that another call can try.
-                if permit.isTrial { phase = .halfOpen(permitsLeft: permitsLeft + 1) }
+                // The trial told us nothing: give its place back so that another call can try.
+                trials.removeAll { $0.id == permit.trial }
+                phase = .halfOpen(trials: trials)
             }
         case .closed:
             switch verdict {
@@ -129,7 +168,9 @@ struct CircuitBreakerMachine: Sendable {
     }
 
     private mutating func trip(now: Duration, openAtLeast: Duration, transitions: inout [CircuitBreaker.State]) {
-        enter(.open(until: now + max(configuration.openDuration, openAtLeast)), transitions: &transitions)
+        let duration = configuration.breakDuration.delay(forRetryCount: openings)
+        enter(.open(until: now + max(duration, openAtLeast)), transitions: &transitions)
+        openings += 1
     }
 
     /// Enters `next`, starting a new generation and clearing the counts, and notes the transition.
@@ -138,6 +179,11 @@ struct CircuitBreakerMachine: Sendable {
         phase = next
         generation += 1
         consecutiveFailures = 0
+        // Closing (or a reset, or forcing) starts the break durations over; a failed trial's opening does not.
+        switch next {
+        case .open, .halfOpen: break
+        case .closed, .forcedOpen, .forcedClosed: openings = 0
+        }
         window = FailureWindow(configuration.tripCondition)
         if state != before { transitions.append(state) }
     }

@@ -56,6 +56,8 @@ struct RegisteredRoles: Sendable {
                 case .scope: false
                 }
             guard !held, !state.keys.contains(key) else { return }
+            // Room for a breaker's or a budget's two roles and a few more, in one allocation.
+            if state.keys.isEmpty { state.keys.reserveCapacity(4) }
             state.keys.append(key)
             append(&state)
         }

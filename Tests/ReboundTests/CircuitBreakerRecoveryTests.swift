@@ -1,0 +1,182 @@
+import Foundation
+import Rebound
+import ReboundTesting
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+@Suite("CircuitBreaker: refusals, pure reads, expiring trials, storms", .timeLimit(.minutes(1)))
+struct CircuitBreakerRecoveryTests {
+    let clock = ManualClock()
+
+    /// A breaker that trips on the first failure and stays open 30 s, given directly or reached through a registry.
+    func breaker(throughRegistry: Bool, trials: Int = 1) -> (adapter: any RequestAdapter, breaker: () -> CircuitBreaker)
+    {
+        let configuration = CircuitBreaker.Configuration(
+            tripCondition: .consecutiveFailures(1), openDuration: .seconds(30), halfOpenTrialCalls: trials)
+        if throughRegistry {
+            let registry = CircuitBreakerRegistry(configuration: configuration, clock: clock)
+            return (registry, { registry.breaker(for: "api.example.com") })
+        }
+        let breaker = CircuitBreaker(configuration: configuration, clock: clock)
+        return (breaker, { breaker })
+    }
+
+    @Test(
+        "A retry that would find the breaker open is refused at once: no sleep, nothing charged, the breaker's error",
+        arguments: [false, true])
+    func retryRefusedAtOnce(throughRegistry: Bool) async throws {
+        let (adapter, breaker) = breaker(throughRegistry: throughRegistry)
+        let budget = RetryBudget()
+        let transport = ScriptedTransport { _, _ in .status(503) }
+        let session = Session(
+            transport: transport, adapters: [budget, adapter],
+            retriers: [RetryPolicy(backoff: .constant(.seconds(1)))], clock: clock)
+
+        // Nothing sleeps: a sleep on the manual clock would never end and the test would hit its time limit.
+        let error = try await #require(throws: ReboundError.self) { try await session.send(request()) }
+        #expect(transport.requestCount == 1)
+        #expect(clock.sleeps.isEmpty)
+        guard case .retryAborted(let open as CircuitBreakerOpenError, .unacceptableStatusCode(503)) = error.reason
+        else {
+            Issue.record("reason: \(error.reason)")
+            return
+        }
+        #expect(open.retryAfter == .seconds(30))
+        #expect(breaker().state == .open)
+        #expect(budget.tokens(for: exampleURL) == 500)
+        #expect(budget.requestsWithGrants == 0)
+        #expect(breaker().permitsInFlight == 0)
+    }
+
+    @Test("A retry whose backoff ends after the breaker's open time is let through, as the trial")
+    func retryAfterTheOpenTimeGoesAhead() async throws {
+        let breaker = CircuitBreaker(
+            configuration: .init(tripCondition: .consecutiveFailures(1), openDuration: .milliseconds(500)),
+            clock: clock)
+        let transport = ScriptedTransport([.status(503), .status(200)])
+        let session = Session(
+            transport: transport, adapters: [breaker], retriers: [RetryPolicy(backoff: .constant(.seconds(1)))],
+            clock: clock)
+        let task = Task { try await session.send(request()) }
+        try await clock.waitForSleepers(1)
+        #expect(breaker.state == .open)
+        clock.advance(by: .seconds(1))
+        let response = try await task.value
+        #expect(response.statusCode == 200)
+        #expect(breaker.state == .closed)
+    }
+
+    @Test("Reading the state changes nothing: an open breaker past its time reads half-open and moves on admission")
+    func readingIsPure() async throws {
+        let transitions = Locked<[String]>([])
+        let breaker = CircuitBreaker(
+            configuration: .init(tripCondition: .consecutiveFailures(1), openDuration: .seconds(1)), clock: clock
+        ) { transition in transitions.withLock { $0.append("\(transition.from)→\(transition.to)") } }
+        let session = Session(
+            transport: ScriptedTransport([.status(503), .status(200)]), adapters: [breaker], clock: clock)
+        _ = try? await session.send(request())
+        clock.advance(by: .seconds(2))
+
+        for _ in 0..<100 { #expect(breaker.state == .halfOpen) }
+        #expect(transitions.withLock { $0 } == ["closed→open"], "a read told a transition")
+        _ = try await session.send(request())
+        #expect(transitions.withLock { $0 } == ["closed→open", "open→half-open", "half-open→closed"])
+    }
+
+    @Test("A trial that never reports gives its place up after the trial timeout")
+    func trialPermitsExpire() async throws {
+        let breaker = CircuitBreaker(
+            configuration: .init(
+                tripCondition: .consecutiveFailures(1), openDuration: .seconds(1), trialTimeout: .seconds(10)),
+            clock: clock)
+        let trips = Session(transport: ScriptedTransport([.status(503)]), adapters: [breaker], clock: clock)
+        _ = try? await trips.send(request())
+        clock.advance(by: .seconds(1))
+
+        // The trial's request hangs and never reports (as one whose report a wrapper dropped would).
+        let lost = Session(transport: ScriptedTransport([.hang]), adapters: [breaker], clock: clock)
+        let hung = Task { try await lost.send(request()) }
+        try await waitUntil { breaker.permitsInFlight == 1 }
+        let refused = Session(transport: ScriptedTransport([.status(200)]), adapters: [breaker], clock: clock)
+        let error = try await #require(throws: ReboundError.self) { try await refused.send(request()) }
+        #expect(error.circuitBreakerOpenError?.state == .halfOpen)
+
+        clock.advance(by: .seconds(10))
+        let response = try await refused.send(request())
+        #expect(response.statusCode == 200)
+        #expect(breaker.state == .closed)
+        hung.cancel()
+        _ = await hung.result
+        #expect(breaker.permitsInFlight == 0)
+    }
+
+    @Test(
+        "200 concurrent callers at a half-open breaker: exactly the trials reach the server, then it closes or reopens",
+        arguments: [(1, true), (3, true), (3, false)])
+    func halfOpenStorm(trials: Int, trialsSucceed: Bool) async throws {
+        let (adapter, breaker) = breaker(throughRegistry: false, trials: trials)
+        let gate = Gate()
+        let transport = ScriptedTransport { _, number in
+            if number == 1 { return .status(503) }
+            // Every trial waits until all 200 callers have been answered or refused.
+            await gate.wait()
+            return .status(trialsSucceed ? 200 : 503)
+        }
+        let session = Session(transport: transport, adapters: [adapter], clock: clock)
+        _ = try? await session.send(request())
+        clock.advance(by: .seconds(30))
+
+        let results = Locked<(ok: Int, refused: Int, failed: Int)>((0, 0, 0))
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<200 {
+                group.addTask {
+                    do {
+                        _ = try await session.send(request())
+                        results.withLock { $0.ok += 1 }
+                    } catch let error as ReboundError where error.circuitBreakerOpenError != nil {
+                        results.withLock { $0.refused += 1 }
+                    } catch {
+                        results.withLock { $0.failed += 1 }
+                    }
+                }
+            }
+            // Wait until every caller other than the trials has been refused, then let the trials answer.
+            try? await waitUntil { results.withLock { $0.refused } == 200 - trials }
+            await gate.open()
+        }
+        let counted = results.withLock { $0 }
+        #expect(transport.requestCount == 1 + trials)
+        #expect(counted.refused == 200 - trials)
+        #expect(trialsSucceed ? counted.ok == trials : counted.failed == trials)
+        #expect(breaker().state == (trialsSucceed ? .closed : .open))
+        #expect(breaker().permitsInFlight == 0)
+    }
+}
+
+/// Holds callers until it is opened.
+private actor Gate {
+    private var isOpen = false
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    func wait() async {
+        if isOpen { return }
+        await withCheckedContinuation { waiting.append($0) }
+    }
+
+    func open() {
+        isOpen = true
+        for waiter in waiting { waiter.resume() }
+        waiting = []
+    }
+}
+
+/// Yields until `condition` holds.
+private func waitUntil(_ condition: @Sendable () -> Bool) async throws {
+    while !condition() {
+        try Task.checkCancellation()
+        await Task.yield()
+    }
+}
