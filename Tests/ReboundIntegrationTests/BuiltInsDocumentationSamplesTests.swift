@@ -54,8 +54,9 @@ struct BuiltInsDocumentationSamplesTests {
         let auth = AuthenticationInterceptor(
             authenticator: OAuth(tokens: tokens), credential: savedToken, hosts: [host])
         let breakers = CircuitBreakerRegistry()
+        let budget = RetryBudget(ratio: .default)
         let session = Session(
-            adapters: [breakers],
+            adapters: [breakers, budget],
             retriers: [
                 LoggingRetrier(wrapping: JSONBodyRetrier(values: ["RATE_LIMITED"]), sink: { _ in }),
                 RetryPolicy(),
@@ -68,6 +69,7 @@ struct BuiltInsDocumentationSamplesTests {
         #expect(
             server.requests("/items").map { $0.value(forHeader: "Authorization") } == ["Bearer stale", "Bearer fresh"])
         #expect(breakers.breakers.values.map(\.state) == [.closed])
+        #expect(budget.tokens(for: server.url("/items")) == 9)  // the floor's 10, less the 401's retry
     }
 
     @Test func jsonBodyGuidePredicate() async throws {
