@@ -18,6 +18,8 @@ struct OutageRecoveryTests {
         case noRetries, retries, retriesAndBudget, retriesBudgetAndBreaker
         /// The breaker as it was before issue 17: open for a fixed 30 s.
         case retriesBudgetAndFormerBreaker
+        /// The ratio budget, 10 % of the traffic plus 1 retry a second per instance.
+        case retriesAndRatioBudget
     }
 
     static func session(_ chain: Chain, instance: Int, host: SimulatedHost, clock: ManualClock, seed: UInt64)
@@ -42,6 +44,10 @@ struct OutageRecoveryTests {
                 clock: clock)
             return Session(
                 transport: host, adapters: [RetryBudget(), breaker], retriers: [policy], clock: clock)
+        case .retriesAndRatioBudget:
+            return Session(
+                transport: host, adapters: [RetryBudget(ratio: .default, clock: clock)], retriers: [policy],
+                clock: clock)
         case .retriesBudgetAndFormerBreaker:
             let breaker = CircuitBreaker(configuration: .init(openDuration: .seconds(30)), clock: clock)
             return Session(
@@ -97,5 +103,15 @@ struct OutageRecoveryTests {
         #expect(budget.load(in: Self.outage) > 2.5, "budget: \(budget.load(in: Self.outage))")
         #expect(former.load(in: Self.outage) <= 0.15, "former breaker: \(former.load(in: Self.outage))")
         #expect(former.success(in: after) == 0, "the former breaker let callers through after the outage")
+
+        // The ratio budget: the outage fits in one 10 s window, in which each instance may retry 10 % of its requests
+        // (those before the outage too) plus the floor's 10. Far below the bucket, whatever the traffic.
+        let ratio = await Self.run(.retriesAndRatioBudget)
+        let offered = Double(ratio.offered(in: Self.outage))
+        let allowed = 0.1 * Double(ratio.offered(in: .zero..<Self.outage.upperBound)) + 20 * 10
+        #expect(ratio.load(in: Self.outage) <= (offered + allowed) / offered, "ratio: \(ratio.load(in: Self.outage))")
+        #expect(ratio.load(in: Self.outage) < budget.load(in: Self.outage) - 1)
+        let late = Duration.seconds(7)..<Duration.seconds(8)
+        #expect(ratio.success(in: late) > budget.success(in: late), "retries landing after the recovery")
     }
 }
