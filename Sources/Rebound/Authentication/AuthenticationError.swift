@@ -7,6 +7,9 @@ public enum AuthenticationError: NonRetryableError, Sendable, Equatable, CustomS
     /// More refreshes were needed than the limit allows (`count` in `window`); the credential is likely rejected for
     /// good, so the request ends instead of refreshing again.
     case excessiveRefresh(count: Int, window: Duration)
+    /// The refresh did not finish within the interceptor's ``AuthenticationInterceptor/refreshTimeout``; its result, if
+    /// it ever comes, is dropped, and the next request may refresh again.
+    case refreshTimedOut(after: Duration)
 
     /// A readable description of the error.
     public var description: String {
@@ -15,6 +18,8 @@ public enum AuthenticationError: NonRetryableError, Sendable, Equatable, CustomS
             "no credential to authenticate the request with"
         case .excessiveRefresh(let count, let window):
             "the credential was refreshed \(count) times in \(window.logDescription), the most allowed; not refreshing again"
+        case .refreshTimedOut(let limit):
+            "the credential's refresh did not finish within \(limit.logDescription); the next request refreshes again"
         }
     }
 }

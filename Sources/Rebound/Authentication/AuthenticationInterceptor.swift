@@ -19,7 +19,9 @@ import Foundation
 /// the credential is refreshed and the request retried. Other failures get ``RetryResult/doNotRetry``.
 ///
 /// **One refresh at a time.** Requests that need a refresh while one is running wait for it, cancellably, and all use
-/// its result; a failed refresh fails each of them with its error. More than ``AuthenticationRefreshLimit/maximumCount`` refreshes
+/// its result; a failed refresh fails each of them with its error. A refresh that takes longer than ``refreshTimeout``
+/// (30 s by default) fails them with ``AuthenticationError/refreshTimedOut(after:)``; its late result is dropped, and
+/// the next request that needs a refresh starts a new one. More than ``AuthenticationRefreshLimit/maximumCount`` refreshes
 /// within ``AuthenticationRefreshLimit/window`` (5 in 30 s by default) end the request with
 /// ``AuthenticationError/excessiveRefresh(count:window:)`` instead of refreshing again.
 ///
@@ -37,6 +39,10 @@ public final class AuthenticationInterceptor<A: Authenticator>: RequestIntercept
         var generation = 0
         var hosts: [HostPattern]?
         var refreshing = false
+        /// Counts refreshes started, so that a refresh that timed out cannot hand its late result to a newer one.
+        var refresh = 0
+        /// Ends the running refresh at its time limit.
+        var timer: Task<Void, Never>?
         var waiters: [Int: Waiter] = [:]
         var nextWaiter = 0
         var refreshTimes: [Duration] = []
@@ -47,9 +53,12 @@ public final class AuthenticationInterceptor<A: Authenticator>: RequestIntercept
     public let authenticator: A
     /// How many refreshes are allowed within a window.
     public let refreshLimit: RefreshLimit
+    /// How long a refresh may take before its waiters fail with ``AuthenticationError/refreshTimedOut(after:)``.
+    public let refreshTimeout: Duration
 
     private let state: Locked<State>
     private let now: @Sendable () -> Duration
+    private let sleep: @Sendable (Duration) async throws -> Void
 
     /// Creates an interceptor.
     ///
@@ -61,15 +70,29 @@ public final class AuthenticationInterceptor<A: Authenticator>: RequestIntercept
     ///     regard to case; by default the host and port of the first request adapted.
     ///   - refreshLimit: How many refreshes are allowed within a window; ``AuthenticationRefreshLimit/default`` (5 in 30 s) by
     ///     default.
-    ///   - clock: The clock the refresh window is measured on; `ContinuousClock` by default.
+    ///   - refreshTimeout: How long a refresh may take, longer than zero; 30 s by default. Past it, the requests
+    ///     waiting for it fail with ``AuthenticationError/refreshTimedOut(after:)`` and the next one refreshes again.
+    ///     Zero or less traps.
+    ///   - clock: The clock the refresh window and the refresh's time limit are measured on; `ContinuousClock` by
+    ///     default.
     public init<C: Clock>(
         authenticator: A, credential: A.Credential? = nil, hosts: Set<String>? = nil,
-        refreshLimit: RefreshLimit = .default, clock: C = ContinuousClock()
+        refreshLimit: RefreshLimit = .default, refreshTimeout: Duration = .seconds(30), clock: C = ContinuousClock()
     ) where C.Duration == Duration {
+        ConfigurationError.trapIfInvalid { () throws(ConfigurationError) in
+            guard refreshTimeout > .zero else {
+                throw ConfigurationError(
+                    field: "AuthenticationInterceptor.refreshTimeout",
+                    problem: "must be longer than zero, got \(refreshTimeout)")
+            }
+        }
         self.authenticator = authenticator
         self.refreshLimit = refreshLimit
+        self.refreshTimeout = refreshTimeout
         self.state = Locked(State(credential: credential, hosts: hosts.map { $0.map(HostPattern.init) }))
-        self.now = SessionClock(clock).now
+        let clock = SessionClock(clock)
+        self.now = clock.now
+        self.sleep = clock.sleep
     }
 
     /// The current credential; setting it replaces it for every request from now on.
@@ -173,6 +196,7 @@ public final class AuthenticationInterceptor<A: Authenticator>: RequestIntercept
                         state.refreshTimes.append(now)
                         state.refreshCount += 1
                         state.refreshing = true
+                        state.refresh += 1
                         return credential
                     }
                 } catch {
@@ -187,8 +211,22 @@ public final class AuthenticationInterceptor<A: Authenticator>: RequestIntercept
         }
     }
 
-    /// Refreshes in a task of its own, so that cancelling the requests waiting for it does not lose its result.
+    /// Refreshes in a task of its own, so that cancelling the requests waiting for it does not lose its result, and
+    /// ends it at ``refreshTimeout`` with a timer of its own.
     private func startRefresh(of credential: A.Credential) {
+        let refresh = state.withLock { $0.refresh }
+        let limit = refreshTimeout
+        let timer = Task { [sleep] in
+            do {
+                try await sleep(limit)
+            } catch {
+                return  // The refresh ended first.
+            }
+            self.end(refresh, with: .failure(AuthenticationError.refreshTimedOut(after: limit)))
+        }
+        state.withLock { state in
+            if state.refresh == refresh, state.refreshing { state.timer = timer } else { timer.cancel() }
+        }
         Task {
             let result: Result<A.Credential, any Error>
             do {
@@ -196,17 +234,29 @@ public final class AuthenticationInterceptor<A: Authenticator>: RequestIntercept
             } catch {
                 result = .failure(error)
             }
-            let waiters = state.withLock { state -> [Waiter] in
-                if case .success(let fresh) = result {
-                    state.credential = fresh
-                    state.generation += 1
-                }
-                state.refreshing = false
-                defer { state.waiters = [:] }
-                return Array(state.waiters.values)
-            }
-            for waiter in waiters { waiter.resume(with: result) }
+            end(refresh, with: result)
         }
+    }
+
+    /// Ends refresh number `refresh` with `result`, unless it already ended (timed out, or finished): stores a new
+    /// credential and resumes every waiter.
+    private func end(_ refresh: Int, with result: Result<A.Credential, any Error>) {
+        let ended = state.withLock { state -> (waiters: [Waiter], timer: Task<Void, Never>?)? in
+            guard state.refresh == refresh, state.refreshing else { return nil }
+            if case .success(let fresh) = result {
+                state.credential = fresh
+                state.generation += 1
+            }
+            state.refreshing = false
+            defer {
+                state.waiters = [:]
+                state.timer = nil
+            }
+            return (Array(state.waiters.values), state.timer)
+        }
+        guard let ended else { return }
+        ended.timer?.cancel()
+        for waiter in ended.waiters { waiter.resume(with: result) }
     }
 
     private static func belongs(_ request: URLRequest, to hosts: [HostPattern]?) -> Bool {

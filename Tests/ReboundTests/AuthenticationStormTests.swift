@@ -1,0 +1,139 @@
+import Foundation
+import Rebound
+import ReboundTesting
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Holds callers until it is opened.
+private actor Gate {
+    private var isOpen = false
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    func wait() async {
+        if isOpen { return }
+        await withCheckedContinuation { waiting.append($0) }
+    }
+
+    func open() {
+        isOpen = true
+        for waiter in waiting { waiter.resume() }
+        waiting = []
+    }
+}
+
+private struct RefreshFailed: Error, Equatable {}
+
+/// Issue 12 §5 and §6: 500 concurrent requests hit 401 together; exactly one refresh; when it fails, throws or stalls,
+/// all 500 end with a clear error in bounded (manual-clock) time, and the interceptor can refresh again.
+@Suite("AuthenticationInterceptor under a 401 storm", .timeLimit(.minutes(1)))
+struct AuthenticationStormTests {
+    enum Refresh: Sendable { case succeeds, fails, stalls }
+
+    static let count = 500
+
+    @Test("500 concurrent 401s cause exactly one refresh", arguments: [Refresh.succeeds, .fails, .stalls])
+    func storm(refresh: Refresh) async throws {
+        let clock = ManualClock()
+        let gate = Gate()
+        let stalled = Gate()
+        let calls = Locked(0)
+        let authenticator = TokenAuthenticator { token in
+            let call = calls.withLock { count -> Int in
+                count += 1
+                return count
+            }
+            guard call == 1 else { return Token(value: token.value + 1) }
+            // The first refresh waits until all 500 requests wait for it.
+            await gate.wait()
+            switch refresh {
+            case .succeeds: return Token(value: 2)
+            case .fails: throw RefreshFailed()
+            case .stalls:
+                await stalled.wait()
+                return Token(value: 99)  // Too late: dropped.
+            }
+        }
+        let auth = AuthenticationInterceptor(
+            authenticator: authenticator, credential: Token(value: 1), refreshTimeout: .seconds(10), clock: clock)
+        // 401 to the first token; every first attempt is in flight before any answer comes.
+        let transport = ScriptedTransport(clock: clock) { request, number in
+            let ok = request.value(forHTTPHeaderField: "Authorization") != "Bearer 1"
+            return number <= Self.count
+                ? ScriptedTransport.Step.status(401).delayed(by: .seconds(1)) : .status(ok ? 200 : 401)
+        }
+        let session = Session(transport: transport, interceptor: auth, clock: clock)
+
+        let results = Task {
+            await withTaskGroup(of: Result<Int, any Error>.self) { group in
+                for _ in 0..<Self.count {
+                    group.addTask {
+                        do { return .success(try await session.send(exampleURL).statusCode) } catch {
+                            return .failure(error)
+                        }
+                    }
+                }
+                return await group.reduce(into: []) { $0.append($1) }
+            }
+        }
+        try await clock.waitForSleepers(Self.count)
+        clock.advance(by: .seconds(1))
+        // Every request got its 401 and waits for the one refresh.
+        while auth.pendingRefresh.waiters < Self.count { await Task.yield() }
+        #expect(auth.pendingRefresh.refreshing)
+        await gate.open()
+        if refresh == .stalls {
+            try await clock.waitForSleepers(1)  // the refresh's timer
+            clock.advance(by: .seconds(10))
+        }
+        let ended = await results.value
+
+        #expect(ended.count == Self.count)
+        #expect(auth.refreshCount == 1)
+        #expect(auth.pendingRefresh.waiters == 0 && !auth.pendingRefresh.refreshing)
+        switch refresh {
+        case .succeeds:
+            #expect(ended.allSatisfy { (try? $0.get()) == 200 })
+        case .fails:
+            #expect(ended.allSatisfy { ($0.error as? ReboundError)?.retrierError is RefreshFailed })
+        case .stalls:
+            #expect(
+                ended.allSatisfy {
+                    ($0.error as? ReboundError)?.retrierError as? AuthenticationError
+                        == .refreshTimedOut(after: .seconds(10))
+                })
+            #expect(
+                "\(AuthenticationError.refreshTimedOut(after: .seconds(10)))"
+                    == "the credential's refresh did not finish within 10 s; the next request refreshes again")
+        }
+        guard refresh != .succeeds else { return }
+
+        // The interceptor is not wedged: the next 401 refreshes again, and succeeds.
+        let response = try await session.send(exampleURL)
+        #expect(response.statusCode == 200)
+        #expect(auth.refreshCount == 2)
+        #expect(auth.credential == Token(value: 2))
+        // The stalled refresh's late result does not replace the newer credential.
+        await stalled.open()
+        for _ in 0..<100 { await Task.yield() }
+        #expect(auth.credential == Token(value: 2))
+    }
+
+    @Test("A refresh time limit of zero or less traps naming the setting")
+    func invalidTimeout() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = AuthenticationInterceptor(authenticator: TokenAuthenticator(), refreshTimeout: .zero)
+        }
+        expectStandardError(
+            of: result, contains: "AuthenticationInterceptor.refreshTimeout must be longer than zero, got 0.0 seconds")
+    }
+}
+
+extension Result {
+    fileprivate var error: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
+    }
+}
