@@ -69,7 +69,8 @@ struct BuiltInsDocumentationSamplesTests {
         #expect(
             server.requests("/items").map { $0.value(forHeader: "Authorization") } == ["Bearer stale", "Bearer fresh"])
         #expect(breakers.breakers.values.map(\.state) == [.closed])
-        #expect(budget.tokens(for: server.url("/items")) == 9)  // the floor's 10, less the 401's retry
+        // The floor's 10 less the 401's retry (10 again if the 10 s window slid past it on a slow machine).
+        #expect((9...10).contains(budget.tokens(for: server.url("/items")) ?? -1))
     }
 
     @Test func jsonBodyGuidePredicate() async throws {

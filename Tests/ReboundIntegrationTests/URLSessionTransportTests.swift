@@ -174,21 +174,23 @@ struct URLSessionTransportTests {
             }
         }
 
-        // Then each ends exactly once: the uncancelled with their 200, every other with CancellationError.
+        // Then each ends exactly once: the uncancelled with their 200, every other with CancellationError, or with
+        // its 200 if the answer came before the cancellation (a starved canceller, under the thread sanitizer and a
+        // busy machine, can come 30 s late). Nothing else, and nothing twice.
         var succeeded = 0
         var cancelled = 0
         for (index, task, _) in tasks {
             do {
                 let (data, response) = try await task.value
-                #expect(index % 3 == 0 && response.statusCode == 200 && data == Data("ok".utf8))
+                #expect(response.statusCode == 200 && data == Data("ok".utf8))
                 succeeded += 1
             } catch is CancellationError {
-                #expect(index % 3 != 0)
+                #expect(index % 3 != 0, "a send nobody cancelled ended as cancelled")
                 cancelled += 1
             }
         }
-        #expect(succeeded == 167)
-        #expect(cancelled == 333)
+        #expect(succeeded + cancelled == 500)
+        #expect(succeeded >= 167)
     }
 
     @Test(arguments: TransportKind.allCases)
