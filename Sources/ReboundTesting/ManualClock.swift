@@ -42,7 +42,8 @@ public final class ManualClock: Clock, Sendable {
     /// Zero: the clock has no resolution limit.
     public var minimumResolution: Duration { .zero }
 
-    /// Every sleep asked of this clock so far, as the duration from the time of the call to its deadline, in order.
+    /// Every sleep asked of this clock so far, as the duration from the time of the call to its deadline, in order;
+    /// a sleep asked by a task already cancelled (which throws at once) included.
     public var sleeps: [Duration] { state.withLock { $0.sleeps } }
 
     /// How many sleeps are waiting for time to reach them.
@@ -56,12 +57,14 @@ public final class ManualClock: Clock, Sendable {
     ///
     /// - Throws: `CancellationError` when the task is cancelled, at once, whatever the clock's time.
     public func sleep(until deadline: TestInstant, tolerance: Duration? = nil) async throws {
-        try Task.checkCancellation()
+        // Recorded even when the task is already cancelled, so that the count of sleeps asked does not depend on
+        // when a task that was cancelled got to run.
         let isDue = state.withLock { state in
             state.sleeps.append(state.now.duration(to: deadline))
             startedSignal.set(state.sleeps.count)
             return deadline <= state.now
         }
+        try Task.checkCancellation()
         guard !isDue else { return }
         try await suspend(
             in: state, at: \.sleepers, key: deadline, isReady: { deadline <= $0.now },

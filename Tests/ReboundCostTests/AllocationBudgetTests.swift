@@ -125,10 +125,13 @@ let budgets: [Budget] = [
             of: Session(
                 transport: InstantTransport(statuses: [503, 200]), retriers: [RetryPolicy()], clock: NoWaitClock()))
     },
-    Budget(name: "bytes per request waiting in backoff", baseline: 7_370) {
+    // 8,480 and 9,200 since `send` took `attemptTimeout:` (issue 12): in this debug build `send`'s frame, which lasts the
+    // whole request, crossed into one more 1 KiB slab of the task allocator (measured: the same +1,060 bytes with
+    // nothing but the parameter added). Benchmarks section 4 measures the release build.
+    Budget(name: "bytes per request waiting in backoff", baseline: 8_480) {
         try await Measure.bytesWaiting(realistic: false)
     },
-    Budget(name: "bytes per request of the realistic chain waiting in backoff", baseline: 7_980) {
+    Budget(name: "bytes per request of the realistic chain waiting in backoff", baseline: 9_200) {
         try await Measure.bytesWaiting(realistic: true)
     },
 ]

@@ -30,7 +30,8 @@ struct DeadlineTests {
             return
         }
         #expect(transport.requestCount == 1)
-        #expect(clock.sleeps.sorted() == [.seconds(2), .seconds(4)])  // no 3 s backoff was slept
+        // The transport's 2 s, the attempt's timer (4 s) and the decision's (2 s left): no 3 s backoff was slept.
+        #expect(clock.sleeps.sorted() == [.seconds(2), .seconds(2), .seconds(4)])
         #expect(error?.statusCode == 503)
         #expect("\(error!.reason)" == "deadline of 4 s exceeded (after unacceptable status code 503)")
         #expect(observer.lines == ["#1 503 failed 1"])
@@ -43,7 +44,8 @@ struct DeadlineTests {
             deadline: .milliseconds(2_500), clock: clock)
 
         let task = Task { try await session.send(request()) }
-        for sleeps in [2, 4] {  // each backoff starts after the attempt's timer was cancelled
+        // Each backoff starts after the attempt's timer and the decision's timer were cancelled.
+        for sleeps in [3, 6] {
             try await clock.waitForSleeps(sleeps)
             try await clock.waitForSleepers(1)
             clock.advance(by: .seconds(1))
@@ -78,7 +80,7 @@ struct DeadlineTests {
             clock: clock)
 
         let task = Task { try await session.send(request(), deadline: .seconds(2)) }
-        for sleeps in [2, 4] {
+        for sleeps in [3, 6] {
             try await clock.waitForSleeps(sleeps)
             try await clock.waitForSleepers(1)
             clock.advance(by: .seconds(1))

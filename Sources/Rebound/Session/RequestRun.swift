@@ -19,6 +19,9 @@ final class RequestPlan: Sendable {
     /// The roles parts register through the contexts they are handed; `nil` without a chain, which has no parts.
     let registered: RegisteredRoles?
     let deadline: Duration?
+    let attemptTimeout: Duration?
+    /// Whether attempts race a time limit: with a deadline or an attempt timeout.
+    let isRaced: Bool
     let redirectHandler: any RedirectHandler
     let requestID = RequestIDs.next()
 
@@ -26,7 +29,8 @@ final class RequestPlan: Sendable {
     @inline(never)
     init(
         session: Session, originalRequest: URLRequest, label: String?, requestInterceptor: (any RequestInterceptor)?,
-        validator: any ResponseValidator, deadline: Duration?, redirectHandler: any RedirectHandler
+        validator: any ResponseValidator, deadline: Duration?, attemptTimeout: Duration?,
+        redirectHandler: any RedirectHandler
     ) {
         self.session = session
         self.originalRequest = originalRequest
@@ -38,6 +42,8 @@ final class RequestPlan: Sendable {
         }
         self.validator = validator
         self.deadline = deadline
+        self.attemptTimeout = attemptTimeout
+        self.isRaced = deadline != nil || attemptTimeout != nil
         self.redirectHandler = redirectHandler
         self.roles = session.roles.followed(by: ChainRoles(of: requestInterceptor))
         self.registered = chain == nil ? nil : RegisteredRoles(besides: roles)
@@ -73,6 +79,8 @@ final class AttemptResult: Sendable {
     }
 
     static let timedOut = AttemptResult(.timedOut)
+    /// An attempt its attempt timeout ended: a timeout, which retry policies treat like any other.
+    static let attemptTimedOut = AttemptResult(.failure(.transportFailed(error: URLError(.timedOut))))
     static let cancelledBeforeSending = AttemptResult(.cancelled)
 }
 
@@ -163,10 +171,10 @@ struct RequestRun {
     private mutating func attemptOnce() async -> AttemptResult {
         let number = attempts.count + 1
         let attemptStart = plan.session.clock.now()
-        // Without a deadline, no race and no frame for one.
+        // Without a deadline or an attempt timeout, no race and no frame for one.
         let result: AttemptResult
-        if let deadline = plan.deadline {
-            result = await plan.attempt(base, number: number, racing: deadline - (attemptStart - start))
+        if plan.isRaced {
+            result = await plan.attempt(base, number: number, startedAfter: attemptStart - start)
         } else {
             result = await plan.attempt(base, number: number)
         }
@@ -208,16 +216,27 @@ struct RequestRun {
     private mutating func afterFailure(_ failed: AttemptResult) async -> AttemptDecision {
         let question = question(about: failed)
         // A non-retryable failure (an open breaker, say) is not offered to the retriers at all.
-        let result =
-            question.isOffered
-            ? await plan.retryResult(for: question.request, dueTo: question.error) : .doNotRetry
+        let result: RetryResult
+        if !question.isOffered {
+            result = .doNotRetry
+        } else if let deadline = plan.deadline {
+            // The retriers' decision is bounded by the deadline too, even a retrier that ignores cancellation; out of
+            // line, so that a request waiting in backoff does not keep the race's frame.
+            guard
+                let answer = await plan.retryResult(
+                    for: question, racing: deadline - (plan.session.clock.now() - start))
+            else { return Task.isCancelled ? .cancelled : decidedTooLate(question.error) }
+            result = answer
+        } else {
+            result = await plan.retryResult(for: question.request, dueTo: question.error)
+        }
         // A retrier may take its time; a request cancelled meanwhile ends as cancelled, whatever it answered.
         if Task.isCancelled { return .cancelled }
         return decide(after: result, for: question.request, dueTo: question.error)
     }
 
     /// What the retriers are asked about a failed attempt, and whether they are asked at all.
-    private struct Question {
+    fileprivate struct Question {
         let request: RetryRequest
         let error: ReboundError
         /// `false` for a failure that is never retried (``NonRetryableError``).
@@ -273,6 +292,12 @@ struct RequestRun {
         attempts[attempts.count - 1].retryDelay = delay
         if let request = result.request { base = request }
         return .retry(after: delay)
+    }
+
+    /// The decision when the deadline came while the retriers were deciding about `error`.
+    @inline(never)
+    private mutating func decidedTooLate(_ error: ReboundError) -> AttemptDecision {
+        fail(with: deadlineExceeded(after: error.reason, response: error.response, data: error.data))
     }
 
     /// The decision after an attempt the deadline cut short.
@@ -359,21 +384,20 @@ struct RequestRun {
 // The steps of an attempt that do not change the run's state take the plan (a reference) rather than the run, so
 // that no copy of the run is kept in the frames that call them.
 extension RequestPlan {
-    /// Runs one attempt racing the time left, `remaining`, and cancels it when the time runs out.
-    fileprivate func attempt(_ base: URLRequest, number: Int, racing remaining: Duration) async -> AttemptResult {
-        guard remaining > .zero else { return .timedOut }
-        let clock = session.clock
-        return await withTaskGroup(of: AttemptResult?.self) { group in
-            group.addTask { await self.attempt(base, number: number) }
-            group.addTask {
-                // `nil` once the time is up; a cancelled sleep (the attempt finished first) is never read.
-                try? await clock.sleep(remaining)
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            if let first { return first }
-            return Task.isCancelled ? .cancelledBeforeSending : .timedOut
+    /// Runs one attempt, started `elapsed` into the request, racing the deadline's time left and the attempt timeout,
+    /// whichever comes first; the attempt is cancelled when its time runs out, and the run goes on at once even if the
+    /// attempt ignores cancellation (its result is then dropped).
+    @inline(never)
+    fileprivate func attempt(_ base: URLRequest, number: Int, startedAfter elapsed: Duration) async -> AttemptResult {
+        let remaining = deadline.map { $0 - elapsed }
+        if let remaining, remaining <= .zero { return .timedOut }
+        // The attempt timeout applies when it comes before the deadline.
+        let timeout = attemptTimeout.flatMap { timeout in remaining.map { timeout < $0 } ?? true ? timeout : nil }
+        guard let limit = timeout ?? remaining else { return await attempt(base, number: number) }
+        switch await Race.run(limit, clock: session.clock, { await self.attempt(base, number: number) }) {
+        case .finished(let result): return result
+        case .timedOut: return timeout == nil ? .timedOut : .attemptTimedOut
+        case .cancelled: return .cancelledBeforeSending
         }
     }
 
@@ -489,6 +513,17 @@ extension RequestPlan {
             }
         }
         return AttemptResult(.success, sent: sent, response: response, data: data)
+    }
+
+    /// Asks the retriers about `question`, racing the time left; `nil` when the time ran out or the task was cancelled
+    /// first.
+    @inline(never)
+    fileprivate func retryResult(for question: RequestRun.Question, racing remaining: Duration) async -> RetryResult? {
+        let (request, error) = (question.request, question.error)
+        switch await Race.run(remaining, clock: session.clock, { await self.retryResult(for: request, dueTo: error) }) {
+        case .finished(let answer): return answer
+        case .timedOut, .cancelled: return nil
+        }
     }
 
     /// Asks the session's retriers, then the request's; the first answer other than `doNotRetry` wins.

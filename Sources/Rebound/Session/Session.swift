@@ -24,6 +24,12 @@ import Foundation
 ///    observers the decision. A retry sleeps the delay on the session's clock, cancellably, then goes back to 1
 ///    (from the retrier's modified request, if it gave one). Otherwise the request ends with a ``ReboundError``.
 ///
+/// **Time.** The deadline bounds every await of a request (adapters, the transport, redirects, validators, the
+/// retriers' decisions, a token refresh they wait for, backoff sleeps): at the deadline the request ends with
+/// ``ReboundError/Reason/deadlineExceeded(deadline:last:)`` even if the awaited work ignores cancellation, which is then
+/// cancelled and finishes in the background, its result dropped. The attempt timeout bounds each attempt the same way
+/// and fails it with `URLError(.timedOut)`, which may be retried.
+///
 /// Each call ends with exactly one outcome: a ``Response``, a ``ReboundError``, or `CancellationError` when the
 /// calling task is cancelled (during adaptation, the transport's send, a retrier's decision or a backoff sleep).
 /// Cancellation is never retried and no attempt starts after it.
@@ -52,6 +58,9 @@ public final class Session: Sendable {
     /// The total time limit of a request, across all its attempts and backoff sleeps, for requests that do not
     /// bring their own; `nil` for none.
     public let deadline: Duration?
+    /// The time limit of each attempt (adapting, sending, following redirects and validating), for requests that do
+    /// not bring their own; `nil` for none.
+    public let attemptTimeout: Duration?
     /// Decides which redirects requests follow, for requests that do not bring their own handler.
     public let redirectHandler: any RedirectHandler
 
@@ -75,6 +84,10 @@ public final class Session: Sendable {
     ///     default. A request past it ends with ``ReboundError/Reason/deadlineExceeded(deadline:last:)``: an attempt
     ///     in flight is cancelled, and a backoff delay that would end after it is not slept. Zero or less ends every
     ///     request before its first attempt.
+    ///   - attemptTimeout: The time limit of each attempt, separate from the deadline; none by default (the transport's
+    ///     own limits apply: 60 s without data for `URLSession`). An attempt past it is cancelled and fails with
+    ///     `URLError(.timedOut)`, which retry policies retry like any timeout; the run goes on at once even if the
+    ///     attempt ignores cancellation. Zero or less traps.
     ///   - redirectHandler: Decides which redirects requests follow and how; ``Redirector/follow`` (every redirect, up
     ///     to 20 hops per attempt, credentials dropped across origins) by default.
     ///   - clock: The clock that backoff delays are slept on and attempts are timed with; `ContinuousClock` by
@@ -88,6 +101,7 @@ public final class Session: Sendable {
         gates: [any RetryGate] = [],
         validator: any ResponseValidator = .successfulStatusCodes,
         deadline: Duration? = nil,
+        attemptTimeout: Duration? = nil,
         redirectHandler: any RedirectHandler = Redirector.follow,
         clock: C = ContinuousClock()
     ) where C.Duration == Duration {
@@ -96,7 +110,9 @@ public final class Session: Sendable {
         self.transport = transport
         self.interceptor = interceptor
         self.validator = validator
+        Self.check(attemptTimeout: attemptTimeout)
         self.deadline = deadline
+        self.attemptTimeout = attemptTimeout
         self.redirectHandler = redirectHandler
         self.clock = SessionClock(clock)
         self.roles = ChainRoles(of: interceptor)
@@ -115,6 +131,8 @@ public final class Session: Sendable {
     ///   - gates: This request's own gates, asked after the session's; none by default.
     ///   - validator: This request's validator, used instead of the session's; the session's by default.
     ///   - deadline: This request's total time limit, used instead of the session's; the session's by default.
+    ///   - attemptTimeout: This request's time limit per attempt, used instead of the session's; the session's by
+    ///     default.
     ///   - redirectHandler: Decides which redirects this request follows, instead of the session's handler; the
     ///     session's by default.
     /// - Returns: The response of the first attempt that passed validation.
@@ -129,17 +147,18 @@ public final class Session: Sendable {
         gates: [any RetryGate] = [],
         validator: (any ResponseValidator)? = nil,
         deadline: Duration? = nil,
+        attemptTimeout: Duration? = nil,
         redirectHandler: (any RedirectHandler)? = nil
     ) async throws -> Response {
         var run = run(
             request, label: label, adapters: adapters, retriers: retriers, interceptor: interceptor,
             observers: observers, gates: gates, validator: validator, deadline: deadline,
-            redirectHandler: redirectHandler)
+            attemptTimeout: attemptTimeout, redirectHandler: redirectHandler)
         return try await run.execute()
     }
 
     /// Sends a request built from a URL, a method, headers and a body; see
-    /// ``send(_:label:adapters:retriers:interceptor:observers:gates:validator:deadline:redirectHandler:)``.
+    /// ``send(_:label:adapters:retriers:interceptor:observers:gates:validator:deadline:attemptTimeout:redirectHandler:)``.
     ///
     /// - Parameters:
     ///   - url: The URL to request.
@@ -154,6 +173,8 @@ public final class Session: Sendable {
     ///   - gates: This request's own gates, asked after the session's; none by default.
     ///   - validator: This request's validator, used instead of the session's; the session's by default.
     ///   - deadline: This request's total time limit, used instead of the session's; the session's by default.
+    ///   - attemptTimeout: This request's time limit per attempt, used instead of the session's; the session's by
+    ///     default.
     ///   - redirectHandler: Decides which redirects this request follows, instead of the session's handler; the
     ///     session's by default.
     public func send(
@@ -169,12 +190,13 @@ public final class Session: Sendable {
         gates: [any RetryGate] = [],
         validator: (any ResponseValidator)? = nil,
         deadline: Duration? = nil,
+        attemptTimeout: Duration? = nil,
         redirectHandler: (any RedirectHandler)? = nil
     ) async throws -> Response {
         try await send(
             URLRequest(url: url, method: method, headers: headers, body: body), label: label, adapters: adapters,
             retriers: retriers, interceptor: interceptor, observers: observers, gates: gates, validator: validator,
-            deadline: deadline, redirectHandler: redirectHandler)
+            deadline: deadline, attemptTimeout: attemptTimeout, redirectHandler: redirectHandler)
     }
 
     /// A request's run, made out of line so that its temporaries (existentials, optionals resolved against the
@@ -183,16 +205,30 @@ public final class Session: Sendable {
     private func run(
         _ request: URLRequest, label: String?, adapters: [any RequestAdapter], retriers: [any RequestRetrier],
         interceptor: (any RequestInterceptor)?, observers: [any AttemptObserver], gates: [any RetryGate],
-        validator: (any ResponseValidator)?, deadline: Duration?, redirectHandler: (any RedirectHandler)?
+        validator: (any ResponseValidator)?, deadline: Duration?, attemptTimeout: Duration?,
+        redirectHandler: (any RedirectHandler)?
     ) -> RequestRun {
-        RequestRun(
+        Self.check(attemptTimeout: attemptTimeout)
+        return RequestRun(
             RequestPlan(
                 session: self, originalRequest: request, label: label,
                 requestInterceptor: Self.chain(
                     adapters: adapters, retriers: retriers, interceptor: interceptor, observers: observers,
                     gates: gates),
                 validator: validator ?? self.validator, deadline: deadline ?? self.deadline,
+                attemptTimeout: attemptTimeout ?? self.attemptTimeout,
                 redirectHandler: redirectHandler ?? self.redirectHandler))
+    }
+
+    /// Traps on an attempt timeout of zero or less, naming the setting.
+    private static func check(attemptTimeout: Duration?) {
+        guard let attemptTimeout else { return }
+        ConfigurationError.trapIfInvalid { () throws(ConfigurationError) in
+            guard attemptTimeout > .zero else {
+                throw ConfigurationError(
+                    field: "Session.attemptTimeout", problem: "must be longer than zero, got \(attemptTimeout)")
+            }
+        }
     }
 
     /// The parts given as one chain: `interceptor` alone when it is the only part, `nil` when there is none.
