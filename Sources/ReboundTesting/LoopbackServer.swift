@@ -40,6 +40,23 @@ public final class LoopbackServer: Sendable {
         public var dropsConnection: Bool
         /// Whether the server sends the head and only half the body, then closes the connection.
         public var truncatesBody = false
+        /// A way to misbehave, for testing timeouts and lost connections; none by default.
+        public var fault: Fault?
+
+        /// Ways a reply misbehaves.
+        public enum Fault: Sendable, Equatable {
+            /// Never answers: the connection stays open, silent, until the server stops.
+            case stallBeforeHeaders
+            /// Sends the head and half the body, then nothing more until the server stops.
+            case stallMidBody
+            /// Resets the connection (an RST) instead of answering.
+            case reset
+            /// Sends the reply `bytes` at a time, waiting `interval` between chunks.
+            case trickle(bytes: Int, interval: Duration)
+            /// Answers as if keeping the connection alive, then closes it without a word: the client finds out when
+            /// it sends its next request on it.
+            case closeAfterReply
+        }
 
         /// A reply with `status`, `headers` and a UTF-8 `body`; no headers and an empty body by default.
         public static func status(_ status: Int, headers: [String: String] = [:], body: String = "") -> Reply {
@@ -66,6 +83,41 @@ public final class LoopbackServer: Sendable {
         public static func truncated(status: Int = 200, length: Int = 1024) -> Reply {
             var reply = response(status: status, body: Data(repeating: UInt8(ascii: "x"), count: max(length, 2)))
             reply.truncatesBody = true
+            return reply
+        }
+
+        /// Accepts the request and never answers, until the server stops: a server that hangs.
+        public static let stall = Reply(
+            status: 0, headers: [], body: Data(), delay: .zero, dropsConnection: false, fault: .stallBeforeHeaders)
+
+        /// Resets the connection after reading the request: a connection reset by the peer.
+        public static let reset = Reply(
+            status: 0, headers: [], body: Data(), delay: .zero, dropsConnection: false, fault: .reset)
+
+        /// Sends the head of a response with `status` and half of a `length`-byte body, then stalls until the server
+        /// stops: a server that hangs in the middle of a body.
+        public static func stallMidBody(status: Int = 200, length: Int = 1024) -> Reply {
+            var reply = response(status: status, body: Data(repeating: UInt8(ascii: "x"), count: max(length, 2)))
+            reply.fault = .stallMidBody
+            return reply
+        }
+
+        /// Sends the head and half the body, then closes the connection: the same as ``truncated(status:length:)``.
+        public static func closeMidBody(status: Int = 200, length: Int = 1024) -> Reply {
+            truncated(status: status, length: length)
+        }
+
+        /// The same reply, sent `bytes` at a time with `interval` of real time between chunks: a slow server.
+        public func trickled(bytes: Int = 1, every interval: Duration) -> Reply {
+            var reply = self
+            reply.fault = .trickle(bytes: max(bytes, 1), interval: interval)
+            return reply
+        }
+
+        /// The same reply, after which the server closes the kept-alive connection without saying so.
+        public func closingSilently() -> Reply {
+            var reply = self
+            reply.fault = .closeAfterReply
             return reply
         }
 
@@ -300,12 +352,28 @@ private final class ServerCore: Sendable {
                 guard POSIXSocket.sleep(milliseconds: milliseconds, orWake: wake.read) else { return }
             }
             if reply.dropsConnection { return }
+            switch reply.fault {
+            case .stallBeforeHeaders:
+                _ = POSIXSocket.sleep(milliseconds: -1, orWake: wake.read)
+                return
+            case .reset:
+                POSIXSocket.resetOnClose(fd)
+                return
+            case .stallMidBody:
+                _ = respond(
+                    fd, status: reply.status, headers: reply.headers, body: reply.body, keepAlive: true,
+                    isHead: false, truncated: true)
+                _ = POSIXSocket.sleep(milliseconds: -1, orWake: wake.read)
+                return
+            case .trickle, .closeAfterReply, nil:
+                break
+            }
             let keepAlive = head.keepsAlive && !reply.closesConnection
             guard
                 respond(
                     fd, status: reply.status, headers: reply.headers, body: reply.body, keepAlive: keepAlive,
-                    isHead: head.method == "HEAD", truncated: reply.truncatesBody),
-                keepAlive, !reply.truncatesBody
+                    isHead: head.method == "HEAD", truncated: reply.truncatesBody, trickle: reply.fault),
+                keepAlive, !reply.truncatesBody, reply.fault != .closeAfterReply
             else { return }
         }
     }
@@ -374,7 +442,7 @@ private final class ServerCore: Sendable {
     @discardableResult
     private func respond(
         _ fd: Int32, status: Int, headers: [(name: String, value: String)], body: Data, keepAlive: Bool,
-        isHead: Bool, truncated: Bool = false
+        isHead: Bool, truncated: Bool = false, trickle: LoopbackServer.Reply.Fault? = nil
     ) -> Bool {
         var head = "HTTP/1.1 \(status) \(Self.reasonPhrase(status))\r\n"
         var hasCacheControl = false
@@ -390,7 +458,18 @@ private final class ServerCore: Sendable {
         head += "\r\n"
         var bytes = Array(head.utf8)
         if !isHead { bytes.append(contentsOf: truncated ? body.prefix(body.count / 2) : body) }
-        return POSIXSocket.writeAll(fd, bytes)
+        guard case .trickle(let size, let interval) = trickle else { return POSIXSocket.writeAll(fd, bytes) }
+        let milliseconds = Int32(
+            clamping: interval.components.seconds * 1000 + interval.components.attoseconds / 1_000_000_000_000_000)
+        var offset = 0
+        while offset < bytes.count {
+            let end = min(offset + size, bytes.count)
+            guard POSIXSocket.writeAll(fd, Array(bytes[offset..<end])) else { return false }
+            offset = end
+            // A stopping server stops trickling.
+            if offset < bytes.count, !POSIXSocket.sleep(milliseconds: milliseconds, orWake: wake.read) { return false }
+        }
+        return true
     }
 
     private static func split(_ target: String) -> (path: String, query: String?) {

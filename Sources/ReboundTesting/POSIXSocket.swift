@@ -150,6 +150,12 @@ enum POSIXSocket {
         _ = shutdown(fd, Int32(SHUT_RDWR))
     }
 
+    /// Makes closing `fd` reset the connection (an RST) instead of closing it in order (a FIN).
+    static func resetOnClose(_ fd: Int32) {
+        var linger = linger(l_onoff: 1, l_linger: 0)
+        _ = setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout.size(ofValue: linger)))
+    }
+
     /// Closes `fd`.
     static func closeSocket(_ fd: Int32) {
         _ = close(fd)
