@@ -158,3 +158,22 @@ enum HTTPRequestParser {
         return nil
     }
 }
+
+/// Parses `bytes` as the loopback server parses what a connection received, request after request, and returns how
+/// many whole requests it found; for the parser's fuzz target, which holds it to never trapping and never looping.
+@_spi(Fuzzing) public func parseRequestsForFuzzing(_ bytes: [UInt8]) -> Int {
+    var rest = bytes
+    var count = 0
+    while !rest.isEmpty {
+        guard case .head(let head) = HTTPRequestParser.parseHead(rest) else { return count }
+        guard head.length <= rest.count,
+            case .body(_, let consumed) = HTTPRequestParser.parseBody(rest[head.length...], framing: head.bodyFraming),
+            consumed >= 0, head.length + consumed <= rest.count
+        else { return count }
+        count += 1
+        rest.removeFirst(head.length + consumed)
+        // A request of no bytes would loop for ever: the parser never returns one.
+        if head.length + consumed == 0 { return count }
+    }
+    return count
+}

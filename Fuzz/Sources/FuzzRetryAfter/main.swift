@@ -1,0 +1,44 @@
+import Foundation
+import Rebound
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A `Retry-After` value, parsed alone and through a 503's headers: any result is fine, a crash or a hang is not.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
+    let value = String(decoding: UnsafeRawBufferPointer(start: start, count: count), as: UTF8.self)
+    let now = Date(timeIntervalSince1970: 1_700_000_000)
+    if let delay = RetryAfter.delay(from: value, now: now) {
+        precondition(delay >= .zero && delay <= RetryResult.longestDelay, "delay out of range: \(delay)")
+    }
+    _ = RetryAfter.date(from: value)
+    if let response = HTTPURLResponse(
+        url: URL(string: "https://fuzz.invalid/")!, statusCode: 503, httpVersion: nil,
+        headerFields: ["Retry-After": value])
+    {
+        if let delay = RetryAfter.default.delay(for: response) {
+            precondition(delay >= .zero && delay <= RetryAfter.defaultMaximumDelay, "not held at the maximum: \(delay)")
+        }
+    }
+    return 0
+}
+
+/// The entry point SwiftPM links an executable with (`main` is made an alias of it): hands over to libFuzzer's
+/// driver with this target's test function.
+@_cdecl("FuzzRetryAfter_main")
+func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
+    var argc = argc
+    var argv = argv
+    return LLVMFuzzerRunDriver(&argc, &argv) { start, count in
+        fuzz(UnsafeRawPointer(start!), count)
+    }
+}
+
+@_silgen_name("LLVMFuzzerRunDriver")
+func LLVMFuzzerRunDriver(
+    _ argc: UnsafeMutablePointer<CInt>,
+    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+    _ test: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
+) -> CInt
