@@ -148,6 +148,7 @@ struct SoakOverLoopbackTests {
         #expect(registry.breakers.values.allSatisfy { $0.permitsInFlight == 0 })
         #expect(budget.requestsWithGrants == 0)
         #expect(auth.pendingRefresh.waiters == 0 && !auth.pendingRefresh.refreshing)
-        #expect(auth.refreshCount == 1)
+        // At most one refresh: after it, no request carries the first token (none, if every request ended first).
+        #expect(auth.refreshCount <= 1)
     }
 }

@@ -94,6 +94,33 @@ struct DeadlineEveryAwaitTests {
         #expect(transport.requestCount == 0)
     }
 
+    @Test("An attempt abandoned at the deadline that reaches the breaker later takes no permit it would never return")
+    func abandonedAttemptTakesNoPermit() async throws {
+        let stubborn = Stubborn()
+        let breaker = CircuitBreaker(clock: clock)
+        let passed = Locked(false)
+        let session = Session(
+            transport: ScriptedTransport([.status(200)]),
+            adapters: [
+                Adapter { request, _ in
+                    await stubborn.wait()
+                    return request
+                },
+                breaker,
+                Adapter { request, _ in
+                    passed.withLock { $0 = true }
+                    return request
+                },
+            ], deadline: .seconds(1), clock: clock)
+        let task = Task { try await session.send(request()) }
+        try await clock.waitForSleepers(1)
+        clock.advance(by: .seconds(1))
+        await expectDeadline(task, .seconds(1))
+        await stubborn.open()
+        while !passed.withLock({ $0 }) { await Task.yield() }
+        #expect(breaker.permitsInFlight == 0)
+    }
+
     @Test("An attempt past its timeout fails with a timeout that the policy retries; the next attempt succeeds")
     func attemptTimeoutIsRetried() async throws {
         let transport = ScriptedTransport([.hang, .status(200)])

@@ -167,6 +167,10 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
         let (rejection, transitions) = update { machine, now, transitions -> CircuitBreakerOpenError? in
             // A breaker the chain holds twice is asked twice for one attempt: the attempt already has its permit.
             if machine.permits[attemptKey] != nil { return nil }
+            // An attempt abandoned at its deadline goes on in the background, cancelled, and its end was already
+            // told: a permit taken now would never come back. Checked under the lock, so that an attempt abandoned
+            // after this point has its permit stored before its end is told, and given back then.
+            if Task.isCancelled { return nil }
             switch machine.machine.admit(now: now, transitions: &transitions) {
             case .admitted(let permit) where !context.canRegister:
                 // Nothing would report how this attempt ends (a context made outside a session, or anew by a
