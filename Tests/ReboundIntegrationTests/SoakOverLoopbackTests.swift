@@ -75,7 +75,7 @@ struct SoakOverLoopbackTests {
         let server = try LoopbackServer()
         defer { server.stop() }
         // The reply to the server's n-th request, from a seeded sequence: 15% 503, 8% dropped connections, 2% stalls
-        // of 500 ms, and a 401 for every request still carrying the first token.
+        // that never answer (ended by the attempt timeout), and a 401 for every request still carrying the first token.
         let faults = Locked(SplitMix(state: 12))
         server.route("/soak") { request, _ in
             if request.value(forHeader: "Authorization") == "Bearer 1" { return .status(401) }
@@ -83,7 +83,7 @@ struct SoakOverLoopbackTests {
             switch roll {
             case 0..<15: return .status(503)
             case 15..<23: return .drop
-            case 23..<25: return LoopbackServer.Reply.status(200).delayed(by: .milliseconds(500))
+            case 23..<25: return .stall
             default: return .status(200, body: "ok")
             }
         }
@@ -105,7 +105,7 @@ struct SoakOverLoopbackTests {
                 RetryPolicy(
                     retryLimit: 2, backoff: .exponential(a: .milliseconds(5), b: 2).max(.milliseconds(20)).fullJitter())
             ],
-            interceptor: auth, observers: [ledger], deadline: .seconds(10))
+            interceptor: auth, observers: [ledger], deadline: .seconds(10), attemptTimeout: .seconds(1))
 
         let url = server.url("/soak")
         var cancels = SplitMix(state: 34)
