@@ -11,10 +11,14 @@ let package = Package(
         .package(name: "Rebound", path: "../")
     ],
     targets: [
-        .executableTarget(name: "FuzzRetryAfter", dependencies: [.product(name: "Rebound", package: "Rebound")]),
-        .executableTarget(name: "FuzzJSONBody", dependencies: [.product(name: "Rebound", package: "Rebound")]),
+        // The entry point every target hands over to libFuzzer's driver with.
+        .target(name: "FuzzDriver"),
         .executableTarget(
-            name: "FuzzHTTPRequest", dependencies: [.product(name: "ReboundTesting", package: "Rebound")]),
+            name: "FuzzRetryAfter", dependencies: ["FuzzDriver", .product(name: "Rebound", package: "Rebound")]),
+        .executableTarget(
+            name: "FuzzJSONBody", dependencies: ["FuzzDriver", .product(name: "Rebound", package: "Rebound")]),
+        .executableTarget(
+            name: "FuzzHTTPRequest", dependencies: ["FuzzDriver", .product(name: "ReboundTesting", package: "Rebound")]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -7,23 +7,6 @@ import Testing
     import FoundationNetworking
 #endif
 
-/// Holds callers until it is opened.
-private actor Gate {
-    private var isOpen = false
-    private var waiting: [CheckedContinuation<Void, Never>] = []
-
-    func wait() async {
-        if isOpen { return }
-        await withCheckedContinuation { waiting.append($0) }
-    }
-
-    func open() {
-        isOpen = true
-        for waiter in waiting { waiter.resume() }
-        waiting = []
-    }
-}
-
 private struct RefreshFailed: Error, Equatable {}
 
 /// Issue 12 §5 and §6: 500 concurrent requests hit 401 together; exactly one refresh; when it fails, throws or stalls,

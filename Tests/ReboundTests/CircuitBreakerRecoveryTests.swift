@@ -156,23 +156,6 @@ struct CircuitBreakerRecoveryTests {
     }
 }
 
-/// Holds callers until it is opened.
-private actor Gate {
-    private var isOpen = false
-    private var waiting: [CheckedContinuation<Void, Never>] = []
-
-    func wait() async {
-        if isOpen { return }
-        await withCheckedContinuation { waiting.append($0) }
-    }
-
-    func open() {
-        isOpen = true
-        for waiter in waiting { waiter.resume() }
-        waiting = []
-    }
-}
-
 /// Yields until `condition` holds.
 private func waitUntil(_ condition: @Sendable () -> Bool) async throws {
     while !condition() {

@@ -7,23 +7,6 @@ import Testing
     import FoundationNetworking
 #endif
 
-/// Holds callers, ignoring their cancellation, until it is opened: work that does not stop when asked.
-private actor Stubborn {
-    private var isOpen = false
-    private var waiting: [CheckedContinuation<Void, Never>] = []
-
-    func wait() async {
-        if isOpen { return }
-        await withCheckedContinuation { waiting.append($0) }
-    }
-
-    func open() {
-        isOpen = true
-        for waiter in waiting { waiter.resume() }
-        waiting = []
-    }
-}
-
 /// Issue 12 §5: the deadline bounds every await of a request, even work that ignores cancellation; the attempt timeout
 /// bounds each attempt and is retried like any timeout.
 @Suite("Deadline and attempt timeout bound every await", .timeLimit(.minutes(1)))
@@ -40,7 +23,7 @@ struct DeadlineEveryAwaitTests {
 
     @Test("A transport that ignores cancellation ends at a 500 ms deadline")
     func stubbornTransport() async throws {
-        let stubborn = Stubborn()
+        let stubborn = Gate()
         let transport = ScriptedTransport { _, _ in
             await stubborn.wait()
             return .status(200)
@@ -56,7 +39,7 @@ struct DeadlineEveryAwaitTests {
 
     @Test("A retrier that takes 4 s (and ignores cancellation) ends at a 1 s deadline")
     func slowRetrier() async throws {
-        let stubborn = Stubborn()
+        let stubborn = Gate()
         let observer = OutcomeCounter()
         let session = Session(
             transport: ScriptedTransport([.status(503)]),
@@ -76,7 +59,7 @@ struct DeadlineEveryAwaitTests {
 
     @Test("An adapter that hangs (and ignores cancellation) ends at the deadline")
     func hangingAdapter() async throws {
-        let stubborn = Stubborn()
+        let stubborn = Gate()
         let transport = ScriptedTransport([.status(200)])
         let session = Session(
             transport: transport,
@@ -96,7 +79,7 @@ struct DeadlineEveryAwaitTests {
 
     @Test("An attempt abandoned at the deadline that reaches the breaker later takes no permit it would never return")
     func abandonedAttemptTakesNoPermit() async throws {
-        let stubborn = Stubborn()
+        let stubborn = Gate()
         let breaker = CircuitBreaker(clock: clock)
         let passed = Locked(false)
         let session = Session(

@@ -83,3 +83,21 @@ func decision(
         reason: reason, originalRequest: sent, lastRequest: sent, response: response, attempts: attempts)
     return await policy.retry(retryRequest, dueTo: error)
 }
+
+/// Holds callers until it is opened, ignoring their cancellation: work that does not stop when asked, or a barrier a
+/// test lifts once everything is in place.
+actor Gate {
+    private var isOpen = false
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    func wait() async {
+        if isOpen { return }
+        await withCheckedContinuation { waiting.append($0) }
+    }
+
+    func open() {
+        isOpen = true
+        for waiter in waiting { waiter.resume() }
+        waiting = []
+    }
+}

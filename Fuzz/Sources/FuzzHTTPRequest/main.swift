@@ -1,3 +1,4 @@
+import FuzzDriver
 @_spi(Fuzzing) import ReboundTesting
 
 /// Bytes a client sent to the loopback server, parsed request after request: never a crash or a loop.
@@ -8,20 +9,8 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     return 0
 }
 
-/// The entry point SwiftPM links an executable with (`main` is made an alias of it): hands over to libFuzzer's
-/// driver with this target's test function.
+/// The entry point SwiftPM links the executable with.
 @_cdecl("FuzzHTTPRequest_main")
 func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
-    var argc = argc
-    var argv = argv
-    return LLVMFuzzerRunDriver(&argc, &argv) { start, count in
-        fuzz(UnsafeRawPointer(start!), count)
-    }
+    runFuzzer(argc, argv) { start, count in fuzz(UnsafeRawPointer(start!), count) }
 }
-
-@_silgen_name("LLVMFuzzerRunDriver")
-func LLVMFuzzerRunDriver(
-    _ argc: UnsafeMutablePointer<CInt>,
-    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-    _ test: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
-) -> CInt

@@ -1,4 +1,5 @@
 import Foundation
+import FuzzDriver
 import Rebound
 
 #if canImport(FoundationNetworking)
@@ -22,20 +23,8 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     return 0
 }
 
-/// The entry point SwiftPM links an executable with (`main` is made an alias of it): hands over to libFuzzer's
-/// driver with this target's test function.
+/// The entry point SwiftPM links the executable with.
 @_cdecl("FuzzJSONBody_main")
 func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
-    var argc = argc
-    var argv = argv
-    return LLVMFuzzerRunDriver(&argc, &argv) { start, count in
-        fuzz(UnsafeRawPointer(start!), count)
-    }
+    runFuzzer(argc, argv) { start, count in fuzz(UnsafeRawPointer(start!), count) }
 }
-
-@_silgen_name("LLVMFuzzerRunDriver")
-func LLVMFuzzerRunDriver(
-    _ argc: UnsafeMutablePointer<CInt>,
-    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-    _ test: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
-) -> CInt
