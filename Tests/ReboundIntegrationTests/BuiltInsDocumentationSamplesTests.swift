@@ -56,11 +56,8 @@ struct BuiltInsDocumentationSamplesTests {
         let breakers = CircuitBreakerRegistry()
         let budget = RetryBudget(ratio: .default)
         let session = Session(
-            adapters: [breakers, budget],
-            retriers: [
-                LoggingRetrier(wrapping: JSONBodyRetrier(values: ["RATE_LIMITED"]), sink: { _ in }),
-                RetryPolicy(),
-            ],
+            adapters: [breakers, budget, JSONBodyRetrier(values: ["RATE_LIMITED"])],
+            retriers: [LoggingRetrier(wrapping: RetryPolicy(), sink: { _ in })],
             interceptor: auth, clock: ImmediateClock())
 
         let response = try await session.send(server.url("/items"))

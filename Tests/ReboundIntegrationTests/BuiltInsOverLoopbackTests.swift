@@ -94,7 +94,7 @@ struct BuiltInsOverLoopbackTests {
         server.route("/stuck", [.json(#"{"error_code": "RATE_LIMITED"}"#)])
         let clock = ImmediateClock()
         let session = Session(
-            retriers: [JSONBodyRetrier(values: ["RATE_LIMITED", "TEMPORARY_ERROR"])], clock: clock)
+            adapters: [JSONBodyRetrier(values: ["RATE_LIMITED", "TEMPORARY_ERROR"])], clock: clock)
 
         let response = try await session.send(server.url("/quote"))
         let error = try await #require(throws: ReboundError.self) { try await session.send(server.url("/stuck")) }

@@ -104,11 +104,7 @@ struct SecretSweepOverLoopbackTests {
                 hosts: ["127.0.0.1:\(server.port)"])
         case .jsonBody:
             routes = [.json(#"{"error_code": "busy"}"#)]
-            retriers = [
-                LoggingRetrier(wrapping: JSONBodyRetrier(values: ["busy"], retryLimit: 1, delay: .zero)) {
-                    strings.add($0.message, "\($0)", String(reflecting: $0))
-                }
-            ]
+            adapters = [JSONBodyRetrier(values: ["busy"], retryLimit: 1, delay: .zero)]
         case .decoding: routes = [.status(200, body: "not json")]
         case .cancellation: routes = [Reply.status(200).delayed(by: .seconds(3))]
         case .redirect:

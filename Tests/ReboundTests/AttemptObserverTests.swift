@@ -119,7 +119,7 @@ struct AttemptObserverTests {
         #expect(observer.outcomes.map(\.attempt.duration) == [.seconds(2), .zero])
     }
 
-    @Test func sessionObserversAreToldBeforeTheRequestsAndDuplicatesOnce() async throws {
+    @Test func observersAreToldInTheOrderTheyJoinedTheRequestAndDuplicatesOnce() async throws {
         let log = Log()
         struct Named: AttemptObserver {
             let name: String
@@ -137,7 +137,9 @@ struct AttemptObserverTests {
 
         _ = try await session.send(request(), interceptor: Interceptor(observers: [Named(name: "request", log: log)]))
 
-        #expect(log.all == ["nested", "session", "request"])
+        // The session's interceptor registers its own observers, then adapts through the nested one; the request's
+        // interceptor adapts after the session's.
+        #expect(log.all == ["session", "nested", "request"])
         #expect(shared.outcomes.count == 1)
     }
 
@@ -168,15 +170,18 @@ struct AttemptObserverTests {
         #expect(response.retryCount == 2)
     }
 
-    @Test func anInterceptorThatObservesIsFoundWithoutWiring() async throws {
-        let observer = RecordingObserver()
+    @Test func aPartIsToldOnlyInTheRolesItIsGivenOrRegistersNeverForItsType() async throws {
+        let unregistered = RecordingObserver()
+        let registering = RegisteringObserver()
         let session = Session(
-            transport: ScriptedTransport([.status(200)]), interceptor: observer, clock: ImmediateClock())
+            transport: ScriptedTransport([.status(200)]), adapters: [registering], interceptor: unregistered,
+            clock: ImmediateClock())
 
         _ = try await session.send(request())
         _ = try? await session.send(request())  // the script is exhausted: a transport failure
 
-        #expect(observer.lines == ["#1 200 succeeded", "#1 - failed 1"])
+        #expect(unregistered.lines.isEmpty)
+        #expect(registering.recorded.lines == ["#1 200 succeeded", "#1 - failed 1"])
     }
 
     @Test func aNonRetryableErrorIsNotOfferedToRetriers() async throws {
@@ -194,11 +199,30 @@ struct AttemptObserverTests {
         #expect(error?.reason.isNonRetryable == true)
     }
 
+    /// An observer that joins each request it adapts.
+    final class RegisteringObserver: RequestAdapter, AttemptObserver {
+        let recorded = RecordingObserver()
+        func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
+            context.observe(self)
+            return request
+        }
+        func attemptDidFinish(_ outcome: AttemptOutcome) async { await recorded.attemptDidFinish(outcome) }
+    }
+
     // MARK: - Validators in the chain
 
-    struct RejectsBody: ResponseValidator, RequestInterceptor {
+    final class RejectsBody: ResponseValidator, RequestInterceptor {
         let body: String
         let log: Log
+        init(body: String, log: Log) {
+            self.body = body
+            self.log = log
+        }
+        func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
+            context.validateResponses(with: self)
+            context.validateResponses(with: self)  // twice: still once per response
+            return request
+        }
         func validate(_ response: HTTPURLResponse, data: Data, context: RequestContext) throws {
             log.append("inspect #\(context.attempt)")
             if String(decoding: data, as: UTF8.self) == body { throw TestError("bad body") }

@@ -141,7 +141,7 @@ struct InterceptorTests {
         ("Retrier", Retrier { _, _ in .doNotRetry }, false, true),
         ("RetryPolicy", RetryPolicy(), false, true),
         ("ConnectionLostRetryPolicy", ConnectionLostRetryPolicy(), false, true),
-        ("JSONBodyRetrier", JSONBodyRetrier(values: ["RETRY"]), false, true),
+        ("JSONBodyRetrier", JSONBodyRetrier(values: ["RETRY"]), true, false),
         ("LoggingRetrier", LoggingRetrier(sink: { _ in }), true, true),
         ("Interceptor", Interceptor(), true, true),
         (

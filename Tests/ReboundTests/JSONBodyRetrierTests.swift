@@ -14,7 +14,7 @@ struct JSONBodyRetrierTests {
     @Test func retriesA200ThatSaysRateLimitedAfterFiveSecondsThreeTimesThenSaysTheBodyKeptSignalling() async throws {
         let clock = ManualClock()
         let transport = ScriptedTransport { _, _ in .response(body: #"{"error_code": "RATE_LIMITED"}"#) }
-        let session = Session(transport: transport, retriers: [retrier], clock: clock)
+        let session = Session(transport: transport, adapters: [retrier], clock: clock)
 
         let task = Task { try await session.send(request()) }
         for sleep in 1...3 {
@@ -40,7 +40,7 @@ struct JSONBodyRetrierTests {
         let transport = ScriptedTransport([
             .response(body: #"{"error_code": "TEMPORARY_ERROR"}"#), .response(body: #"{"items": []}"#),
         ])
-        let session = Session(transport: transport, retriers: [retrier], clock: ImmediateClock())
+        let session = Session(transport: transport, adapters: [retrier], clock: ImmediateClock())
 
         let response = try await session.send(request())
 
@@ -60,7 +60,7 @@ struct JSONBodyRetrierTests {
         ])
         let session = Session(
             transport: transport,
-            interceptor: Interceptor(retriers: [retrier, loggingRetrier("next", log: log, answer: .retry)]),
+            interceptor: Interceptor(adapters: [retrier], retriers: [loggingRetrier("next", log: log, answer: .retry)]),
             clock: ImmediateClock())
 
         let response = try await session.send(request())
@@ -91,7 +91,7 @@ struct JSONBodyRetrierTests {
         let transport = ScriptedTransport([
             .response(body: #"{"status": "busy", "retry": 1}"#), .response(body: #"{"status": "busy", "retry": 0}"#),
         ])
-        let session = Session(transport: transport, retriers: [retrier], clock: ImmediateClock())
+        let session = Session(transport: transport, adapters: [retrier], clock: ImmediateClock())
 
         let response = try await session.send(request())
 
@@ -103,7 +103,7 @@ struct JSONBodyRetrierTests {
     @Test func canLeaveSuccessfulResponsesAlone() async throws {
         let retrier = JSONBodyRetrier(values: ["RATE_LIMITED"], inspectsSuccessfulResponses: false)
         let session = Session(
-            transport: ScriptedTransport([.response(body: #"{"error_code": "RATE_LIMITED"}"#)]), retriers: [retrier],
+            transport: ScriptedTransport([.response(body: #"{"error_code": "RATE_LIMITED"}"#)]), adapters: [retrier],
             clock: ImmediateClock())
 
         let response = try await session.send(request())
@@ -118,7 +118,7 @@ struct JSONBodyRetrierTests {
     ])
     func aBodyThatIsNotAMatchingJSONDocumentIsNoMatch(body: String) async throws {
         let session = Session(
-            transport: ScriptedTransport([.response(status: 503, body: body)]), retriers: [retrier],
+            transport: ScriptedTransport([.response(status: 503, body: body)]), adapters: [retrier],
             clock: ImmediateClock())
 
         let error = await #expect(throws: ReboundError.self) { try await session.send(request()) }
@@ -211,7 +211,7 @@ struct JSONBodyRetrierTests {
 
     @Test func theStaticFactoryTrapsOnAnInvalidSettingToo() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            _ = [.jsonBody(values: [])] as [any RequestRetrier]
+            _ = [.jsonBody(values: [])] as [any RequestAdapter]
         }
 
         expectStandardError(of: result, contains: "JSONBodyRetrier.values must hold at least one value to match")
@@ -225,7 +225,7 @@ struct JSONBodyRetrierBackoffTests {
         let retrier = JSONBodyRetrier(
             values: ["BUSY"], backoff: .exponential(a: .seconds(1), b: 3).max(.seconds(5)))
         let session = Session(
-            transport: ScriptedTransport { _, _ in .response(body: #"{"error_code": "BUSY"}"#) }, retriers: [retrier],
+            transport: ScriptedTransport { _, _ in .response(body: #"{"error_code": "BUSY"}"#) }, adapters: [retrier],
             clock: clock)
 
         _ = try? await session.send(request())
@@ -233,20 +233,18 @@ struct JSONBodyRetrierBackoffTests {
         #expect(clock.sleeps == [.seconds(1), .seconds(3), .seconds(5)])
     }
 
-    @Test func behindADecoratorThatHidesItsValidatorRoleItValidatesThroughTheSessionsValidator() async throws {
-        let json = JSONBodyRetrier(values: ["RATE_LIMITED"], delay: .zero)
-        let hiding = Retrier { request, error in await json.retry(request, dueTo: error) }
+    @Test func isAskedBeforeTheChainsRetriersSoThatItsOwnDelayWinsForABodyThatMatches() async throws {
+        let json = JSONBodyRetrier(values: ["RATE_LIMITED"], delay: .seconds(7))
         let transport = ScriptedTransport([
-            .response(body: #"{"error_code": "RATE_LIMITED"}"#), .response(body: #"{"ok": true}"#),
+            .response(status: 503, body: #"{"error_code": "RATE_LIMITED"}"#), .status(503), .status(200),
         ])
         let session = Session(
-            transport: transport, retriers: [hiding], validator: Validator.successfulStatusCodes.and(json),
-            clock: ImmediateClock())
+            transport: transport, adapters: [json], retriers: [RetryPolicy()], clock: ImmediateClock())
 
         let response = try await session.send(request())
 
-        #expect(response.attempts.count == 2)
-        #expect(String(decoding: response.data, as: UTF8.self) == #"{"ok": true}"#)
+        // The matching 503 waits the retrier's 7 s; the plain one is left to the policy (1 s for its second retry).
+        #expect(response.attempts.map(\.retryDelay) == [.seconds(7), .seconds(1), nil])
     }
 
     @Test func aBodyAsDeepAsTheLargestDepthAllowedMatchesWithoutOverflowingTheStack() async throws {

@@ -38,10 +38,6 @@ enum Shape: String, CaseIterable, CustomTestStringConvertible {
     case nested
     /// The part inside an `Interceptor` wrapped by a `LoggingRetrier`.
     case logged
-    /// The part inside an `Interceptor` wrapped by a `LoggingRetrier` that is listed among the retriers.
-    case loggedAmongRetriers
-    /// The part inside an `Interceptor` listed among the retriers.
-    case nestedAmongRetriers
     /// The part inside a user's decorator that forwards `adapt` and `retry`, relabelling the context.
     case relabelled
     /// The part inside a user's decorator that forwards `adapt` and `retry` only.
@@ -61,14 +57,6 @@ enum Shape: String, CaseIterable, CustomTestStringConvertible {
         case .logged:
             return LoggingRetrier(
                 wrapping: Interceptor(adapters: [part], retriers: retriers), minimumLevel: .critical, sink: { _ in })
-        case .loggedAmongRetriers:
-            return Interceptor(retriers: [
-                LoggingRetrier(
-                    wrapping: Interceptor(adapters: [part], retriers: retriers), minimumLevel: .critical,
-                    sink: { _ in })
-            ])
-        case .nestedAmongRetriers:
-            return Interceptor(retriers: [Interceptor(adapters: [part], retriers: retriers)])
         case .decorated:
             return Interceptor(retriers: retriers, interceptors: [Forwarding(adapter: part)])
         case .relabelled:
@@ -164,16 +152,22 @@ struct RegisteredRolesTests {
         #expect(!RequestContext().canRegister)
     }
 
-    @Test func interceptorsPlayBothRolesWhereverTheyAreListed() async throws {
+    @Test func anInterceptorPlaysTheRoleOfTheListItIsInAsInAlamofire() async throws {
         let log = Log()
         let both = Interceptor(
             adapters: [taggingAdapter("inner", log: log)], retriers: [loggingRetrier("inner", log: log, answer: .retry)]
         )
         let session = Session(
-            transport: ScriptedTransport([.status(503), .status(200)]), adapters: [both], clock: ImmediateClock())
+            transport: ScriptedTransport([.status(503), .status(503), .status(200), .status(503), .status(200)]),
+            clock: ImmediateClock())
 
-        _ = try await session.send(request())
+        _ = try? await session.send(request(), adapters: [both])
+        _ = try? await session.send(request(), retriers: [both])
+        _ = try await session.send(request(), interceptor: both)
 
-        #expect(log.all == ["adapt inner #1", "retry inner #0", "adapt inner #2"])
+        // Among the adapters it only adapts (the 503 is not retried); among the retriers it only retries; as an
+        // interceptor it does both.
+        #expect(
+            log.all == ["adapt inner #1", "retry inner #0", "adapt inner #1", "retry inner #0", "adapt inner #2"])
     }
 }

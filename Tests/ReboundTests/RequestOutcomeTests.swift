@@ -58,8 +58,7 @@ struct RequestOutcomeTests {
         }
         let session = Session(
             transport: ScriptedTransport([.status(200), .status(503), .status(200), .status(404), .status(404)]),
-            interceptor: Interceptor(adapters: [failing], retriers: [retryAnything(limit: 1)], observers: [observer]),
-            clock: ImmediateClock())
+            adapters: [failing], retriers: [retryAnything(limit: 1)], observers: [observer], clock: ImmediateClock())
 
         _ = try await session.send(request())
         _ = try await session.send(request())
@@ -102,8 +101,7 @@ struct RequestOutcomeTests {
     @Test func aRequestCancelledBeforeItsFirstAttemptEndsWithNoAttempts() async throws {
         let observer = RecordingObserver()
         let session = Session(
-            transport: ScriptedTransport([.status(200)]), interceptor: Interceptor(observers: [observer]),
-            clock: ImmediateClock())
+            transport: ScriptedTransport([.status(200)]), observers: [observer], clock: ImmediateClock())
 
         let task = Task {
             withUnsafeCurrentTask { $0?.cancel() }

@@ -29,7 +29,7 @@ struct JSONBodyExample {
         let retrier = JSONBodyRetrier(
             path: "error_code", values: ["RATE_LIMITED", "TEMPORARY_ERROR"], retryLimit: 3, delay: .milliseconds(500))
         let session = Session(
-            interceptor: LoggingRetrier(wrapping: retrier) { event in narrator.say(event.message) })
+            adapters: [retrier], interceptor: LoggingRetrier { event in narrator.say(event.message) })
 
         await narrator.scenario("GET /quote: 200 RATE_LIMITED, 200 TEMPORARY_ERROR, then a price") {
             String(decoding: try await session.send(server.url("/quote")).data, as: UTF8.self)

@@ -3,11 +3,13 @@ import Foundation
 /// What an adapter knows about the attempt it adapts a request for, and where it registers the roles it must play
 /// for that attempt.
 ///
-/// **Registering roles.** A part that must hear how attempts end (a circuit breaker holding a permit) or have the last
-/// word on retries (a retry budget) registers itself here from ``RequestAdapter/adapt(_:context:)``, with
-/// ``observe(_:)`` and ``admitRetries(through:)``. Because the registration travels with the call, anything that
-/// forwards `adapt` keeps those roles: a nested ``Interceptor``, a ``LoggingRetrier``, or your own decorator. Retriers
-/// register the same way through ``RetryRequest/context``. A registration lasts until the request ends; registering
+/// **Registering roles.** A part plays the role of the list it is given in (an adapter adapts, a retrier is asked about
+/// retries), and nothing else unless it registers here: the session never looks at a part's type to find more. A part
+/// that must hear how attempts end (a circuit breaker holding a permit) or have the last word on retries (a retry
+/// budget) registers itself from ``RequestAdapter/adapt(_:context:)``, with ``observe(_:)``,
+/// ``admitRetries(through:)`` and ``validateResponses(with:)``. Because the registration travels with the call, anything that forwards `adapt` keeps
+/// those roles: a nested ``Interceptor``, a ``LoggingRetrier``, or your own decorator. Retriers register the same way
+/// through ``RetryRequest/context``, from their first failed attempt on. A registration lasts until the request ends; registering
 /// the same instance again (on every attempt, say) changes nothing, and an instance the chain already holds directly
 /// is told once.
 ///
@@ -59,6 +61,30 @@ public struct RequestContext: Sendable {
     /// Safe to call on every attempt: an instance registered twice, or also part of the chain, is asked once.
     public func admitRetries(through gate: some RetryGate & AnyObject) {
         roles?.add(gate: gate)
+    }
+
+    /// Validates every response of the request from now on with `validator`, after the validator in effect accepted
+    /// it: how a part in the chain fails a successful response (a 200 whose body says "try again").
+    ///
+    /// Safe to call on every attempt: an instance registered twice validates each response once. Validators
+    /// registered this way run in the order they registered.
+    public func validateResponses(with validator: some ResponseValidator & AnyObject) {
+        roles?.add(validator: validator)
+    }
+
+    /// Validates every response of the request from now on with a part of the library's own.
+    func validateResponses(with validator: some RegisteredValidator) {
+        roles?.add(validator: validator)
+    }
+
+    /// Asks `retrier` about every failed attempt of the request from now on, before the chain's retriers.
+    func decideRetries(with retrier: some RegisteredRetrier) {
+        roles?.add(retrier: retrier)
+    }
+
+    /// Registers the observers and gates of an ``Interceptor``, once per request.
+    func register(_ group: RoleGroup) {
+        roles?.add(group: group)
     }
 
     /// Secures every redirect hop of the request from now on with `scope`: a hop to another origin drops its

@@ -7,6 +7,10 @@ import Foundation
 /// Adapters and retriers from several places, run as one interceptor.
 ///
 /// The rules, which the session follows too when it runs its own interceptor and then the request's:
+/// - **A part plays the role of the list it is in**, as in Alamofire: `adapters` adapt, `retriers` are asked about
+///   retries, `interceptors` do both. Nothing is found by looking at a part's type: a part with more roles (a
+///   breaker's, a budget's, the JSON-body retrier's) registers them through the context of the call it gets, so a
+///   wrapper that forwards that call keeps them all.
 /// - **Adapters run in order**, each receiving the previous one's output. The first that throws stops the chain;
 ///   its error fails the attempt and is offered to the retriers like any other failure.
 /// - **Every attempt re-runs the whole adapter chain** on the request as the caller gave it, so adapters never see
@@ -15,13 +19,9 @@ import Foundation
 ///   next; any other answer wins and the retriers after it are not asked. When all pass, the answer is
 ///   ``RetryResult/doNotRetry``.
 /// - Interceptors given with `interceptors:` adapt after `adapters` and retry after `retriers`, in the order given.
-/// - **An interceptor plays both roles wherever it is listed.** One given in `adapters:` (a `LoggingRetrier`, an
-///   `AuthenticationInterceptor`, a nested `Interceptor`) is also asked to retry, after `retriers`; one given in
-///   `retriers:` also adapts, after `adapters`. A class instance listed in both is called once in each role.
-/// - Every part that is an ``AttemptObserver`` is told the outcome of each attempt, every part that is a
-///   ``ResponseValidator`` validates each response the validator in effect accepted, and every ``RetryGate`` may deny
-///   a retry, in the order
-///   adapters, retriers, interceptors, observers; a class instance that appears more than once is called once.
+/// - `observers` and `gates` join the request when the interceptor adapts it (or, placed where it only retries, when
+///   it is first asked about a retry): they are told, and asked, after the session's and the request's own, each
+///   class instance once.
 ///
 /// An `Interceptor` is immutable and safe to share between sessions and tasks.
 ///
@@ -32,19 +32,17 @@ import Foundation
 /// )
 /// ```
 public struct Interceptor: RequestInterceptor {
-    /// The adapters, in the order they run.
+    /// The adapters, in the order they run: `adapters`, then `interceptors`.
     public let adapters: [any RequestAdapter]
-    /// The retriers, in the order they are asked.
+    /// The retriers, in the order they are asked: `retriers`, then `interceptors`.
     public let retriers: [any RequestRetrier]
-    /// The parts that observe attempt outcomes, in the order they are told; see ``AttemptObserver``.
-    public var observers: [any AttemptObserver] { roles.observers }
-    /// The parts that validate responses the validator in effect accepted, in the order they run; see
-    /// ``ResponseValidator``.
-    public var validators: [any ResponseValidator] { roles.validators }
-    /// The parts that may deny a retry, in the order they are asked; see ``RetryGate``.
-    public var gates: [any RetryGate] { roles.gates }
+    /// The observers given, in the order they are told; see ``AttemptObserver``.
+    public var observers: [any AttemptObserver] { group?.roles.observers ?? [] }
+    /// The gates given, in the order they are asked; see ``RetryGate``.
+    public var gates: [any RetryGate] { group?.roles.gates ?? [] }
 
-    let roles: ChainRoles
+    /// The observers and gates, registered with each request; `nil` without any.
+    private let group: RoleGroup?
 
     /// Creates an interceptor from adapters, retriers, other interceptors, observers and gates.
     ///
@@ -53,39 +51,18 @@ public struct Interceptor: RequestInterceptor {
     ///   - retriers: Retriers, asked first, in order; none by default.
     ///   - interceptors: Interceptors whose adapters run after `adapters` and whose retriers are asked after
     ///     `retriers`, in order; none by default.
-    ///   - observers: Observers that only watch outcomes, told after those found among the other parts; none by
-    ///     default.
-    ///   - gates: Gates that only admit or deny retries, asked after those found among the other parts; none by
-    ///     default. (A ``RetryBudget`` goes in `adapters`, which keeps it working inside any wrapper.)
+    ///   - observers: Observers of every attempt and request this interceptor adapts; none by default.
+    ///   - gates: Gates that may deny every retry of the requests this interceptor adapts; none by default. (A
+    ///     ``RetryBudget`` goes in `adapters`, where it registers itself.)
     public init(
         adapters: [any RequestAdapter] = [], retriers: [any RequestRetrier] = [],
         interceptors: [any RequestInterceptor] = [], observers: [any AttemptObserver] = [],
         gates: [any RetryGate] = []
     ) {
-        // An interceptor listed as an adapter or a retrier plays its other role too, so that no placement silently
-        // drops half of it (a logger in `retriers:` wrapping a breaker must still adapt, or the breaker never admits).
-        let adaptingRetriers = Self.interceptors(in: retriers, notIn: adapters)
-        let retryingAdapters = Self.interceptors(in: adapters, notIn: retriers)
-        self.adapters =
-            adapters + adaptingRetriers.map { $0 as any RequestAdapter }
-            + interceptors.map { $0 as any RequestAdapter }
-        self.retriers =
-            retriers + retryingAdapters.map { $0 as any RequestRetrier }
-            + interceptors.map { $0 as any RequestRetrier }
-        let parts: [any Sendable] =
-            adapters.map { $0 as any Sendable } + retriers.map { $0 as any Sendable }
-            + interceptors.map { $0 as any Sendable } + observers.map { $0 as any Sendable }
-            + gates.map { $0 as any Sendable }
-        roles = ChainRoles(collecting: parts)
-    }
-
-    /// The parts of `parts` that are interceptors, except class instances that are also in `others`.
-    private static func interceptors(in parts: [any Sendable], notIn others: [any Sendable]) -> [any RequestInterceptor]
-    {
-        let found = parts.compactMap { $0 as? any RequestInterceptor }
-        guard !found.isEmpty else { return [] }
-        let listed = Set(others.compactMap { type(of: $0) is AnyClass ? ObjectIdentifier($0 as AnyObject) : nil })
-        return found.filter { type(of: $0) is AnyClass ? !listed.contains(ObjectIdentifier($0 as AnyObject)) : true }
+        self.adapters = adapters + interceptors.map { $0 as any RequestAdapter }
+        self.retriers = retriers + interceptors.map { $0 as any RequestRetrier }
+        let roles = ChainRoles(observers: observers, gates: gates)
+        self.group = roles.isEmpty ? nil : RoleGroup(roles)
     }
 
     /// Creates an interceptor from one adapter and one retrier.
@@ -98,8 +75,10 @@ public struct Interceptor: RequestInterceptor {
         self.init(adapters: [Adapter(adaptHandler)], retriers: [Retrier(retryHandler)])
     }
 
-    /// Runs the adapters in order, each on the previous one's output; the first error thrown stops the chain.
+    /// Registers the observers and gates, then runs the adapters in order, each on the previous one's output; the first
+    /// error thrown stops the chain.
     public func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
+        if let group { context.register(group) }
         var request = request
         for adapter in adapters {
             request = try await adapter.adapt(consume request, context: context)
@@ -107,8 +86,10 @@ public struct Interceptor: RequestInterceptor {
         return request
     }
 
-    /// Asks the retriers in order and returns the first answer that is not ``RetryResult/doNotRetry``.
+    /// Registers the observers and gates, then asks the retriers in order and returns the first answer that is not
+    /// ``RetryResult/doNotRetry``.
     public func retry(_ request: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
+        if let group { request.context.register(group) }
         for retrier in retriers {
             let result = await retrier.retry(request, dueTo: error)
             if case .doNotRetry = result { continue }
@@ -117,5 +98,3 @@ public struct Interceptor: RequestInterceptor {
         return .doNotRetry
     }
 }
-
-extension Interceptor: RoleContainer {}

@@ -11,10 +11,16 @@ import Foundation
 /// while the request's retry count is below ``retryLimit`` (3 by default); after that the request ends with
 /// ``SignalPersisted``, an error that says the body kept signalling.
 ///
-/// **On a successful status** (2xx) the session would return the response, so the retrier is also a
-/// ``ResponseValidator``: a matching body fails the attempt with ``Signal`` and the retriers are asked as usual.
-/// Turn this off with `inspectsSuccessfulResponses: false`. **On an error status** it reads the failed attempt's body
-/// when asked to retry; a non-matching body answers ``RetryResult/doNotRetry``, so the next retrier decides.
+/// **Where it goes: among the adapters.** It must see successful responses as well as failed ones, and the session
+/// finds no role by looking at a part's type, so it joins each request from ``adapt(_:context:)`` (which returns the
+/// request unchanged) in two roles: it validates every response, and it is asked about every failed attempt before the
+/// chain's retriers. Any wrapper that forwards `adapt` keeps both; it is not a ``RequestRetrier``, so it cannot be put
+/// where its validation would be lost (a `retriers:` list, a retrier-only decorator).
+///
+/// **On a successful status** (2xx) the session would return the response: a matching body fails the attempt with
+/// ``Signal`` and the retriers are asked as usual. Turn this off with `inspectsSuccessfulResponses: false`. **On an
+/// error status** it reads the failed attempt's body when asked; a non-matching body answers
+/// ``RetryResult/doNotRetry``, so the chain's retriers decide.
 ///
 /// A body that is empty, not JSON, truncated, not UTF-8, nested deeper than ``maximumDepth`` or larger than
 /// ``maximumBodySize`` is simply no match: never a crash or a hang. Before parsing a successful response it checks
@@ -22,9 +28,11 @@ import Foundation
 ///
 /// ```swift
 /// let retrier = JSONBodyRetrier(path: "error_code", values: ["RATE_LIMITED", "TEMPORARY_ERROR"])
-/// let session = Session(retriers: [retrier, RetryPolicy()])
+/// let session = Session(adapters: [retrier], retriers: [RetryPolicy()])
 /// ```
-public struct JSONBodyRetrier: RequestRetrier, ResponseValidator {
+///
+/// Immutable and safe to share between sessions and tasks.
+public final class JSONBodyRetrier: RequestAdapter {
     /// The error of an attempt whose successful response's body matched; the retriers see it as a validation failure.
     public struct Signal: Error, Sendable, CustomStringConvertible {
         /// The path that matched, dot-separated; `nil` when a predicate matched.
@@ -104,7 +112,7 @@ public struct JSONBodyRetrier: RequestRetrier, ResponseValidator {
     ///   - maximumBodySize: Larger bodies are no match; more than `0`; 1 MiB by default.
     ///   - maximumDepth: Deeper bodies are no match; between `1` and ``maximumDepthLimit`` (512); `64` by default.
     ///   - inspectsSuccessfulResponses: Whether a 2xx whose body matches is failed and retried; `true` by default.
-    public init(
+    public convenience init(
         path: String = "error_code", values: Set<JSONValue>, retryLimit: Int = defaultRetryLimit,
         delay: Duration = defaultDelay, backoff: BackoffStrategy = .automatic,
         maximumBodySize: Int = defaultMaximumBodySize,
@@ -138,7 +146,7 @@ public struct JSONBodyRetrier: RequestRetrier, ResponseValidator {
     ///   - maximumDepth: Deeper bodies are no match; between `1` and ``maximumDepthLimit`` (512); `64` by default.
     ///   - inspectsSuccessfulResponses: Whether a 2xx whose body matches is failed and retried; `true` by default.
     ///   - predicate: Says whether the decoded body means "retry"; it must be quick and must not block.
-    public init(
+    public convenience init(
         retryLimit: Int = defaultRetryLimit, delay: Duration = defaultDelay, backoff: BackoffStrategy = .automatic,
         maximumBodySize: Int = defaultMaximumBodySize, maximumDepth: Int = defaultMaximumDepth,
         inspectsSuccessfulResponses: Bool = true, where predicate: @escaping @Sendable (JSONValue) -> Bool
@@ -269,13 +277,28 @@ public struct JSONBodyRetrier: RequestRetrier, ResponseValidator {
         return Signal(path: path.joined(separator: "."), value: value)
     }
 
-    /// Fails a successful response whose body matches, with ``Signal``.
+    /// Registers the retrier with the request as a validator and a retrier, and returns `request` unchanged.
+    public func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
+        register(through: context)
+        return request
+    }
+
+    /// Registers through the context; out of line, so that the context stays out of the async frame above.
+    @inline(never)
+    private func register(through context: RequestContext) {
+        if inspectsSuccessfulResponses { context.validateResponses(with: self) }
+        context.decideRetries(with: self)
+    }
+
+    /// Fails a successful response whose body matches, with ``Signal``: what the session's validation does with the
+    /// retrier registered.
     public func validate(_ response: HTTPURLResponse, data: Data, context: RequestContext) throws {
         guard inspectsSuccessfulResponses, let signal = signal(in: data) else { return }
         throw signal
     }
 
-    /// Retries a failed attempt whose body matches, until the limit; then ends the request with ``SignalPersisted``.
+    /// Retries a failed attempt whose body matches, until the limit; then ends the request with ``SignalPersisted``:
+    /// what the session asks the retrier once it registered, before the chain's retriers.
     public func retry(_ request: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
         let found: Signal?
         if case .validationFailed(let signal as Signal) = error.reason {
@@ -292,7 +315,15 @@ public struct JSONBodyRetrier: RequestRetrier, ResponseValidator {
     }
 }
 
-extension RequestRetrier where Self == JSONBodyRetrier {
+extension JSONBodyRetrier: RegisteredValidator, RegisteredRetrier {
+    /// The validation failure of a successful response whose body matches.
+    func reason(for response: HTTPURLResponse, data: Data, context: RequestContext) -> ReboundError.Reason? {
+        guard inspectsSuccessfulResponses, let signal = signal(in: data) else { return nil }
+        return .validationFailed(error: signal)
+    }
+}
+
+extension RequestAdapter where Self == JSONBodyRetrier {
     /// A ``JSONBodyRetrier`` matching `values` at `path`, which traps on an invalid setting; see
     /// ``JSONBodyRetrier/init(path:values:retryLimit:delay:backoff:maximumBodySize:maximumDepth:inspectsSuccessfulResponses:)``
     /// for what is valid and the defaults (`error_code`, 3 retries, 5 s), and

@@ -16,10 +16,17 @@ import Foundation
 /// decided.
 ///
 /// It never changes a decision: ``retry(_:dueTo:)`` returns what the wrapped retrier answers, and ``adapt(_:context:)``
-/// is passed on to the wrapped retrier when it is an adapter too. Wrapping never hides a role: a chain finds the
-/// wrapped retrier's observer, validator and gate roles as if it held it directly, and parts that register through
-/// the context (a breaker, a budget) do so through the forwarded call. The logger registers itself the same way, so it
-/// keeps logging inside your own decorators. Secrets never reach the sink: see ``Redaction``.
+/// is passed on to the wrapped part when it was given as an interceptor
+/// (the overload ``init(wrapping:minimumLevel:redaction:includesHeaders:sink:)-(RequestInterceptor,_,_,_,_)``, chosen when the wrapped part is a
+/// ``RequestInterceptor``). Wrapping never hides a role: the
+/// wrapped part's other roles register through the context of the calls the logger forwards, as they would unwrapped.
+///
+/// **Where it hears from.** The logger registers itself as an observer through the context of each call it gets, so
+/// it keeps logging inside your own decorators. Among `retriers:` it is asked first when an attempt fails, and logs
+/// from that attempt on: every failure the retriers are asked about, every retry, and how the request ends. Given
+/// where it also adapts (a session's `interceptor:`, an ``Interceptor``'s `interceptors:`), or also in `observers:`,
+/// it hears every request from its first attempt: first-attempt successes, and failures no retrier is asked about (an
+/// open breaker's refusal). Secrets never reach the sink: see ``Redaction``.
 ///
 /// The sink is a closure; ``standardError`` (the default) writes ``RetryLogEvent/message`` lines to standard error.
 /// Events below ``minimumLevel`` are not built at all. The sink is called on the request's task, and may be called
@@ -51,13 +58,12 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
     public let includesHeaders: Bool
 
     private let sink: Sink
+    /// The wrapped part as an adapter, when it was given as an interceptor.
     private let wrappedAdapter: (any RequestAdapter)?
     /// The wrapped retrier's type name, as logs show it.
     private let wrappedName: String?
     /// The wrapped retrier's answer about each request's last failed attempt, until it is logged or the request ends.
     private let answers = Locked<[UUID: (attempt: Int, answer: RetryResult)]>([:])
-    /// The roles of the wrapped retrier, found once.
-    private let wrappedRoles: ChainRoles
 
     /// Creates a logging retrier.
     ///
@@ -68,23 +74,51 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
     ///   - redaction: What counts as a secret; ``Redaction/default`` by default.
     ///   - includesHeaders: Whether messages list the request's header fields, redacted; `false` by default.
     ///   - sink: Receives the events; ``standardError`` by default.
-    public init(
+    public convenience init(
         wrapping wrapped: (any RequestRetrier)? = nil, minimumLevel: RetryLogEvent.Level = .info,
         redaction: Redaction = .default, includesHeaders: Bool = false,
         sink: @escaping Sink = LoggingRetrier.standardError
+    ) {
+        self.init(
+            retrier: wrapped, adapter: nil, minimumLevel: minimumLevel, redaction: redaction,
+            includesHeaders: includesHeaders, sink: sink)
+    }
+
+    /// Creates a logging retrier around an interceptor, which it adapts with as well as asks about retries: the
+    /// overload Swift picks for a part known to be a ``RequestInterceptor``, so that wrapping an
+    /// ``AuthenticationInterceptor`` keeps its credential.
+    ///
+    /// - Parameters:
+    ///   - wrapped: The interceptor that adapts and decides, an ``AuthenticationInterceptor`` or an ``Interceptor``.
+    ///   - minimumLevel: The least important level logged; ``RetryLogEvent/Level/info`` by default.
+    ///   - redaction: What counts as a secret; ``Redaction/default`` by default.
+    ///   - includesHeaders: Whether messages list the request's header fields, redacted; `false` by default.
+    ///   - sink: Receives the events; ``standardError`` by default.
+    public convenience init(
+        wrapping wrapped: any RequestInterceptor, minimumLevel: RetryLogEvent.Level = .info,
+        redaction: Redaction = .default, includesHeaders: Bool = false,
+        sink: @escaping Sink = LoggingRetrier.standardError
+    ) {
+        self.init(
+            retrier: wrapped, adapter: wrapped, minimumLevel: minimumLevel, redaction: redaction,
+            includesHeaders: includesHeaders, sink: sink)
+    }
+
+    private init(
+        retrier wrapped: (any RequestRetrier)?, adapter: (any RequestAdapter)?, minimumLevel: RetryLogEvent.Level,
+        redaction: Redaction, includesHeaders: Bool, sink: @escaping Sink
     ) {
         self.wrapped = wrapped
         self.minimumLevel = minimumLevel
         self.redaction = redaction
         self.includesHeaders = includesHeaders
         self.sink = sink
-        self.wrappedAdapter = wrapped as? any RequestAdapter
+        self.wrappedAdapter = adapter
         self.wrappedName = wrapped.map { String(describing: type(of: $0)) }
-        self.wrappedRoles = ChainRoles(collecting: wrapped.map { [$0] } ?? [])
     }
 
-    /// Registers the logger as an observer through the context, then passes the request to the wrapped retrier's
-    /// adapter role, if it has one; otherwise returns it unchanged.
+    /// Registers the logger as an observer through the context, then passes the request to the wrapped interceptor,
+    /// if it was given one; otherwise returns it unchanged.
     public func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
         context.observe(self)
         guard let wrappedAdapter else { return request }
@@ -225,7 +259,7 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
 }
 
 extension RequestRetrier where Self == LoggingRetrier {
-    /// A ``LoggingRetrier`` around `retrier`; see ``LoggingRetrier/init(wrapping:minimumLevel:redaction:includesHeaders:sink:)``.
+    /// A ``LoggingRetrier`` around `retrier`; see `LoggingRetrier.init(wrapping:minimumLevel:redaction:includesHeaders:sink:)`.
     public static func logging(
         _ retrier: (any RequestRetrier)? = nil, minimumLevel: RetryLogEvent.Level = .info,
         redaction: Redaction = .default, includesHeaders: Bool = false,
@@ -246,9 +280,4 @@ extension LoggingRetrier {
             return entry.answer
         }
     }
-}
-
-extension LoggingRetrier: RoleContainer {
-    /// The logger, then the wrapped retrier's roles.
-    var roles: ChainRoles { .observing(self).followed(by: wrappedRoles) }
 }

@@ -1,11 +1,13 @@
 /// Learns how every attempt ended and how each request ended: a circuit breaker, a retry budget or a logger that must
 /// see successes too.
 ///
-/// **How an observer joins.** Any adapter, retrier or interceptor that conforms is found when a chain is built: in a
-/// session's or a request's chain, inside an ``Interceptor`` or wrapped by a ``LoggingRetrier``. An observer that is
-/// nothing else goes in `observers:` (``Interceptor/init(adapters:retriers:interceptors:observers:gates:)``,
-/// ``Session``). A class instance can also register itself, on each attempt, through the context it is handed
-/// (``RequestContext/observe(_:)``): that keeps it observing behind any wrapper that forwards `adapt` or `retry`.
+/// **How an observer joins.** Two ways, and no other: nothing is found by looking at a part's type.
+/// - Given explicitly, in a session's or a request's `observers:` (``Session``): it hears every request, from before
+///   its first attempt to its end, whatever else happens.
+/// - Registered by a class instance through the context it is handed (``RequestContext/observe(_:)``, from `adapt`, or
+///   ``RetryRequest/context`` from `retry`): it hears the request from that attempt on, to its end. This is how a
+///   breaker, a budget or a logger in the chain observes, and it keeps working behind any wrapper that forwards the
+///   call. An ``Interceptor``'s own `observers:` join this way, when the interceptor adapts the request.
 ///
 /// **When it is called.** ``attemptDidFinish(_:)`` once for every attempt the session starts, after the attempt's fate
 /// is settled and before the session acts on it: after the retriers answered and before the backoff sleep, or just
@@ -18,7 +20,7 @@
 /// **Order and cost.** Observers are called one after another on the request's task: those found in the session's
 /// chain first, then the request's, in chain order, then those registered through a context, in the order they
 /// registered. The session waits for each, so keep the hooks quick. A chain without observers pays nothing. A class
-/// instance found or registered more than once is told once.
+/// instance given or registered more than once is told once.
 public protocol AttemptObserver: Sendable {
     /// Called once with the outcome of each attempt, including cancelled ones; does nothing by default.
     func attemptDidFinish(_ outcome: AttemptOutcome) async

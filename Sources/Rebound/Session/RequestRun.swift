@@ -14,7 +14,7 @@ final class RequestPlan: Sendable {
     /// one to retry, whose frames hold one interceptor rather than two.
     let chain: (any RequestInterceptor)?
     let validator: any ResponseValidator
-    /// The roles found in the chain when it was built.
+    /// The observers and gates the session and the request were given, in that order.
     let roles: ChainRoles
     /// The roles parts register through the contexts they are handed; `nil` without a chain, which has no parts.
     let registered: RegisteredRoles?
@@ -29,7 +29,7 @@ final class RequestPlan: Sendable {
     @inline(never)
     init(
         session: Session, originalRequest: URLRequest, label: String?, requestInterceptor: (any RequestInterceptor)?,
-        validator: any ResponseValidator, deadline: Duration?, attemptTimeout: Duration?,
+        requestRoles: ChainRoles, validator: any ResponseValidator, deadline: Duration?, attemptTimeout: Duration?,
         redirectHandler: any RedirectHandler
     ) {
         self.session = session
@@ -45,7 +45,7 @@ final class RequestPlan: Sendable {
         self.attemptTimeout = attemptTimeout
         self.isRaced = deadline != nil || attemptTimeout != nil
         self.redirectHandler = redirectHandler
-        self.roles = session.roles.followed(by: ChainRoles(of: requestInterceptor))
+        self.roles = session.roles.followed(by: requestRoles)
         self.registered = chain == nil ? nil : RegisteredRoles(besides: roles)
     }
 
@@ -499,7 +499,7 @@ extension RequestPlan {
         }
     }
 
-    /// Validates a response: with the validator in effect, then the chain's.
+    /// Validates a response: with the validator in effect, then with those the chain's parts registered.
     @inline(never)
     private func check(_ response: HTTPURLResponse, data: Data, sent: URLRequest, context: RequestContext)
         -> AttemptResult
@@ -507,7 +507,7 @@ extension RequestPlan {
         if let reason = validator.reason(for: response, data: data, context: context) {
             return AttemptResult(.failure(reason), sent: sent, response: response, data: data)
         }
-        for validator in roles.validators {
+        for validator in registered?.validators ?? [] {
             if let reason = validator.reason(for: response, data: data, context: context) {
                 return AttemptResult(.failure(reason), sent: sent, response: response, data: data)
             }
@@ -526,9 +526,29 @@ extension RequestPlan {
         }
     }
 
-    /// Asks the session's retriers, then the request's; the first answer other than `doNotRetry` wins.
+    /// Asks the retriers registered through the context, then the session's, then the request's; the first answer
+    /// other than `doNotRetry` wins.
     fileprivate func retryResult(for request: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
-        await chain?.retry(request, dueTo: error) ?? .doNotRetry
+        // Out of line, so that a chain without registered retriers never makes the loop's frame.
+        if let retriers = registered?.retriers, !retriers.isEmpty {
+            return await retryResult(asking: retriers, for: request, dueTo: error)
+        }
+        return await chain?.retry(request, dueTo: error) ?? .doNotRetry
+    }
+
+    /// Asks `retriers`, then the chain; the first answer other than `doNotRetry` wins.
+    @inline(never)
+    private func retryResult(
+        asking retriers: [any RegisteredRetrier], for request: RetryRequest, dueTo error: ReboundError
+    )
+        async -> RetryResult
+    {
+        for retrier in retriers {
+            let result = await retrier.retry(request, dueTo: error)
+            if case .doNotRetry = result { continue }
+            return result
+        }
+        return await chain?.retry(request, dueTo: error) ?? .doNotRetry
     }
 }
 

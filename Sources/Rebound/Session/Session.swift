@@ -9,19 +9,20 @@ import Foundation
 /// For each request, attempt after attempt:
 /// 1. If the task is cancelled, the request ends with `CancellationError`.
 /// 2. **Adapt**: the session's chain adapts the request as the caller gave it, then the request's own chain adapts the
-///    result (see ``Interceptor`` for the chain's rules). A chain is the `adapters`, `retriers`, `interceptor` and
-///    `observers` given, in that order.
+///    result (see ``Interceptor`` for the chain's rules). A chain is the `adapters`, `retriers` and `interceptor`
+///    given, in that order; each part plays the role of the list it is in, and any other role it registers through
+///    the context (``RequestContext``).
 /// 3. **Send** it through the ``transport``. A redirect (301, 302, 303, 307, 308) is followed hop by hop within the
 ///    attempt, as the ``RedirectHandler`` in effect decides (see ``Redirector``); the adapters do not run again, but a
 ///    hop to another origin drops the request's credentials.
 /// 4. **Validate** the response with the request's validator, or the session's if the request has none; then the
-///    chain's parts that are ``ResponseValidator``s check the response it accepted.
-/// 5. On success, tell the chain's ``AttemptObserver``s and return a ``Response`` with the body and the record of
-///    every attempt.
-/// 6. On failure (adapter error, transport error, or validation failure), ask the retriers **once**: the session's
-///    interceptor first, then the request's (none is asked about a ``NonRetryableError``). A retry whose delay would
-///    end after the request's deadline ends it instead; otherwise the chain's ``RetryGate``s may deny it. Tell the
-///    observers the decision. A retry sleeps the delay on the session's clock, cancellably, then goes back to 1
+///    validators parts registered check the response it accepted.
+/// 5. On success, tell the ``AttemptObserver``s (those given in `observers:`, then those registered) and return a
+///    ``Response`` with the body and the record of every attempt.
+/// 6. On failure (adapter error, transport error, or validation failure), ask the retriers **once**: those parts
+///    registered first (the JSON-body retrier), then the session's chain, then the request's (none is asked about a
+///    ``NonRetryableError``). A retry whose delay would end after the request's deadline ends it instead; otherwise
+///    the ``RetryGate``s (given in `gates:`, then registered) may deny it. Tell the observers the decision. A retry sleeps the delay on the session's clock, cancellably, then goes back to 1
 ///    (from the retrier's modified request, if it gave one). Otherwise the request ends with a ``ReboundError``.
 ///
 /// **Time.** The deadline bounds every await of a request (adapters, the transport, redirects, validators, the
@@ -50,8 +51,8 @@ import Foundation
 public final class Session: Sendable {
     /// The transport every attempt is sent through.
     public let transport: any HTTPTransport
-    /// The chain every request goes through, before the request's own: the adapters, retriers, interceptor and
-    /// observers the session was created with, as one interceptor; `nil` for none.
+    /// The chain every request goes through, before the request's own: the adapters, retriers and interceptor the
+    /// session was created with, as one interceptor; `nil` for none.
     public let interceptor: (any RequestInterceptor)?
     /// The validator for requests that do not bring their own.
     public let validator: any ResponseValidator
@@ -75,9 +76,8 @@ public final class Session: Sendable {
     ///   - adapters: Adapt every request, first, in order; none by default.
     ///   - retriers: Are asked about every failed attempt, first, in order; none by default.
     ///   - interceptor: Adapts every request after `adapters` and is asked after `retriers`; none by default.
-    ///   - observers: Are told how every attempt and request ends, after the observers found among the other parts;
-    ///     none by default.
-    ///   - gates: Have the last word on every retry, after the gates found among the other parts; none by default.
+    ///   - observers: Are told how every attempt and request ends, first, in order; none by default.
+    ///   - gates: Have the last word on every retry, first, in order; none by default.
     ///   - validator: Validates responses of requests that bring no validator of their own;
     ///     ``Validator/successfulStatusCodes`` (200..<300) by default.
     ///   - deadline: The total time limit of each request, across all its attempts and backoff sleeps; none by
@@ -105,8 +105,7 @@ public final class Session: Sendable {
         redirectHandler: any RedirectHandler = Redirector.follow,
         clock: C = ContinuousClock()
     ) where C.Duration == Duration {
-        let interceptor = Self.chain(
-            adapters: adapters, retriers: retriers, interceptor: interceptor, observers: observers, gates: gates)
+        let interceptor = Self.chain(adapters: adapters, retriers: retriers, interceptor: interceptor)
         self.transport = transport
         self.interceptor = interceptor
         self.validator = validator
@@ -115,7 +114,7 @@ public final class Session: Sendable {
         self.attemptTimeout = attemptTimeout
         self.redirectHandler = redirectHandler
         self.clock = SessionClock(clock)
-        self.roles = ChainRoles(of: interceptor)
+        self.roles = ChainRoles(observers: observers, gates: gates)
     }
 
     /// Sends `request`, retrying as the interceptors decide, and returns the successful response.
@@ -212,9 +211,8 @@ public final class Session: Sendable {
         return RequestRun(
             RequestPlan(
                 session: self, originalRequest: request, label: label,
-                requestInterceptor: Self.chain(
-                    adapters: adapters, retriers: retriers, interceptor: interceptor, observers: observers,
-                    gates: gates),
+                requestInterceptor: Self.chain(adapters: adapters, retriers: retriers, interceptor: interceptor),
+                requestRoles: ChainRoles(observers: observers, gates: gates),
                 validator: validator ?? self.validator, deadline: deadline ?? self.deadline,
                 attemptTimeout: attemptTimeout ?? self.attemptTimeout,
                 redirectHandler: redirectHandler ?? self.redirectHandler))
@@ -233,12 +231,9 @@ public final class Session: Sendable {
 
     /// The parts given as one chain: `interceptor` alone when it is the only part, `nil` when there is none.
     private static func chain(
-        adapters: [any RequestAdapter], retriers: [any RequestRetrier], interceptor: (any RequestInterceptor)?,
-        observers: [any AttemptObserver], gates: [any RetryGate]
+        adapters: [any RequestAdapter], retriers: [any RequestRetrier], interceptor: (any RequestInterceptor)?
     ) -> (any RequestInterceptor)? {
-        if adapters.isEmpty, retriers.isEmpty, observers.isEmpty, gates.isEmpty { return interceptor }
-        return Interceptor(
-            adapters: adapters, retriers: retriers, interceptors: interceptor.map { [$0] } ?? [], observers: observers,
-            gates: gates)
+        if adapters.isEmpty, retriers.isEmpty { return interceptor }
+        return Interceptor(adapters: adapters, retriers: retriers, interceptors: interceptor.map { [$0] } ?? [])
     }
 }

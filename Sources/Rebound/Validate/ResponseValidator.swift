@@ -9,10 +9,11 @@ import Foundation
 /// Validation runs in two places, on every attempt that got a response:
 /// 1. **The validator in effect**: the request's, or the session's (``Validator/successfulStatusCodes``, 200..<300, by
 ///    default), so a 503 reaches the retriers without any extra call.
-/// 2. **Then every part of the chain that is a validator**, on responses the first accepted, in chain order (the
-///    session's chain first): this is how ``JSONBodyRetrier`` fails a 200 whose JSON body says "retry" without the
-///    caller setting a validator. Parts are found like observers: directly in a chain, inside an ``Interceptor`` or
-///    wrapped by a ``LoggingRetrier``.
+/// 2. **Then every validator that parts of the chain registered** through the context
+///    (``RequestContext/validateResponses(with:)``), on responses the first accepted, in the order they registered:
+///    this is how ``JSONBodyRetrier`` fails a 200 whose JSON body says "retry" without the caller setting a validator,
+///    behind any wrapper that forwards `adapt`. Conforming alone does not put a part of the chain to work as a
+///    validator: nothing is found by its type.
 ///
 /// The first validator that throws fails the attempt: an ``UnacceptableStatusCode`` as
 /// ``ReboundError/Reason/unacceptableStatusCode(_:)``, any other error as
