@@ -131,7 +131,10 @@ let budgets: [Budget] = [
     Budget(name: "bytes per request waiting in backoff", baseline: 8_480) {
         try await Measure.bytesWaiting(realistic: false)
     },
-    Budget(name: "bytes per request of the realistic chain waiting in backoff", baseline: 9_200) {
+    // 14,000 since a retry that a breaker granted waits in a wait the breaker can end when it opens (issue 22 §1): the
+    // backoff is slept by a task of its own while the request awaits whichever comes first (about +4.7 KB a waiting
+    // request in this debug build; only chains with a breaker pay it).
+    Budget(name: "bytes per request of the realistic chain waiting in backoff", baseline: 14_000) {
         try await Measure.bytesWaiting(realistic: true)
     },
 ]

@@ -51,8 +51,9 @@ struct CircuitBreakerRecoveryTests {
         #expect(breaker().permitsInFlight == 0)
     }
 
-    @Test("A retry whose backoff ends after the breaker's open time is let through, as the trial")
-    func retryAfterTheOpenTimeGoesAhead() async throws {
+    @Test(
+        "A retry is granted only while the breaker is closed: one whose backoff would outlast the break is refused too")
+    func retryOutlastingTheBreakIsRefused() async throws {
         let breaker = CircuitBreaker(
             configuration: .init(tripCondition: .consecutiveFailures(1), openDuration: .milliseconds(500)),
             clock: clock)
@@ -60,13 +61,91 @@ struct CircuitBreakerRecoveryTests {
         let session = Session(
             transport: transport, adapters: [breaker], retriers: [RetryPolicy(backoff: .constant(.seconds(1)))],
             clock: clock)
-        let task = Task { try await session.send(request()) }
-        try await clock.waitForSleepers(1)
-        #expect(breaker.state == .open)
+
+        // Nothing sleeps: a sleep on the manual clock would never end and the test would hit its time limit.
+        let error = try await #require(throws: ReboundError.self) { try await session.send(request()) }
+
+        #expect(error.circuitBreakerOpenError?.retryAfter == .milliseconds(500))
+        #expect(transport.requestCount == 1)
+        #expect(clock.sleeps.isEmpty)
+    }
+
+    @Test("A half-open breaker refuses a retry at once: its trials are for fresh requests")
+    func halfOpenRefusesRetries() async throws {
+        let breaker = CircuitBreaker(
+            configuration: .init(tripCondition: .consecutiveFailures(1), openDuration: .seconds(1)), clock: clock)
+        _ = try? await Session(transport: ScriptedTransport([.status(503)]), adapters: [breaker], clock: clock)
+            .send(request())
         clock.advance(by: .seconds(1))
-        let response = try await task.value
-        #expect(response.statusCode == 200)
-        #expect(breaker.state == .closed)
+        // Admitted through a context that reports nothing: the breaker is half-open with its trial place free.
+        _ = try await breaker.adapt(request(), context: RequestContext())
+        #expect(breaker.state == .halfOpen)
+
+        let attempt = Attempt(
+            number: 1, request: request(), response: nil, failure: .unacceptableStatusCode(503), duration: .zero)
+        let failed = RetryRequest(originalRequest: request(), attempts: [attempt])
+        let error = ReboundError(reason: .unacceptableStatusCode(503), originalRequest: request())
+        let refusal = breaker.admitRetry(failed, dueTo: error, after: .seconds(1))
+
+        #expect((refusal as? CircuitBreakerOpenError)?.state == .halfOpen)
+    }
+
+    @Test("A request waiting in backoff ends at once, with the breaker's error and nothing charged, when it opens")
+    func waitingRetryEndsWhenTheBreakerOpens() async throws {
+        let breaker = CircuitBreaker(configuration: .init(tripCondition: .consecutiveFailures(2)), clock: clock)
+        let budget = RetryBudget()
+        let transport = ScriptedTransport { _, _ in .status(503) }
+        let session = Session(
+            transport: transport, adapters: [budget, breaker],
+            retriers: [RetryPolicy(backoff: .constant(.seconds(10)))], clock: clock)
+        let waiting = Task { try await session.send(request()) }
+        try await clock.waitForSleepers(1)
+
+        // A second failure trips the breaker: its own retry is refused, and the first request's wait ends now.
+        _ = try? await session.send(request())
+        let error = try await #require(throws: ReboundError.self) { try await waiting.value }
+
+        guard case .retryAborted(let open as CircuitBreakerOpenError, .unacceptableStatusCode(503)) = error.reason
+        else {
+            Issue.record("reason: \(error.reason)")
+            return
+        }
+        #expect(open.state == .open)
+        #expect(error.attempts.count == 1)
+        #expect(transport.requestCount == 2)
+        #expect(budget.tokens(for: exampleURL) == 500)
+        #expect(budget.requestsWithGrants == 0)
+        #expect(breaker.permitsInFlight == 0)
+        #expect(breaker.backoffWaitsKept == 0)
+    }
+
+    @Test("Many requests through an outage: none sleeps a backoff that ends in a breaker refusal")
+    func noBackoffEndsInARefusal() async throws {
+        let registry = CircuitBreakerRegistry(clock: clock)
+        let budget = RetryBudget(ratio: .default, clock: clock)
+        let transport = ScriptedTransport { _, _ in .status(503) }
+        let session = Session(
+            transport: transport, adapters: [registry, budget],
+            retriers: [RetryPolicy(backoff: .constant(.seconds(1)))], clock: clock)
+
+        // 200 requests at once into a host that fails everything; no time passes.
+        let tasks = (0..<200).map { _ in Task { try await session.send(request()) } }
+        var errors: [ReboundError] = []
+        for task in tasks {
+            errors.append(try await #require(throws: ReboundError.self) { try await task.value })
+        }
+
+        // Every request ended without the clock moving: no wait was slept to its end, and no attempt after a backoff
+        // was refused by the breaker.
+        for error in errors {
+            for (attempt, next) in zip(error.attempts, error.attempts.dropFirst()) where attempt.retryDelay != nil {
+                if case .circuitOpen = next.failure { Issue.record("a backoff ended in a refusal: \(error)") }
+            }
+        }
+        #expect(errors.contains { $0.circuitBreakerOpenError != nil })
+        #expect(registry.breaker(for: "api.example.com").state == .open)
+        #expect(registry.breaker(for: "api.example.com").backoffWaitsKept == 0)
+        #expect(budget.requestsWithGrants == 0)
     }
 
     @Test("Reading the state changes nothing: an open breaker past its time reads half-open and moves on admission")

@@ -73,6 +73,9 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
         var machine: CircuitBreakerMachine
         /// Attempts let through and not yet reported, by request and attempt number.
         var permits: [AttemptKey: CircuitBreakerMachine.Permit] = [:]
+        /// The backoff waits of the retries it granted, by request, until the retry is admitted, the request ends or
+        /// the breaker opens (which ends them all).
+        var waits: [UUID: BackoffWait] = [:]
     }
 
     struct AttemptKey: Hashable, Sendable {
@@ -132,6 +135,9 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
     /// How many attempts it let through have not been reported yet; for tests that check nothing is kept.
     package var permitsInFlight: Int { storage.withLock { $0.permits.count } }
 
+    /// How many backoff waits of granted retries it keeps; for tests that check nothing is kept.
+    package var backoffWaitsKept: Int { storage.withLock { $0.waits.count } }
+
     /// A stream of every transition from now on, in order; it ends when the breaker is released.
     public func transitions() -> AsyncStream<Transition> {
         broadcast.subscribe()
@@ -167,6 +173,8 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
         let (rejection, transitions) = update { machine, now, transitions -> CircuitBreakerOpenError? in
             // A breaker the chain holds twice is asked twice for one attempt: the attempt already has its permit.
             if machine.permits[attemptKey] != nil { return nil }
+            // The retry this breaker granted is here: its wait is over.
+            if !machine.waits.isEmpty { machine.waits[context.requestID] = nil }
             // An attempt abandoned at its deadline goes on in the background, cancelled, and its end was already
             // told: a permit taken now would never come back. Checked under the lock, so that an attempt abandoned
             // after this point has its permit stored before its end is told, and given back then.
@@ -190,8 +198,14 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
         context.admitRetries(through: self)
     }
 
-    /// Refuses at once a retry that would find the breaker open when its backoff ends, with
-    /// ``CircuitBreakerOpenError``: nothing is slept for a certain refusal (and a budget refunds what it granted).
+    /// Grants a retry only while the breaker is closed, and refuses it at once otherwise with
+    /// ``CircuitBreakerOpenError``: nothing is slept for a refusal (and a budget refunds what it granted).
+    ///
+    /// The rule: a retry is sent only to a host the breaker trusts. While the breaker is open the retry would be
+    /// refused, or would compete for the trial that a fresh request should take once the break is over; while it is
+    /// half-open its trials are taken or kept for fresh requests. A retry granted while the breaker is closed waits
+    /// its backoff, and if the breaker opens meanwhile the wait ends at once with the breaker's error: no caller sleeps a
+    /// backoff only to be refused at the end of it.
     ///
     /// The failed attempt is counted first, here rather than when it is reported, so that the failure that trips the
     /// breaker refuses its own retry.
@@ -208,7 +222,11 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
                 storage.machine.record(
                     verdict, permit: permit, now: now, openAtLeast: openAtLeast, transitions: &transitions)
             }
-            guard let retryAfter = storage.machine.refusal(ofRetryAfter: delay, now: now) else { return nil }
+            guard let retryAfter = storage.machine.refusalOfRetry(now: now) else {
+                // Granted: the wait is kept so that an opening ends it (a zero delay has none to end).
+                if delay > .zero, let wait = request.backoffWait { storage.waits[request.requestID] = wait }
+                return nil
+            }
             return CircuitBreakerOpenError(key: key, state: storage.machine.state, retryAfter: retryAfter)
         }
         announce(transitions)
@@ -220,6 +238,19 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
     /// A failure that opens the breaker keeps it open at least as long as the response's honoured `Retry-After`.
     public func attemptDidFinish(_ outcome: AttemptOutcome) async {
         _ = finish(outcome)
+    }
+
+    /// Forgets the request's backoff wait, if it kept one.
+    public func requestDidFinish(_ outcome: RequestOutcome) async {
+        forgetWait(of: outcome.requestID)
+    }
+
+    /// Forgets a request's backoff wait; out of line, so that the async frame above stays small.
+    @inline(never)
+    private func forgetWait(of requestID: UUID) {
+        storage.withLock { storage in
+            if !storage.waits.isEmpty { storage.waits[requestID] = nil }
+        }
     }
 
     /// Counts the outcome if this breaker let the attempt through; returns whether it did.
@@ -243,7 +274,8 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
         _ body: (inout Storage, Duration, inout [State]) -> Result
     ) -> (Result, [Transition]) {
         let now = now()
-        return storage.withLock { storage in
+        var ended: (waits: [BackoffWait], error: CircuitBreakerOpenError)?
+        let (result, transitions) = storage.withLock { storage in
             var before = storage.machine.state
             var entered: [State] = []
             let result = body(&storage, now, &entered)
@@ -252,6 +284,15 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
                 // report cannot pile up.
                 let generation = storage.machine.generation
                 storage.permits = storage.permits.filter { $0.value.generation == generation }
+            }
+            if entered.contains(where: { $0 == .open || $0 == .forcedOpen }), !storage.waits.isEmpty {
+                // The retries granted while it was closed would be refused: their waits end now, outside the lock.
+                let retryAfter = storage.machine.refusalOfRetry(now: now) ?? nil
+                ended = (
+                    Array(storage.waits.values),
+                    CircuitBreakerOpenError(key: key, state: storage.machine.state, retryAfter: retryAfter)
+                )
+                storage.waits = [:]
             }
             var transitions: [Transition] = []
             for state in entered {
@@ -262,6 +303,10 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
             relay?.send(transitions)
             return (result, transitions)
         }
+        if let ended {
+            for wait in ended.waits { wait.end(with: ended.error) }
+        }
+        return (result, transitions)
     }
 
     private func update<Result>(

@@ -73,13 +73,15 @@ struct CircuitBreakerMachine: Sendable {
         }
     }
 
-    /// Whether a retry that would start after `delay` finds the breaker still open: the time until it lets a trial
-    /// through (`nil` when forced open), or no refusal at all.
-    func refusal(ofRetryAfter delay: Duration, now: Duration) -> Duration?? {
+    /// Whether a retry is refused now: only a closed breaker grants retries. An open breaker would refuse the retry,
+    /// or let it compete for a trial whose place a fresh request should have; a half-open one keeps its trials for
+    /// fresh requests. The refusal carries the time until the breaker lets a trial through (`nil` when forced open or
+    /// half-open), or there is no refusal at all.
+    func refusalOfRetry(now: Duration) -> Duration?? {
         switch phase {
-        case .open(let until) where until > now + delay: .some(until - now)
-        case .forcedOpen: .some(nil)
-        default: nil
+        case .closed, .forcedClosed: nil
+        case .open(let until): .some(max(until - now, .zero))
+        case .forcedOpen, .halfOpen: .some(nil)
         }
     }
 

@@ -105,10 +105,11 @@ public struct ReboundError: Error, Sendable {
     /// ```
     public var retrierError: (any Error)? { reason.retrierError }
 
-    /// The breaker's error when an open circuit breaker refused the request's last attempt; `nil` otherwise.
+    /// The breaker's error when a circuit breaker ended the request: it refused the last attempt, refused a retry, or
+    /// opened while the request waited to retry; `nil` otherwise.
     public var circuitBreakerOpenError: CircuitBreakerOpenError? {
         if case .circuitOpen(let error) = reason.original { return error }
-        return nil
+        return retrierError as? CircuitBreakerOpenError
     }
 }
 

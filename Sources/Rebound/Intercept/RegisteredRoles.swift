@@ -58,6 +58,8 @@ struct RegisteredRoles: Sendable {
         var scopes: [any CredentialScope] = []
         var validators: [any RegisteredValidator] = []
         var retriers: [any RegisteredRetrier] = []
+        /// The request's backoff wait, made when a breaker grants a retry.
+        var backoffWait: BackoffWait?
         /// The instances registered, in each role; a linear search, as there are few.
         var keys: [Key] = []
     }
@@ -160,6 +162,19 @@ struct RegisteredRoles: Sendable {
 
     /// The validators registered so far.
     var validators: [any RegisteredValidator] { state.withLock { $0.validators } }
+
+    /// The request's backoff wait, made on first use: a gate that grants a retry keeps it to end the wait early.
+    func makeBackoffWait() -> BackoffWait {
+        state.withLock { state in
+            if let wait = state.backoffWait { return wait }
+            let wait = BackoffWait()
+            state.backoffWait = wait
+            return wait
+        }
+    }
+
+    /// The request's backoff wait, if a gate made one.
+    var backoffWait: BackoffWait? { state.withLock { $0.backoffWait } }
 
     /// The retriers registered so far.
     var retriers: [any RegisteredRetrier] { state.withLock { $0.retriers } }

@@ -62,6 +62,9 @@ public struct RetryRequest: Sendable {
             requestID: requestID, attempt: Swift.max(attempts.count, 1), label: label, roles: storage.value.roles)
     }
 
+    /// The request's backoff wait, which a gate that grants a retry keeps to end it early; `nil` outside a session.
+    var backoffWait: BackoffWait? { storage.value.roles?.makeBackoffWait() }
+
     /// How many retries were made before the attempt that just failed: `0` after the first attempt fails.
     public var retryCount: Int { max(attempts.count - 1, 0) }
 

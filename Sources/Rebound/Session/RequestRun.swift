@@ -148,6 +148,14 @@ struct RequestRun {
                     throw ending()
                 case .retry(let delay):
                     guard delay > .zero else { continue }
+                    // A breaker that granted the retry ends the wait if it opens meanwhile.
+                    if let wait = plan.registered?.backoffWait {
+                        switch await wait.sleep(for: delay, on: plan.session.clock) {
+                        case .slept: continue
+                        case .cancelled: throw CancellationError()
+                        case .ended(let error): throw endedInBackoff(by: error)
+                        }
+                    }
                     do {
                         try await plan.session.clock.sleep(delay)
                     } catch {
@@ -292,6 +300,17 @@ struct RequestRun {
         attempts[attempts.count - 1].retryDelay = delay
         if let request = result.request { base = request }
         return .retry(after: delay)
+    }
+
+    /// The error a request ends with when a gate that granted its retry ended the backoff (a breaker that opened):
+    /// the gate's error beside the last attempt's failure, as if the gate had denied the retry.
+    @inline(never)
+    private mutating func endedInBackoff(by error: any Error) -> ReboundError {
+        guard let last = attempts.last, let reason = last.failure else {
+            preconditionFailure("a retry follows a failure")
+        }
+        _ = fail(with: failure(.retryAborted(error: error, original: reason), response: last.response, data: nil))
+        return ending()
     }
 
     /// The decision when the deadline came while the retriers were deciding about `error`.
