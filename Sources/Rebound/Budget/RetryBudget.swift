@@ -237,8 +237,12 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
     package var requestsWithGrants: Int { state.withLock { $0.granted.count } }
 
     /// Takes the retry's cost from the request's budget, or denies the retry with ``RetryBudgetExhausted``.
+    ///
+    /// A retry after a 401 is never charged nor denied: it retries with a refreshed credential and says nothing about
+    /// the host's health, so one expired token cannot empty a host's budget for real failures.
     public func admitRetry(_ request: RetryRequest, dueTo error: ReboundError, after delay: Duration) -> (any Error)? {
         guard let key = keyFunction(request.request) else { return nil }
+        if request.response?.statusCode == 401 { return nil }
         let failed = request.attempts.count
         let failedWasSent = request.attempts.last?.request != nil
         let now = now()

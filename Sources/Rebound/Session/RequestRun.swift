@@ -413,15 +413,25 @@ extension RequestPlan {
         // The attempt timeout applies when it comes before the deadline.
         let timeout = attemptTimeout.flatMap { timeout in remaining.map { timeout < $0 } ?? true ? timeout : nil }
         guard let limit = timeout ?? remaining else { return await attempt(base, number: number) }
-        switch await Race.run(limit, clock: session.clock, { await self.attempt(base, number: number) }) {
+        // What the attempt handed to the transport before its time ran out: a sent attempt is recorded as sent (a
+        // budget charges it), though its result is dropped.
+        let sending = Locked<URLRequest?>(nil)
+        switch await Race.run(
+            limit, clock: session.clock, { await self.attempt(base, number: number, sending: sending) })
+        {
         case .finished(let result): return result
-        case .timedOut: return timeout == nil ? .timedOut : .attemptTimedOut
+        case .timedOut:
+            let sent = sending.withLock { $0 }
+            if timeout == nil { return sent.map { AttemptResult(.timedOut, sent: $0) } ?? .timedOut }
+            return sent.map { AttemptResult(AttemptResult.attemptTimedOut.kind, sent: $0) } ?? .attemptTimedOut
         case .cancelled: return .cancelledBeforeSending
         }
     }
 
-    /// Adapts `base`, sends and validates once.
-    fileprivate func attempt(_ base: URLRequest, number: Int) async -> AttemptResult {
+    /// Adapts `base`, sends and validates once; notes in `sending` the request it hands to the transport.
+    fileprivate func attempt(_ base: URLRequest, number: Int, sending: Locked<URLRequest?>? = nil) async
+        -> AttemptResult
+    {
         let context = RequestContext(requestID: requestID, attempt: number, label: label, roles: registered)
         let adapted: URLRequest
         do {
@@ -430,6 +440,7 @@ extension RequestPlan {
         } catch {
             return Self.failed(.adaptationFailed(error: error), sent: nil)
         }
+        if let sending { sending.withLock { $0 = adapted } }
         do {
             let (data, response) = try await session.transport.send(adapted)
             if Redirection.isRedirect(response.statusCode) {
