@@ -34,20 +34,21 @@ struct Demo {
 
         print("Rebound demo: a loopback server on 127.0.0.1:\(server.port) with flaky routes.\n")
 
+        // The README's shape: adapters and retriers, plus an observer that narrates each attempt's end once, with what
+        // the whole chain decided.
         let narrator = Narrator()
         let session = Session(
-            interceptor: Interceptor(
-                adapters: [
-                    .modifying { request, context in
-                        request.setValue(context.requestID.uuidString, forHTTPHeaderField: "X-Request-ID")
-                        request.setValue("Bearer demo-token", forHTTPHeaderField: "Authorization")
-                        narrator.say(
-                            "attempt \(context.attempt): \(request.method) \(request.url!.path)  (adapted: +X-Request-ID, +Authorization)"
-                        )
-                    }
-                ],
-                retriers: [NarratedRetrier("RetryPolicy", RetryPolicy(), narrator: narrator)]
-            ))
+            adapters: [
+                .modifying { request, context in
+                    request.setValue(context.requestID.uuidString, forHTTPHeaderField: "X-Request-ID")
+                    request.setValue("Bearer demo-token", forHTTPHeaderField: "Authorization")
+                    narrator.say(
+                        "attempt \(context.attempt): \(request.method) \(request.url!.path)  (adapted: +X-Request-ID, +Authorization)"
+                    )
+                }
+            ],
+            retriers: [RetryPolicy()],
+            observers: [NarratedAttempts(narrator: narrator)])
 
         await narrator.scenario("GET /catalog answers 503, 503, then 200: RetryPolicy backs off 0.5 s, then 1 s") {
             let response = try await session.send(server.url("/catalog"))
@@ -65,16 +66,14 @@ struct Demo {
             let rejectErrorBodies = Validator.successfulStatusCodes.and { _, data in
                 if String(decoding: data, as: UTF8.self).contains("RATE_LIMITED") { throw RateLimited() }
             }
-            let retryRateLimits = NarratedRetrier(
-                "the request's own retrier",
-                Retrier { request, error in
-                    guard case .validationFailed(is RateLimited) = error.reason, request.retryCount < 3 else {
-                        return .doNotRetry
-                    }
-                    return .retryWithDelay(.milliseconds(300))
-                }, narrator: narrator)
+            let retryRateLimits = Retrier { request, error in
+                guard case .validationFailed(is RateLimited) = error.reason, request.retryCount < 3 else {
+                    return .doNotRetry
+                }
+                return .retryWithDelay(.milliseconds(300))
+            }
             let response = try await session.send(
-                server.url("/quote"), interceptor: retryRateLimits, validator: rejectErrorBodies)
+                server.url("/quote"), retriers: [retryRateLimits], validator: rejectErrorBodies)
             return "\(response.statusCode) \(String(decoding: response.data, as: UTF8.self))"
         }
 
@@ -88,29 +87,18 @@ struct Demo {
 
 struct RateLimited: Error {}
 
-/// Wraps a retrier and prints each failure and the decision taken.
-struct NarratedRetrier: RequestInterceptor {
-    let name: String
-    let retrier: any RequestRetrier
+/// Prints one line per failed attempt: why it failed and what the chain decided (retry after a delay, or not).
+struct NarratedAttempts: AttemptObserver {
     let narrator: Narrator
 
-    init(_ name: String, _ retrier: any RequestRetrier, narrator: Narrator) {
-        self.name = name
-        self.retrier = retrier
-        self.narrator = narrator
-    }
-
-    func retry(_ request: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
-        let result = await retrier.retry(request, dueTo: error)
+    func attemptDidFinish(_ outcome: AttemptOutcome) async {
+        guard let failure = outcome.failure else { return }
         let decision =
-            switch result {
-            case .retry: "retry now"
-            case .retryWithDelay(let delay): "retry in \(delay)"
-            case .retryWithRequest(let request, let delay): "retry \(request.url?.absoluteString ?? "") in \(delay)"
-            case .doNotRetry: "does not retry"
-            case .doNotRetryWithError(let error): "fail with \(error)"
+            switch outcome.decision {
+            case .retry(let delay): "retry in \(delay)"
+            case .failed: "not retried"
+            case .succeeded, .cancelled: "\(outcome.decision)"
             }
-        narrator.say("attempt \(request.attempts.count) failed: \(error.reason) → \(name) \(decision)")
-        return result
+        narrator.say("attempt \(outcome.attempt.number) failed: \(failure) → \(decision)")
     }
 }

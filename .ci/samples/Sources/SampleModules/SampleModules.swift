@@ -1,0 +1,2 @@
+// Empty: the package exists for the modules it builds (see Package.swift).
+import Logging
