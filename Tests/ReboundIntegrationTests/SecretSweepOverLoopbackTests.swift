@@ -17,27 +17,37 @@ private final class Strings: AttemptObserver {
 
     func attemptDidFinish(_ outcome: AttemptOutcome) async {
         add("\(outcome)", String(reflecting: outcome), "\(outcome.attempt)", outcome.error?.description ?? "")
+        add(dumped(outcome))
     }
 
     func requestDidFinish(_ outcome: RequestOutcome) async {
         add("\(outcome)", String(reflecting: outcome), outcome.error?.localizedDescription ?? "")
+        add(dumped(outcome))
     }
 
     func attemptWasRedirected(_ hop: RedirectHop) async {
-        add("\(hop)", String(reflecting: hop))
+        add("\(hop)", String(reflecting: hop), dumped(hop))
     }
 
     /// Every string of an error a request ended with.
     func add(error: any Error) {
         add("\(error)", String(reflecting: error), error.localizedDescription, (error as NSError).description)
         guard let error = error as? ReboundError else { return }
-        add("\(error.reason)", String(reflecting: error.reason))
+        add("\(error.reason)", String(reflecting: error.reason), dumped(error))
         add(contentsOf: error.attempts.map(\.description))
         if let stop = error.retrierError { add("\(stop)") }
         if let open = error.circuitBreakerOpenError { add("\(open)") }
     }
 
     func add(contentsOf strings: [String]) { all.withLock { $0.append(contentsOf: strings) } }
+
+}
+
+/// What `dump` prints of a record: reflection, which must be as redacted as the descriptions.
+private func dumped(_ value: Any) -> String {
+    var text = ""
+    dump(value, to: &text)
+    return text
 }
 
 private struct SecretKey: AuthenticationCredential {
@@ -122,7 +132,7 @@ struct SecretSweepOverLoopbackTests {
         }
         retriers.append(
             Retrier { request, error in
-                strings.add("\(request)", String(reflecting: request), "\(error)")
+                strings.add("\(request)", String(reflecting: request), "\(error)", dumped(request))
                 return .doNotRetry
             })
 
@@ -156,7 +166,7 @@ struct SecretSweepOverLoopbackTests {
         switch await task.result {
         case .success(let response):
             #expect(path == .success)
-            strings.add("\(response)", String(reflecting: response))
+            strings.add("\(response)", String(reflecting: response), dumped(response))
         case .failure(let error):
             #expect(path != .success)
             expect(error, endsAs: path)

@@ -111,3 +111,18 @@ struct RedactionTests {
             ReboundError(reason: reasons[0], originalRequest: request).underlyingError as? URLError == Self.urlError)
     }
 }
+
+@Suite("Redaction of headers that hold a URL")
+struct URLHeaderRedactionTests {
+    @Test(arguments: [
+        ("Location", "https://a.example/p?token=1", "https://a.example/p?token=<redacted>"),
+        ("content-location", "/moved?sig=2#x=3", "/moved?sig=<redacted>#x=<redacted>"),
+        ("Referer", "https://u:p@a.example/", "https://<redacted>@a.example/"),
+        ("Location", "/plain/path", "/plain/path"),
+        ("Location", "not a url?token=1", "not%20a%20url?token=<redacted>"),
+        ("Accept", "text/plain?x=1", "text/plain?x=1"),
+    ])
+    func redactsTheURLInTheValue(name: String, value: String, expected: String) {
+        #expect(Redaction.default.value(ofHeader: name, value) == expected)
+    }
+}

@@ -97,10 +97,17 @@ public struct Redaction: Sendable {
         }
     }
 
-    /// The header's value, or the placeholder if the header is secret.
+    /// The header's value, or the placeholder if the header is secret; the value of a header that holds a URL
+    /// (`Location`, `Content-Location`, `Referer`) is redacted as ``string(for:)`` redacts a URL.
     public func value(ofHeader name: String, _ value: String) -> String {
-        isSecret(header: name) ? placeholder : value
+        if isSecret(header: name) { return placeholder }
+        guard Self.urlHeaderNames.contains(name.lowercased()) else { return value }
+        guard let url = URL(string: value) else { return String(value.prefix { $0 != "?" && $0 != "#" }) }
+        return string(for: url)
     }
+
+    /// The headers whose value is a URL, lowercased.
+    private static let urlHeaderNames: Set<String> = ["location", "content-location", "referer"]
 
     /// The URL as text with the values of secret query items (in the query and in the fragment; every one by default)
     /// and any user-info replaced by the placeholder.
