@@ -9,7 +9,7 @@ import Testing
 
 /// Everything the session hands out, as it records it: the records of a request that failed with secrets in its URL
 /// (query and user-info), its headers, the response's headers and body, after a redirect.
-private final class Records: AttemptObserver, @unchecked Sendable {
+private final class Records: AttemptObserver {
     let attempts = Locked<[AttemptOutcome]>([])
     let requests = Locked<[RequestOutcome]>([])
     let hops = Locked<[RedirectHop]>([])
