@@ -2,15 +2,38 @@ import Foundation
 import Rebound
 import Testing
 
-/// A generator for tests: a fixed sequence of values, repeated.
-struct CyclingGenerator: RandomNumberGenerator, Sendable {
-    let values: [UInt64]
-    var index = 0
+/// xoshiro256** (Blackman and Vigna), seeded the way swift-concurrency-retry's tests seed theirs: the seed and three
+/// fixed words, then ten values discarded. Written here from the published algorithm, so that the test can check that
+/// Rebound's jitter draws the peer's values from the same generator.
+struct Xoshiro: RandomNumberGenerator, Sendable {
+    private var state: (UInt64, UInt64, UInt64, UInt64)
+
+    init(seed: UInt64) {
+        state = (seed, 18_446_744, 073_709, 551_615)
+        for _ in 0..<10 { _ = next() }
+    }
 
     mutating func next() -> UInt64 {
-        defer { index = (index + 1) % values.count }
-        return values[index]
+        let result = rotate(state.1 &* 5, 7) &* 9
+        let shifted = state.1 << 17
+        state.2 ^= state.0
+        state.3 ^= state.1
+        state.1 ^= state.2
+        state.0 ^= state.3
+        state.2 ^= shifted
+        state.3 = rotate(state.3, 45)
+        return result
     }
+
+    private func rotate(_ value: UInt64, _ count: UInt64) -> UInt64 {
+        (value << count) | (value >> (64 &- count))
+    }
+}
+
+/// A generator that always answers the same value.
+struct Stuck: RandomNumberGenerator, Sendable {
+    let value: UInt64
+    mutating func next() -> UInt64 { value }
 }
 
 @Suite("BackoffStrategy")
@@ -73,12 +96,48 @@ struct BackoffStrategyTests {
         #expect(equal.allSatisfy { $0 >= .seconds(4) && $0 < .seconds(8) })
     }
 
-    @Test func jitterDrawsFromAGivenGenerator() {
-        // A generator that always answers all ones draws just under 1; one that answers 0 draws 0.
-        let high = BackoffStrategy.constant(.seconds(10)).jitter(using: CyclingGenerator(values: [.max]))
-        let zero = BackoffStrategy.constant(.seconds(10)).jitter(using: CyclingGenerator(values: [0]))
-        #expect(delays(high, 0...1).allSatisfy { $0 > .milliseconds(9_999) && $0 < .seconds(10) })
+    @Test func jitterDrawsTheSameValuesAsSwiftConcurrencyRetryFromTheSameGenerator() {
+        // The values swift-concurrency-retry's own test expects from `exponential(a: .seconds(3), b: 2)
+        // .jitter(using: Xoshiro(seed: 1))`: one draw of the attoseconds below each delay, in turn.
+        let strategy = BackoffStrategy.exponential(a: .seconds(3), b: 2).jitter(using: Xoshiro(seed: 1))
+        #expect(strategy.duration(0) == .seconds(2) + .nanoseconds(162_894_527) + attoseconds(200_761_519))
+        #expect(strategy.duration(1) == .seconds(5) + .nanoseconds(574_149_987) + attoseconds(820_172_283))
+        #expect(strategy.duration(2) == .nanoseconds(699_421_850) + attoseconds(917_031_809))
+        #expect(strategy.duration(3) == .seconds(8) + .nanoseconds(988_773_637) + attoseconds(185_598_212))
+    }
+
+    @Test func aGeneratorStuckOnOneValueGetsADelayNotAnEndlessLoop() {
+        // The standard library's draw would loop forever on a generator that always answers 0.
+        let zero = BackoffStrategy.constant(.seconds(10)).jitter(using: Stuck(value: 0))
+        let high = BackoffStrategy.constant(.seconds(10)).jitter(using: Stuck(value: .max))
         #expect(delays(zero, 0...1) == [.zero, .zero])
+        #expect(delays(high, 0...1) == [.seconds(10) - attoseconds(1), .seconds(10) - attoseconds(1)])
+    }
+
+    @Test func theGeneratorIsCopiedSoEveryStrategyStartsFromTheSameState() {
+        let generator = Xoshiro(seed: 7)
+        let first = delays(BackoffStrategy.constant(.seconds(10)).jitter(using: generator))
+        let second = delays(BackoffStrategy.constant(.seconds(10)).jitter(using: generator))
+        #expect(first == second)
+        #expect(Set(first).count == 4)
+        #expect(first.allSatisfy { $0 >= .zero && $0 < .seconds(10) })
+    }
+
+    @Test func linearAndConstantDelaysAreExactDurations() {
+        // In floating point, 1 s + 3 ns rounds; in Duration arithmetic it does not.
+        #expect(BackoffStrategy.linear(a: .nanoseconds(1), b: .seconds(1)).duration(3) == .seconds(1) + .nanoseconds(3))
+        #expect(
+            BackoffStrategy.linear(a: .milliseconds(100), b: .milliseconds(300)).duration(2) == .milliseconds(500))
+        #expect(BackoffStrategy.constant(attoseconds(1)).duration(5) == attoseconds(1))
+        // The peer's spelling and Rebound's agree.
+        let strategy = BackoffStrategy.linear(a: .seconds(3), b: .seconds(2))
+        #expect((0...3).map(strategy.duration) == [.seconds(2), .seconds(5), .seconds(8), .seconds(11)])
+        #expect((0...3).map(strategy.duration) == delays(strategy))
+    }
+
+    @Test func aClosureOfTheRetryCountIsTheStrategy() {
+        let strategy = BackoffStrategy(duration: { attempt in .seconds(attempt * attempt) })
+        #expect(delays(strategy) == [.zero, .seconds(1), .seconds(4), .seconds(9)])
     }
 
     @Test func decorrelatedJitterStaysBetweenBaseAndThreeTimesThePreviousDelayUnderTheCap() {
@@ -109,4 +168,9 @@ struct AutomaticBackoffTests {
         #expect(JSONBodyRetrier(values: ["X"], backoff: .none).delay(forRetryCount: 4) == .zero)
         #expect(BackoffStrategy.automatic.delay(forRetryCount: 2) == .zero)
     }
+}
+
+/// A duration of `count` attoseconds.
+private func attoseconds(_ count: Int64) -> Duration {
+    Duration(secondsComponent: 0, attosecondsComponent: count)
 }

@@ -31,6 +31,18 @@ private final class Operation: Sendable {
     }
 }
 
+/// A clock whose every sleep fails.
+private struct BrokenClock: Clock {
+    struct Broken: Error {}
+
+    var now: ContinuousClock.Instant { ContinuousClock.now }
+    var minimumResolution: Duration { .zero }
+
+    func sleep(until deadline: ContinuousClock.Instant, tolerance: Duration?) async throws {
+        throw Broken()
+    }
+}
+
 @Suite("retry(maxAttempts:tolerance:clock:operation:strategy:)", .timeLimit(.minutes(1)))
 struct RetryFunctionTests {
     @Test func returnsTheFirstSuccessBackingOffOnTheClock() async throws {
@@ -83,8 +95,13 @@ struct RetryFunctionTests {
 
     @Test func theDefaultStrategyRetriesAtOnce() async throws {
         let operation = Operation(failures: 2)
-        let result = try await retry { () throws(Flaky) in try operation() }
+        let clock = ImmediateClock()
+        let result = try await retry(clock: clock) { () throws(Flaky) in try operation() }
         #expect(result == "ok after 3")
+        // Like swift-concurrency-retry's default: no delay, but a sleep of zero on the clock.
+        #expect(clock.sleeps == [.zero, .zero])
+        let onTheContinuousClock = Operation(failures: 1)
+        #expect(try await retry { () throws(Flaky) in try onTheContinuousClock() } == "ok after 2")
     }
 
     @Test func decorrelatedJitterSeesThePreviousDelay() async throws {
@@ -104,7 +121,47 @@ struct RetryFunctionTests {
         }
     }
 
-    @Test func cancellationIsRethrownAsCancellationAndNeverRetried() async throws {
+    @Test func aTaskCancelledBeforeItsFirstAttemptStillRunsTheOperationOnceAndGetsItsError() async throws {
+        let calls = Locked(0)
+        let (held, _) = AsyncStream<Never>.makeStream()
+        let task = Task {
+            for await _ in held {}  // Ends when the task is cancelled.
+            return try await retry(maxAttempts: 5, clock: ImmediateClock()) { () throws(Flaky) -> Int in
+                calls.withLock { $0 += 1 }
+                throw .transient(1)
+            }
+        }
+        task.cancel()
+
+        await #expect(throws: Flaky.transient(1)) { try await task.value }
+        #expect(calls.withLock { $0 } == 1)
+    }
+
+    @Test func cancelledDuringAnAttemptItRethrowsTheOperationsOwnErrorAndStops() async throws {
+        let calls = Locked(0)
+        let started = AsyncStream<Void>.makeStream()
+        let clock = ImmediateClock()
+        let task = Task {
+            try await retry(maxAttempts: 5, clock: clock) { () async throws(Flaky) -> Int in
+                let call = calls.withLock { count -> Int in
+                    count += 1
+                    return count
+                }
+                started.continuation.yield()
+                let (held, _) = AsyncStream<Never>.makeStream()
+                for await _ in held {}  // Ends when the task is cancelled.
+                throw .transient(call)
+            }
+        }
+        for await _ in started.stream { break }
+        task.cancel()
+
+        await #expect(throws: Flaky.transient(1)) { try await task.value }
+        #expect(calls.withLock { $0 } == 1)
+        #expect(clock.sleeps.isEmpty)
+    }
+
+    @Test func cancelledDuringTheBackoffItEndsWithTheClocksError() async throws {
         let clock = ManualClock()
         let calls = Locked(0)
         let task = Task {
@@ -120,15 +177,30 @@ struct RetryFunctionTests {
 
         await #expect(throws: CancellationError.self) { try await task.value }
         #expect(calls.withLock { $0 } == 1)
+    }
 
-        let thrown = Locked(0)
+    @Test func aCancellationErrorThrownWhileTheTaskIsNotCancelledIsRetriedLikeAnyError() async throws {
+        let clock = ImmediateClock()
+        let calls = Locked(0)
         await #expect(throws: CancellationError.self) {
-            try await retry(maxAttempts: 5, clock: clock) { () async throws -> Int in
-                thrown.withLock { $0 += 1 }
+            try await retry(maxAttempts: 4, clock: clock) { () async throws -> Int in
+                calls.withLock { $0 += 1 }
                 throw CancellationError()
             }
         }
-        #expect(thrown.withLock { $0 } == 1)
+        #expect(calls.withLock { $0 } == 4)
+        #expect(clock.sleeps == [.zero, .zero, .zero])
+    }
+
+    @Test func anErrorThrownByTheClockIsRethrownAsItIs() async throws {
+        let calls = Locked(0)
+        await #expect(throws: BrokenClock.Broken.self) {
+            try await retry(maxAttempts: 3, clock: BrokenClock()) { () throws(Flaky) -> Int in
+                calls.withLock { $0 += 1 }
+                throw .transient(0)
+            }
+        }
+        #expect(calls.withLock { $0 } == 1)
     }
 
     @Test(arguments: [0, -1])

@@ -15,10 +15,10 @@ import Foundation
 /// | ``equalJitter(using:)`` | f(x)/2 + uniform in [0, f(x)/2) |
 /// | ``decorrelatedJitter(base:cap:using:)`` | uniform in [base, 3 × previous delay], at most cap |
 ///
-/// The arithmetic is done in `Double` seconds and every result is held between zero and
-/// ``RetryResult/longestDelay``, so nothing overflows: retry 1,000 of an exponential is the cap (or
-/// ``RetryResult/longestDelay`` without one), never a crash or infinity. Jitter draws from a ``RandomSource``; with
-/// ``RandomSource/seeded(_:)`` the delays are the same on every run.
+/// The arithmetic is done in `Duration`, so a constant or linear delay is exact (no floating-point rounding), and
+/// every result is held between zero and ``RetryResult/longestDelay``, so nothing overflows: retry 1,000 of an
+/// exponential is the cap (or ``RetryResult/longestDelay`` without one), never a crash or infinity. Jitter draws
+/// from a ``RandomSource``, to the attosecond; with ``RandomSource/seeded(_:)`` the delays are the same on every run.
 ///
 /// ```swift
 /// let backoff = BackoffStrategy.exponential(a: .milliseconds(500), b: 2).max(.seconds(30)).fullJitter()
@@ -27,14 +27,14 @@ import Foundation
 public struct BackoffStrategy: Sendable {
     private indirect enum Shape: Sendable {
         case none
-        case constant(Double)
-        case linear(a: Double, b: Double)
-        case exponential(a: Double, b: Double)
-        case atLeast(Shape, Double)
-        case atMost(Shape, Double)
+        case constant(Duration)
+        case linear(a: Duration, b: Duration)
+        case exponential(a: Duration, b: Double)
+        case atLeast(Shape, Duration)
+        case atMost(Shape, Duration)
         case fullJitter(Shape, RandomSource)
         case equalJitter(Shape, RandomSource)
-        case decorrelated(base: Double, cap: Double, RandomSource)
+        case decorrelated(base: Duration, cap: Duration, RandomSource)
         case custom(@Sendable (Int, Duration?) -> Duration)
         case automatic
     }
@@ -64,6 +64,11 @@ public struct BackoffStrategy: Sendable {
         self.init(.custom(delay))
     }
 
+    /// Creates a strategy from a closure of the retry count, as swift-concurrency-retry's `init(duration:)` does.
+    public init(duration: @escaping @Sendable (_ attempt: Int) -> Duration) {
+        self.init(.custom({ retryCount, _ in duration(retryCount) }))
+    }
+
     /// No delay: f(x) = 0.
     public static var none: BackoffStrategy { BackoffStrategy(.none) }
 
@@ -82,22 +87,22 @@ public struct BackoffStrategy: Sendable {
 
     /// The same delay every time: f(x) = c.
     public static func constant(_ c: Duration) -> BackoffStrategy {
-        BackoffStrategy(.constant(c.seconds))
+        BackoffStrategy(.constant(c))
     }
 
-    /// A delay growing by `a` per retry from `b`: f(x) = a·x + b.
+    /// A delay growing by `a` per retry from `b`: f(x) = a·x + b, exact (no floating-point rounding).
     public static func linear(a: Duration, b: Duration) -> BackoffStrategy {
-        BackoffStrategy(.linear(a: a.seconds, b: b.seconds))
+        BackoffStrategy(.linear(a: a, b: b))
     }
 
     /// A delay multiplied by `b` per retry from `a`: f(x) = a·bˣ.
     public static func exponential(a: Duration, b: Int) -> BackoffStrategy {
-        BackoffStrategy(.exponential(a: a.seconds, b: Double(b)))
+        BackoffStrategy(.exponential(a: a, b: Double(b)))
     }
 
     /// A delay multiplied by `b` per retry from `a`: f(x) = a·bˣ, with a fractional base such as 1.5.
     public static func exponential(a: Duration, b: Double) -> BackoffStrategy {
-        BackoffStrategy(.exponential(a: a.seconds, b: b))
+        BackoffStrategy(.exponential(a: a, b: b))
     }
 
     /// AWS's "decorrelated jitter": uniform in [base, 3 × the previous delay] (base before the first retry), at most
@@ -105,20 +110,20 @@ public struct BackoffStrategy: Sendable {
     public static func decorrelatedJitter(
         base: Duration, cap: Duration, using random: RandomSource = .system
     ) -> BackoffStrategy {
-        BackoffStrategy(.decorrelated(base: base.seconds, cap: cap.seconds, random))
+        BackoffStrategy(.decorrelated(base: base, cap: cap, random))
     }
 
     /// This strategy, never shorter than `m`: g(x) = max(f(x), m).
     public func min(_ m: Duration) -> BackoffStrategy {
-        BackoffStrategy(.atLeast(shape, m.seconds))
+        BackoffStrategy(.atLeast(shape, m))
     }
 
     /// This strategy, never longer than `M`: g(x) = min(f(x), M).
     public func max(_ M: Duration) -> BackoffStrategy {
-        BackoffStrategy(.atMost(shape, M.seconds))
+        BackoffStrategy(.atMost(shape, M))
     }
 
-    /// Full jitter: uniform in [0, f(x)).
+    /// Full jitter: uniform in [0, f(x)), drawn to the attosecond.
     public func fullJitter(using random: RandomSource = .system) -> BackoffStrategy {
         BackoffStrategy(.fullJitter(shape, random))
     }
@@ -128,7 +133,8 @@ public struct BackoffStrategy: Sendable {
         fullJitter(using: random)
     }
 
-    /// Full jitter drawing from a copy of `generator`: uniform in [0, f(x)).
+    /// Full jitter drawing from a copy of `generator`: uniform in [0, f(x)), the same values swift-concurrency-retry's
+    /// `jitter(using:)` draws from the same generator.
     public func jitter(using generator: some RandomNumberGenerator & Sendable) -> BackoffStrategy {
         fullJitter(using: RandomSource(generator))
     }
@@ -142,50 +148,75 @@ public struct BackoffStrategy: Sendable {
     ///
     /// A negative retry count counts as 0. The result is between zero and ``RetryResult/longestDelay``.
     public func delay(forRetryCount retryCount: Int, previousDelay: Duration? = nil) -> Duration {
-        if case .custom(let delay) = shape {
-            return Self.clamped(delay(Swift.max(retryCount, 0), previousDelay).seconds)
-        }
-        return Self.clamped(Self.seconds(shape, x: Double(Swift.max(retryCount, 0)), previous: previousDelay?.seconds))
+        Self.clamped(Self.value(shape, x: Swift.max(retryCount, 0), previous: previousDelay))
     }
 
-    private static func seconds(_ shape: Shape, x: Double, previous: Double?) -> Double {
+    /// The delay for `attempt` (the retry count, 0 before the first retry), under swift-concurrency-retry's name:
+    /// ``delay(forRetryCount:previousDelay:)`` with no previous delay.
+    public func duration(_ attempt: Int) -> Duration {
+        delay(forRetryCount: attempt)
+    }
+
+    /// f(x), exact in `Duration` arithmetic while it stays within ±``RetryResult/longestDelay`` and held there beyond
+    /// (so that nothing overflows), before the final clamp to zero and up.
+    private static func value(_ shape: Shape, x: Int, previous: Duration?) -> Duration {
         switch shape {
         case .none, .automatic:
-            return 0
+            return .zero
         case .constant(let c):
-            return c
+            return saturated(c)
         case .linear(let a, let b):
-            return a * x + b
+            let estimate = a.seconds * Double(x) + b.seconds
+            guard Swift.abs(a.seconds) * Double(x) < longestSeconds, Swift.abs(b.seconds) < longestSeconds else {
+                return saturated(seconds: estimate)
+            }
+            return saturated(a * x + b)
         case .exponential(let a, let b):
-            // a·bˣ: pow overflows to infinity, never traps; clamped below.
-            return a == 0 ? 0 : a * Foundation.pow(b, x)
+            // a·bˣ: pow may overflow to infinity, which saturates; never a trap.
+            guard a != .zero else { return .zero }
+            let factor = Foundation.pow(b, Double(x))
+            let estimate = a.seconds * factor
+            guard estimate.isFinite, Swift.abs(estimate) < longestSeconds else { return saturated(seconds: estimate) }
+            return a * factor
         case .atLeast(let inner, let m):
-            return Swift.max(finite(seconds(inner, x: x, previous: previous)), m)
+            return Swift.max(value(inner, x: x, previous: previous), saturated(m))
         case .atMost(let inner, let limit):
-            return Swift.min(finite(seconds(inner, x: x, previous: previous)), limit)
+            return Swift.min(value(inner, x: x, previous: previous), saturated(limit))
         case .fullJitter(let inner, let random):
-            return finite(seconds(inner, x: x, previous: previous)) * random.unitInterval()
+            let full = value(inner, x: x, previous: previous)
+            return full > .zero ? random.duration(below: full) : .zero
         case .equalJitter(let inner, let random):
-            let full = finite(seconds(inner, x: x, previous: previous))
-            return full / 2 + full / 2 * random.unitInterval()
+            let full = value(inner, x: x, previous: previous)
+            guard full > .zero else { return .zero }
+            let half = full / 2
+            return half + random.duration(below: full - half)
         case .decorrelated(let base, let cap, let random):
-            let upper = Swift.max(base, 3 * (previous ?? base))
-            return Swift.min(base + (upper - base) * random.unitInterval(), cap)
+            let base = saturated(base)
+            let upper = Swift.max(base, saturated(seconds: 3 * (previous ?? base).seconds))
+            let drawn = upper > base ? base + random.duration(below: upper - base) : base
+            return Swift.min(drawn, saturated(cap))
         case .custom(let delay):
-            return delay(Int(Swift.min(x, Double(Int.max))), previous.map(Duration.seconds)).seconds
+            return saturated(delay(x, previous))
         }
     }
 
-    /// Infinity and NaN become the longest delay, so that caps and jitter apply to a number.
-    private static func finite(_ seconds: Double) -> Double {
-        seconds.isNaN ? longest : Swift.min(seconds, longest)
+    private static let longest = RetryResult.longestDelay
+    private static let longestSeconds = RetryResult.longestDelay.seconds
+
+    /// The duration held within ±``RetryResult/longestDelay``.
+    private static func saturated(_ duration: Duration) -> Duration {
+        Swift.min(Swift.max(duration, .zero - longest), longest)
     }
 
-    private static let longest = RetryResult.longestDelay.seconds
+    /// Seconds as a duration, held within ±``RetryResult/longestDelay``; NaN counts as the longest.
+    private static func saturated(seconds: Double) -> Duration {
+        if seconds.isNaN || seconds >= longestSeconds { return longest }
+        if seconds <= -longestSeconds { return .zero - longest }
+        return .seconds(seconds)
+    }
 
-    private static func clamped(_ seconds: Double) -> Duration {
-        guard !seconds.isNaN, seconds > 0 else { return .zero }
-        return seconds >= longest ? RetryResult.longestDelay : .seconds(seconds)
+    private static func clamped(_ duration: Duration) -> Duration {
+        Swift.min(Swift.max(duration, .zero), longest)
     }
 }
 

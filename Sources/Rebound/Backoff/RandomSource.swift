@@ -3,13 +3,13 @@
 /// A source is shared by every request that uses the strategy holding it, so it is a class with its generator behind
 /// a lock. With ``seeded(_:)`` the sequence of numbers, and so of jittered delays, is the same on every run.
 public final class RandomSource: Sendable {
-    private enum Generator: Sendable {
+    fileprivate enum Generator: Sendable {
         case system
         case seeded(Locked<SplitMix64>)
         case custom(Locked<any RandomNumberGenerator & Sendable>)
     }
 
-    private let generator: Generator
+    fileprivate let generator: Generator
 
     private init(_ generator: Generator) {
         self.generator = generator
@@ -43,6 +43,62 @@ public final class RandomSource: Sendable {
                 return Double.random(in: 0..<1, using: &any)
             }
         }
+    }
+}
+
+extension RandomSource {
+    /// A duration drawn uniformly in `0 ..< upper` (which must be longer than zero), to the attosecond.
+    ///
+    /// The draw is the standard library's `Int128.random(in: 0 ..< attoseconds, using:)`, step for step, so a
+    /// generator gives the same durations here as in swift-concurrency-retry's jitter. Where `Int128` is not available
+    /// (Apple systems before macOS 15 and iOS 18), it is `upper` times ``unitInterval()``.
+    func duration(below upper: Duration) -> Duration {
+        guard #available(macOS 15.0, iOS 18.0, macCatalyst 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *) else {
+            return upper * unitInterval()
+        }
+        let total =
+            UInt128(upper.components.seconds) * Self.attosecondsPerSecond
+            + UInt128(upper.components.attoseconds)
+        let drawn: UInt128
+        switch generator {
+        case .system:
+            var system = SystemRandomNumberGenerator()
+            drawn = Self.draw(below: total, using: &system)
+        case .seeded(let locked):
+            drawn = locked.withLock { Self.draw(below: total, using: &$0) }
+        case .custom(let locked):
+            drawn = locked.withLock { generator in
+                var any = AnyGenerator(base: generator)
+                defer { generator = any.base }
+                return Self.draw(below: total, using: &any)
+            }
+        }
+        let (seconds, attoseconds) = drawn.quotientAndRemainder(dividingBy: Self.attosecondsPerSecond)
+        return Duration(secondsComponent: Int64(seconds), attosecondsComponent: Int64(attoseconds))
+    }
+
+    @available(macOS 15.0, iOS 18.0, macCatalyst 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *)
+    private static var attosecondsPerSecond: UInt128 { 1_000_000_000_000_000_000 }
+
+    /// A number in `0 ..< upperBound` by Lemire's method, as `RandomNumberGenerator.next(upperBound:)` draws it (a
+    /// 128-bit word from two 64-bit ones, low first), except that a generator which keeps answering values the method
+    /// rejects (one that always answers 0, say) gets a number after 64 tries instead of a loop without end.
+    @available(macOS 15.0, iOS 18.0, macCatalyst 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *)
+    private static func draw(below upperBound: UInt128, using generator: inout some RandomNumberGenerator) -> UInt128 {
+        func word() -> UInt128 {
+            let low = UInt128(generator.next() as UInt64)
+            return low | UInt128(generator.next() as UInt64) << 64
+        }
+        var product = word().multipliedFullWidth(by: upperBound)
+        if product.low < upperBound {
+            let threshold = (0 &- upperBound) % upperBound
+            var tries = 1
+            while product.low < threshold, tries < 64 {
+                product = word().multipliedFullWidth(by: upperBound)
+                tries += 1
+            }
+        }
+        return product.high
     }
 }
 

@@ -1,14 +1,21 @@
 /// Calls `operation` until it succeeds, up to `maxAttempts` times, backing off between attempts as `strategy` says
-/// for each error: the same retry engine as a ``Session``, for any async operation.
+/// for each error: the `retry` of swift-concurrency-retry, with the same behaviour, so that moving over is a change of
+/// import.
 ///
 /// - `maxAttempts` counts the first call: 3 (the default) means one call and at most two retries.
 /// - After a failure, `strategy(error)` decides: ``RetryStrategy/backoff(_:)`` sleeps that strategy's delay for the
 ///   retry count (0 before the first retry) on `clock`, then calls again; ``RetryStrategy/stop`` rethrows the error.
-///   The default retries every error at once.
-/// - When the attempts run out, the last error is rethrown as it was thrown: the operation's typed error `E`, never
-///   wrapped.
-/// - Cancellation is rethrown as `CancellationError` and never retried: an operation that throws it, a task cancelled
-///   while the operation ran, or a cancelled backoff sleep.
+///   The default, `.backoff(.none)`, sleeps `.zero` on the clock and calls again.
+///   The last attempt's error is rethrown without asking `strategy`.
+/// - Every error the operation throws is rethrown as it was thrown, never wrapped.
+/// - Cancellation: the operation is called at least once, even in a task already cancelled (it decides what that
+///   means). An attempt that fails while the task is cancelled ends the retries with the operation's own error. A
+///   `CancellationError` thrown by the operation while the task is not cancelled is an error like any other, for
+///   `strategy` to judge. The clock's sleep ends a cancelled task's backoff with the clock's error, rethrown as it is
+///   (`CancellationError` for the standard clocks), and so does any other error the clock throws.
+///
+/// ``Session`` keeps its own rules (see ``RequestRetrier``): there, cancellation always ends the request with
+/// `CancellationError` and is never offered to retriers.
 ///
 /// ```swift
 /// let (data, _) = try await retry(maxAttempts: 5) {
@@ -26,7 +33,7 @@
 ///   - operation: The operation to run.
 ///   - strategy: Decides per error whether and how to back off; retry at once by default.
 /// - Returns: The operation's first successful result.
-/// - Throws: The operation's last error, `CancellationError`, or ``ConfigurationError`` (before any call) when
+/// - Throws: The operation's last error, the clock's error, or ``ConfigurationError`` (before any call) when
 ///   `maxAttempts` is less than 1.
 public func retry<R, E: Error, C: Clock>(
     maxAttempts: Int = 3,
@@ -40,26 +47,19 @@ public func retry<R, E: Error, C: Clock>(
         throw ConfigurationError(field: "retry(maxAttempts:)", problem: "must be at least 1, got \(maxAttempts)")
     }
     var previousDelay: Duration?
-    var retryCount = 0
-    while true {
-        try Task.checkCancellation()
+    for retryCount in 0..<(maxAttempts - 1) {
         do {
             return try await operation()
+        } catch  where Task.isCancelled {
+            throw error
         } catch {
-            if error is CancellationError || Task.isCancelled { throw CancellationError() }
-            guard retryCount + 1 < maxAttempts, case .backoff(let backoff) = strategy(error) else { throw error }
+            guard case .backoff(let backoff) = strategy(error) else { throw error }
             let delay = backoff.delay(forRetryCount: retryCount, previousDelay: previousDelay)
-            if delay > .zero {
-                do {
-                    try await clock.sleep(for: delay, tolerance: tolerance)
-                } catch {
-                    throw CancellationError()
-                }
-            }
+            try await clock.sleep(for: delay, tolerance: tolerance)
             previousDelay = delay
-            retryCount += 1
         }
     }
+    return try await operation()
 }
 
 /// Calls `operation` until it succeeds, backing off on the `ContinuousClock`; see
