@@ -104,6 +104,70 @@ struct AuthenticationStormTests {
         #expect(auth.credential == Token(value: 2))
     }
 
+    @Test("A refresh that throws CancellationError fails its waiters with refreshCancelled; none ends as cancelled")
+    func aRefreshCancelledByTheAuthenticatorIsAFailureNotACancellation() async throws {
+        let clock = ManualClock()
+        let calls = Locked(0)
+        let authenticator = TokenAuthenticator { token in
+            let call = calls.withLock { count -> Int in
+                count += 1
+                return count
+            }
+            // The first refresh's own network call was cancelled, say.
+            if call == 1 { throw CancellationError() }
+            return Token(value: token.value + 1)
+        }
+        let auth = AuthenticationInterceptor(
+            authenticator: authenticator, credential: Token(value: 1, expired: true), clock: clock)
+        let transport = ScriptedTransport(clock: clock) { request, _ in
+            .status(request.value(forHTTPHeaderField: "Authorization") == "Bearer 2" ? 200 : 401)
+        }
+        let session = Session(transport: transport, interceptor: auth, clock: clock)
+
+        let error = await #expect(throws: ReboundError.self) { try await session.send(exampleURL) }
+        #expect(error?.underlyingError as? AuthenticationError == .refreshCancelled)
+        #expect(
+            "\(AuthenticationError.refreshCancelled)"
+                == "the credential's refresh was cancelled by the authenticator; the next request refreshes again")
+
+        // After a 401 too: the request ends with the error, not as cancelled, and the next one refreshes again.
+        auth.credential = Token(value: 1)
+        calls.withLock { $0 = 0 }
+        let afterA401 = await #expect(throws: ReboundError.self) { try await session.send(exampleURL) }
+        #expect(afterA401?.retrierError as? AuthenticationError == .refreshCancelled)
+        #expect(try await session.send(exampleURL).statusCode == 200)
+        #expect(auth.refreshCount == 3)
+    }
+
+    @Test("Refreshes that time out count toward the refresh limit")
+    func timedOutRefreshesCountTowardTheLimit() async throws {
+        let clock = ManualClock()
+        let stalled = Gate()
+        let authenticator = TokenAuthenticator { _ in
+            await stalled.wait()
+            return Token(value: 99)
+        }
+        let auth = AuthenticationInterceptor(
+            authenticator: authenticator, credential: Token(value: 1, expired: true),
+            refreshLimit: AuthenticationRefreshLimit(maximumCount: 2, window: .seconds(60)),
+            refreshTimeout: .seconds(1), clock: clock)
+        let session = Session(
+            transport: ScriptedTransport(clock: clock) { _, _ in .status(200) }, interceptor: auth, clock: clock)
+
+        for _ in 0..<2 {
+            let request = Task { try await session.send(exampleURL) }
+            try await clock.waitForSleepers(1)  // the refresh's timer
+            clock.advance(by: .seconds(1))
+            let error = await #expect(throws: ReboundError.self) { try await request.value }
+            #expect(error?.underlyingError as? AuthenticationError == .refreshTimedOut(after: .seconds(1)))
+        }
+        // Both timed-out refreshes may still run at the token server: a third is not started.
+        let error = await #expect(throws: ReboundError.self) { try await session.send(exampleURL) }
+        #expect(error?.underlyingError as? AuthenticationError == .excessiveRefresh(count: 2, window: .seconds(60)))
+        #expect(auth.refreshCount == 2)
+        await stalled.open()
+    }
+
     @Test("A refresh time limit of zero or less traps naming the setting")
     func invalidTimeout() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {

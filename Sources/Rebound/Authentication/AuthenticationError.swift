@@ -10,6 +10,10 @@ public enum AuthenticationError: NonRetryableError, Sendable, Equatable, CustomS
     /// The refresh did not finish within the interceptor's ``AuthenticationInterceptor/refreshTimeout``; its result, if
     /// it ever comes, is dropped, and the next request may refresh again.
     case refreshTimedOut(after: Duration)
+    /// The authenticator's refresh threw `CancellationError` though nothing cancelled it (no request waiting for a
+    /// refresh can cancel it: it runs in a task of its own), so the requests waiting for it fail with this error rather
+    /// than end as if their callers had cancelled them; the next request that needs a refresh starts a new one.
+    case refreshCancelled
 
     /// A readable description of the error.
     public var description: String {
@@ -20,6 +24,8 @@ public enum AuthenticationError: NonRetryableError, Sendable, Equatable, CustomS
             "the credential was refreshed \(count) times in \(window.logDescription), the most allowed; not refreshing again"
         case .refreshTimedOut(let limit):
             "the credential's refresh did not finish within \(limit.logDescription); the next request refreshes again"
+        case .refreshCancelled:
+            "the credential's refresh was cancelled by the authenticator; the next request refreshes again"
         }
     }
 }

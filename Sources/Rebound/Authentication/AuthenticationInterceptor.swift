@@ -21,9 +21,11 @@ import Foundation
 /// **One refresh at a time.** Requests that need a refresh while one is running wait for it, cancellably, and all use
 /// its result; a failed refresh fails each of them with its error. A refresh that takes longer than ``refreshTimeout``
 /// (30 s by default) fails them with ``AuthenticationError/refreshTimedOut(after:)``; its late result is dropped, and
-/// the next request that needs a refresh starts a new one. More than ``AuthenticationRefreshLimit/maximumCount`` refreshes
-/// within ``AuthenticationRefreshLimit/window`` (5 in 30 s by default) end the request with
-/// ``AuthenticationError/excessiveRefresh(count:window:)`` instead of refreshing again.
+/// the next request that needs a refresh starts a new one. A refresh that throws `CancellationError` fails them with
+/// ``AuthenticationError/refreshCancelled``: only a caller's own cancellation ends a request as cancelled. More than
+/// ``AuthenticationRefreshLimit/maximumCount`` refreshes started within ``AuthenticationRefreshLimit/window`` (5 in 30 s
+/// by default), timed-out ones included, end the request with ``AuthenticationError/excessiveRefresh(count:window:)``
+/// instead of refreshing again.
 ///
 /// The interceptor is a class whose state is behind a lock; share one instance between sessions that use the same
 /// credential.
@@ -231,6 +233,10 @@ public final class AuthenticationInterceptor<A: Authenticator>: RequestIntercept
             let result: Result<A.Credential, any Error>
             do {
                 result = .success(try await authenticator.refresh(credential))
+            } catch is CancellationError {
+                // Nothing cancels this task: a waiter's cancellation ends only its own wait. Told as cancellation,
+                // the waiters would end as if their callers had cancelled them.
+                result = .failure(AuthenticationError.refreshCancelled)
             } catch {
                 result = .failure(error)
             }

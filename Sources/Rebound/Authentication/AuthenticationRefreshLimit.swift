@@ -1,4 +1,8 @@
 /// How many refreshes an ``AuthenticationInterceptor`` allows within a window of time.
+///
+/// Every refresh started counts, whether it succeeds, fails or times out: a refresh that timed out may still be
+/// running at the token server (its late result is only dropped), so not counting it would let a slow server be sent
+/// a new refresh at every time limit.
 public struct AuthenticationRefreshLimit: Sendable, Equatable {
     /// The default limit: 5 refreshes in 30 seconds.
     public static let `default` = AuthenticationRefreshLimit(checkedMaximumCount: 5, window: .seconds(30))
