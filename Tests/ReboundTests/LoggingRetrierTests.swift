@@ -230,4 +230,52 @@ struct LoggingRetrierTests {
                 "GET https://api.example.com/items: succeeded with status 200 after 2 attempts (500 ms)",
             ])
     }
+
+    @Test func logsTheRedirectsEachAttemptFollowedWithItsOutcomeRedacted() async throws {
+        func redirect(to location: String) -> ScriptedTransport.Step {
+            .response(status: 302, headers: ["Location": location])
+        }
+        // Attempt 1: two hops, then 503; attempt 2: one hop, then 200.
+        let transport = ScriptedTransport([
+            redirect(to: "https://cdn.example.com/a?token=SECRET"), redirect(to: "/b"), .status(503),
+            redirect(to: "https://cdn.example.com/c"), .status(200),
+        ])
+        let session = Session(
+            transport: transport, interceptor: LoggingRetrier(wrapping: retryAnything(limit: 2), sink: log.sink),
+            clock: ImmediateClock())
+
+        _ = try await session.send(request())
+
+        #expect(
+            log.events.map(\.redirects) == [
+                [
+                    "GET https://api.example.com/items → 302 → GET https://cdn.example.com/a?token=<redacted>",
+                    "GET https://cdn.example.com/a?token=<redacted> → 302 → GET https://cdn.example.com/b",
+                ],
+                ["GET https://api.example.com/items → 302 → GET https://cdn.example.com/c"],
+            ])
+        #expect(
+            log.messages == [
+                "GET https://cdn.example.com/b: attempt 1 failed with status 503; retry in 0 ms (0 ms so far); redirected: GET https://api.example.com/items → 302 → GET https://cdn.example.com/a?token=<redacted>, GET https://cdn.example.com/a?token=<redacted> → 302 → GET https://cdn.example.com/b",
+                "GET https://cdn.example.com/c: succeeded with status 200 after 2 attempts (0 ms); redirected: GET https://api.example.com/items → 302 → GET https://cdn.example.com/c",
+            ])
+        #expect(!log.events.contains { $0.message.contains("SECRET") })
+    }
+
+    @Test func amongRetriersOnlyItLogsTheRedirectsOfTheAttemptsAfterTheFirst() async throws {
+        let transport = ScriptedTransport([
+            .response(status: 302, headers: ["Location": "/a"]), .status(503),
+            .response(status: 302, headers: ["Location": "/b"]), .status(200),
+        ])
+        let session = Session(
+            transport: transport, retriers: [LoggingRetrier(wrapping: retryAnything(limit: 2), sink: log.sink)],
+            clock: ImmediateClock())
+
+        _ = try await session.send(request())
+
+        #expect(
+            log.events.map(\.redirects) == [
+                [], ["GET https://api.example.com/items → 302 → GET https://api.example.com/b"],
+            ])
+    }
 }

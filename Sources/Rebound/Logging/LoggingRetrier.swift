@@ -26,7 +26,9 @@ import Foundation
 /// from that attempt on: every failure the retriers are asked about, every retry, and how the request ends. Given
 /// where it also adapts (a session's `interceptor:`, an ``Interceptor``'s `interceptors:`), or also in `observers:`,
 /// it hears every request from its first attempt: first-attempt successes, and failures no retrier is asked about (an
-/// open breaker's refusal). Secrets never reach the sink: see ``Redaction``.
+/// open breaker's refusal). The redirects an attempt followed are logged with its outcome
+/// (``RetryLogEvent/redirects``), for every attempt it hears from the start of: the ones after the first when it is
+/// only among `retriers:`. Secrets never reach the sink: see ``Redaction``.
 ///
 /// The sink is a closure; ``standardError`` (the default) writes ``RetryLogEvent/message`` lines to standard error.
 /// Events below ``minimumLevel`` are not built at all. The sink is called on the request's task, and may be called
@@ -64,6 +66,9 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
     private let wrappedName: String?
     /// The wrapped retrier's answer about each request's last failed attempt, until it is logged or the request ends.
     private let answers = Locked<[UUID: (attempt: Int, answer: RetryResult)]>([:])
+    /// The redirects each request's current attempt followed, as log lines, until the attempt is logged or the request
+    /// ends.
+    private let hops = Locked<[UUID: (attempt: Int, lines: [String])]>([:])
 
     /// Creates a logging retrier.
     ///
@@ -150,9 +155,38 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
         answers.withLock { $0[request.requestID] = (request.attempts.count, answer) }
     }
 
-    /// Logs the outcome.
+    /// Logs the outcome, with the redirects the attempt followed.
     public func attemptDidFinish(_ outcome: AttemptOutcome) async {
         log(outcome)
+    }
+
+    /// Keeps the hop, to be logged with its attempt's outcome.
+    public func attemptWasRedirected(_ hop: RedirectHop) async {
+        keep(hop)
+    }
+
+    /// Keeps a hop's line until its attempt is logged; out of line, so that the async frame above stays small.
+    @inline(never)
+    private func keep(_ hop: RedirectHop) {
+        let line =
+            "\(hop.request.method) \(redaction.string(for: hop.request.url)) → \(hop.response.statusCode) → "
+            + "\(hop.next.method) \(redaction.string(for: hop.next.url))"
+        hops.withLock { hops in
+            if let kept = hops[hop.requestID], kept.attempt == hop.attempt {
+                hops[hop.requestID]?.lines.append(line)
+            } else {
+                hops[hop.requestID] = (hop.attempt, [line])
+            }
+        }
+    }
+
+    /// The redirects `outcome`'s attempt followed, forgotten once read.
+    private func redirects(of outcome: AttemptOutcome) -> [String] {
+        hops.withLock { hops in
+            guard let kept = hops.removeValue(forKey: outcome.requestID), kept.attempt == outcome.attempt.number
+            else { return [] }
+            return kept.lines
+        }
     }
 
     /// Logs a request cancelled after a failed attempt was to be retried (in its backoff sleep, say): every other
@@ -166,6 +200,7 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
     @inline(never)
     private func logEnd(of outcome: RequestOutcome) {
         if wrappedName != nil { answers.withLock { _ = $0.removeValue(forKey: outcome.requestID) } }
+        hops.withLock { _ = $0.removeValue(forKey: outcome.requestID) }
         guard outcome.isCancelled, let last = outcome.attempts.last, last.retryDelay != nil else { return }
         log(
             AttemptOutcome(
@@ -177,11 +212,12 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
     /// frame above (a waiting request's memory is the high-water mark of its frames).
     @inline(never)
     private func log(_ outcome: AttemptOutcome) {
-        if let event = event(for: outcome) { sink(event) }
+        if let event = event(for: outcome, redirects: redirects(of: outcome)) { sink(event) }
     }
 
-    /// The event for an outcome, or `nil` when its level is below ``minimumLevel``.
-    func event(for outcome: AttemptOutcome) -> RetryLogEvent? {
+    /// The event for an outcome whose attempt followed `redirects` (log lines), or `nil` when its level is below
+    /// ``minimumLevel``.
+    func event(for outcome: AttemptOutcome, redirects: [String] = []) -> RetryLogEvent? {
         let number = outcome.attempt.number
         let decision = outcome.decision
         let wrappedAnswer = wrappedName == nil ? nil : answer(about: outcome)
@@ -246,6 +282,7 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
             message += "cancelled during attempt \(number) (\(spent))"
         }
         if answerDiffers, let wrappedName, let wrappedAnswer { message += "; \(wrappedName) answered \(wrappedAnswer)" }
+        if !redirects.isEmpty { message += "; redirected: " + redirects.joined(separator: ", ") }
         if includesHeaders, !headers.isEmpty {
             message += " headers: " + headers.map { "\($0.name): \($0.value)" }.joined(separator: ", ")
         }
@@ -253,7 +290,7 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
         return RetryLogEvent(
             level: level, requestID: outcome.requestID, label: outcome.label, attempt: number, method: method, url: url,
             requestHeaders: headers, statusCode: outcome.statusCode, failure: failure, decision: decision,
-            endReason: endReason, wrappedAnswer: wrappedAnswer?.description,
+            endReason: endReason, wrappedAnswer: wrappedAnswer?.description, redirects: redirects,
             attemptDuration: outcome.attempt.duration, elapsed: outcome.elapsed, message: message)
     }
 }

@@ -65,6 +65,11 @@ public struct RetryLogEvent: Sendable {
     /// What the wrapped retrier answered about this attempt (``RetryResult/description``), when the logger wraps one
     /// and it was asked; `nil` otherwise. The decision may differ: another retrier, a gate or the deadline had a say.
     public let wrappedAnswer: String?
+    /// The redirects the attempt followed, in order, one line each such as
+    /// `GET https://a.example/x → 302 → GET https://b.example/y` (URLs redacted as ``url`` is); empty when it followed
+    /// none, or when the logger heard of the request only after the attempt (see ``LoggingRetrier``). ``url`` is the
+    /// last hop's.
+    public let redirects: [String]
     /// How long this attempt took.
     public let attemptDuration: Duration
     /// The time spent on the request so far, from the start of its first attempt.
