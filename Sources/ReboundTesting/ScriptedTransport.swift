@@ -13,7 +13,7 @@ import Rebound
 ///
 /// ```swift
 /// let transport = ScriptedTransport([.status(503), .urlError(.timedOut), .response(status: 200, body: "ok")])
-/// let session = Session(transport: transport, retriers: [RetryPolicy()], clock: ImmediateClock())
+/// let session = Session(transport: transport, retriers: [RetryPolicy()], clock: FastForwardClock())
 /// let response = try await session.send(URL(string: "https://example.com")!)
 /// #expect(transport.requestCount == 3)
 /// ```
@@ -95,8 +95,8 @@ public final class ScriptedTransport: HTTPTransport {
     ///
     /// - Parameters:
     ///   - steps: One step per request, in the order requests arrive; more can be added with ``enqueue(_:)``.
-    ///   - clock: The clock that step delays are slept on; an ``ImmediateClock`` by default.
-    public init<C: Clock>(_ steps: [Step] = [], clock: C = ImmediateClock()) where C.Duration == Duration {
+    ///   - clock: The clock that step delays are slept on; an ``FastForwardClock`` by default.
+    public init<C: Clock>(_ steps: [Step] = [], clock: C = FastForwardClock()) where C.Duration == Duration {
         state.withLock { $0.queue = steps }
         handler = nil
         sleep = { try await clock.sleep(for: $0) }
@@ -105,10 +105,10 @@ public final class ScriptedTransport: HTTPTransport {
     /// Creates a transport that asks `handler` for the step of each request.
     ///
     /// - Parameters:
-    ///   - clock: The clock that step delays are slept on; an ``ImmediateClock`` by default.
+    ///   - clock: The clock that step delays are slept on; an ``FastForwardClock`` by default.
     ///   - handler: Picks the step for a request, given the request and its number counting from 1; an error it
     ///     throws is thrown by the transport.
-    public init<C: Clock>(clock: C = ImmediateClock(), handler: @escaping Handler) where C.Duration == Duration {
+    public init<C: Clock>(clock: C = FastForwardClock(), handler: @escaping Handler) where C.Duration == Duration {
         self.handler = handler
         sleep = { try await clock.sleep(for: $0) }
     }

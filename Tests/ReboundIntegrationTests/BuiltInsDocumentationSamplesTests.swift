@@ -58,7 +58,7 @@ struct BuiltInsDocumentationSamplesTests {
         let session = Session(
             adapters: [breakers, budget, JSONBodyRetrier(values: ["RATE_LIMITED"])],
             retriers: [LoggingRetrier(wrapping: RetryPolicy(), sink: { _ in })],
-            interceptor: auth, clock: ImmediateClock())
+            interceptor: auth, clock: FastForwardClock())
 
         let response = try await session.send(server.url("/items"))
 
@@ -84,7 +84,7 @@ struct BuiltInsDocumentationSamplesTests {
         })
         let breaker = CircuitBreaker(configuration: configuration, clock: ManualClock())
         let session = Session(
-            transport: ScriptedTransport { _, _ in .status(404) }, adapters: [breaker], clock: ImmediateClock())
+            transport: ScriptedTransport { _, _ in .status(404) }, adapters: [breaker], clock: FastForwardClock())
 
         for _ in 0..<5 { _ = try? await session.send(URL(string: "https://example.com/gone")!) }
 
@@ -103,7 +103,7 @@ struct BuiltInsDocumentationSamplesTests {
         let counter = SuccessCounter()
         let session = Session(
             transport: ScriptedTransport([.status(503), .status(200), .status(204)]),
-            interceptor: Interceptor(retriers: [RetryPolicy()], observers: [counter]), clock: ImmediateClock())
+            interceptor: Interceptor(retriers: [RetryPolicy()], observers: [counter]), clock: FastForwardClock())
 
         _ = try await session.send(URL(string: "https://example.com/a")!)
         _ = try await session.send(URL(string: "https://example.com/b")!)
@@ -159,7 +159,7 @@ struct BuiltInsDocumentationSamplesTests {
         server.route("/pay", [.status(503), .status(201)])
         let budget = RetryBudget()
         let session = Session(
-            adapters: [budget, IdempotencyKeyAdapter()], retriers: [RetryPolicy()], clock: ImmediateClock())
+            adapters: [budget, IdempotencyKeyAdapter()], retriers: [RetryPolicy()], clock: FastForwardClock())
         _ = try await session.send(server.url("/pay"), method: .post)
         #expect(server.hits("/pay") == 2)
 
@@ -171,7 +171,7 @@ struct BuiltInsDocumentationSamplesTests {
             return .retryWithRequest(fallback, delay: .milliseconds(250 << request.retryCount))
         }
         let transport = ScriptedTransport([.status(503), .status(200)])
-        let moved = try await Session(transport: transport, retriers: [handler], clock: ImmediateClock())
+        let moved = try await Session(transport: transport, retriers: [handler], clock: FastForwardClock())
             .send(URL(string: "https://cdn1.example.com/v/manifest.m3u8")!, label: "manifest")
         #expect(moved.request.url?.absoluteString == "https://cdn2.example.com/v/manifest.m3u8")
     }

@@ -65,7 +65,7 @@ struct BuiltInsOverLoopbackTests {
         let session = Session(
             interceptor: LoggingRetrier(wrapping: RetryPolicy()) { event in lines.withLock { $0.append(event.message) }
             },
-            clock: ImmediateClock())
+            clock: FastForwardClock())
         var components = URLComponents(url: server.url("/items"), resolvingAgainstBaseURL: false)!
         components.queryItems = [
             URLQueryItem(name: "access_token", value: "abc123"), URLQueryItem(name: "page", value: "2"),
@@ -92,7 +92,7 @@ struct BuiltInsOverLoopbackTests {
                 .json(#"{"price": 3}"#),
             ])
         server.route("/stuck", [.json(#"{"error_code": "RATE_LIMITED"}"#)])
-        let clock = ImmediateClock()
+        let clock = FastForwardClock()
         let session = Session(
             adapters: [JSONBodyRetrier(values: ["RATE_LIMITED", "TEMPORARY_ERROR"])], clock: clock)
 

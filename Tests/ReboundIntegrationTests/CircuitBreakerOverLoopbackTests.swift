@@ -38,7 +38,7 @@ struct CircuitBreakerOverLoopbackTests {
         let breakerClock = ManualClock()
         let registry = CircuitBreakerRegistry(clock: breakerClock)
         let session = Session(
-            adapters: [registry], retriers: [RetryPolicy()], clock: ImmediateClock())
+            adapters: [registry], retriers: [RetryPolicy()], clock: FastForwardClock())
 
         _ = await sendConcurrently(200, to: failing.url("/down"), through: session)
         let hitsWhileClosed = failing.hits("/down")

@@ -20,14 +20,14 @@ struct DocumentationSamplesTests {
         server.route("/items", [.status(503), .json(#"[{"name": "kettle"}]"#)])
         let token = "t0k3n"
 
-        // README: Quick start (with the loopback server's URL and an ImmediateClock so the test does not wait).
+        // README: Quick start (with the loopback server's URL and an FastForwardClock so the test does not wait).
         let session = Session(
             adapters: [
                 .modifying { request, _ in
                     request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
                 }
             ],
-            retriers: [RetryPolicy()], clock: ImmediateClock())
+            retriers: [RetryPolicy()], clock: FastForwardClock())
         let items: [Item] = try await session.send(server.url("/items")).decode()
 
         #expect(items == [Item(name: "kettle")])
@@ -61,7 +61,7 @@ struct DocumentationSamplesTests {
         let server = try LoopbackServer()
         defer { server.stop() }
         server.route("/flaky", [.status(503), .status(503), .status(200, body: "ok")])
-        let clock = ImmediateClock()
+        let clock = FastForwardClock()
         let session = Session(retriers: [RetryPolicy()], clock: clock)
 
         _ = try await session.send(server.url("/flaky"))

@@ -19,7 +19,7 @@ struct RetryOverLoopbackTests {
         let server = try LoopbackServer()
         defer { server.stop() }
         server.route("/flaky", [.status(503), .status(503), .status(200, body: "ok")])
-        let clock = ImmediateClock()
+        let clock = FastForwardClock()
         let session = Session(retriers: [RetryPolicy()], clock: clock)
 
         let response = try await session.send(server.url("/flaky"))
@@ -35,7 +35,7 @@ struct RetryOverLoopbackTests {
         let server = try LoopbackServer()
         defer { server.stop() }
         server.route("/down", [.status(503, headers: ["Retry-After": "120"], body: "maintenance")])
-        let session = Session(retriers: [RetryPolicy()], clock: ImmediateClock())
+        let session = Session(retriers: [RetryPolicy()], clock: FastForwardClock())
 
         let error = try await #require(throws: ReboundError.self) { try await session.send(server.url("/down")) }
 
@@ -50,7 +50,7 @@ struct RetryOverLoopbackTests {
         let server = try LoopbackServer()
         defer { server.stop() }
         server.route("/pay", [.status(503), .status(200)])
-        let session = Session(retriers: [RetryPolicy()], clock: ImmediateClock())
+        let session = Session(retriers: [RetryPolicy()], clock: FastForwardClock())
 
         let error = try await #require(throws: ReboundError.self) {
             try await session.send(server.url("/pay"), method: .post, body: Data("{}".utf8))
@@ -67,7 +67,7 @@ struct RetryOverLoopbackTests {
         let server = try LoopbackServer()
         defer { server.stop() }
         server.route("/drop", [.drop, .status(200, body: "ok")])
-        let session = Session(transport: freshTransport(), retriers: [RetryPolicy()], clock: ImmediateClock())
+        let session = Session(transport: freshTransport(), retriers: [RetryPolicy()], clock: FastForwardClock())
 
         let response = try await session.send(server.url("/drop"))
 
@@ -81,7 +81,7 @@ struct RetryOverLoopbackTests {
         defer { server.stop() }
         server.route("/drop", [.drop, .truncated(), .status(200, body: "ok")])
         let session = Session(
-            transport: freshTransport(), retriers: [ConnectionLostRetryPolicy()], clock: ImmediateClock())
+            transport: freshTransport(), retriers: [ConnectionLostRetryPolicy()], clock: FastForwardClock())
 
         let response = try await session.send(server.url("/drop"))
 
@@ -96,7 +96,7 @@ struct RetryOverLoopbackTests {
         let down = try RefusedPort()
         defer { down.close() }
         let session = Session(
-            transport: freshTransport(), retriers: [ConnectionLostRetryPolicy()], clock: ImmediateClock())
+            transport: freshTransport(), retriers: [ConnectionLostRetryPolicy()], clock: FastForwardClock())
 
         let error = try await #require(throws: ReboundError.self) { try await session.send(down.url("/gone")) }
 
@@ -107,7 +107,7 @@ struct RetryOverLoopbackTests {
     @Test func retryPolicyRetriesARefusedConnection() async throws {
         let down = try RefusedPort()
         defer { down.close() }
-        let clock = ImmediateClock()
+        let clock = FastForwardClock()
         let session = Session(transport: freshTransport(), retriers: [RetryPolicy()], clock: clock)
 
         let error = try await #require(throws: ReboundError.self) { try await session.send(down.url("/gone")) }
@@ -131,7 +131,7 @@ struct RetryOverLoopbackTests {
                     }
                 ],
                 retriers: [RetryPolicy()]),
-            clock: ImmediateClock())
+            clock: FastForwardClock())
 
         _ = try await session.send(server.url("/flaky"))
 
@@ -154,7 +154,7 @@ struct RetryOverLoopbackTests {
             else { return .doNotRetry }
             return .retryWithDelay(.seconds(5))
         }
-        let clock = ImmediateClock()
+        let clock = FastForwardClock()
         let session = Session(retriers: [retryBodyErrors], validator: rejectErrorCodes, clock: clock)
 
         let response = try await session.send(server.url("/quote"))
@@ -170,7 +170,7 @@ struct RetryOverLoopbackTests {
         let page = String(repeating: "<p>Down for maintenance</p>", count: 2_000)
         server.route(
             "/m", [.status(503, headers: ["Content-Type": "text/html"], body: page), .status(200, body: "ok")])
-        let session = Session(retriers: [RetryPolicy()], clock: ImmediateClock())
+        let session = Session(retriers: [RetryPolicy()], clock: FastForwardClock())
 
         let response = try await session.send(server.url("/m"))
 
@@ -182,7 +182,7 @@ struct RetryOverLoopbackTests {
         let server = try LoopbackServer()
         defer { server.stop() }
         server.route("/slow", [.status(503).delayed(by: .seconds(30)), .status(200)])
-        let session = Session(transport: freshTransport(), retriers: [RetryPolicy()], clock: ImmediateClock())
+        let session = Session(transport: freshTransport(), retriers: [RetryPolicy()], clock: FastForwardClock())
 
         let task = Task { try await session.send(server.url("/slow")) }
         try await server.waitForRequests(1)
@@ -209,7 +209,7 @@ struct RetryOverLoopbackTests {
         let server = try LoopbackServer()
         defer { server.stop() }
         server.route("/mixed") { _, number in number % 2 == 1 ? .status(503) : .status(200) }
-        let session = Session(retriers: [RetryPolicy()], clock: ImmediateClock())
+        let session = Session(retriers: [RetryPolicy()], clock: FastForwardClock())
 
         let attemptCounts = await withTaskGroup(of: Int?.self) { group in
             for _ in 0..<200 {

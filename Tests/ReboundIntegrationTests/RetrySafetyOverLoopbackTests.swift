@@ -15,7 +15,7 @@ struct RetrySafetyOverLoopbackTests {
         server.route("/pay", [.status(503), .status(503), .status(201)])
         let session = Session(
             interceptor: Interceptor(adapters: [IdempotencyKeyAdapter()], retriers: [RetryPolicy()]),
-            clock: ImmediateClock())
+            clock: FastForwardClock())
 
         _ = try await session.send(server.url("/pay"), method: .post)
 
@@ -28,7 +28,7 @@ struct RetrySafetyOverLoopbackTests {
         let server = try LoopbackServer()
         defer { server.stop() }
         server.route("/pay", [.status(503), .status(201)])
-        let session = Session(retriers: [RetryPolicy()], clock: ImmediateClock())
+        let session = Session(retriers: [RetryPolicy()], clock: FastForwardClock())
 
         await #expect(throws: ReboundError.self) { try await session.send(server.url("/pay"), method: .post) }
         #expect(server.hits("/pay") == 1)
@@ -45,7 +45,7 @@ struct RetrySafetyOverLoopbackTests {
             moved.url = fallback.url(moved.url?.path ?? "/")
             return .retryWithRequest(moved, delay: .milliseconds(100))
         }
-        let session = Session(retriers: [handler], clock: ImmediateClock())
+        let session = Session(retriers: [handler], clock: FastForwardClock())
 
         let response = try await session.send(primary.url("/video/manifest"), label: "manifest")
 
@@ -60,7 +60,7 @@ struct RetrySafetyOverLoopbackTests {
         let server = try LoopbackServer()
         defer { server.stop() }
         server.route("/busy", [.status(503, headers: ["Retry-After": "3"]), .status(200)])
-        let clock = ImmediateClock()
+        let clock = FastForwardClock()
         let session = Session(retriers: [RetryPolicy()], clock: clock)
 
         _ = try await session.send(server.url("/busy"))
@@ -75,7 +75,7 @@ struct RetrySafetyOverLoopbackTests {
         let budget = RetryBudget()
         let session = Session(
             adapters: [budget], retriers: [RetryPolicy(retryLimit: 3)],
-            clock: ImmediateClock())
+            clock: FastForwardClock())
 
         await withTaskGroup(of: Void.self) { group in
             for _ in 0..<1_000 { group.addTask { _ = try? await session.send(server.url("/down")) } }
@@ -105,7 +105,7 @@ struct RetrySafetyOverLoopbackTests {
         server.route("/upload", [.status(503), .status(200)])
         var request = URLRequest(url: server.url("/upload"), method: .put)
         request.httpBodyStream = InputStream(data: Data(repeating: 65, count: 1_000))
-        let session = Session(retriers: [RetryPolicy()], clock: ImmediateClock())
+        let session = Session(retriers: [RetryPolicy()], clock: FastForwardClock())
 
         let error = try await #require(throws: ReboundError.self) { try await session.send(request) }
 
@@ -123,7 +123,7 @@ struct RetrySafetyOverLoopbackTests {
         defer { server.stop() }
         server.route("/upload", [.status(503), .status(200)])
         let body = Data((0..<1_000).map { UInt8($0 % 251) })
-        let session = Session(retriers: [RetryPolicy()], clock: ImmediateClock())
+        let session = Session(retriers: [RetryPolicy()], clock: FastForwardClock())
 
         let response = try await session.send(
             server.url("/upload"), method: .put, adapters: [.bodyStream { InputStream(data: body) }])

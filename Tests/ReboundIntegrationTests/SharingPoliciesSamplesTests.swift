@@ -28,7 +28,7 @@ struct SharingPoliciesSamplesTests {
         let payments = Session(
             adapters: [IdempotencyKeyAdapter()],  // this service's own parts come first
             interceptor: base,  // then the shared ones
-            clock: ImmediateClock()
+            clock: FastForwardClock()
         )
         let search = Session(interceptor: base)
 
@@ -56,7 +56,7 @@ struct SharingPoliciesSamplesTests {
         func makeSession() -> Session {
             Session(
                 adapters: [breakers, budget], retriers: [RetryPolicy(retryLimit: 0)], interceptor: auth,
-                clock: ImmediateClock())
+                clock: FastForwardClock())
         }
         let catalog = makeSession()
         let orders = makeSession()
@@ -75,7 +75,7 @@ struct SharingPoliciesSamplesTests {
         let server = try LoopbackServer()
         defer { server.stop() }
         server.route("/checkout", [.status(503), .status(503), .status(503), .status(200)])
-        let session = Session(retriers: [RetryPolicy(retryLimit: 1)], clock: ImmediateClock())
+        let session = Session(retriers: [RetryPolicy(retryLimit: 1)], clock: FastForwardClock())
         let request = URLRequest(url: server.url("/checkout"))
 
         let patient = Retrier { request, error in

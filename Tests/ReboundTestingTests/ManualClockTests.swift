@@ -106,10 +106,10 @@ struct ManualClockTests {
     }
 }
 
-@Suite("ImmediateClock")
-struct ImmediateClockTests {
+@Suite("FastForwardClock")
+struct FastForwardClockTests {
     @Test func sleepsEndAtOnceAndMoveTimeToTheirDeadline() async throws {
-        let clock = ImmediateClock()
+        let clock = FastForwardClock()
 
         try await clock.sleep(for: .seconds(3))
         try await clock.sleep(for: .milliseconds(500))
@@ -119,7 +119,7 @@ struct ImmediateClockTests {
     }
 
     @Test func cancelledTaskSleepThrows() async throws {
-        let clock = ImmediateClock()
+        let clock = FastForwardClock()
         let task = Task {
             withUnsafeCurrentTask { $0?.cancel() }
             try await clock.sleep(for: .seconds(1))

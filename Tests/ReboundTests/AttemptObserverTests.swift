@@ -59,7 +59,7 @@ struct AttemptObserverTests {
         let session = Session(
             transport: transport,
             interceptor: Interceptor(retriers: [retryAnything(limit: 5, delay: .seconds(1))], observers: [observer]),
-            clock: ImmediateClock())
+            clock: FastForwardClock())
 
         _ = try await session.send(request())
 
@@ -73,7 +73,7 @@ struct AttemptObserverTests {
         let session = Session(
             transport: ScriptedTransport([.status(500), .status(502)]),
             interceptor: Interceptor(retriers: [retryAnything(limit: 1)], observers: [observer]),
-            clock: ImmediateClock())
+            clock: FastForwardClock())
 
         let thrown = await #expect(throws: ReboundError.self) { try await session.send(request()) }
 
@@ -87,7 +87,7 @@ struct AttemptObserverTests {
         let observer = RecordingObserver()
         let transport = ScriptedTransport([.hang])
         let session = Session(
-            transport: transport, interceptor: Interceptor(observers: [observer]), clock: ImmediateClock())
+            transport: transport, interceptor: Interceptor(observers: [observer]), clock: FastForwardClock())
 
         let task = Task { try await session.send(request()) }
         try await transport.waitForRequests(1)
@@ -133,7 +133,7 @@ struct AttemptObserverTests {
                 adapters: [shared], retriers: [shared],
                 interceptors: [Interceptor(observers: [Named(name: "nested", log: log)])],
                 observers: [Named(name: "session", log: log), shared]),
-            clock: ImmediateClock())
+            clock: FastForwardClock())
 
         _ = try await session.send(request(), interceptor: Interceptor(observers: [Named(name: "request", log: log)]))
 
@@ -149,7 +149,7 @@ struct AttemptObserverTests {
         let session = Session(
             transport: ScriptedTransport([.status(503), .status(200)]),
             interceptor: Interceptor(retriers: [retryAnything(limit: 3, delay: .zero)], observers: [shared]),
-            clock: ImmediateClock())
+            clock: FastForwardClock())
 
         _ = try await session.send(request(), interceptor: Interceptor(observers: [own, shared]))
 
@@ -163,7 +163,7 @@ struct AttemptObserverTests {
             configuration: .init(initialTokens: 10, maximumTokens: 10, retryCost: 5, successReward: 0))
         let session = Session(
             transport: ScriptedTransport([.status(503), .status(503), .status(200)]),
-            adapters: [budget], retriers: [retryAnything(limit: 5, delay: .zero)], clock: ImmediateClock())
+            adapters: [budget], retriers: [retryAnything(limit: 5, delay: .zero)], clock: FastForwardClock())
 
         let response = try await session.send(request(), adapters: [budget])
 
@@ -175,7 +175,7 @@ struct AttemptObserverTests {
         let registering = RegisteringObserver()
         let session = Session(
             transport: ScriptedTransport([.status(200)]), adapters: [registering], interceptor: unregistered,
-            clock: ImmediateClock())
+            clock: FastForwardClock())
 
         _ = try await session.send(request())
         _ = try? await session.send(request())  // the script is exhausted: a transport failure
@@ -190,7 +190,7 @@ struct AttemptObserverTests {
         let session = Session(
             transport: ScriptedTransport([.status(200)]),
             interceptor: Interceptor(adapters: [failing], retriers: [loggingRetrier("r", log: log, answer: .retry)]),
-            clock: ImmediateClock())
+            clock: FastForwardClock())
 
         let error = await #expect(throws: ReboundError.self) { try await session.send(request()) }
 
@@ -236,7 +236,7 @@ struct AttemptObserverTests {
             transport: transport,
             interceptor: Interceptor(
                 retriers: [retryAnything(limit: 1)], interceptors: [RejectsBody(body: "bad", log: log)]),
-            clock: ImmediateClock())
+            clock: FastForwardClock())
 
         let response = try await session.send(request())
 
@@ -253,7 +253,7 @@ struct AttemptObserverTests {
         let log = Log()
         let session = Session(
             transport: ScriptedTransport([.response(status: 500, body: "bad")]),
-            interceptor: RejectsBody(body: "bad", log: log), clock: ImmediateClock())
+            interceptor: RejectsBody(body: "bad", log: log), clock: FastForwardClock())
 
         let error = await #expect(throws: ReboundError.self) { try await session.send(request()) }
 
@@ -265,7 +265,7 @@ struct AttemptObserverTests {
         let log = Log()
         let session = Session(
             transport: ScriptedTransport([.response(body: "ok")]),
-            interceptor: RejectsBody(body: "x", log: log), clock: ImmediateClock())
+            interceptor: RejectsBody(body: "x", log: log), clock: FastForwardClock())
 
         _ = try await session.send(request(), interceptor: RejectsBody(body: "y", log: log))
 

@@ -62,7 +62,7 @@ struct ForwardingWrapperTests {
         ])
         let session = Session(
             transport: transport, adapters: [adapter(json, wrapping)], retriers: [RetryPolicy()],
-            clock: ImmediateClock())
+            clock: FastForwardClock())
 
         let response = try await session.send(request())
 
@@ -86,7 +86,7 @@ struct ForwardingWrapperTests {
         let retrier: any RequestRetrier = wrapping == .wrapped ? ForwardingRetrier(wrapped: logger) : logger
         let session = Session(
             transport: ScriptedTransport([.status(200), .status(503), .status(200)]), retriers: [retrier],
-            clock: ImmediateClock())
+            clock: FastForwardClock())
 
         _ = try await session.send(request())
         _ = try await session.send(request())
@@ -108,7 +108,7 @@ struct ForwardingWrapperTests {
         let interceptor: any RequestInterceptor = wrapping == .wrapped ? ForwardingInterceptor(wrapped: logger) : logger
         let session = Session(
             transport: ScriptedTransport([.status(200), .status(503), .status(200)]), interceptor: interceptor,
-            clock: ImmediateClock())
+            clock: FastForwardClock())
 
         _ = try await session.send(request())
         _ = try await session.send(request())
@@ -157,7 +157,7 @@ struct ForwardingWrapperTests {
         let budget = RetryBudget(configuration: .init(initialTokens: 12, retryCost: 5))
         let session = Session(
             transport: transport, adapters: [adapter(budget, wrapping)], retriers: [retryAnything(limit: 10)],
-            clock: ImmediateClock())
+            clock: FastForwardClock())
 
         let error = try await #require(throws: ReboundError.self) { try await session.send(request()) }
 
@@ -193,7 +193,7 @@ struct ForwardingWrapperTests {
         let transport = ScriptedTransport([.status(503), .status(503), .status(200)])
         let session = Session(
             transport: transport, adapters: [adapter(IdempotencyKeyAdapter(), wrapping)], retriers: [RetryPolicy()],
-            clock: ImmediateClock())
+            clock: FastForwardClock())
 
         _ = try await session.send(request(.post))
 

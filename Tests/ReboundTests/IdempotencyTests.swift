@@ -12,7 +12,7 @@ struct IdempotencyTests {
     @Test(arguments: [HTTPMethod.post, .patch, .connect, HTTPMethod(rawValue: "PURGE")])
     func retryPolicyNeverRetriesANonIdempotentMethod(method: HTTPMethod) async throws {
         let transport = ScriptedTransport([.status(503), .status(200)])
-        let session = Session(transport: transport, retriers: [RetryPolicy()], clock: ImmediateClock())
+        let session = Session(transport: transport, retriers: [RetryPolicy()], clock: FastForwardClock())
 
         await #expect(throws: ReboundError.self) { try await session.send(request(method)) }
         #expect(transport.requestCount == 1)
@@ -20,7 +20,7 @@ struct IdempotencyTests {
 
     @Test func aRequestWithAnIdempotencyKeyIsRetried() async throws {
         let transport = ScriptedTransport([.status(503), .status(200)])
-        let session = Session(transport: transport, retriers: [RetryPolicy()], clock: ImmediateClock())
+        let session = Session(transport: transport, retriers: [RetryPolicy()], clock: FastForwardClock())
         var post = request(.post)
         post.setValue("order-42", forHTTPHeaderField: "Idempotency-Key")
 
@@ -32,7 +32,7 @@ struct IdempotencyTests {
     @Test func listingTheMethodIsTheExplicitOptIn() async throws {
         let transport = ScriptedTransport([.status(503), .status(200)])
         let policy = RetryPolicy(retryableHTTPMethods: RetryPolicy.defaultRetryableHTTPMethods.union([.post]))
-        let session = Session(transport: transport, retriers: [policy], clock: ImmediateClock())
+        let session = Session(transport: transport, retriers: [policy], clock: FastForwardClock())
 
         #expect(try await session.send(request(.post)).retryCount == 1)
     }
@@ -41,7 +41,7 @@ struct IdempotencyTests {
         let transport = ScriptedTransport([.status(503), .status(502), .status(200), .status(200)])
         let session = Session(
             transport: transport, interceptor: Interceptor(adapters: [.idempotencyKey], retriers: [RetryPolicy()]),
-            clock: ImmediateClock())
+            clock: FastForwardClock())
 
         _ = try await session.send(request(.post))
         _ = try await session.send(request(.post))

@@ -40,7 +40,7 @@ struct JSONBodyRetrierTests {
         let transport = ScriptedTransport([
             .response(body: #"{"error_code": "TEMPORARY_ERROR"}"#), .response(body: #"{"items": []}"#),
         ])
-        let session = Session(transport: transport, adapters: [retrier], clock: ImmediateClock())
+        let session = Session(transport: transport, adapters: [retrier], clock: FastForwardClock())
 
         let response = try await session.send(request())
 
@@ -61,7 +61,7 @@ struct JSONBodyRetrierTests {
         let session = Session(
             transport: transport,
             interceptor: Interceptor(adapters: [retrier], retriers: [loggingRetrier("next", log: log, answer: .retry)]),
-            clock: ImmediateClock())
+            clock: FastForwardClock())
 
         let response = try await session.send(request())
 
@@ -91,7 +91,7 @@ struct JSONBodyRetrierTests {
         let transport = ScriptedTransport([
             .response(body: #"{"status": "busy", "retry": 1}"#), .response(body: #"{"status": "busy", "retry": 0}"#),
         ])
-        let session = Session(transport: transport, adapters: [retrier], clock: ImmediateClock())
+        let session = Session(transport: transport, adapters: [retrier], clock: FastForwardClock())
 
         let response = try await session.send(request())
 
@@ -104,7 +104,7 @@ struct JSONBodyRetrierTests {
         let retrier = JSONBodyRetrier(values: ["RATE_LIMITED"], inspectsSuccessfulResponses: false)
         let session = Session(
             transport: ScriptedTransport([.response(body: #"{"error_code": "RATE_LIMITED"}"#)]), adapters: [retrier],
-            clock: ImmediateClock())
+            clock: FastForwardClock())
 
         let response = try await session.send(request())
 
@@ -119,7 +119,7 @@ struct JSONBodyRetrierTests {
     func aBodyThatIsNotAMatchingJSONDocumentIsNoMatch(body: String) async throws {
         let session = Session(
             transport: ScriptedTransport([.response(status: 503, body: body)]), adapters: [retrier],
-            clock: ImmediateClock())
+            clock: FastForwardClock())
 
         let error = await #expect(throws: ReboundError.self) { try await session.send(request()) }
 
@@ -221,7 +221,7 @@ struct JSONBodyRetrierTests {
 @Suite("JSONBodyRetrier backoff", .timeLimit(.minutes(1)))
 struct JSONBodyRetrierBackoffTests {
     @Test func takesABackoffStrategyInsteadOfTheConstantDelay() async throws {
-        let clock = ImmediateClock()
+        let clock = FastForwardClock()
         let retrier = JSONBodyRetrier(
             values: ["BUSY"], backoff: .exponential(a: .seconds(1), b: 3).max(.seconds(5)))
         let session = Session(
@@ -239,7 +239,7 @@ struct JSONBodyRetrierBackoffTests {
             .response(status: 503, body: #"{"error_code": "RATE_LIMITED"}"#), .status(503), .status(200),
         ])
         let session = Session(
-            transport: transport, adapters: [json], retriers: [RetryPolicy()], clock: ImmediateClock())
+            transport: transport, adapters: [json], retriers: [RetryPolicy()], clock: FastForwardClock())
 
         let response = try await session.send(request())
 

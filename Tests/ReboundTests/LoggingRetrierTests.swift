@@ -59,7 +59,7 @@ struct LoggingRetrierTests {
         let session = Session(
             transport: ScriptedTransport([.status(503), .status(500)]),
             interceptor: LoggingRetrier(wrapping: RetryPolicy(retryLimit: 1), sink: log.sink),
-            clock: ImmediateClock())
+            clock: FastForwardClock())
 
         _ = try? await session.send(request())
 
@@ -78,7 +78,7 @@ struct LoggingRetrierTests {
             transport: ScriptedTransport([.status(429)]),
             interceptor: LoggingRetrier(
                 wrapping: Retrier { _, _ in .doNotRetryWithError(TestError("quota")) }, sink: log.sink),
-            clock: ImmediateClock())
+            clock: FastForwardClock())
 
         _ = try? await session.send(request(.put))
 
@@ -93,13 +93,13 @@ struct LoggingRetrierTests {
     @Test func logsAFirstAttemptSuccessAndCancellationOnlyAtDebugLevel() async throws {
         let transport = ScriptedTransport([.status(204), .hang])
         let quiet = Session(
-            transport: transport, interceptor: LoggingRetrier(sink: log.sink), clock: ImmediateClock())
+            transport: transport, interceptor: LoggingRetrier(sink: log.sink), clock: FastForwardClock())
         _ = try await quiet.send(request())
         #expect(log.events.isEmpty)
 
         let verbose = Session(
             transport: transport, interceptor: LoggingRetrier(minimumLevel: .debug, sink: log.sink),
-            clock: ImmediateClock())
+            clock: FastForwardClock())
         let task = Task { try await verbose.send(request()) }
         try await transport.waitForRequests(2)
         task.cancel()
@@ -114,7 +114,7 @@ struct LoggingRetrierTests {
         let session = Session(
             transport: ScriptedTransport([.status(500), .status(200)]),
             interceptor: Interceptor(retriers: [LoggingRetrier(sink: log.sink), retryAnything(limit: 1)]),
-            clock: ImmediateClock())
+            clock: FastForwardClock())
 
         _ = try await session.send(request())
 
@@ -130,7 +130,7 @@ struct LoggingRetrierTests {
     func neverChangesTheWrappedRetriersDecision(script: [ScriptedTransport.Step]) async throws {
         func run(_ retrier: any RequestRetrier) async -> [Int?] {
             let session = Session(
-                transport: ScriptedTransport(script), retriers: [retrier], clock: ImmediateClock())
+                transport: ScriptedTransport(script), retriers: [retrier], clock: FastForwardClock())
             do {
                 return try await session.send(request()).attempts.map(\.statusCode)
             } catch let error as ReboundError {
@@ -153,7 +153,7 @@ struct LoggingRetrierTests {
         let session = Session(
             transport: transport,
             interceptor: LoggingRetrier(wrapping: Interceptor(adapters: [breaker]), sink: log.sink),
-            clock: ImmediateClock())
+            clock: FastForwardClock())
 
         _ = try? await session.send(request())
         let error = await #expect(throws: ReboundError.self) { try await session.send(request()) }
@@ -180,7 +180,7 @@ struct LoggingRetrierTests {
             transport: ScriptedTransport([.status(500), .status(500)]),
             interceptor: LoggingRetrier(
                 wrapping: retryAnything(limit: 1), minimumLevel: .trace, includesHeaders: true, sink: log.sink),
-            clock: ImmediateClock())
+            clock: FastForwardClock())
 
         _ = try? await session.send(sent)
 
@@ -201,7 +201,7 @@ struct LoggingRetrierTests {
             transport: ScriptedTransport([.status(503), .status(200)]),
             interceptor: LoggingRetrier(
                 wrapping: retryAnything(limit: 1), sink: LoggingRetrier.lines(to: pipe.fileHandleForWriting)),
-            clock: ImmediateClock())
+            clock: FastForwardClock())
 
         _ = try await session.send(request())
         try pipe.fileHandleForWriting.close()
@@ -219,7 +219,7 @@ struct LoggingRetrierTests {
         let session = Session(
             transport: ScriptedTransport([.status(503), .status(200)]),
             retriers: [LoggingRetrier(wrapping: ConnectionLostRetryPolicy(), sink: log.sink), RetryPolicy()],
-            clock: ImmediateClock())
+            clock: FastForwardClock())
 
         _ = try await session.send(request())
 
@@ -242,7 +242,7 @@ struct LoggingRetrierTests {
         ])
         let session = Session(
             transport: transport, interceptor: LoggingRetrier(wrapping: retryAnything(limit: 2), sink: log.sink),
-            clock: ImmediateClock())
+            clock: FastForwardClock())
 
         _ = try await session.send(request())
 
@@ -269,7 +269,7 @@ struct LoggingRetrierTests {
         ])
         let session = Session(
             transport: transport, retriers: [LoggingRetrier(wrapping: retryAnything(limit: 2), sink: log.sink)],
-            clock: ImmediateClock())
+            clock: FastForwardClock())
 
         _ = try await session.send(request())
 

@@ -61,7 +61,7 @@ struct ReflectionRedactionTests {
         request.setValue("Bearer \(secret)", forHTTPHeaderField: "Authorization")
         request.setValue("id=\(secret)", forHTTPHeaderField: "Cookie")
         request.httpBody = Data(secret.utf8)
-        let session = Session(transport: transport, retriers: [keep], observers: [records], clock: ImmediateClock())
+        let session = Session(transport: transport, retriers: [keep], observers: [records], clock: FastForwardClock())
         let error = try await #require(throws: ReboundError.self) { try await session.send(request) }
         return (error, records)
     }

@@ -113,7 +113,7 @@ struct RegisteredRolesTests {
         let budget = RetryBudget(configuration: .init(initialTokens: 12, retryCost: 5))
         let session = Session(
             transport: transport, interceptor: shape.chain(budget, retriers: [retryAnything(limit: 10)]),
-            clock: ImmediateClock())
+            clock: FastForwardClock())
 
         let error = try await #require(throws: ReboundError.self) { try await session.send(request()) }
 
@@ -131,7 +131,7 @@ struct RegisteredRolesTests {
         }
         let session = Session(
             transport: ScriptedTransport([.status(503), .status(200)]),
-            interceptor: Forwarding(retrier: registering), clock: ImmediateClock())
+            interceptor: Forwarding(retrier: registering), clock: FastForwardClock())
 
         _ = try await session.send(request())
 
@@ -159,7 +159,7 @@ struct RegisteredRolesTests {
         )
         let session = Session(
             transport: ScriptedTransport([.status(503), .status(503), .status(200), .status(503), .status(200)]),
-            clock: ImmediateClock())
+            clock: FastForwardClock())
 
         _ = try? await session.send(request(), adapters: [both])
         _ = try? await session.send(request(), retriers: [both])

@@ -26,7 +26,7 @@ struct ModifyingAdapterTests {
     @Test func aThrowingClosureFailsTheAttempt() async throws {
         let session = Session(
             transport: ScriptedTransport([.status(200)]),
-            adapters: [Adapter.modifying { _, _ in throw TestError("no") }], clock: ImmediateClock())
+            adapters: [Adapter.modifying { _, _ in throw TestError("no") }], clock: FastForwardClock())
 
         let error = await #expect(throws: ReboundError.self) { try await session.send(request()) }
 

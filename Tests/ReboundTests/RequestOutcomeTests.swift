@@ -38,7 +38,7 @@ private struct CancelPoint: Sendable {
 
 /// A clock whose sleeps end at once, unless the request cancels itself in its backoff.
 private struct SweepClock: Clock {
-    let base = ImmediateClock()
+    let base = FastForwardClock()
     var now: TestInstant { base.now }
     var minimumResolution: Duration { .zero }
 
@@ -58,7 +58,7 @@ struct RequestOutcomeTests {
         }
         let session = Session(
             transport: ScriptedTransport([.status(200), .status(503), .status(200), .status(404), .status(404)]),
-            adapters: [failing], retriers: [retryAnything(limit: 1)], observers: [observer], clock: ImmediateClock())
+            adapters: [failing], retriers: [retryAnything(limit: 1)], observers: [observer], clock: FastForwardClock())
 
         _ = try await session.send(request())
         _ = try await session.send(request())
@@ -101,7 +101,7 @@ struct RequestOutcomeTests {
     @Test func aRequestCancelledBeforeItsFirstAttemptEndsWithNoAttempts() async throws {
         let observer = RecordingObserver()
         let session = Session(
-            transport: ScriptedTransport([.status(200)]), observers: [observer], clock: ImmediateClock())
+            transport: ScriptedTransport([.status(200)]), observers: [observer], clock: FastForwardClock())
 
         let task = Task {
             withUnsafeCurrentTask { $0?.cancel() }

@@ -31,7 +31,7 @@ struct RetrierTests {
         }
         let session = Session(
             transport: transport, adapters: [taggingAdapter("a", log: log)], retriers: [byKind],
-            clock: ImmediateClock())
+            clock: FastForwardClock())
 
         let response = try await session.send(request(), label: "critical")
 
@@ -43,7 +43,7 @@ struct RetrierTests {
 
     @Test func treatsKindsOfRequestDifferently() async throws {
         let transport = ScriptedTransport { _, _ in .urlError(.cannotConnectToHost) }
-        let session = Session(transport: transport, retriers: [byKind], clock: ImmediateClock())
+        let session = Session(transport: transport, retriers: [byKind], clock: FastForwardClock())
 
         let plain = await #expect(throws: ReboundError.self) { try await session.send(request()) }
         let critical = await #expect(throws: ReboundError.self) { try await session.send(request(), label: "critical") }
@@ -59,7 +59,7 @@ struct RetrierTests {
             retriers: [
                 Retrier { _, error in .doNotRetryWithError(error) }, loggingRetrier("later", log: log, answer: .retry),
             ],
-            clock: ImmediateClock())
+            clock: FastForwardClock())
 
         let error = try await #require(throws: ReboundError.self) { try await session.send(request()) }
 
@@ -74,7 +74,7 @@ struct RetrierTests {
         let session = Session(
             transport: ScriptedTransport([.status(503)]),
             retriers: [Retrier { _, _ in .doNotRetryWithError(TestError("x")) }],
-            clock: ImmediateClock())
+            clock: FastForwardClock())
 
         let error = try await #require(throws: ReboundError.self) { try await session.send(request()) }
 
@@ -86,7 +86,7 @@ struct RetrierTests {
     }
 
     @Test func mediaPlayerDefaultRetriesAnyFailureThreeTimesThenEndsWithTheLastOne() async throws {
-        let clock = ImmediateClock()
+        let clock = FastForwardClock()
         let log = Log()
         let session = Session(
             transport: ScriptedTransport([.status(503), .urlError(.timedOut), .status(500), .status(404)]),

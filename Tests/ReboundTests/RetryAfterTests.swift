@@ -90,7 +90,7 @@ struct RetryAfterTests {
     // MARK: - In RetryPolicy and CircuitBreaker
 
     @Test func retryPolicyWaitsWhatRetryAfterSaysAndRetriesA429ThatCarriesOne() async throws {
-        let clock = ImmediateClock()
+        let clock = FastForwardClock()
         let transport = ScriptedTransport([
             .response(status: 503, headers: ["Retry-After": "7"]),
             .response(status: 429, headers: ["Retry-After": "120"]),
@@ -106,10 +106,10 @@ struct RetryAfterTests {
     @Test func a429WithoutRetryAfterOrARetryAfterPolicyThatIgnoresItIsNotRetried() async throws {
         let plain = Session(
             transport: ScriptedTransport([.status(429), .status(200)]), retriers: [RetryPolicy()],
-            clock: ImmediateClock())
+            clock: FastForwardClock())
         await #expect(throws: ReboundError.self) { try await plain.send(request()) }
 
-        let clock = ImmediateClock()
+        let clock = FastForwardClock()
         let ignoring = Session(
             transport: ScriptedTransport([.response(status: 503, headers: ["Retry-After": "30"]), .status(200)]),
             retriers: [RetryPolicy(retryAfter: .ignored)], clock: clock)

@@ -12,7 +12,7 @@ struct RetryBudgetRatioTests {
     private func session(_ budget: RetryBudget, _ transport: ScriptedTransport, retryLimit: Int = 3) -> Session {
         Session(
             transport: transport, adapters: [budget], retriers: [RetryPolicy(retryLimit: retryLimit, backoff: .none)],
-            clock: ImmediateClock())
+            clock: FastForwardClock())
     }
 
     @Test("Retries are at most 10 % of the window's requests plus the floor")
@@ -99,7 +99,7 @@ struct RetryBudgetRatioTests {
         let transport = ScriptedTransport { _, _ in .status(503) }
         let session = Session(
             transport: transport, adapters: [budget, breaker], retriers: [RetryPolicy(backoff: .none)],
-            clock: ImmediateClock())
+            clock: FastForwardClock())
 
         let error = try await #require(throws: ReboundError.self) { try await session.send(request()) }
         #expect(transport.requestCount == 1)

@@ -15,7 +15,7 @@ struct RetryBudgetTests {
         Session(
             transport: transport,
             adapters: [budget], retriers: [RetryPolicy(retryLimit: retryLimit)],
-            clock: ImmediateClock())
+            clock: FastForwardClock())
     }
 
     @Test func aRetryCostsFiveAndASuccessGivesItBack() async throws {

@@ -46,7 +46,7 @@ private struct BrokenClock: Clock {
 @Suite("retry(maxAttempts:tolerance:clock:operation:strategy:)", .timeLimit(.minutes(1)))
 struct RetryFunctionTests {
     @Test func returnsTheFirstSuccessBackingOffOnTheClock() async throws {
-        let clock = ImmediateClock()
+        let clock = FastForwardClock()
         let operation = Operation(failures: 2)
 
         let result = try await retry(maxAttempts: 3, clock: clock) {
@@ -63,7 +63,7 @@ struct RetryFunctionTests {
         let operation = Operation(failures: 10)
 
         await #expect(throws: Flaky.transient(3)) {
-            try await retry(maxAttempts: 3, clock: ImmediateClock()) { () throws(Flaky) in try operation() }
+            try await retry(maxAttempts: 3, clock: FastForwardClock()) { () throws(Flaky) in try operation() }
         }
         #expect(operation.count == 3)
     }
@@ -71,7 +71,7 @@ struct RetryFunctionTests {
     @Test func theLastErrorKeepsItsTypeWithoutWrapping() async throws {
         let operation = Operation(failures: 10)
         do {
-            _ = try await retry(maxAttempts: 2, clock: ImmediateClock()) { () throws(Flaky) in try operation() }
+            _ = try await retry(maxAttempts: 2, clock: FastForwardClock()) { () throws(Flaky) in try operation() }
             Issue.record("no error")
         } catch let error as Flaky {
             #expect(error == .transient(2))
@@ -80,7 +80,7 @@ struct RetryFunctionTests {
 
     @Test func stopEndsAtOnceWithThatError() async throws {
         let operation = Operation(failures: 10) { $0 == 1 ? .transient(1) : .fatal }
-        let clock = ImmediateClock()
+        let clock = FastForwardClock()
 
         await #expect(throws: Flaky.fatal) {
             try await retry(maxAttempts: 5, clock: clock) { () throws(Flaky) in
@@ -95,7 +95,7 @@ struct RetryFunctionTests {
 
     @Test func theDefaultStrategyRetriesAtOnce() async throws {
         let operation = Operation(failures: 2)
-        let clock = ImmediateClock()
+        let clock = FastForwardClock()
         let result = try await retry(clock: clock) { () throws(Flaky) in try operation() }
         #expect(result == "ok after 3")
         // Like swift-concurrency-retry's default: no delay, but a sleep of zero on the clock.
@@ -105,7 +105,7 @@ struct RetryFunctionTests {
     }
 
     @Test func decorrelatedJitterSeesThePreviousDelay() async throws {
-        let clock = ImmediateClock()
+        let clock = FastForwardClock()
         let operation = Operation(failures: 4)
 
         _ = try await retry(maxAttempts: 5, clock: clock) { () throws(Flaky) in
@@ -126,7 +126,7 @@ struct RetryFunctionTests {
         let (held, _) = AsyncStream<Never>.makeStream()
         let task = Task {
             for await _ in held {}  // Ends when the task is cancelled.
-            return try await retry(maxAttempts: 5, clock: ImmediateClock()) { () throws(Flaky) -> Int in
+            return try await retry(maxAttempts: 5, clock: FastForwardClock()) { () throws(Flaky) -> Int in
                 calls.withLock { $0 += 1 }
                 throw .transient(1)
             }
@@ -140,7 +140,7 @@ struct RetryFunctionTests {
     @Test func cancelledDuringAnAttemptItRethrowsTheOperationsOwnErrorAndStops() async throws {
         let calls = Locked(0)
         let started = AsyncStream<Void>.makeStream()
-        let clock = ImmediateClock()
+        let clock = FastForwardClock()
         let task = Task {
             try await retry(maxAttempts: 5, clock: clock) { () async throws(Flaky) -> Int in
                 let call = calls.withLock { count -> Int in
@@ -180,7 +180,7 @@ struct RetryFunctionTests {
     }
 
     @Test func aCancellationErrorThrownWhileTheTaskIsNotCancelledIsRetriedLikeAnyError() async throws {
-        let clock = ImmediateClock()
+        let clock = FastForwardClock()
         let calls = Locked(0)
         await #expect(throws: CancellationError.self) {
             try await retry(maxAttempts: 4, clock: clock) { () async throws -> Int in
@@ -206,7 +206,7 @@ struct RetryFunctionTests {
     @Test(arguments: [0, -1])
     func rejectsFewerThanOneAttempt(maxAttempts: Int) async {
         let error = await #expect(throws: ConfigurationError.self) {
-            try await retry(maxAttempts: maxAttempts, clock: ImmediateClock()) { 1 }
+            try await retry(maxAttempts: maxAttempts, clock: FastForwardClock()) { 1 }
         }
 
         #expect(error?.field == "retry(maxAttempts:)")

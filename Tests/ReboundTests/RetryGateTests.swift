@@ -35,7 +35,7 @@ struct RetryGateTests {
             transport: transport,
             interceptor: Interceptor(
                 retriers: [retryAnything(limit: 5, delay: .seconds(2))], observers: [observer], gates: [gate]),
-            clock: ImmediateClock())
+            clock: FastForwardClock())
 
         let error = await #expect(throws: ReboundError.self) { try await session.send(request()) }
 
@@ -54,7 +54,7 @@ struct RetryGateTests {
         let session = Session(
             transport: ScriptedTransport([.status(404)]),
             interceptor: Interceptor(retriers: [RetryPolicy()], gates: [gate]),
-            clock: ImmediateClock())
+            clock: FastForwardClock())
 
         _ = try? await session.send(request())
 
@@ -66,7 +66,7 @@ struct RetryGateTests {
         let closed = CountingGate(allowed: 0)
         let session = Session(
             transport: ScriptedTransport { _, _ in .status(503) },
-            interceptor: Interceptor(retriers: [retryAnything(limit: 3)], gates: [open]), clock: ImmediateClock()
+            interceptor: Interceptor(retriers: [retryAnything(limit: 3)], gates: [open]), clock: FastForwardClock()
         )
 
         let error = await #expect(throws: ReboundError.self) {
@@ -84,7 +84,7 @@ struct RetryGateTests {
         let closed = CountingGate(allowed: 0)
         let session = Session(
             transport: ScriptedTransport { _, _ in .status(503) }, retriers: [retryAnything(limit: 3)], gates: [open],
-            clock: ImmediateClock())
+            clock: FastForwardClock())
 
         let error = try await #require(throws: ReboundError.self) {
             try await session.send(request(), gates: [closed])

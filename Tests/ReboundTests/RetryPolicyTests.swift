@@ -127,7 +127,7 @@ struct RetryPolicyTests {
 
     @Test func sessionRetriesA503WithoutAnyValidationCall() async throws {
         let transport = ScriptedTransport([.status(503), .status(200)])
-        let session = Session(transport: transport, retriers: [RetryPolicy()], clock: ImmediateClock())
+        let session = Session(transport: transport, retriers: [RetryPolicy()], clock: FastForwardClock())
 
         _ = try await session.send(request())
 

@@ -15,7 +15,7 @@ struct SessionTests {
         let transport = ScriptedTransport([.response(status: 201, headers: ["X-Id": "7"], body: "made")])
         let session = Session(
             transport: transport, interceptor: Interceptor(adapters: [taggingAdapter("a", log: Log())]),
-            clock: ImmediateClock())
+            clock: FastForwardClock())
 
         let response = try await session.send(request(.post))
 
@@ -61,7 +61,7 @@ struct SessionTests {
 
     @Test func conveniencesBuildTheRequestFromURLMethodHeadersAndBody() async throws {
         let transport = ScriptedTransport([.status(200)])
-        let session = Session(transport: transport, clock: ImmediateClock())
+        let session = Session(transport: transport, clock: FastForwardClock())
 
         _ = try await session.send(
             exampleURL, method: .put, headers: ["Content-Type": "text/plain"], body: Data("hi".utf8))
@@ -75,7 +75,7 @@ struct SessionTests {
 
     @Test func decodesAJSONBody() async throws {
         struct Item: Decodable, Equatable { let id: Int }
-        let session = Session(transport: ScriptedTransport([.response(body: #"{"id": 4}"#)]), clock: ImmediateClock())
+        let session = Session(transport: ScriptedTransport([.response(body: #"{"id": 4}"#)]), clock: FastForwardClock())
 
         let item: Item = try await session.send(exampleURL).decode()
 
@@ -84,7 +84,7 @@ struct SessionTests {
 
     @Test func decodingFailureKeepsTheDecoderErrorAndTheResponse() async throws {
         struct Item: Decodable { let id: Int }
-        let session = Session(transport: ScriptedTransport([.response(body: "not json")]), clock: ImmediateClock())
+        let session = Session(transport: ScriptedTransport([.response(body: "not json")]), clock: FastForwardClock())
         let response = try await session.send(exampleURL)
 
         #expect {
@@ -107,7 +107,7 @@ struct SessionTests {
             interceptor: Interceptor(
                 adapters: [taggingAdapter("session", log: log)],
                 retriers: [loggingRetrier("session", log: log, answer: .doNotRetry)]),
-            clock: ImmediateClock())
+            clock: FastForwardClock())
         let own = Interceptor(
             adapters: [taggingAdapter("request", log: log)],
             retriers: [loggingRetrier("request", log: log, answer: .retry)])
@@ -135,7 +135,7 @@ struct SessionTests {
             interceptor: Interceptor(
                 adapters: [taggingAdapter("interceptor", log: log)],
                 retriers: [loggingRetrier("interceptor", log: log, answer: .doNotRetry)]),
-            observers: [observer], clock: ImmediateClock())
+            observers: [observer], clock: FastForwardClock())
 
         _ = try await session.send(
             request(), adapters: [taggingAdapter("own adapter", log: log)],
@@ -159,7 +159,7 @@ struct SessionTests {
         }
         let session = Session(
             transport: ScriptedTransport([.status(503), .status(200)]), retriers: [RetryOnce()],
-            clock: ImmediateClock())
+            clock: FastForwardClock())
 
         let response = try await session.send(request())
 
@@ -170,7 +170,7 @@ struct SessionTests {
         let log = Log()
         let session = Session(
             transport: ScriptedTransport([.status(500), .status(200)]),
-            retriers: [loggingRetrier("session", log: log, answer: .retry)], clock: ImmediateClock())
+            retriers: [loggingRetrier("session", log: log, answer: .retry)], clock: FastForwardClock())
 
         _ = try await session.send(request(), retriers: [loggingRetrier("request", log: log, answer: .retry)])
 
@@ -182,7 +182,7 @@ struct SessionTests {
         let session = Session(
             transport: transport,
             interceptor: Interceptor(adapters: [taggingAdapter("a", log: Log())], retriers: [retryAnything(limit: 2)]),
-            clock: ImmediateClock())
+            clock: FastForwardClock())
 
         _ = try await session.send(request())
 
@@ -201,7 +201,7 @@ struct SessionTests {
                     }
                 ],
                 retriers: [retryAnything(limit: 1)]),
-            clock: ImmediateClock())
+            clock: FastForwardClock())
 
         _ = try await session.send(request(), label: "critical")
         _ = try await session.send(request())
@@ -232,7 +232,7 @@ struct SessionTests {
                         return .retry
                     }
                 ]),
-            clock: ImmediateClock())
+            clock: FastForwardClock())
 
         _ = try await session.send(request(), label: "search")
 
@@ -249,7 +249,7 @@ struct SessionTests {
             interceptor: Interceptor(retriers: [
                 loggingRetrier("a", log: log, answer: .doNotRetry), loggingRetrier("b", log: log, answer: .retry),
             ]),
-            clock: ImmediateClock())
+            clock: FastForwardClock())
 
         _ = try await session.send(request())
 
@@ -274,7 +274,7 @@ struct SessionTests {
                         return .retry
                     }
                 ]),
-            clock: ImmediateClock())
+            clock: FastForwardClock())
 
         let response = try await session.send(request())
 
@@ -287,7 +287,7 @@ struct SessionTests {
     @Test func adapterFailureThatIsNotRetriedIsReportedAsSuch() async throws {
         let session = Session(
             transport: ScriptedTransport([]),
-            adapters: [Adapter { _, _ in throw TestError("signing key missing") }], clock: ImmediateClock())
+            adapters: [Adapter { _, _ in throw TestError("signing key missing") }], clock: FastForwardClock())
 
         let error = try await #require(throws: ReboundError.self) { try await session.send(request()) }
 
@@ -300,7 +300,7 @@ struct SessionTests {
     }
 
     @Test func transportErrorKeepsItsURLErrorCode() async throws {
-        let session = Session(transport: ScriptedTransport([.urlError(.cannotFindHost)]), clock: ImmediateClock())
+        let session = Session(transport: ScriptedTransport([.urlError(.cannotFindHost)]), clock: FastForwardClock())
 
         let error = try await #require(throws: ReboundError.self) { try await session.send(request()) }
 
@@ -315,7 +315,7 @@ struct SessionTests {
 
     @Test func unacceptableStatusKeepsTheResponseAndBody() async throws {
         let session = Session(
-            transport: ScriptedTransport([.response(status: 404, body: "gone")]), clock: ImmediateClock())
+            transport: ScriptedTransport([.response(status: 404, body: "gone")]), clock: FastForwardClock())
 
         let error = try await #require(throws: ReboundError.self) { try await session.send(request()) }
 
@@ -338,7 +338,7 @@ struct SessionTests {
                     request.retryCount == 0 ? .retry : .doNotRetryWithError(TestError("quota exhausted"))
                 }
             ],
-            clock: ImmediateClock())
+            clock: FastForwardClock())
 
         let error = try await #require(throws: ReboundError.self) { try await session.send(request()) }
 
@@ -357,7 +357,7 @@ struct SessionTests {
     @Test func errorAfterRetriesDescribesTheLastAttemptAndKeepsAllAttempts() async throws {
         let session = Session(
             transport: ScriptedTransport([.status(503), .status(503), .urlError(.timedOut)]),
-            retriers: [retryAnything(limit: 2)], clock: ImmediateClock())
+            retriers: [retryAnything(limit: 2)], clock: FastForwardClock())
 
         let error = try await #require(throws: ReboundError.self) { try await session.send(request()) }
 
@@ -373,7 +373,7 @@ struct SessionTests {
         let session = Session(
             transport: ScriptedTransport([.response(status: 200, body: "")]),
             validator: .successfulStatusCodes.and { _, data in if data.isEmpty { throw TestError("empty") } },
-            clock: ImmediateClock())
+            clock: FastForwardClock())
 
         let error = try await #require(throws: ReboundError.self) { try await session.send(request()) }
 
@@ -387,7 +387,7 @@ struct SessionTests {
     @Test func requestValidatorReplacesTheSessions() async throws {
         let session = Session(
             transport: ScriptedTransport([.status(404), .status(404)]),
-            validator: .successfulStatusCodes, clock: ImmediateClock())
+            validator: .successfulStatusCodes, clock: FastForwardClock())
 
         let response = try await session.send(request(), validator: .acceptableStatusCodes([200, 404]))
 
@@ -399,7 +399,7 @@ struct SessionTests {
         let transport = ScriptedTransport([
             .response(body: #"{"error_code": "RATE_LIMITED"}"#), .response(body: #"{"ok": true}"#),
         ])
-        let session = Session(transport: transport, retriers: [retryAnything(limit: 3)], clock: ImmediateClock())
+        let session = Session(transport: transport, retriers: [retryAnything(limit: 3)], clock: FastForwardClock())
         let rejectErrorBodies = Validator.successfulStatusCodes.and { _, data in
             if String(decoding: data, as: UTF8.self).contains("error_code") { throw TestError("error body") }
         }
@@ -521,7 +521,7 @@ struct SessionTests {
 
     @Test func alreadyCancelledTaskSendsNothing() async throws {
         let transport = ScriptedTransport([.status(200)])
-        let session = Session(transport: transport, clock: ImmediateClock())
+        let session = Session(transport: transport, clock: FastForwardClock())
 
         let task = Task {
             withUnsafeCurrentTask { $0?.cancel() }
@@ -532,7 +532,7 @@ struct SessionTests {
     }
 
     @Test func transportCancelledErrorWithoutTaskCancellationIsAnOrdinaryFailure() async throws {
-        let session = Session(transport: ScriptedTransport([.urlError(.cancelled)]), clock: ImmediateClock())
+        let session = Session(transport: ScriptedTransport([.urlError(.cancelled)]), clock: FastForwardClock())
 
         let error = try await #require(throws: ReboundError.self) { try await session.send(request()) }
 
@@ -545,7 +545,7 @@ struct SessionTests {
         let transport = ScriptedTransport { _, number in
             number % 3 == 0 ? .status(200) : (number % 3 == 1 ? .status(503) : .urlError(.timedOut))
         }
-        let session = Session(transport: transport, retriers: [retryAnything(limit: 1)], clock: ImmediateClock())
+        let session = Session(transport: transport, retriers: [retryAnything(limit: 1)], clock: FastForwardClock())
 
         // Each task reports the attempts its one outcome recorded, or nil for anything but a response or ReboundError.
         let attemptCounts = await withTaskGroup(of: Int?.self) { group in
@@ -605,7 +605,7 @@ struct SessionTests {
         let budget = RetryBudget()
         let transport = ScriptedTransport([.status(503), .status(200)])
         let session = Session(
-            transport: transport, adapters: [budget], retriers: [retryAnything(limit: 3)], clock: ImmediateClock())
+            transport: transport, adapters: [budget], retriers: [retryAnything(limit: 3)], clock: FastForwardClock())
         var streamed = request(.put)
         streamed.httpBodyStream = InputStream(data: Data("body".utf8))
 
@@ -625,7 +625,7 @@ struct SessionTests {
             next.httpBodyStream = InputStream(data: Data("body".utf8))
             return .retryWithRequest(next, delay: .zero)
         }
-        let session = Session(transport: transport, retriers: [fresh], clock: ImmediateClock())
+        let session = Session(transport: transport, retriers: [fresh], clock: FastForwardClock())
         var streamed = request(.put)
         streamed.httpBodyStream = InputStream(data: Data("body".utf8))
 

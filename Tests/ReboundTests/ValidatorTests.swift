@@ -84,7 +84,7 @@ struct ValidatorTests {
         let session = Session(
             transport: ScriptedTransport([.status(200)]),
             validator: .validator { response, _, _ in throw UnacceptableStatusCode(response.statusCode) },
-            clock: ImmediateClock())
+            clock: FastForwardClock())
 
         let error = try await #require(throws: ReboundError.self) { try await session.send(request()) }
 
@@ -101,7 +101,7 @@ struct ValidatorTests {
             validator: Validator.successfulStatusCodes.and { _, _, context in
                 seen.withLock { $0.append("\(context.label ?? "-") #\(context.attempt)") }
                 if context.attempt == 1 { throw TestError("first") }
-            }, clock: ImmediateClock())
+            }, clock: FastForwardClock())
 
         _ = try await session.send(request(), label: "quote")
 

@@ -91,7 +91,7 @@ public final class Session: Sendable {
     ///   - redirectHandler: Decides which redirects requests follow and how; ``Redirector/follow`` (every redirect, up
     ///     to 20 hops per attempt, credentials dropped across origins) by default.
     ///   - clock: The clock that backoff delays are slept on and attempts are timed with; `ContinuousClock` by
-    ///     default. Tests pass a `ManualClock` or an `ImmediateClock` from `ReboundTesting`.
+    ///     default. Tests pass a `ManualClock` or an `FastForwardClock` from `ReboundTesting`.
     public init<C: Clock>(
         transport: any HTTPTransport = URLSessionTransport(),
         adapters: [any RequestAdapter] = [],

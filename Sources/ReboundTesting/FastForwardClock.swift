@@ -4,7 +4,7 @@ import Rebound
 /// which delays were asked for without waiting for them.
 ///
 /// ```swift
-/// let clock = ImmediateClock()
+/// let clock = FastForwardClock()
 /// let session = Session(retriers: [RetryPolicy()], clock: clock)
 /// _ = try await session.send(url)          // against a route that answers 503, 503, 200
 /// #expect(clock.sleeps == [.milliseconds(500), .seconds(1)])
@@ -14,7 +14,7 @@ import Rebound
 ///
 /// Not for sessions with a deadline: the session races each attempt against a sleep until the deadline, and on this
 /// clock that sleep ends at once, so every request would time out. Test deadlines on a `ManualClock`.
-public final class ImmediateClock: Clock, Sendable {
+public final class FastForwardClock: Clock, Sendable {
     /// The clock's instants: offsets from its start.
     public typealias Instant = TestInstant
 
