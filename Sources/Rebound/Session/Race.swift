@@ -3,7 +3,7 @@ enum RaceOutcome<Value: Sendable>: Sendable {
     /// The operation finished first.
     case finished(Value)
     /// The time limit came first; the operation was cancelled and its result, if it ever comes, is dropped.
-    case timedOut
+    case limitReached
     /// The calling task was cancelled first.
     case cancelled
 }
@@ -28,7 +28,7 @@ final class Race<Value: Sendable>: Sendable {
     static func run(
         _ limit: Duration, clock: SessionClock, _ operation: @escaping @Sendable () async -> Value
     ) async -> RaceOutcome<Value> {
-        guard limit > .zero else { return .timedOut }
+        guard limit > .zero else { return .limitReached }
         let race = Race()
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
@@ -49,7 +49,7 @@ final class Race<Value: Sendable>: Sendable {
                     } catch {
                         return  // Cancelled: the race was decided otherwise.
                     }
-                    race.decide(.timedOut)
+                    race.decide(.limitReached)
                 }
                 race.keep(work: work, timer: timer)
             }

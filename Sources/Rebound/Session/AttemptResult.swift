@@ -1,0 +1,34 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// What one attempt came to, in one box: the frames that carry it from await to await hold a reference.
+final class AttemptResult: Sendable {
+    enum Kind: Sendable {
+        case success
+        case failure(ReboundError.Reason)
+        case cancelled
+        /// The request's deadline came while the attempt was in flight (or before it started).
+        case deadlineReached
+    }
+
+    let kind: Kind
+    let sent: URLRequest?
+    let response: HTTPURLResponse?
+    let data: Data?
+
+    init(_ kind: Kind, sent: URLRequest? = nil, response: HTTPURLResponse? = nil, data: Data? = nil) {
+        self.kind = kind
+        self.sent = sent
+        self.response = response
+        self.data = data
+    }
+
+    static let deadlineReached = AttemptResult(.deadlineReached)
+    /// An attempt its attempt timeout ended: a failure with `URLError(.timedOut)`, which retry policies treat like any
+    /// other timeout.
+    static let attemptTimeoutReached = AttemptResult(.failure(.transportFailed(error: URLError(.timedOut))))
+    static let cancelledBeforeSending = AttemptResult(.cancelled)
+}
