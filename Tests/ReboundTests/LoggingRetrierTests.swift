@@ -278,4 +278,18 @@ struct LoggingRetrierTests {
                 [], ["GET https://api.example.com/items → 302 → GET https://api.example.com/b"],
             ])
     }
+
+    @Test func loggingAnInterceptorWithTheShorthandKeepsItsAdapter() async throws {
+        let auth = AuthenticationInterceptor(
+            authenticator: TokenAuthenticator(), credential: Token(value: 7), clock: FastForwardClock())
+        let transport = ScriptedTransport([.status(200)])
+        let session = Session(
+            transport: transport, interceptor: .logging(auth, sink: log.sink), clock: FastForwardClock())
+
+        _ = try await session.send(request())
+
+        #expect(transport.requests.first?.value(forHTTPHeaderField: "Authorization") == "Bearer 7")
+        let retriersOnly = LoggingRetrier.logging(RetryPolicy(), sink: log.sink)
+        #expect(retriersOnly.wrapped is RetryPolicy)
+    }
 }

@@ -308,6 +308,21 @@ extension RequestRetrier where Self == LoggingRetrier {
     }
 }
 
+extension RequestRetrier where Self == LoggingRetrier {
+    /// A ``LoggingRetrier`` around `interceptor`, which it adapts with as well as asks about retries: the overload
+    /// Swift picks for a part known to be a ``RequestInterceptor``, so that `.logging(auth)` keeps the credential; see
+    /// `LoggingRetrier.init(wrapping:minimumLevel:redaction:includesHeaders:sink:)`.
+    public static func logging(
+        _ interceptor: any RequestInterceptor, minimumLevel: RetryLogEvent.Level = .info,
+        redaction: Redaction = .default, includesHeaders: Bool = false,
+        sink: @escaping LoggingRetrier.Sink = LoggingRetrier.standardError
+    ) -> LoggingRetrier {
+        LoggingRetrier(
+            wrapping: interceptor, minimumLevel: minimumLevel, redaction: redaction, includesHeaders: includesHeaders,
+            sink: sink)
+    }
+}
+
 extension LoggingRetrier {
     /// The wrapped retrier's answer about `outcome`'s attempt, if it was asked; forgotten once read.
     private func answer(about outcome: AttemptOutcome) -> RetryResult? {
