@@ -3,45 +3,41 @@
 /// A source is shared by every request that uses the strategy holding it, so it is a class with its generator behind
 /// a lock. With ``seeded(_:)`` the sequence of numbers, and so of jittered delays, is the same on every run.
 public final class RandomSource: Sendable {
-    fileprivate enum Generator: Sendable {
-        case system
-        case seeded(Locked<SplitMix64>)
-        case custom(Locked<any RandomNumberGenerator & Sendable>)
-    }
+    /// The generator behind its lock; `nil` for the system's, which needs none.
+    private let locked: Locked<any RandomNumberGenerator & Sendable>?
 
-    fileprivate let generator: Generator
-
-    private init(_ generator: Generator) {
-        self.generator = generator
+    private init(locked: Locked<any RandomNumberGenerator & Sendable>?) {
+        self.locked = locked
     }
 
     /// The system's random number generator, the default.
-    public static let system = RandomSource(.system)
+    public static let system = RandomSource(locked: nil)
 
     /// A generator seeded with `seed` (SplitMix64): the same seed gives the same numbers on every run and platform.
     public static func seeded(_ seed: UInt64) -> RandomSource {
-        RandomSource(.seeded(Locked(SplitMix64(state: seed))))
+        RandomSource(locked: Locked(SplitMix64(state: seed)))
     }
 
     /// A source drawing from a copy of `generator`, kept behind a lock.
     public convenience init(_ generator: some RandomNumberGenerator & Sendable) {
-        self.init(.custom(Locked(generator)))
+        self.init(locked: Locked(generator))
     }
 
     /// A uniformly distributed number in `0 ..< 1`.
     public func unitInterval() -> Double {
-        switch generator {
-        case .system:
-            var system = SystemRandomNumberGenerator()
-            return Double.random(in: 0..<1, using: &system)
-        case .seeded(let locked):
-            return locked.withLock { Double.random(in: 0..<1, using: &$0) }
-        case .custom(let locked):
-            return locked.withLock { generator in
-                var any = AnyGenerator(base: generator)
-                defer { generator = any.base }
-                return Double.random(in: 0..<1, using: &any)
-            }
+        withGenerator { Double.random(in: 0..<1, using: &$0) }
+    }
+
+    /// Runs `body` with exclusive use of the generator (the system's needs no lock).
+    private func withGenerator<Result>(_ body: (inout AnyGenerator) -> Result) -> Result {
+        guard let locked else {
+            var system = AnyGenerator(base: SystemRandomNumberGenerator())
+            return body(&system)
+        }
+        return locked.withLock { generator in
+            var any = AnyGenerator(base: generator)
+            defer { generator = any.base }
+            return body(&any)
         }
     }
 }
@@ -59,20 +55,7 @@ extension RandomSource {
         let total =
             UInt128(upper.components.seconds) * Self.attosecondsPerSecond
             + UInt128(upper.components.attoseconds)
-        let drawn: UInt128
-        switch generator {
-        case .system:
-            var system = SystemRandomNumberGenerator()
-            drawn = Self.draw(below: total, using: &system)
-        case .seeded(let locked):
-            drawn = locked.withLock { Self.draw(below: total, using: &$0) }
-        case .custom(let locked):
-            drawn = locked.withLock { generator in
-                var any = AnyGenerator(base: generator)
-                defer { generator = any.base }
-                return Self.draw(below: total, using: &any)
-            }
-        }
+        let drawn = withGenerator { Self.draw(below: total, using: &$0) }
         let (seconds, attoseconds) = drawn.quotientAndRemainder(dividingBy: Self.attosecondsPerSecond)
         return Duration(secondsComponent: Int64(seconds), attosecondsComponent: Int64(attoseconds))
     }
