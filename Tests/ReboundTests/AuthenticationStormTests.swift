@@ -24,10 +24,7 @@ struct AuthenticationStormTests {
         let stalled = Gate()
         let calls = Locked(0)
         let authenticator = TokenAuthenticator { token in
-            let call = calls.withLock { count -> Int in
-                count += 1
-                return count
-            }
+            let call = calls.increment()
             guard call == 1 else { return Token(value: token.value + 1) }
             // The first refresh waits until all 500 requests wait for it.
             await gate.wait()
@@ -109,10 +106,7 @@ struct AuthenticationStormTests {
         let clock = ManualClock()
         let calls = Locked(0)
         let authenticator = TokenAuthenticator { token in
-            let call = calls.withLock { count -> Int in
-                count += 1
-                return count
-            }
+            let call = calls.increment()
             // The first refresh's own network call was cancelled, say.
             if call == 1 { throw CancellationError() }
             return Token(value: token.value + 1)

@@ -22,10 +22,7 @@ private final class Operation: Sendable {
     var count: Int { calls.withLock { $0 } }
 
     func callAsFunction() throws(Flaky) -> String {
-        let call = calls.withLock { value -> Int in
-            value += 1
-            return value
-        }
+        let call = calls.increment()
         if call <= failures { throw error(call) }
         return "ok after \(call)"
     }
@@ -143,10 +140,7 @@ struct RetryFunctionTests {
         let clock = FastForwardClock()
         let task = Task {
             try await retry(maxAttempts: 5, clock: clock) { () async throws(Flaky) -> Int in
-                let call = calls.withLock { count -> Int in
-                    count += 1
-                    return count
-                }
+                let call = calls.increment()
                 started.continuation.yield()
                 let (held, _) = AsyncStream<Never>.makeStream()
                 for await _ in held {}  // Ends when the task is cancelled.

@@ -101,3 +101,13 @@ actor Gate {
         waiting = []
     }
 }
+
+extension Locked where State == Int {
+    /// Adds one to the count and returns the new count: the number of this call, counting from 1.
+    func increment() -> Int {
+        withLock { count -> Int in
+            count += 1
+            return count
+        }
+    }
+}
