@@ -51,18 +51,6 @@ private final class Ledger: AttemptObserver {
     }
 }
 
-/// A small generator with a fixed seed, so that the server's faults follow the same sequence on every run.
-private struct SplitMix: Sendable {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// Issue 12 §8: many concurrent requests over real HTTP, with faults and cancellations at random points, through a
 /// breaker registry, a budget, an authenticator and a retry policy. Whatever the interleaving, every request ends once,
 /// none is attempted beyond its limit, and the shared state is empty afterwards.
@@ -76,7 +64,7 @@ struct SoakOverLoopbackTests {
         defer { server.stop() }
         // The reply to the server's n-th request, from a seeded sequence: 15% 503, 8% dropped connections, 2% stalls
         // that never answer (ended by the attempt timeout), and a 401 for every request still carrying the first token.
-        let faults = Locked(SplitMix(state: 12))
+        let faults = Locked(SplitMix64(seed: 12))
         server.route("/soak") { request, _ in
             if request.value(forHeader: "Authorization") == "Bearer 1" { return .status(401) }
             let roll = faults.withLock { $0.next() } % 100
@@ -108,7 +96,7 @@ struct SoakOverLoopbackTests {
             interceptor: auth, observers: [ledger], deadline: .seconds(10), attemptTimeout: .seconds(1))
 
         let url = server.url("/soak")
-        var cancels = SplitMix(state: 34)
+        var cancels = SplitMix64(seed: 34)
         let plan = (0..<Self.requests).map { _ -> Duration? in
             // One request in ten is cancelled by its caller after 0 to 30 ms.
             cancels.next() % 10 == 0 ? .milliseconds(Int(cancels.next() % 30)) : nil
