@@ -14,11 +14,21 @@ enum TransportKind: String, CaseIterable, Sendable, CustomTestStringConvertible 
 
     var testDescription: String { rawValue }
 
-    /// Whether the body of a 3xx, or of a 401 whose challenge the transport cancelled, reaches the caller: on Linux,
-    /// swift-corelibs-foundation drops it for a task with a completion handler, which a caller's session needs.
-    var keepsBodyOfUnfollowedResponses: Bool {
+    /// Whether the body of a 3xx that is not followed reaches the caller: on Linux, swift-corelibs-foundation
+    /// completes a `data(for:)` or completion-handler task with an empty body in its place.
+    static var keepsBodyOfUnfollowedRedirects: Bool {
         #if canImport(FoundationNetworking)
-            self == .ownSession
+            false
+        #else
+            true
+        #endif
+    }
+
+    /// Whether the body of a 401 with `challenge` reaches the caller: on Linux, a `Basic` challenge is raised and
+    /// cancelled, and the task completes without the body; the others come through as ordinary 401s.
+    static func keepsBodyOf401(challengedWith challenge: String) -> Bool {
+        #if canImport(FoundationNetworking)
+            !challenge.hasPrefix("Basic")
         #else
             true
         #endif
@@ -76,43 +86,66 @@ struct URLSessionTransportTests {
         #expect(response.statusCode == status)
         #expect(response.value(forHTTPHeaderField: "Location") == target.absoluteString)
         #expect(response.url == server.url("/from"))
-        #expect(String(decoding: data, as: UTF8.self) == (kind.keepsBodyOfUnfollowedResponses ? "moved" : ""))
+        #expect(String(decoding: data, as: UTF8.self) == (TransportKind.keepsBodyOfUnfollowedRedirects ? "moved" : ""))
         #expect(server.hits("/from") == 1)
         #expect(server.hits("/to") == 0)
     }
 
-    @Test(arguments: [
+    @Test(arguments: TransportKind.allCases, [
         "Basic realm=\"api\"", "Digest realm=\"api\", nonce=\"abc\", qop=\"auth\"", "Bearer", "Negotiate",
     ])
-    func aChallengeArrivesAsA401WithItsBody(_ challenge: String) async throws {
+    func aChallengeArrivesAsA401(_ kind: TransportKind, challenge: String) async throws {
         let server = try LoopbackServer()
         defer { server.stop() }
         server.route("/me", [.status(401, headers: ["WWW-Authenticate": challenge], body: "sign in first")])
 
-        let (data, response) = try await URLSessionTransport().send(URLRequest(url: server.url("/me")))
+        let (data, response) = try await kind.make().send(URLRequest(url: server.url("/me")))
 
         #expect(response.statusCode == 401)
         #expect(response.value(forHTTPHeaderField: "WWW-Authenticate") == challenge)
-        #expect(String(decoding: data, as: UTF8.self) == "sign in first")
+        let expectedBody = TransportKind.keepsBodyOf401(challengedWith: challenge) ? "sign in first" : ""
+        #expect(String(decoding: data, as: UTF8.self) == expectedBody)
         #expect(server.hits("/me") == 1)
     }
 
-    @Test(arguments: [
-        "Basic realm=\"api\"", "Digest realm=\"api\", nonce=\"abc\", qop=\"auth\"", "Bearer", "Negotiate",
-    ])
-    func aChallengeThroughTheCallersSessionArrivesAsA401(_ challenge: String) async throws {
+    @Test(arguments: TransportKind.allCases)
+    func concurrentChallengedSendsEachGetTheirOwn401(_ kind: TransportKind) async throws {
         let server = try LoopbackServer()
         defer { server.stop() }
-        server.route("/me", [.status(401, headers: ["WWW-Authenticate": challenge], body: "sign in first")])
+        // Given five resources, each challenging with a 401 of its own, and a sixth that answers 200.
+        let names = ["a", "b", "c", "d", "e"]
+        for name in names {
+            server.route(
+                "/\(name)", [.status(401, headers: ["WWW-Authenticate": "Basic realm=\"\(name)\"", "X-Resource": name])])
+        }
+        server.route("/ok", [.status(200, body: "ok")])
+        let transport = kind.make()
 
-        let (data, response) = try await TransportKind.callersSession.make().send(URLRequest(url: server.url("/me")))
+        // When 200 sends run at once, a sixth of them to the resource that answers.
+        let results = try await withThrowingTaskGroup(of: (String, HTTPURLResponse, Data).self) { group in
+            for index in 0..<200 {
+                let name = index % 6 == 5 ? "ok" : names[index % 6]
+                group.addTask {
+                    let (data, response) = try await transport.send(URLRequest(url: server.url("/\(name)")))
+                    return (name, response, data)
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
 
-        #expect(response.statusCode == 401)
-        #expect(response.value(forHTTPHeaderField: "WWW-Authenticate") == challenge)
-        // The body, or on Linux none when the challenge was cancelled (Basic): never a part of it.
-        let body = String(decoding: data, as: UTF8.self)
-        #expect(body == "sign in first" || (!TransportKind.callersSession.keepsBodyOfUnfollowedResponses && body == ""))
-        #expect(server.hits("/me") == 1)
+        // Then each got the answer of the resource it asked, and the next challenged send of each still gets a 401.
+        #expect(results.count == 200)
+        for (name, response, data) in results {
+            if name == "ok" {
+                #expect(response.statusCode == 200 && data == Data("ok".utf8))
+            } else {
+                #expect(response.statusCode == 401)
+                #expect(response.value(forHTTPHeaderField: "X-Resource") == name)
+                #expect(response.url == server.url("/\(name)"))
+            }
+        }
+        let (_, again) = try await transport.send(URLRequest(url: server.url("/c")))
+        #expect(again.statusCode == 401 && again.value(forHTTPHeaderField: "X-Resource") == "c")
     }
 
     @Test(arguments: TransportKind.allCases)

@@ -65,9 +65,11 @@ let busyName = "URLSession, then the realistic chain's time in busy work"
 
 func endToEnd(base: URL, rounds: Int, count: Int) async throws -> Section {
     let url = base.appendingPathComponent("ok")
-    // One URLSession for every contender, so that they share its connections and threads and differ only in what
-    // runs on top of it.
+    // One URLSession for plain URLSession and the calibration contenders, and one URLSessionTransport() (the
+    // session's default transport, with a URLSession of its own) shared by every Session contender: each side keeps
+    // its connections warm, and the sessions differ only in what runs on top of the transport.
     let plainSession = URLSession(configuration: .default)
+    let transport = URLSessionTransport()
     let plain: @Sendable () async throws -> Void = {
         let (_, response) = try await plainSession.data(for: requestWithRealisticHeaders(to: url))
         guard (response as? HTTPURLResponse)?.statusCode == 200 else { throw BenchmarkError("plain: \(response)") }
@@ -90,7 +92,7 @@ func endToEnd(base: URL, rounds: Int, count: Int) async throws -> Section {
         ("URLSession", plain), (replayName, replay), (busyName, busy),
     ]
     for chain in chains {
-        let session = Session(transport: URLSessionTransport(session: plainSession), interceptor: chain.interceptor)
+        let session = Session(transport: transport, interceptor: chain.interceptor)
         // The chains without adapters get the headers from the caller, as plain URLSession does.
         let headers = chain.interceptor == nil ? realisticHeaders : []
         operations.append(
@@ -156,8 +158,7 @@ func retryPath(base: URL, rounds: Int, count: Int) async throws -> Section {
     let sessionURL = base.appendingPathComponent("flaky-a")
     let handURL = base.appendingPathComponent("flaky-b")
     let plainSession = URLSession(configuration: .default)
-    let session = Session(
-        transport: URLSessionTransport(session: plainSession), retriers: [RetryPolicy(backoff: .none)])
+    let session = Session(transport: URLSessionTransport(), retriers: [RetryPolicy(backoff: .none)])
     let handWritten: @Sendable () async throws -> Void = {
         for _ in 0..<3 {
             let (_, response) = try await plainSession.data(for: URLRequest(url: handURL))

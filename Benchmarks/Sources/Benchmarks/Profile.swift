@@ -28,20 +28,21 @@ private func request(to url: URL, for contender: String) -> URLRequest {
 /// for a profiler or for `taskset`. Prints requests per second and the client's CPU time per request.
 ///
 /// Contenders: `plain` (URLSession), `spinN` (URLSession, then N µs of busy work per request), `session` (no
-/// interceptor), `adapters`, `breaker`, `logging`, `policy`, `realistic` (section 2's chain); `former` and `own`, a
-/// bare session on the former `data(for:)` transport and on `URLSessionTransport()` (section 6).
+/// interceptor), `adapters`, `breaker`, `logging`, `policy`, `realistic` (section 2's chain), each on
+/// `URLSessionTransport()`; `former` and `theirs`, a bare session on the former `data(for:)` transport and on
+/// `URLSessionTransport(session:)` (section 6).
 func profile(_ contender: String, count: Int) async throws {
     let server = try ServerProcess.start()
     defer { ServerProcess.stop(server) }
     let url = server.url.appendingPathComponent("ok")
     let urlSession = URLSession(configuration: .default)
-    // `former`: a bare Session on the former data(for:) transport; `own`: on URLSessionTransport() and its own
-    // delegate session; every other contender on URLSessionTransport(session:).
+    // `former`: a bare Session on the former data(for:) transport; `theirs`: on URLSessionTransport(session:); every
+    // other contender on URLSessionTransport(), the default.
     let transport: any HTTPTransport =
         switch contender {
         case "former": DataForTransport(session: urlSession)
-        case "own": URLSessionTransport()
-        default: URLSessionTransport(session: urlSession)
+        case "theirs": URLSessionTransport(session: urlSession)
+        default: URLSessionTransport()
         }
     let session = Session(transport: transport, interceptor: interceptor(named: contender))
     let spin = contender.hasPrefix("spin") ? Duration.microseconds(Int(contender.dropFirst(4)) ?? 0) : nil

@@ -17,6 +17,9 @@ import Foundation
 ///   hop.
 /// - An authentication challenge (a 401 with `WWW-Authenticate`) is returned as the 401, with its body, within the
 ///   round trip: credentials are the interceptors' job (``AuthenticationInterceptor``).
+///
+/// (``URLSessionTransport`` on Linux returns two of these bodies empty, where swift-corelibs-foundation drops them:
+/// see its documentation.)
 public protocol HTTPTransport: Sendable {
     /// Sends `request` once and returns the response body and the HTTP response; a 3xx is returned, not followed.
     func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse)
