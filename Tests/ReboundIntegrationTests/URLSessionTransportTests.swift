@@ -91,9 +91,11 @@ struct URLSessionTransportTests {
         #expect(server.hits("/to") == 0)
     }
 
-    @Test(arguments: TransportKind.allCases, [
-        "Basic realm=\"api\"", "Digest realm=\"api\", nonce=\"abc\", qop=\"auth\"", "Bearer", "Negotiate",
-    ])
+    @Test(
+        arguments: TransportKind.allCases,
+        [
+            "Basic realm=\"api\"", "Digest realm=\"api\", nonce=\"abc\", qop=\"auth\"", "Bearer", "Negotiate",
+        ])
     func aChallengeArrivesAsA401(_ kind: TransportKind, challenge: String) async throws {
         let server = try LoopbackServer()
         defer { server.stop() }
@@ -116,7 +118,8 @@ struct URLSessionTransportTests {
         let names = ["a", "b", "c", "d", "e"]
         for name in names {
             server.route(
-                "/\(name)", [.status(401, headers: ["WWW-Authenticate": "Basic realm=\"\(name)\"", "X-Resource": name])])
+                "/\(name)",
+                [.status(401, headers: ["WWW-Authenticate": "Basic realm=\"\(name)\"", "X-Resource": name])])
         }
         server.route("/ok", [.status(200, body: "ok")])
         let transport = kind.make()

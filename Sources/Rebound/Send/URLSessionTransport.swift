@@ -231,5 +231,3 @@ private final class DataTaskSend: NSObject, URLSessionTaskDelegate, Sendable {
         DispatchQueue.global().async { completionHandler(disposition, nil) }
     }
 }
-
-
