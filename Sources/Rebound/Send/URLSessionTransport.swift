@@ -44,7 +44,7 @@ public struct URLSessionTransport: HTTPTransport {
     public let session: URLSession
 
     /// Invalidates the transport's own session when the last copy is released; `nil` for a session the caller
-    /// brought.
+    /// brought. A send borrows the transport for its whole call, so the session outlives every send.
     private let owned: OwnedSession?
 
     /// Creates a transport with a `URLSession` of its own, made with `configuration` (`.default` by default).
@@ -82,8 +82,6 @@ public struct URLSessionTransport: HTTPTransport {
         }
         if Task.isCancelled { throw CancellationError() }
         guard let httpResponse = response as? HTTPURLResponse else { throw URLError(.badServerResponse) }
-        // The own session is kept alive until the response is in hand, so that it is not invalidated mid-send.
-        withExtendedLifetime(owned) {}
         return (data, httpResponse)
     }
 }
