@@ -4,7 +4,8 @@ import Foundation
 ///
 /// `swift run -c release --package-path Benchmarks Benchmarks [--quick] [--only 1,2] [--json PATH]`
 ///
-/// Tools for digging into one figure (see Docs/Performance.md): `profile CONTENDER N`, `micro CONTENDER N`, `pieces`.
+/// Tools for digging into one figure (see Docs/Performance.md): `profile CONTENDER N`, `ab CONTENDER… ROUNDS`,
+/// `micro CONTENDER N`, `pieces`.
 @main
 struct Benchmarks {
     static func main() async throws {
@@ -13,6 +14,10 @@ struct Benchmarks {
         // `profile CONTENDER N`: N sequential loopback requests of one contender in a process of its own.
         if arguments.first == "profile", arguments.count == 3, let count = Int(arguments[2]) {
             try await profile(arguments[1], count: count)
+            return
+        }
+        if arguments.first == "ab", arguments.count >= 3, let rounds = Int(arguments.last!) {
+            try await compare(Array(arguments.dropFirst().dropLast()), rounds: rounds)
             return
         }
         if arguments.first == "pieces" {

@@ -15,6 +15,8 @@ private func interceptor(named contender: String) -> (any RequestInterceptor)? {
     case "logging": LoggingRetrier(wrapping: RetryPolicy(), sink: { _ in })
     case "policy": Interceptor(retriers: [RetryPolicy()])
     case "observer": Interceptor(observers: [NoOpObserver()])
+    case "registry+policy": Interceptor(adapters: [CircuitBreakerRegistry()], retriers: [RetryPolicy()])
+    case "adapters+policy": Interceptor(adapters: headerAdapters, retriers: [RetryPolicy()])
     default: nil
     }
 }
@@ -69,6 +71,47 @@ func profile(_ contender: String, count: Int) async throws {
     print(
         "\(contender): \(Int(sample.operationsPerSecond)) requests/s, "
             + "\(Int(sample.cpuPerOperation / 1_000)) µs client CPU/request")
+}
+
+/// `Benchmarks ab CONTENDER… ROUNDS`: the named contenders of `profile`, sequential over loopback in one process, in
+/// interleaved rounds of 256 requests; prints each one's median client CPU per request and its difference from the
+/// first, with the spread of the per-round differences: what a part of the chain costs end to end, to a microsecond.
+func compare(_ contenders: [String], rounds: Int) async throws {
+    let server = try ServerProcess.start()
+    defer { ServerProcess.stop(server) }
+    let url = server.url.appendingPathComponent("ok")
+    let urlSession = URLSession(configuration: .default)
+    let transport = URLSessionTransport()
+    let runs: [Contender] = contenders.map { contender in
+        let session = Session(transport: transport, interceptor: interceptor(named: contender))
+        @Sendable func run(_ count: Int) async throws {
+            for _ in 0..<count {
+                let request = request(to: url, for: contender)
+                if contender == "plain" {
+                    _ = try await urlSession.data(for: request)
+                } else {
+                    _ = try await session.send(request)
+                }
+            }
+        }
+        return Contender(name: contender) { count in
+            try await Task.detached { try await measure(count: count) { try await run(count) } }.value
+        }
+    }
+    for contender in runs { _ = try await contender.run(256) }
+    let samples = try await interleaved(rounds: rounds, count: 256, runs)
+    let first = samples[contenders[0]]!
+    for name in contenders {
+        let these = samples[name]!
+        let differences = zip(first, these).map { ($1.cpuPerOperation - $0.cpuPerOperation) / 1_000 }
+        print(
+            name,
+            String(
+                format: "%.1f µs CPU/request, %+.1f µs (p25 %+.1f, p75 %+.1f), %.3f× the requests/s",
+                these.medianCPU / 1_000,
+                median(differences), percentile(differences, 25), percentile(differences, 75),
+                median(zip(first, these).map { $1.operationsPerSecond / $0.operationsPerSecond })))
+    }
 }
 
 /// `Benchmarks micro CONTENDER N`: N requests through a contender's chain on a transport that answers in memory with

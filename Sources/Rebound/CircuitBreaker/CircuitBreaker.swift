@@ -216,7 +216,8 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
             requestID: request.requestID, label: request.label, originalRequest: request.originalRequest,
             attempt: attempt, data: request.data, decision: .retry(after: delay))
         let verdict = configuration.classify(outcome)
-        let openAtLeast = attempt.response.flatMap(configuration.retryAfter.delay(for:)) ?? .zero
+        let openAtLeast =
+            verdict == .failure ? attempt.response.flatMap(configuration.retryAfter.delay(for:)) ?? .zero : .zero
         let (refusal, transitions) = update { storage, now, transitions -> CircuitBreakerOpenError? in
             if let permit = storage.permits.removeValue(forKey: attemptKey) {
                 storage.machine.record(
@@ -257,7 +258,9 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
     func finish(_ outcome: AttemptOutcome) -> Bool {
         let attemptKey = AttemptKey(requestID: outcome.requestID, attempt: outcome.attempt.number)
         let verdict = configuration.classify(outcome)
-        let openAtLeast = outcome.response.flatMap(configuration.retryAfter.delay(for:)) ?? .zero
+        // Only a failure can open the breaker: a success's headers are not read.
+        let openAtLeast =
+            verdict == .failure ? outcome.response.flatMap(configuration.retryAfter.delay(for:)) ?? .zero : .zero
         let (found, transitions) = update { storage, now, transitions -> Bool in
             guard let permit = storage.permits.removeValue(forKey: attemptKey) else { return false }
             storage.machine.record(

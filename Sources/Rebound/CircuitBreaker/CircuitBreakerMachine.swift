@@ -227,12 +227,15 @@ struct FailureWindow: Sendable {
         case .none:
             return
         case .count(var ring, let next, let filled, var failures):
+            // The storage lets go of the ring first, so that the ring is changed in place rather than copied.
+            storage = .none
             if filled == ring.count, ring[next] { failures -= 1 }
             ring[next] = failed
             if failed { failures += 1 }
             storage = .count(
                 ring: ring, next: (next + 1) % ring.count, filled: min(filled + 1, ring.count), failures: failures)
         case .time(let width, var buckets):
+            storage = .none
             let slice = Self.slice(of: now, width: width)
             let index = Int(slice.magnitude % UInt64(Self.bucketCount))
             if buckets[index].slice != slice { buckets[index] = Bucket(slice: slice) }

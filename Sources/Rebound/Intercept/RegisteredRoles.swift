@@ -46,31 +46,47 @@ final class RoleGroup: Sendable {
 /// (a nested ``Interceptor``, a ``LoggingRetrier``, a user's decorator) keeps the role: nothing looks at a part's type.
 ///
 /// One per request whose chain has adapters or retriers, made of one allocation (its ``Locked`` state); copies share
-/// it. A registration of a part the lists hold, or of one already registered, changes nothing and allocates nothing:
-/// the common case of a breaker or a budget given straight to a session costs a lock per attempt.
+/// it. Every registration is one element of one array, allocated on the first registration with room for four (a
+/// breaker's two roles, a logger's, one more), so that the realistic chain's registrations cost one allocation in all
+/// and reading them none: the readers iterate a snapshot of the array. A registration of a part the lists hold, or of
+/// one already registered, changes nothing and allocates nothing.
 struct RegisteredRoles: Sendable {
+    /// One registration: a part in one role, and the instance it is known by (`nil` for a value).
+    struct Registration: Sendable {
+        fileprivate let key: Key?
+        let entry: Entry
+    }
+
+    /// A registered part in its role.
+    enum Entry: Sendable {
+        case observer(any AttemptObserver)
+        case gate(any RetryGate)
+        /// A part whose credential belongs to some hosts only, which every redirect hop is secured with.
+        case scope(any CredentialScope)
+        case validator(any RegisteredValidator)
+        case retrier(any RegisteredRetrier)
+        /// An ``Interceptor``'s observers and gates, registered as a whole (each member is an entry of its own).
+        case group
+    }
+
     private struct State: Sendable {
         /// The class instances the lists hold as observers and as gates, which registering does not add again.
         let chain: ChainRoles
-        var observers: [any AttemptObserver] = []
-        var gates: [any RetryGate] = []
-        /// The parts whose credential belongs to some hosts only, which every redirect hop is secured with.
-        var scopes: [any CredentialScope] = []
-        var validators: [any RegisteredValidator] = []
-        var retriers: [any RegisteredRetrier] = []
+        /// In order; searched linearly for a key, as there are few.
+        var registrations: [Registration] = []
+        /// How many entries are validators: the one role read on every attempt's response.
+        var validatorCount = 0
         /// The request's backoff wait, made when a breaker grants a retry.
         var backoffWait: BackoffWait?
-        /// The instances registered, in each role; a linear search, as there are few.
-        var keys: [Key] = []
     }
 
     /// A registered instance in one role.
-    private struct Key: Equatable, Sendable {
+    fileprivate struct Key: Equatable, Sendable {
         let object: ObjectIdentifier
         let role: Role
     }
 
-    private enum Role: Equatable, Sendable {
+    fileprivate enum Role: Equatable, Sendable {
         case observer, gate, scope, validator, retrier, group
     }
 
@@ -82,15 +98,23 @@ struct RegisteredRoles: Sendable {
     }
 
     func add(observer: some AttemptObserver & AnyObject) {
-        state.withLock { Self.add(observer, to: &$0) }
+        let object = ObjectIdentifier(observer)
+        state.withLock { state in
+            guard !state.chain.holdsObserver(object) else { return }
+            Self.add(.observer(observer), as: Key(object: object, role: .observer), to: &state)
+        }
     }
 
     func add(gate: some RetryGate & AnyObject) {
-        state.withLock { Self.add(gate, to: &$0) }
+        let object = ObjectIdentifier(gate)
+        state.withLock { state in
+            guard !state.chain.holdsGate(object) else { return }
+            Self.add(.gate(gate), as: Key(object: object, role: .gate), to: &state)
+        }
     }
 
     func add(scope: some CredentialScope) {
-        state.withLock { Self.add(ObjectIdentifier(scope), as: .scope, to: &$0) { $0.scopes.append(scope) } }
+        state.withLock { _ = Self.add(.scope(scope), as: Key(object: ObjectIdentifier(scope), role: .scope), to: &$0) }
     }
 
     func add(validator: some RegisteredValidator) {
@@ -99,69 +123,72 @@ struct RegisteredRoles: Sendable {
 
     /// Adds a user's validator, known by the instance it stands for.
     func add(validator: some ResponseValidator & AnyObject) {
-        state.withLock { state in
-            Self.add(ObjectIdentifier(validator), as: .validator, to: &state) {
-                $0.validators.append(UserValidator(validator: validator))
-            }
-        }
+        // The wrapper is made only when the validator registers for the first time.
+        add(UserValidator(validator: validator), as: ObjectIdentifier(validator))
     }
 
-    private func add(_ validator: any RegisteredValidator, as object: ObjectIdentifier) {
-        state.withLock { Self.add(object, as: .validator, to: &$0) { $0.validators.append(validator) } }
+    private func add(_ validator: @autoclosure () -> any RegisteredValidator, as object: ObjectIdentifier) {
+        state.withLock { _ = Self.add(.validator(validator()), as: Key(object: object, role: .validator), to: &$0) }
     }
 
     func add(retrier: some RegisteredRetrier) {
-        state.withLock { Self.add(ObjectIdentifier(retrier), as: .retrier, to: &$0) { $0.retriers.append(retrier) } }
+        state.withLock {
+            _ = Self.add(.retrier(retrier), as: Key(object: ObjectIdentifier(retrier), role: .retrier), to: &$0)
+        }
     }
 
     /// Registers each observer and gate of `group`, once for the group: a value among them cannot be told apart from
     /// another, so the group's identity stands for its members.
     func add(group: RoleGroup) {
         state.withLock { state in
-            Self.add(ObjectIdentifier(group), as: .group, to: &state) { state in
-                for observer in group.roles.observers { Self.add(observer, to: &state) }
-                for gate in group.roles.gates { Self.add(gate, to: &state) }
+            guard Self.add(.group, as: Key(object: ObjectIdentifier(group), role: .group), to: &state) else { return }
+            for observer in group.roles.observers {
+                let object = ChainRoles.identity(of: observer)
+                if let object, state.chain.holdsObserver(object) { continue }
+                Self.add(.observer(observer), as: object.map { Key(object: $0, role: .observer) }, to: &state)
+            }
+            for gate in group.roles.gates {
+                let object = ChainRoles.identity(of: gate)
+                if let object, state.chain.holdsGate(object) { continue }
+                Self.add(.gate(gate), as: object.map { Key(object: $0, role: .gate) }, to: &state)
             }
         }
     }
 
-    /// Appends an observer, unless it is a class instance the lists hold or that registered already.
-    private static func add(_ observer: any AttemptObserver, to state: inout State) {
-        guard let object = ChainRoles.identity(of: observer) else { return state.observers.append(observer) }
-        guard !state.chain.holdsObserver(object) else { return }
-        add(object, as: .observer, to: &state) { $0.observers.append(observer) }
+    /// Appends an entry unless its instance registered in that role already (a value always is); returns whether it
+    /// did.
+    @discardableResult
+    private static func add(_ entry: @autoclosure () -> Entry, as key: Key?, to state: inout State) -> Bool {
+        if let key, state.registrations.contains(where: { $0.key == key }) { return false }
+        let entry = entry()
+        // Room for a breaker's two roles, a logger's and one more, in one allocation.
+        if state.registrations.isEmpty { state.registrations.reserveCapacity(4) }
+        state.registrations.append(Registration(key: key, entry: entry))
+        if case .validator = entry { state.validatorCount += 1 }
+        return true
     }
 
-    /// Appends a gate, unless it is a class instance the lists hold or that registered already.
-    private static func add(_ gate: any RetryGate, to state: inout State) {
-        guard let object = ChainRoles.identity(of: gate) else { return state.gates.append(gate) }
-        guard !state.chain.holdsGate(object) else { return }
-        add(object, as: .gate, to: &state) { $0.gates.append(gate) }
-    }
+    /// Every registration so far, in order: a snapshot, which registrations made later do not change.
+    var registrations: [Registration] { state.withLock { $0.registrations } }
 
-    /// Appends a part in one role unless it registered in it already.
-    private static func add(
-        _ object: ObjectIdentifier, as role: Role, to state: inout State, appending append: (inout State) -> Void
-    ) {
-        let key = Key(object: object, role: role)
-        guard !state.keys.contains(key) else { return }
-        // Room for a breaker's or a budget's two roles and a few more, in one allocation.
-        if state.keys.isEmpty { state.keys.reserveCapacity(4) }
-        state.keys.append(key)
-        append(&state)
-    }
-
-    /// The observers registered so far that the lists do not hold.
-    var observers: [any AttemptObserver] { state.withLock { $0.observers } }
+    /// The registrations to look through for validators: none when no validator registered (the common case, read on
+    /// every response).
+    var withValidators: [Registration] { state.withLock { $0.validatorCount == 0 ? [] : $0.registrations } }
 
     /// The gates registered so far that the lists do not hold.
-    var gates: [any RetryGate] { state.withLock { $0.gates } }
+    var gates: [any RetryGate] {
+        registrations.compactMap { if case .gate(let gate) = $0.entry { gate } else { nil } }
+    }
 
     /// The parts registered so far whose credential belongs to some hosts only.
-    var scopes: [any CredentialScope] { state.withLock { $0.scopes } }
+    var scopes: [any CredentialScope] {
+        registrations.compactMap { if case .scope(let scope) = $0.entry { scope } else { nil } }
+    }
 
-    /// The validators registered so far.
-    var validators: [any RegisteredValidator] { state.withLock { $0.validators } }
+    /// The retriers registered so far.
+    var retriers: [any RegisteredRetrier] {
+        registrations.compactMap { if case .retrier(let retrier) = $0.entry { retrier } else { nil } }
+    }
 
     /// The request's backoff wait, made on first use: a gate that grants a retry keeps it to end the wait early.
     func makeBackoffWait() -> BackoffWait {
@@ -175,7 +202,11 @@ struct RegisteredRoles: Sendable {
 
     /// The request's backoff wait, if a gate made one.
     var backoffWait: BackoffWait? { state.withLock { $0.backoffWait } }
+}
 
-    /// The retriers registered so far.
-    var retriers: [any RegisteredRetrier] { state.withLock { $0.retriers } }
+extension [RegisteredRoles.Registration] {
+    /// Whether any of these registrations is an observer.
+    var hasObservers: Bool {
+        contains { if case .observer = $0.entry { true } else { false } }
+    }
 }

@@ -212,7 +212,20 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
     /// frame above (a waiting request's memory is the high-water mark of its frames).
     @inline(never)
     private func log(_ outcome: AttemptOutcome) {
+        // Below the minimum level (a first attempt's success, by default) nothing is read: what was kept for the
+        // attempt is forgotten when the request ends.
+        guard Self.level(of: outcome) >= minimumLevel else { return }
         if let event = event(for: outcome, redirects: redirects(of: outcome)) { sink(event) }
+    }
+
+    /// The level an outcome is logged at.
+    private static func level(of outcome: AttemptOutcome) -> RetryLogEvent.Level {
+        switch outcome.decision {
+        case .succeeded: outcome.attempt.number == 1 ? .debug : .info
+        case .retry: .notice
+        case .failed: .error
+        case .cancelled: .debug
+        }
     }
 
     /// The event for an outcome whose attempt followed `redirects` (log lines), or `nil` when its level is below
@@ -229,13 +242,7 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
             case (let answer?, .failed): answer.retryRequired
             case (_?, _): true
             }
-        let level: RetryLogEvent.Level =
-            switch decision {
-            case .succeeded: number == 1 ? .debug : .info
-            case .retry: .notice
-            case .failed: .error
-            case .cancelled: .debug
-            }
+        let level = Self.level(of: outcome)
         guard level >= minimumLevel else { return nil }
         // Why a failed request ended, when not with its attempt's own failure.
         let endReason: String? =

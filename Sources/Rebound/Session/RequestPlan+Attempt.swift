@@ -80,7 +80,8 @@ extension RequestPlan {
         if let reason = validator.reason(for: response, data: data, context: context) {
             return AttemptResult(.failure(reason), sent: sent, response: response, data: data)
         }
-        for validator in registered?.validators ?? [] {
+        for registration in registered?.withValidators ?? [] {
+            guard case .validator(let validator) = registration.entry else { continue }
             if let reason = validator.reason(for: response, data: data, context: context) {
                 return AttemptResult(.failure(reason), sent: sent, response: response, data: data)
             }

@@ -9,14 +9,15 @@ extension RequestRun {
     /// Tells the observers how the last recorded attempt ended.
     @inline(never)
     mutating func report(_ result: AttemptResult, decision: AttemptDecision) async {
-        let registered = plan.registeredObservers
-        guard !plan.roles.observers.isEmpty || !registered.isEmpty,
+        let registered = plan.registrations
+        guard !plan.roles.observers.isEmpty || registered.hasObservers,
             let outcome = outcome(data: result.data, decision: decision)
         else { return }
         for observer in plan.roles.observers {
             await observer.attemptDidFinish(outcome)
         }
-        for observer in registered {
+        for registration in registered {
+            guard case .observer(let observer) = registration.entry else { continue }
             await observer.attemptDidFinish(outcome)
         }
     }
@@ -24,13 +25,14 @@ extension RequestRun {
     /// Tells the observers how the request ended.
     @inline(never)
     mutating func finish(_ decision: AttemptDecision) async {
-        let registered = plan.registeredObservers
-        guard !plan.roles.observers.isEmpty || !registered.isEmpty else { return }
+        let registered = plan.registrations
+        guard !plan.roles.observers.isEmpty || registered.hasObservers else { return }
         let outcome = requestOutcome(decision)
         for observer in plan.roles.observers {
             await observer.requestDidFinish(outcome)
         }
-        for observer in registered {
+        for registration in registered {
+            guard case .observer(let observer) = registration.entry else { continue }
             await observer.requestDidFinish(outcome)
         }
     }
