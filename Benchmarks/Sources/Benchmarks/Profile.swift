@@ -23,7 +23,8 @@ private func interceptor(named contender: String) -> (any RequestInterceptor)? {
 
 /// A request to `url`, with the realistic headers unless the contender's adapters add them.
 private func request(to url: URL, for contender: String) -> URLRequest {
-    contender == "adapters" || contender == "realistic" ? URLRequest(url: url) : requestWithRealisticHeaders(to: url)
+    ["adapters", "realistic", "copied"].contains(contender)
+        ? URLRequest(url: url) : requestWithRealisticHeaders(to: url)
 }
 
 /// `Benchmarks profile CONTENDER N`: N sequential requests to `/ok` through one contender, each process on its own,
@@ -76,6 +77,9 @@ func profile(_ contender: String, count: Int) async throws {
 /// `Benchmarks ab CONTENDER… ROUNDS`: the named contenders of `profile`, sequential over loopback in one process, in
 /// interleaved rounds of 256 requests; prints each one's median client CPU per request and its difference from the
 /// first, with the spread of the per-round differences: what a part of the chain costs end to end, to a microsecond.
+/// Besides `profile`'s contenders: `registry+policy`, `adapters+policy`, `copied` (a bare session sent a copy of a
+/// request that the caller keeps, with the headers set on the copy: what an adapter's first change costs) and `allocN`
+/// (a bare session, then N small objects that live until after the next request).
 func compare(_ contenders: [String], rounds: Int) async throws {
     let server = try ServerProcess.start()
     defer { ServerProcess.stop(server) }
@@ -85,10 +89,22 @@ func compare(_ contenders: [String], rounds: Int) async throws {
     let runs: [Contender] = contenders.map { contender in
         let session = Session(transport: transport, interceptor: interceptor(named: contender))
         @Sendable func run(_ count: Int) async throws {
+            var kept: [Payload] = []
             for _ in 0..<count {
                 let request = request(to: url, for: contender)
-                if contender == "plain" {
+                if contender.hasPrefix("alloc") {
+                    // A bare session, then N objects that live until after the next request: what allocations made
+                    // on one thread and freed on another cost end to end.
+                    _ = try await session.send(request)
+                    kept = (0..<(Int(contender.dropFirst(5)) ?? 0)).map { Payload(value: $0) }
+                } else if contender == "plain" {
                     _ = try await urlSession.data(for: request)
+                } else if contender == "copied" {
+                    // The headers set on a copy of a request kept alive: what an adapter's first change costs.
+                    var copy = request
+                    for (name, value) in realisticHeaders { copy.setValue(value, forHTTPHeaderField: name) }
+                    _ = try await session.send(copy)
+                    withExtendedLifetime(request) {}
                 } else {
                     _ = try await session.send(request)
                 }
@@ -136,6 +152,12 @@ func micro(_ contender: String, count: Int) async throws {
         return try await measure(count: count) { try await run(count) }
     }.value
     print("\(contender): \(Int(sample.wallPerOperation)) ns/request, \(sample.allocationsPerOperation) allocations")
+}
+
+/// A small heap object.
+final class Payload: Sendable {
+    let value: Int
+    init(value: Int) { self.value = value }
 }
 
 /// An observer that does nothing: what the observers' call itself costs.

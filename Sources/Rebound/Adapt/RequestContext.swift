@@ -63,6 +63,11 @@ public struct RequestContext: Sendable {
         roles?.add(gate: gate)
     }
 
+    /// ``observe(_:)`` and ``admitRetries(through:)`` at once, for a part that plays both roles: one lock, not two.
+    func observeAndAdmitRetries(through part: some AttemptObserver & RetryGate & AnyObject) {
+        roles?.add(observerAndGate: part)
+    }
+
     /// Validates every response of the request from now on with `validator`, after the validator in effect accepted
     /// it: how a part in the chain fails a successful response (a 200 whose body says "try again").
     ///

@@ -224,8 +224,7 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
     /// wrapped in anything that forwards `adapt`, the budget still has the last word on every retry. A ratio budget
     /// counts the request on its first attempt.
     public func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
-        context.admitRetries(through: self)
-        context.observe(self)
+        context.observeAndAdmitRetries(through: self)
         if let ratio, context.attempt == 1, let key = keyFunction(request) {
             let now = now()
             state.withLock { $0.windows[key, default: RatioWindow()].addRequest(at: now, window: ratio.window) }

@@ -194,8 +194,7 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
         }
         announce(transitions)
         if let rejection { throw rejection }
-        context.observe(self)
-        context.admitRetries(through: self)
+        context.observeAndAdmitRetries(through: self)
     }
 
     /// Grants a retry only while the breaker is closed, and refuses it at once otherwise with

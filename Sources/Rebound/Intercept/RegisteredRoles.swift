@@ -113,6 +113,19 @@ struct RegisteredRoles: Sendable {
         }
     }
 
+    /// Adds a part that both hears how attempts end and is asked before retries (a breaker, a budget), under one lock.
+    func add(observerAndGate part: some AttemptObserver & RetryGate & AnyObject) {
+        let object = ObjectIdentifier(part)
+        state.withLock { state in
+            if !state.chain.holdsObserver(object) {
+                Self.add(.observer(part), as: Key(object: object, role: .observer), to: &state)
+            }
+            if !state.chain.holdsGate(object) {
+                Self.add(.gate(part), as: Key(object: object, role: .gate), to: &state)
+            }
+        }
+    }
+
     func add(scope: some CredentialScope) {
         state.withLock { _ = Self.add(.scope(scope), as: Key(object: ObjectIdentifier(scope), role: .scope), to: &$0) }
     }

@@ -64,11 +64,15 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
     private let wrappedAdapter: (any RequestAdapter)?
     /// The wrapped retrier's type name, as logs show it.
     private let wrappedName: String?
-    /// The wrapped retrier's answer about each request's last failed attempt, until it is logged or the request ends.
-    private let answers = Locked<[UUID: (attempt: Int, answer: RetryResult)]>([:])
-    /// The redirects each request's current attempt followed, as log lines, until the attempt is logged or the request
-    /// ends.
-    private let hops = Locked<[UUID: (attempt: Int, lines: [String])]>([:])
+    /// What is kept per request until its attempt is logged or the request ends, behind one lock.
+    private let kept = Locked(Kept())
+
+    private struct Kept: Sendable {
+        /// The wrapped retrier's answer about each request's last failed attempt.
+        var answers: [UUID: (attempt: Int, answer: RetryResult)] = [:]
+        /// The redirects each request's current attempt followed, as log lines.
+        var hops: [UUID: (attempt: Int, lines: [String])] = [:]
+    }
 
     /// Creates a logging retrier.
     ///
@@ -152,7 +156,7 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
     private func keep(_ answer: RetryResult, for request: RetryRequest) {
         // Kept only where the request's end will be told (a session's request), which forgets it.
         guard request.context.canRegister else { return }
-        answers.withLock { $0[request.requestID] = (request.attempts.count, answer) }
+        kept.withLock { $0.answers[request.requestID] = (request.attempts.count, answer) }
     }
 
     /// Logs the outcome, with the redirects the attempt followed.
@@ -171,21 +175,22 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
         let line =
             "\(hop.request.method) \(redaction.string(for: hop.request.url)) → \(hop.response.statusCode) → "
             + "\(hop.next.method) \(redaction.string(for: hop.next.url))"
-        hops.withLock { hops in
-            if let kept = hops[hop.requestID], kept.attempt == hop.attempt {
-                hops[hop.requestID]?.lines.append(line)
+        kept.withLock { kept in
+            if let hops = kept.hops[hop.requestID], hops.attempt == hop.attempt {
+                kept.hops[hop.requestID]?.lines.append(line)
             } else {
-                hops[hop.requestID] = (hop.attempt, [line])
+                kept.hops[hop.requestID] = (hop.attempt, [line])
             }
         }
     }
 
     /// The redirects `outcome`'s attempt followed, forgotten once read.
     private func redirects(of outcome: AttemptOutcome) -> [String] {
-        hops.withLock { hops in
-            guard let kept = hops.removeValue(forKey: outcome.requestID), kept.attempt == outcome.attempt.number
+        kept.withLock { kept in
+            guard !kept.hops.isEmpty, let hops = kept.hops.removeValue(forKey: outcome.requestID),
+                hops.attempt == outcome.attempt.number
             else { return [] }
-            return kept.lines
+            return hops.lines
         }
     }
 
@@ -199,8 +204,11 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
     /// so that the async frame above stays small.
     @inline(never)
     private func logEnd(of outcome: RequestOutcome) {
-        if wrappedName != nil { answers.withLock { _ = $0.removeValue(forKey: outcome.requestID) } }
-        hops.withLock { _ = $0.removeValue(forKey: outcome.requestID) }
+        kept.withLock { kept in
+            // Nothing is kept for most requests: no key is hashed then.
+            if !kept.answers.isEmpty { kept.answers[outcome.requestID] = nil }
+            if !kept.hops.isEmpty { kept.hops[outcome.requestID] = nil }
+        }
         guard outcome.isCancelled, let last = outcome.attempts.last, last.retryDelay != nil else { return }
         log(
             AttemptOutcome(
@@ -333,9 +341,11 @@ extension RequestRetrier where Self == LoggingRetrier {
 extension LoggingRetrier {
     /// The wrapped retrier's answer about `outcome`'s attempt, if it was asked; forgotten once read.
     private func answer(about outcome: AttemptOutcome) -> RetryResult? {
-        answers.withLock { answers in
-            guard let entry = answers[outcome.requestID], entry.attempt == outcome.attempt.number else { return nil }
-            answers[outcome.requestID] = nil
+        kept.withLock { kept in
+            guard let entry = kept.answers[outcome.requestID], entry.attempt == outcome.attempt.number else {
+                return nil
+            }
+            kept.answers[outcome.requestID] = nil
             return entry.answer
         }
     }
