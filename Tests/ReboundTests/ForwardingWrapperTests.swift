@@ -203,3 +203,55 @@ struct ForwardingWrapperTests {
         #expect(Set(keys).count == 1)
     }
 }
+
+/// An authentication interceptor asked to retry requests it never adapted: it sits where its credential cannot be
+/// applied (in `retriers:`, or behind a wrapper that forwards only `retry`).
+@Suite("An authentication interceptor placed as a retrier only", .timeLimit(.minutes(1)))
+struct AuthenticationPlacedAsRetrierTests {
+    @Test(arguments: [nil, ["api.example.com"]] as [Set<String>?])
+    func endsTheFirst401WithAnErrorThatSaysWhere(_ hosts: Set<String>?) async throws {
+        let transport = ScriptedTransport { _, _ in .status(401) }
+        let auth = AuthenticationInterceptor(
+            authenticator: TokenAuthenticator(), credential: Token(value: 1), hosts: hosts, clock: ManualClock())
+        let session = Session(transport: transport, retriers: [auth], clock: FastForwardClock())
+
+        let error = try await #require(throws: ReboundError.self) {
+            try await session.send(URL(string: "https://api.example.com/a")!)
+        }
+
+        // One attempt, not a 401 retried for ever (hosts given) or passed back unexplained (no hosts).
+        #expect(transport.requestCount == 1)
+        #expect(error.underlyingError as? AuthenticationError == .neverAdapted)
+        #expect(error.response?.statusCode == 401)
+        #expect("\(error)".contains("not in `retriers:` alone"))
+    }
+
+    @Test func behindARetrierOnlyWrapperItSaysTheSame() async throws {
+        let transport = ScriptedTransport { _, _ in .status(401) }
+        let auth = AuthenticationInterceptor(
+            authenticator: TokenAuthenticator(), credential: Token(value: 1), hosts: ["api.example.com"],
+            clock: ManualClock())
+        let session = Session(
+            transport: transport, retriers: [ForwardingRetrier(wrapped: auth)], clock: FastForwardClock())
+
+        let error = try await #require(throws: ReboundError.self) {
+            try await session.send(URL(string: "https://api.example.com/a")!)
+        }
+
+        #expect(transport.requestCount == 1)
+        #expect(error.underlyingError as? AuthenticationError == .neverAdapted)
+    }
+
+    @Test func placedAsAnAdapterToo_itIsNotAffected() async throws {
+        // Given both as an adapter and, by mistake, as a retrier as well: the request was adapted, so it retries.
+        let transport = ScriptedTransport([.status(401), .status(200)])
+        let auth = AuthenticationInterceptor(
+            authenticator: TokenAuthenticator(), credential: Token(value: 1), clock: ManualClock())
+        let session = Session(transport: transport, adapters: [auth], retriers: [auth], clock: FastForwardClock())
+
+        let response = try await session.send(URL(string: "https://api.example.com/a")!)
+
+        #expect(response.attempts.count == 2)
+        #expect(transport.requests.map { $0.value(forHTTPHeaderField: "Authorization") } == ["Bearer 1", "Bearer 2"])
+    }
+}

@@ -92,6 +92,12 @@ public struct RequestContext: Sendable {
         roles?.add(group: group)
     }
 
+    /// Whether `scope` secured the request's redirects, that is, adapted one of its attempts; `nil` for a context that
+    /// cannot register, which cannot tell.
+    func secures(with scope: some CredentialScope) -> Bool? {
+        roles?.holds(scope: scope)
+    }
+
     /// Secures every redirect hop of the request from now on with `scope`: a hop to another origin drops its
     /// credential's headers, and a hop to one of its hosts gets the credential.
     func secureRedirects(with scope: some CredentialScope) {

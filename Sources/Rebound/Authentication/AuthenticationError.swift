@@ -14,6 +14,10 @@ public enum AuthenticationError: NonRetryableError, Sendable, Equatable, CustomS
     /// refresh can cancel it: it runs in a task of its own), so the requests waiting for it fail with this error rather
     /// than end as if their callers had cancelled them; the next request that needs a refresh starts a new one.
     case refreshCancelled
+    /// The interceptor was asked to retry a request it never adapted, so it could not have applied its credential: it
+    /// sits where only `retry(_:dueTo:)` is called (in `retriers:`, or behind a wrapper that forwards only that). Give
+    /// it as `interceptor:` or in `adapters:`, where it both applies the credential and retries.
+    case neverAdapted
 
     /// A readable description of the error.
     public var description: String {
@@ -26,6 +30,9 @@ public enum AuthenticationError: NonRetryableError, Sendable, Equatable, CustomS
             "the credential's refresh did not finish within \(limit.logDescription); the next request refreshes again"
         case .refreshCancelled:
             "the credential's refresh was cancelled by the authenticator; the next request refreshes again"
+        case .neverAdapted:
+            "the AuthenticationInterceptor was asked to retry a request it never adapted, so no credential was applied: "
+                + "give it as `interceptor:` or in `adapters:`, not in `retriers:` alone"
         }
     }
 }

@@ -27,6 +27,10 @@ import Foundation
 /// by default), timed-out ones included, end the request with ``AuthenticationError/excessiveRefresh(count:window:)``
 /// instead of refreshing again.
 ///
+/// **Placement.** Give it as `interceptor:` or in `adapters:`, where `adapt` is called. Asked to retry a 401 of a request
+/// it never adapted (it sits in `retriers:` alone, or behind a wrapper that forwards only `retry`), it ends the request
+/// with ``AuthenticationError/neverAdapted`` rather than retry a request it cannot authenticate.
+///
 /// The interceptor is a class whose state is behind a lock; share one instance between sessions that use the same
 /// credential.
 public final class AuthenticationInterceptor<A: Authenticator>: RequestInterceptor {
@@ -149,10 +153,16 @@ public final class AuthenticationInterceptor<A: Authenticator>: RequestIntercept
         guard let sent = request.lastRequest, let response = request.response,
             authenticator.didRequest(sent, with: response, failDueToAuthenticationError: error)
         else { return .doNotRetry }
-        let current = state.withLock { state -> (A.Credential?, Int)? in
-            Self.belongs(sent, to: state.hosts) ? (state.credential, state.generation) : nil
+        let current = state.withLock { state -> (hosts: Bool, credential: A.Credential?, generation: Int)? in
+            guard state.hosts != nil else { return (false, nil, 0) }
+            return Self.belongs(sent, to: state.hosts) ? (true, state.credential, state.generation) : nil
         }
-        guard let (found, generation) = current, let credential = found else { return .doNotRetry }
+        // Placed where `adapt` is never called, it could only answer "retry" to the same 401 for ever: say so instead.
+        if current != nil, request.context.secures(with: self) == false {
+            return .doNotRetryWithError(AuthenticationError.neverAdapted)
+        }
+        guard let current, current.hosts, let credential = current.credential else { return .doNotRetry }
+        let generation = current.generation
         // Sent with an older credential: the current one may well work, and needs no refresh.
         guard authenticator.isRequest(sent, authenticatedWith: credential) else { return .retry }
         do {

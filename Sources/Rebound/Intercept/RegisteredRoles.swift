@@ -181,6 +181,12 @@ struct RegisteredRoles: Sendable {
         return true
     }
 
+    /// Whether `scope` registered as a scope: whether the part adapted the request.
+    func holds(scope: some CredentialScope) -> Bool {
+        let key = Key(object: ObjectIdentifier(scope), role: .scope)
+        return state.withLock { state in state.registrations.contains { $0.key == key } }
+    }
+
     /// Every registration so far, in order: a snapshot, which registrations made later do not change.
     var registrations: [Registration] { state.withLock { $0.registrations } }
 
