@@ -96,6 +96,8 @@ func compare(_ contenders: [String], rounds: Int) async throws {
                     // A bare session, then N objects that live until after the next request: what allocations made
                     // on one thread and freed on another cost end to end.
                     _ = try await session.send(request)
+                    // The last request's objects are freed here, after this request's awaits, on whichever thread.
+                    withExtendedLifetime(kept) {}
                     kept = (0..<(Int(contender.dropFirst(5)) ?? 0)).map { Payload(value: $0) }
                 } else if contender == "plain" {
                     _ = try await urlSession.data(for: request)
