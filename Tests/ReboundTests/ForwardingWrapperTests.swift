@@ -242,6 +242,22 @@ struct AuthenticationPlacedAsRetrierTests {
         #expect(error.underlyingError as? AuthenticationError == .neverAdapted)
     }
 
+    @Test func inAdaptersAloneItAppliesTheCredentialAndA401ComesBack() async throws {
+        // The documented placement rule: a part plays the role of the list it is in.
+        let transport = ScriptedTransport { _, _ in .status(401) }
+        let auth = AuthenticationInterceptor(
+            authenticator: TokenAuthenticator(), credential: Token(value: 1), clock: ManualClock())
+        let session = Session(transport: transport, adapters: [auth], clock: FastForwardClock())
+
+        let error = try await #require(throws: ReboundError.self) {
+            try await session.send(URL(string: "https://api.example.com/a")!)
+        }
+
+        #expect(transport.requests.map { $0.value(forHTTPHeaderField: "Authorization") } == ["Bearer 1"])
+        #expect(error.response?.statusCode == 401)
+        #expect(error.underlyingError == nil)
+    }
+
     @Test func placedAsAnAdapterToo_itIsNotAffected() async throws {
         // Given both as an adapter and, by mistake, as a retrier as well: the request was adapted, so it retries.
         let transport = ScriptedTransport([.status(401), .status(200)])

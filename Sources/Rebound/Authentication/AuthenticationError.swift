@@ -16,7 +16,8 @@ public enum AuthenticationError: NonRetryableError, Sendable, Equatable, CustomS
     case refreshCancelled
     /// The interceptor was asked to retry a request it never adapted, so it could not have applied its credential: it
     /// sits where only `retry(_:dueTo:)` is called (in `retriers:`, or behind a wrapper that forwards only that). Give
-    /// it as `interceptor:` or in `adapters:`, where it both applies the credential and retries.
+    /// it as `interceptor:`, where it both applies the credential and retries (or in `adapters:` as well as
+    /// `retriers:`).
     case neverAdapted
 
     /// A readable description of the error.
@@ -32,7 +33,7 @@ public enum AuthenticationError: NonRetryableError, Sendable, Equatable, CustomS
             "the credential's refresh was cancelled by the authenticator; the next request refreshes again"
         case .neverAdapted:
             "the AuthenticationInterceptor was asked to retry a request it never adapted, so no credential was applied: "
-                + "give it as `interceptor:` or in `adapters:`, not in `retriers:` alone"
+                + "give it as `interceptor:` (or in `adapters:` as well), not in `retriers:` alone"
         }
     }
 }

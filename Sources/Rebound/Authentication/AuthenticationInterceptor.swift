@@ -27,9 +27,10 @@ import Foundation
 /// by default), timed-out ones included, end the request with ``AuthenticationError/excessiveRefresh(count:window:)``
 /// instead of refreshing again.
 ///
-/// **Placement.** Give it as `interceptor:` or in `adapters:`, where `adapt` is called. Asked to retry a 401 of a request
-/// it never adapted (it sits in `retriers:` alone, or behind a wrapper that forwards only `retry`), it ends the request
-/// with ``AuthenticationError/neverAdapted`` rather than retry a request it cannot authenticate.
+/// **Placement.** Give it as `interceptor:`, where both `adapt` and `retry` are called (or in both `adapters:` and
+/// `retriers:`). In `adapters:` alone it applies the credential but is never asked about a 401. Asked to retry a 401 of a
+/// request it never adapted (it sits in `retriers:` alone, or behind a wrapper that forwards only `retry`), it ends the
+/// request with ``AuthenticationError/neverAdapted`` rather than retry a request it cannot authenticate.
 ///
 /// The interceptor is a class whose state is behind a lock; share one instance between sessions that use the same
 /// credential.
