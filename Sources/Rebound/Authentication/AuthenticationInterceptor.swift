@@ -154,16 +154,15 @@ public final class AuthenticationInterceptor<A: Authenticator>: RequestIntercept
         guard let sent = request.lastRequest, let response = request.response,
             authenticator.didRequest(sent, with: response, failDueToAuthenticationError: error)
         else { return .doNotRetry }
-        let current = state.withLock { state -> (hosts: Bool, credential: A.Credential?, generation: Int)? in
-            guard state.hosts != nil else { return (false, nil, 0) }
-            return Self.belongs(sent, to: state.hosts) ? (true, state.credential, state.generation) : nil
+        let (adaptedAny, current) = state.withLock { state -> (Bool, (A.Credential?, Int)?) in
+            (state.hosts != nil, Self.belongs(sent, to: state.hosts) ? (state.credential, state.generation) : nil)
         }
-        // Placed where `adapt` is never called, it could only answer "retry" to the same 401 for ever: say so instead.
-        if current != nil, request.context.secures(with: self) == false {
+        // Placed where `adapt` is never called (no hosts learnt yet, or a request to its hosts it did not adapt), it
+        // could only answer "retry" to the same 401 for ever: say so instead.
+        if !adaptedAny || current != nil, request.context.secures(with: self) == false {
             return .doNotRetryWithError(AuthenticationError.neverAdapted)
         }
-        guard let current, current.hosts, let credential = current.credential else { return .doNotRetry }
-        let generation = current.generation
+        guard let (found, generation) = current, let credential = found else { return .doNotRetry }
         // Sent with an older credential: the current one may well work, and needs no refresh.
         guard authenticator.isRequest(sent, authenticatedWith: credential) else { return .retry }
         do {

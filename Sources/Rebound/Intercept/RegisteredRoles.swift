@@ -98,31 +98,19 @@ struct RegisteredRoles: Sendable {
     }
 
     func add(observer: some AttemptObserver & AnyObject) {
-        let object = ObjectIdentifier(observer)
-        state.withLock { state in
-            guard !state.chain.holdsObserver(object) else { return }
-            Self.add(.observer(observer), as: Key(object: object, role: .observer), to: &state)
-        }
+        state.withLock { Self.add(observer: observer, known: ObjectIdentifier(observer), to: &$0) }
     }
 
     func add(gate: some RetryGate & AnyObject) {
-        let object = ObjectIdentifier(gate)
-        state.withLock { state in
-            guard !state.chain.holdsGate(object) else { return }
-            Self.add(.gate(gate), as: Key(object: object, role: .gate), to: &state)
-        }
+        state.withLock { Self.add(gate: gate, known: ObjectIdentifier(gate), to: &$0) }
     }
 
     /// Adds a part that both hears how attempts end and is asked before retries (a breaker, a budget), under one lock.
     func add(observerAndGate part: some AttemptObserver & RetryGate & AnyObject) {
         let object = ObjectIdentifier(part)
         state.withLock { state in
-            if !state.chain.holdsObserver(object) {
-                Self.add(.observer(part), as: Key(object: object, role: .observer), to: &state)
-            }
-            if !state.chain.holdsGate(object) {
-                Self.add(.gate(part), as: Key(object: object, role: .gate), to: &state)
-            }
+            Self.add(observer: part, known: object, to: &state)
+            Self.add(gate: part, known: object, to: &state)
         }
     }
 
@@ -156,16 +144,24 @@ struct RegisteredRoles: Sendable {
         state.withLock { state in
             guard Self.add(.group, as: Key(object: ObjectIdentifier(group), role: .group), to: &state) else { return }
             for observer in group.roles.observers {
-                let object = ChainRoles.identity(of: observer)
-                if let object, state.chain.holdsObserver(object) { continue }
-                Self.add(.observer(observer), as: object.map { Key(object: $0, role: .observer) }, to: &state)
+                Self.add(observer: observer, known: ChainRoles.identity(of: observer), to: &state)
             }
             for gate in group.roles.gates {
-                let object = ChainRoles.identity(of: gate)
-                if let object, state.chain.holdsGate(object) { continue }
-                Self.add(.gate(gate), as: object.map { Key(object: $0, role: .gate) }, to: &state)
+                Self.add(gate: gate, known: ChainRoles.identity(of: gate), to: &state)
             }
         }
+    }
+
+    /// Adds an observer known by `object` (`nil` for a value), unless the lists hold it or it registered already.
+    private static func add(observer: any AttemptObserver, known object: ObjectIdentifier?, to state: inout State) {
+        if let object, state.chain.holdsObserver(object) { return }
+        add(.observer(observer), as: object.map { Key(object: $0, role: .observer) }, to: &state)
+    }
+
+    /// Adds a gate known by `object` (`nil` for a value), unless the lists hold it or it registered already.
+    private static func add(gate: any RetryGate, known object: ObjectIdentifier?, to state: inout State) {
+        if let object, state.chain.holdsGate(object) { return }
+        add(.gate(gate), as: object.map { Key(object: $0, role: .gate) }, to: &state)
     }
 
     /// Appends an entry unless its instance registered in that role already (a value always is); returns whether it
