@@ -90,9 +90,14 @@ public struct Interceptor: RequestInterceptor {
     /// ``RetryResult/doNotRetry``.
     public func retry(_ request: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
         if let group { request.context.register(group) }
-        for retrier in retriers {
-            let result = await retrier.retry(request, dueTo: error)
-            if case .doNotRetry = result { continue }
+        // By index: a `for` loop's iterator and element would live in this frame, which every failed attempt allocates.
+        var index = 0
+        while index < retriers.count {
+            let result = await retriers[index].retry(request, dueTo: error)
+            if case .doNotRetry = result {
+                index += 1
+                continue
+            }
             return result
         }
         return .doNotRetry
