@@ -6,13 +6,17 @@ import Foundation
 
 // What the observers are told: each attempt's outcome, and the request's end.
 extension RequestRun {
+    /// Whether any observer is to be told: one the session or the request was given, or one that registered so far.
+    @inline(never)
+    mutating func hasObservers() -> Bool {
+        !plan.roles.observers.isEmpty || plan.registrations.hasObservers
+    }
+
     /// Tells the observers how the last recorded attempt ended.
     @inline(never)
     mutating func report(_ result: AttemptResult, decision: AttemptDecision) async {
         let registered = plan.registrations
-        guard !plan.roles.observers.isEmpty || registered.hasObservers,
-            let outcome = outcome(data: result.data, decision: decision)
-        else { return }
+        guard let outcome = outcome(data: result.data, decision: decision) else { return }
         for observer in plan.roles.observers {
             await observer.attemptDidFinish(outcome)
         }
@@ -26,7 +30,6 @@ extension RequestRun {
     @inline(never)
     mutating func finish(_ decision: AttemptDecision) async {
         let registered = plan.registrations
-        guard !plan.roles.observers.isEmpty || registered.hasObservers else { return }
         let outcome = requestOutcome(decision)
         for observer in plan.roles.observers {
             await observer.requestDidFinish(outcome)

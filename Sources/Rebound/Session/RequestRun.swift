@@ -56,10 +56,11 @@ struct RequestRun {
                 if Task.isCancelled { throw CancellationError() }
                 let result = await attemptOnce()
                 let decision = await decision(after: result)
-                await report(result, decision: decision)
+                // Nothing that observes, no call: each of these makes a frame of its own.
+                if hasObservers() { await report(result, decision: decision) }
                 switch decision {
                 case .succeeded:
-                    await finish(.succeeded)
+                    if hasObservers() { await finish(.succeeded) }
                     return response(to: result)
                 case .cancelled:
                     throw CancellationError()
@@ -73,7 +74,7 @@ struct RequestRun {
             // A `ReboundError` is the one `fail(with:)` kept; nothing else is thrown but cancellation. Only the decision
             // crosses the await, not the error.
             let decision: AttemptDecision = error is ReboundError ? .failed : .cancelled
-            await finish(decision)
+            if hasObservers() { await finish(decision) }
             if decision == .failed { throw ending() }
             throw CancellationError()
         }
