@@ -162,6 +162,9 @@ struct LoggingRetrierTests {
         #expect(error?.underlyingError is CircuitBreakerOpenError)
         #expect(transport.requestCount == 1)
         #expect(log.messages.last?.contains("circuit breaker is open; it lets a trial call through in 30 s") == true)
+        // The event names the refusing breaker's state; the failure that tripped it had no breaker to name.
+        #expect(log.events.last?.breakerState == .open)
+        #expect(log.events.first?.breakerState == nil)
     }
 
     @Test func secretsNeverReachTheSink() async throws {

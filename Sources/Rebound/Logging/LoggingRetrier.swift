@@ -305,7 +305,8 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
         return RetryLogEvent(
             level: level, requestID: outcome.requestID, label: outcome.label, attempt: number, method: method, url: url,
             requestHeaders: headers, statusCode: outcome.statusCode, failure: failure, decision: decision,
-            endReason: endReason, wrappedAnswer: wrappedAnswer?.description, redirects: redirects,
+            endReason: endReason, wrappedAnswer: wrappedAnswer?.description,
+            breakerState: outcome.error?.circuitBreakerOpenError?.state, redirects: redirects,
             attemptDuration: outcome.attempt.duration, elapsed: outcome.elapsed, message: message)
     }
 }

@@ -65,6 +65,11 @@ public struct RetryLogEvent: Sendable {
     /// What the wrapped retrier answered about this attempt (``RetryResult/description``), when the logger wraps one
     /// and it was asked; `nil` otherwise. The decision may differ: another retrier, a gate or the deadline had a say.
     public let wrappedAnswer: String?
+    /// The state of the circuit breaker that ended the request, when one did: it refused the attempt, refused its
+    /// retry, or opened while the request waited to retry (``CircuitBreaker/State/open``,
+    /// ``CircuitBreaker/State/forcedOpen``, or ``CircuitBreaker/State/halfOpen`` with its trial calls taken); `nil`
+    /// otherwise.
+    public let breakerState: CircuitBreaker.State?
     /// The redirects the attempt followed, in order, one line each such as
     /// `GET https://a.example/x → 302 → GET https://b.example/y` (URLs redacted as ``url`` is); empty when it followed
     /// none, or when the logger heard of the request only after the attempt (see ``LoggingRetrier``). ``url`` is the
