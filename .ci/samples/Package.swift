@@ -10,6 +10,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/pointfreeco/swift-clocks", from: "1.1.1"),
         .package(path: "../../Integrations/ReboundLogging"),
+        .package(path: "../../Integrations/ReboundMetrics"),
     ],
     targets: [
         .target(
@@ -17,6 +18,7 @@ let package = Package(
             dependencies: [
                 .product(name: "Logging", package: "swift-log"), .product(name: "Clocks", package: "swift-clocks"),
                 .product(name: "ReboundLogging", package: "ReboundLogging"),
+                .product(name: "ReboundMetrics", package: "ReboundMetrics"),
             ])
     ]
 )
