@@ -168,66 +168,46 @@ public final class MetricsObserver: AttemptObserver {
     }
 
     private func counter(_ name: String, _ dimensions: [(String, String)]) -> Counter {
-        metrics.counter(label: "\(prefix)_\(name)", dimensions: dimensions, factory: factory)
+        let label = "\(prefix)_\(name)"
+        return metrics.metric(label, dimensions) { Counter(label: label, dimensions: dimensions, factory: factory) }
     }
 
     private func timer(_ name: String, _ dimensions: [(String, String)]) -> CoreMetrics.Timer {
-        metrics.timer(label: "\(prefix)_\(name)", dimensions: dimensions, factory: factory)
+        let label = "\(prefix)_\(name)"
+        return metrics.metric(label, dimensions) {
+            CoreMetrics.Timer(label: label, dimensions: dimensions, factory: factory)
+        }
     }
 
     private func gauge(_ name: String, _ dimensions: [(String, String)]) -> Gauge {
-        metrics.gauge(label: "\(prefix)_\(name)", dimensions: dimensions, factory: factory)
+        let label = "\(prefix)_\(name)"
+        return metrics.metric(label, dimensions) { Gauge(label: label, dimensions: dimensions, factory: factory) }
     }
 }
 
 /// The metrics made so far, by label and dimensions: each is made once (making one asks the factory, which may lock
 /// and allocate) and reused for every event after.
 ///
-/// `@unchecked Sendable`: its dictionaries are read and written only while `lock` is held, and the metrics it hands
-/// out are swift-metrics' own `Sendable` types.
+/// `@unchecked Sendable`: its dictionary is read and written only while `lock` is held, and the metrics it hands out
+/// are swift-metrics' own `Sendable` types.
 private final class MetricCache: @unchecked Sendable {
     private struct Key: Hashable {
+        let kind: ObjectIdentifier
         let label: String
         let dimensions: [String]
-
-        init(_ label: String, _ dimensions: [(String, String)]) {
-            self.label = label
-            self.dimensions = dimensions.flatMap { [$0.0, $0.1] }
-        }
     }
 
     private let lock = NSLock()
-    private var counters: [Key: Counter] = [:]
-    private var timers: [Key: CoreMetrics.Timer] = [:]
-    private var gauges: [Key: Gauge] = [:]
+    private var made: [Key: any Sendable] = [:]
 
-    func counter(label: String, dimensions: [(String, String)], factory: any MetricsFactory) -> Counter {
-        lock.withLock {
-            let key = Key(label, dimensions)
-            if let counter = counters[key] { return counter }
-            let counter = Counter(label: label, dimensions: dimensions, factory: factory)
-            counters[key] = counter
-            return counter
-        }
-    }
-
-    func timer(label: String, dimensions: [(String, String)], factory: any MetricsFactory) -> CoreMetrics.Timer {
-        lock.withLock {
-            let key = Key(label, dimensions)
-            if let timer = timers[key] { return timer }
-            let timer = CoreMetrics.Timer(label: label, dimensions: dimensions, factory: factory)
-            timers[key] = timer
-            return timer
-        }
-    }
-
-    func gauge(label: String, dimensions: [(String, String)], factory: any MetricsFactory) -> Gauge {
-        lock.withLock {
-            let key = Key(label, dimensions)
-            if let gauge = gauges[key] { return gauge }
-            let gauge = Gauge(label: label, dimensions: dimensions, factory: factory)
-            gauges[key] = gauge
-            return gauge
+    /// The metric of type `M` with `label` and `dimensions`, made by `make` the first time it is asked for.
+    func metric<M: Sendable>(_ label: String, _ dimensions: [(String, String)], make: () -> M) -> M {
+        let key = Key(kind: ObjectIdentifier(M.self), label: label, dimensions: dimensions.flatMap { [$0.0, $0.1] })
+        return lock.withLock {
+            if let metric = made[key] as? M { return metric }
+            let metric = make()
+            made[key] = metric
+            return metric
         }
     }
 }
