@@ -119,6 +119,36 @@ struct CircuitBreakerRecoveryTests {
         #expect(breaker.backoffWaitsKept == 0)
     }
 
+    @Test("A backoff a breaker granted that ends at once still wakes its request, also among many at once")
+    func backoffThatEndsAtOnceWakesItsRequest() async throws {
+        // The sleep ends as soon as it is asked, so the task that sleeps it finishes at once, racing the request that
+        // started it. (The cost tests once hung under load: the wait was stored after the sleeping task started,
+        // whose wake-up could then find nothing to wake. The wait is now stored first, which no interleaving can
+        // break; this test holds the path to its result, and would hang if a wake-up were lost.)
+        let breaker = CircuitBreaker(configuration: .init(tripCondition: .consecutiveFailures(Int.max)), clock: clock)
+        // Each request's first attempt fails and its retry succeeds.
+        let transport = ScriptedTransport { request, _ in
+            request.value(forHTTPHeaderField: "X-Attempt") == "1" ? .status(503) : .status(200)
+        }
+        let attempt = Adapter.modifying { request, context in
+            request.setValue("\(context.attempt)", forHTTPHeaderField: "X-Attempt")
+        }
+        let session = Session(
+            transport: transport, adapters: [attempt, breaker],
+            retriers: [RetryPolicy(backoff: .constant(.seconds(1)))], clock: SleepEndsAtOnceClock())
+
+        let succeeded = await withTaskGroup(of: Bool.self) { group in
+            for _ in 0..<1_000 { group.addTask { (try? await session.send(request())) != nil } }
+            return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+        }
+
+        // Every request ended (the time limit would say otherwise), each after its one retry.
+        #expect(succeeded == 1_000)
+        #expect(transport.requestCount == 2_000)
+        #expect(breaker.backoffWaitsKept == 0)
+        #expect(breaker.permitsInFlight == 0)
+    }
+
     @Test("Many requests through an outage: none sleeps a backoff that ends in a breaker refusal")
     func noBackoffEndsInARefusal() async throws {
         let registry = CircuitBreakerRegistry(clock: clock)
@@ -240,5 +270,14 @@ private func waitUntil(_ condition: @Sendable () -> Bool) async throws {
     while !condition() {
         try Task.checkCancellation()
         await Task.yield()
+    }
+}
+
+/// A clock whose sleeps end as soon as they are asked, without suspending, unless the task is cancelled.
+private struct SleepEndsAtOnceClock: Clock {
+    var now: ContinuousClock.Instant { ContinuousClock.now }
+    var minimumResolution: Duration { .zero }
+    func sleep(until deadline: ContinuousClock.Instant, tolerance: Duration?) async throws {
+        try Task.checkCancellation()
     }
 }

@@ -6,7 +6,8 @@
 final class BackoffWait: Sendable {
     private enum State: Sendable {
         case idle
-        case sleeping(CheckedContinuation<Ending, Never>, Task<Void, Never>)
+        /// A request sleeps; the task that sleeps on the clock is attached once started (`nil` until then).
+        case sleeping(CheckedContinuation<Ending, Never>, Task<Void, Never>?)
         case ended(any Error)
     }
 
@@ -24,7 +25,7 @@ final class BackoffWait: Sendable {
         let resumed: CheckedContinuation<Ending, Never>? = state.withLock { state in
             switch state {
             case .sleeping(let continuation, let sleeper):
-                sleeper.cancel()
+                sleeper?.cancel()
                 state = .idle
                 return continuation
             case .idle, .ended:
@@ -36,10 +37,28 @@ final class BackoffWait: Sendable {
     }
 
     /// Sleeps `delay` on `clock` unless ended first or the calling task is cancelled.
+    ///
+    /// The wait is stored before the task that sleeps is started, so that a sleep which ends at once (a tiny delay, a
+    /// busy machine, a test clock advanced meanwhile) always finds the request to wake: started first, its wake-up
+    /// could come before the wait was stored and be lost, and the request would wait for ever.
     func sleep(for delay: Duration, on clock: SessionClock) async -> Ending {
         if case .ended(let error) = state.withLock({ $0 }) { return .ended(error) }
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Ending, Never>) in
+                let early: Ending? = state.withLock { state in
+                    switch state {
+                    case .ended(let error):
+                        state = .idle
+                        return .ended(error)
+                    case .idle, .sleeping:
+                        state = .sleeping(continuation, nil)
+                        return nil
+                    }
+                }
+                if let early {
+                    continuation.resume(returning: early)
+                    return
+                }
                 let sleeper = Task {
                     let slept: Bool
                     do {
@@ -50,19 +69,15 @@ final class BackoffWait: Sendable {
                     }
                     self.wake(slept ? .slept : .cancelled)
                 }
-                let early: Ending? = state.withLock { state in
-                    switch state {
-                    case .ended(let error):
-                        state = .idle
-                        return .ended(error)
-                    case .idle, .sleeping:
-                        state = .sleeping(continuation, sleeper)
-                        return nil
-                    }
+                // Attached for `end(with:)` and cancellation to cancel; already woken or ended meanwhile (only this
+                // request sleeps on this wait, so the stored wait without a sleeper is this one): not needed.
+                let attached: Bool = state.withLock { state in
+                    guard case .sleeping(let stored, nil) = state else { return false }
+                    state = .sleeping(stored, sleeper)
+                    return true
                 }
-                if let early {
+                if !attached {
                     sleeper.cancel()
-                    continuation.resume(returning: early)
                 } else if Task.isCancelled {
                     // Cancelled before the wait was stored: the handler found nothing to wake.
                     wake(.cancelled)
@@ -75,13 +90,13 @@ final class BackoffWait: Sendable {
 
     /// Resumes the sleeping request, if it still sleeps.
     private func wake(_ ending: Ending) {
-        let resumed: (CheckedContinuation<Ending, Never>, Task<Void, Never>)? = state.withLock { state in
+        let resumed: (CheckedContinuation<Ending, Never>, Task<Void, Never>?)? = state.withLock { state in
             guard case .sleeping(let continuation, let sleeper) = state else { return nil }
             state = .idle
             return (continuation, sleeper)
         }
         guard let (continuation, sleeper) = resumed else { return }
-        if case .cancelled = ending { sleeper.cancel() }
+        if case .cancelled = ending { sleeper?.cancel() }
         continuation.resume(returning: ending)
     }
 }
