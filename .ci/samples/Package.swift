@@ -11,6 +11,7 @@ let package = Package(
         .package(url: "https://github.com/pointfreeco/swift-clocks", from: "1.1.1"),
         .package(path: "../../Integrations/ReboundLogging"),
         .package(path: "../../Integrations/ReboundMetrics"),
+        .package(path: "../../Integrations/ReboundTracing"),
     ],
     targets: [
         .target(
@@ -19,6 +20,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"), .product(name: "Clocks", package: "swift-clocks"),
                 .product(name: "ReboundLogging", package: "ReboundLogging"),
                 .product(name: "ReboundMetrics", package: "ReboundMetrics"),
+                .product(name: "ReboundTracing", package: "ReboundTracing"),
             ])
     ]
 )

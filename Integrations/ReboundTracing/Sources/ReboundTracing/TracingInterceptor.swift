@@ -1,0 +1,245 @@
+import Foundation
+import Rebound
+import Tracing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Traces every request through swift-distributed-tracing: one span per request, one child span per attempt, the
+/// trace context injected into every attempt's headers, and the decisions between attempts as span events.
+///
+/// Place it first among a session's adapters (or in its `interceptor:`), so that each attempt's span covers the other
+/// adapters and the send:
+///
+/// ```swift
+/// let session = Session(adapters: [TracingInterceptor(), CircuitBreakerRegistry()], retriers: [RetryPolicy()])
+/// ```
+///
+/// **Spans.** The request's span (kind `internal`, named after the request's label, or its method) is a child of the
+/// caller's current context (`InstrumentationContext.current`), and lasts from the first attempt to the request's end.
+/// Each attempt's span (kind `client`, named after the method) follows OpenTelemetry's HTTP client conventions:
+/// `http.request.method`, `server.address`, `server.port`, `url.full` (query values and user-info redacted, as
+/// ``Redaction`` says), `http.response.status_code`, `http.request.resend_count` (from the second attempt on), and, for
+/// a failed attempt, `error.type` (the status code, or a closed set of names such as `timed_out` or `circuit_open`)
+/// with an error status.
+///
+/// **Events** on the request's span: `rebound.retry` (with `rebound.retry.delay_ms` and the next attempt's number),
+/// `rebound.breaker.refused`, `rebound.budget.denied` and `rebound.deadline.exceeded` when one of them ends the request;
+/// on the attempt's span, `rebound.redirect` for each hop it followed (status and redacted location).
+///
+/// **Propagation.** The attempt's span context is injected into the attempt's request through the tracer, which is an
+/// instrument: with swift-otel's W3C propagator that is a `traceparent` header (and `tracestate`), so the server's
+/// spans are children of the attempt that reached them. A redirect hop carries the header of the attempt it belongs
+/// to.
+///
+/// Thread-safe: one interceptor may serve many sessions and requests at once. It registers itself as an observer
+/// through the context, so a wrapper that forwards `adapt` keeps every span.
+public final class TracingInterceptor: RequestAdapter, AttemptObserver {
+    /// The tracer spans are started with; `nil` for the one bootstrapped for the process (`InstrumentationSystem.tracer`),
+    /// read at each request.
+    public let tracer: (any Tracer)?
+    /// What counts as a secret in a URL; ``Redaction/default`` by default.
+    public let redaction: Redaction
+
+    private let spans = SpanTable()
+
+    /// Creates a tracing interceptor.
+    ///
+    /// - Parameters:
+    ///   - tracer: The tracer spans are started with; the process's (`InstrumentationSystem.tracer`) by default.
+    ///   - redaction: What counts as a secret in `url.full` and in redirect events; ``Redaction/default`` by default.
+    public init(tracer: (any Tracer)? = nil, redaction: Redaction = .default) {
+        self.tracer = tracer
+        self.redaction = redaction
+    }
+
+    /// Starts the attempt's span (and the request's, on its first attempt) and injects its context into the request.
+    public func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
+        context.observe(self)
+        var request = request
+        let tracer = tracer ?? InstrumentationSystem.tracer
+        let span = startAttempt(of: request, context: context, tracer: tracer)
+        tracer.inject(span.context, into: &request, using: HeaderInjector())
+        return request
+    }
+
+    /// Ends the attempt's span with its status or error, and adds a retry event to the request's span.
+    public func attemptDidFinish(_ outcome: AttemptOutcome) async {
+        let (request, attempt) = spans.finishAttempt(of: outcome.requestID, number: outcome.attempt.number)
+        if let attempt {
+            if let status = outcome.statusCode { attempt.attributes["http.response.status_code"] = status }
+            if let failure = outcome.failure {
+                attempt.attributes["error.type"] = Self.errorType(of: failure)
+                attempt.setStatus(SpanStatus(code: .error))
+            }
+            attempt.end()
+        }
+        if let request, case .retry(let delay) = outcome.decision {
+            request.addEvent(
+                SpanEvent(
+                    name: "rebound.retry",
+                    attributes: [
+                        "rebound.retry.delay_ms": .int64(Int64(delay.milliseconds)),
+                        "rebound.retry.next_attempt": .int64(Int64(outcome.attempt.number + 1)),
+                    ]))
+        }
+    }
+
+    /// Adds a redirect event to the attempt's span.
+    public func attemptWasRedirected(_ hop: RedirectHop) async {
+        guard let attempt = spans.attempt(of: hop.requestID) else { return }
+        attempt.addEvent(
+            SpanEvent(
+                name: "rebound.redirect",
+                attributes: [
+                    "http.response.status_code": .int64(Int64(hop.response.statusCode)),
+                    "rebound.redirect.location": .string(redaction.string(for: hop.next.url)),
+                ]))
+    }
+
+    /// Ends the request's span: an error status and `error.type` when it failed, and an event for a breaker, a budget
+    /// or a deadline that ended it.
+    public func requestDidFinish(_ outcome: RequestOutcome) async {
+        guard let span = spans.finishRequest(outcome.requestID) else { return }
+        if let status = outcome.response?.statusCode { span.attributes["http.response.status_code"] = status }
+        span.attributes["rebound.attempts"] = outcome.attempts.count
+        if let error = outcome.error {
+            if error.circuitBreakerOpenError != nil { span.addEvent("rebound.breaker.refused") }
+            if error.retrierError is RetryBudgetExhausted { span.addEvent("rebound.budget.denied") }
+            if case .deadlineExceeded = error.reason { span.addEvent("rebound.deadline.exceeded") }
+            span.attributes["error.type"] = Self.errorType(of: error.reason)
+            span.setStatus(SpanStatus(code: .error))
+        } else if outcome.isCancelled {
+            span.attributes["error.type"] = "cancelled"
+        }
+        span.end()
+    }
+
+    /// The `error.type` of a failure: the status code (`503`), or one of `timed_out`, `connection_lost`,
+    /// `cannot_connect`, `cannot_find_host`, `not_connected`, `secure_connection_failed`, `transport`, `adaptation`,
+    /// `validation`, `decoding`, `circuit_open`, `retry_aborted`, `deadline_exceeded`.
+    public static func errorType(of failure: ReboundError.Reason) -> String {
+        switch failure {
+        case .unacceptableStatusCode(let code): "\(code)"
+        case .transportFailed(let error): transportErrorType(error)
+        case .adaptationFailed: "adaptation"
+        case .validationFailed: "validation"
+        case .decodingFailed: "decoding"
+        case .circuitOpen: "circuit_open"
+        case .retryAborted(let error, _): error is CircuitBreakerOpenError ? "circuit_open" : "retry_aborted"
+        case .deadlineExceeded: "deadline_exceeded"
+        }
+    }
+
+    private static func transportErrorType(_ error: any Error) -> String {
+        guard let error = error as? URLError else { return "transport" }
+        switch error.code {
+        case .timedOut: return "timed_out"
+        case .networkConnectionLost: return "connection_lost"
+        case .cannotConnectToHost: return "cannot_connect"
+        case .cannotFindHost, .dnsLookupFailed: return "cannot_find_host"
+        case .notConnectedToInternet: return "not_connected"
+        case .secureConnectionFailed: return "secure_connection_failed"
+        default: return "transport"
+        }
+    }
+
+    /// Starts the attempt's span under the request's, starting the request's on its first attempt.
+    private func startAttempt(of request: URLRequest, context: RequestContext, tracer: any Tracer) -> any Span {
+        let method = request.httpMethod ?? "GET"
+        let parent = spans.requestSpan(of: context.requestID) {
+            let span = tracer.startSpan(
+                context.label ?? method, context: InstrumentationContext.current ?? .topLevel, ofKind: .internal)
+            span.attributes["http.request.method"] = method
+            if let label = context.label { span.attributes["rebound.label"] = label }
+            return span
+        }
+        let span = tracer.startSpan(method, context: parent.context, ofKind: .client)
+        span.attributes["http.request.method"] = method
+        span.attributes["url.full"] = redaction.string(for: request.url)
+        if let host = request.url?.host { span.attributes["server.address"] = host }
+        if let port = request.url?.port ?? Self.defaultPort(of: request.url) { span.attributes["server.port"] = port }
+        if context.retryCount > 0 { span.attributes["http.request.resend_count"] = context.retryCount }
+        // An attempt whose span was never ended (its outcome never came) ends when the next one starts.
+        spans.setAttempt(span, number: context.attempt, of: context.requestID)?.end()
+        return span
+    }
+
+    private static func defaultPort(of url: URL?) -> Int? {
+        switch url?.scheme?.lowercased() {
+        case "https": 443
+        case "http": 80
+        default: nil
+        }
+    }
+}
+
+/// Writes a propagated value as a request header.
+private struct HeaderInjector: Injector {
+    func inject(_ value: String, forKey key: String, into request: inout URLRequest) {
+        request.setValue(value, forHTTPHeaderField: key)
+    }
+}
+
+/// The spans of the requests under way, by request.
+///
+/// `@unchecked Sendable`: the dictionary is read and written only while `lock` is held; spans are `Sendable`.
+private final class SpanTable: @unchecked Sendable {
+    private struct Entry {
+        let request: any Span
+        var attempt: (number: Int, span: any Span)?
+    }
+
+    private let lock = NSLock()
+    private var entries: [UUID: Entry] = [:]
+
+    /// The request's span, started by `start` if the request has none yet.
+    func requestSpan(of id: UUID, start: () -> any Span) -> any Span {
+        lock.withLock {
+            if let entry = entries[id] { return entry.request }
+            let span = start()
+            entries[id] = Entry(request: span)
+            return span
+        }
+    }
+
+    /// Keeps `span` as the request's current attempt; returns the attempt span it replaces, if one was still open.
+    func setAttempt(_ span: any Span, number: Int, of id: UUID) -> (any Span)? {
+        lock.withLock {
+            let previous = entries[id]?.attempt?.span
+            entries[id]?.attempt = (number, span)
+            return previous
+        }
+    }
+
+    /// The current attempt's span of the request, if it has one open.
+    func attempt(of id: UUID) -> (any Span)? {
+        lock.withLock { entries[id]?.attempt?.span }
+    }
+
+    /// The request's span, and its attempt `number`'s span, taken out (the attempt's only if it is that one).
+    func finishAttempt(of id: UUID, number: Int) -> (request: (any Span)?, attempt: (any Span)?) {
+        lock.withLock {
+            guard let entry = entries[id] else { return (nil, nil) }
+            guard let attempt = entry.attempt, attempt.number == number else { return (entry.request, nil) }
+            entries[id]?.attempt = nil
+            return (entry.request, attempt.span)
+        }
+    }
+
+    /// The request's span, taken out with its entry; an attempt span still open is ended.
+    func finishRequest(_ id: UUID) -> (any Span)? {
+        let entry = lock.withLock { entries.removeValue(forKey: id) }
+        entry?.attempt?.span.end()
+        return entry?.request
+    }
+}
+
+extension Duration {
+    /// The duration in whole milliseconds.
+    fileprivate var milliseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1_000 + attoseconds / 1_000_000_000_000_000
+    }
+}
