@@ -20,6 +20,37 @@ struct ReboundErrorTests {
         #expect(ReboundError.Reason.validationFailed(error: URLError(.timedOut)).urlError == nil)
     }
 
+    @Test(
+        "errorType is a short name from a closed set",
+        arguments: [
+            (ReboundError.Reason.unacceptableStatusCode(503), "503"),
+            (.transportFailed(error: URLError(.timedOut)), "timedOut"),
+            (.transportFailed(error: URLError(.networkConnectionLost)), "networkConnectionLost"),
+            (.transportFailed(error: URLError(.zeroByteResource)), "URLError"),
+            (.transportFailed(error: TestError("https://a.example/?token=t0ken")), "transport"),
+            (.adaptationFailed(error: TestError("x")), "adaptation"),
+            (.validationFailed(error: TestError("x")), "validation"),
+            (.decodingFailed(error: TestError("x")), "decoding"),
+            (.circuitOpen(CircuitBreakerOpenError(key: "a.example", state: .open, retryAfter: nil)), "circuitOpen"),
+            (
+                .retryAborted(
+                    error: CircuitBreakerOpenError(key: "a.example", state: .open, retryAfter: nil),
+                    original: .unacceptableStatusCode(503)), "circuitOpen"
+            ),
+            (
+                .retryAborted(
+                    error: RetryBudgetExhausted(key: "a.example", availableTokens: 0, retryCost: 5),
+                    original: .unacceptableStatusCode(503)),
+                "retryBudgetExhausted"
+            ),
+            (.retryAborted(error: TestError("quota"), original: .unacceptableStatusCode(429)), "retryAborted"),
+            (.deadlineExceeded(deadline: .seconds(1), last: .unacceptableStatusCode(503)), "deadlineExceeded"),
+        ])
+    func errorTypeIsAShortNameFromAClosedSet(reason: ReboundError.Reason, expected: String) {
+        #expect(reason.errorType == expected)
+        #expect(ReboundError(reason: reason, originalRequest: URLRequest(url: exampleURL)).errorType == expected)
+    }
+
     @Test func originalLooksThroughRetryAborts() {
         let aborted = ReboundError.Reason.retryAborted(error: TestError("stop"), original: .unacceptableStatusCode(429))
 

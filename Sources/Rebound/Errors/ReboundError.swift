@@ -96,6 +96,9 @@ public struct ReboundError: Error, Sendable {
     /// The `URLError` behind a transport or adaptation failure, if there is one (also inside a retry abort).
     public var urlError: URLError? { reason.urlError }
 
+    /// A short name for why the request failed, from a closed set: see ``Reason/errorType``.
+    public var errorType: String { reason.errorType }
+
     /// The error a retrier or a gate ended the request with (``RetryResult/doNotRetryWithError(_:)``, a
     /// ``RetryBudgetExhausted`` denial), also behind a deadline; `nil` when the request ended with its attempt's own
     /// failure.
@@ -147,6 +150,29 @@ extension ReboundError.Reason {
             original.urlError
         case .unacceptableStatusCode, .validationFailed, .decodingFailed, .circuitOpen:
             nil
+        }
+    }
+
+    /// A short name for the reason, from a closed set, for metrics dimensions and trace attributes (OpenTelemetry's
+    /// `error.type`): never a URL, a message or an identifier.
+    ///
+    /// The status code for ``unacceptableStatusCode(_:)`` (`"503"`); the `URLError` code's name for a transport
+    /// failure (`timedOut`, `networkConnectionLost`, `cannotConnectToHost`, `cannotFindHost`, … as Swift spells it;
+    /// `URLError` for a code without a listed name), or `transport` for another error; `adaptation`, `validation`,
+    /// `decoding`; `circuitOpen` for a breaker's refusal, also of a retry; `retryBudgetExhausted`; `retryAborted` for
+    /// any other error a retrier or a gate stopped the request with; `deadlineExceeded`.
+    public var errorType: String {
+        switch self {
+        case .unacceptableStatusCode(let code): "\(code)"
+        case .transportFailed(let error): (error as? URLError).map { $0.code.name ?? "URLError" } ?? "transport"
+        case .adaptationFailed: "adaptation"
+        case .validationFailed: "validation"
+        case .decodingFailed: "decoding"
+        case .circuitOpen: "circuitOpen"
+        case .retryAborted(is CircuitBreakerOpenError, _): "circuitOpen"
+        case .retryAborted(is RetryBudgetExhausted, _): "retryBudgetExhausted"
+        case .retryAborted: "retryAborted"
+        case .deadlineExceeded: "deadlineExceeded"
         }
     }
 

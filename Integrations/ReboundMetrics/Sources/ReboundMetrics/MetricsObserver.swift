@@ -16,7 +16,7 @@ import Rebound
 /// | metric | kind | dimensions | what |
 /// |---|---|---|---|
 /// | `rebound_attempts_total` | counter | host, method, outcome | every attempt, by what followed it: `succeeded`, `retry`, `failed`, `cancelled` |
-/// | `rebound_retries_total` | counter | host, method, reason | every retry, by the failure that caused it (see ``reason(of:)``) |
+/// | `rebound_retries_total` | counter | host, method, reason | every retry, by the failure that caused it (`ReboundError.Reason.errorType`: `503`, `timedOut`, …) |
 /// | `rebound_requests_total` | counter | host, method, outcome | every request, by how it ended: `succeeded`, `failed`, `cancelled` |
 /// | `rebound_budget_denials_total` | counter | host | requests that ended because a ``RetryBudget`` denied their retry |
 /// | `rebound_breaker_refusals_total` | counter | host | requests that ended because a circuit breaker refused an attempt or a retry |
@@ -74,7 +74,7 @@ public final class MetricsObserver: AttemptObserver {
         timer("attempt_duration_seconds", [("host", host), ("method", method)])
             .recordNanoseconds(Self.nanoseconds(outcome.attempt.duration))
         if case .retry = outcome.decision {
-            let reason = outcome.failure.map(Self.reason(of:)) ?? "unknown"
+            let reason = outcome.failure?.errorType ?? "unknown"
             counter("retries_total", [("host", host), ("method", method), ("reason", reason)]).increment()
         }
         updateGauges(host: host, request: outcome.request)
@@ -102,36 +102,6 @@ public final class MetricsObserver: AttemptObserver {
     public func updateGauges() {
         guard let breakers else { return }
         for host in breakers.breakers.keys { updateGauges(host: host, request: nil) }
-    }
-
-    /// A bounded name for the failure behind a retry: `status_503` for a status code, the `URLError` code's name for
-    /// a transport failure (`timed_out`, `connection_lost`, `cannot_connect`, `cannot_find_host`, `not_connected`,
-    /// `secure_connection_failed`, `transport` for any other), or `adaptation`, `validation`, `decoding`,
-    /// `circuit_open`, `retrier`, `deadline`.
-    public static func reason(of failure: ReboundError.Reason) -> String {
-        switch failure {
-        case .unacceptableStatusCode(let code): "status_\(code)"
-        case .transportFailed(let error): transportReason(error)
-        case .adaptationFailed: "adaptation"
-        case .validationFailed: "validation"
-        case .decodingFailed: "decoding"
-        case .circuitOpen: "circuit_open"
-        case .retryAborted: "retrier"
-        case .deadlineExceeded: "deadline"
-        }
-    }
-
-    private static func transportReason(_ error: any Error) -> String {
-        guard let error = error as? URLError else { return "transport" }
-        switch error.code {
-        case .timedOut: return "timed_out"
-        case .networkConnectionLost: return "connection_lost"
-        case .cannotConnectToHost: return "cannot_connect"
-        case .cannotFindHost, .dnsLookupFailed: return "cannot_find_host"
-        case .notConnectedToInternet: return "not_connected"
-        case .secureConnectionFailed: return "secure_connection_failed"
-        default: return "transport"
-        }
     }
 
     /// Sets the host's gauges; its budget is found by `request` (the budget's own key function) when there is one.

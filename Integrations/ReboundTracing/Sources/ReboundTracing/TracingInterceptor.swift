@@ -21,8 +21,8 @@ import Tracing
 /// Each attempt's span (kind `client`, named after the method) follows OpenTelemetry's HTTP client conventions:
 /// `http.request.method`, `server.address`, `server.port`, `url.full` (query values and user-info redacted, as
 /// ``Redaction`` says), `http.response.status_code`, `http.request.resend_count` (from the second attempt on), and, for
-/// a failed attempt, `error.type` (the status code, or a closed set of names such as `timed_out` or `circuit_open`)
-/// with an error status.
+/// a failed attempt, `error.type` (`ReboundError.Reason.errorType`: the status code, or a closed set of names such
+/// as `timedOut` or `circuitOpen`) with an error status.
 ///
 /// **Events** on the request's span: `rebound.retry` (with `rebound.retry.delay_ms` and the next attempt's number),
 /// `rebound.breaker.refused`, `rebound.budget.denied` and `rebound.deadline.exceeded` when one of them ends the request;
@@ -70,7 +70,7 @@ public final class TracingInterceptor: RequestAdapter, AttemptObserver {
         if let attempt {
             if let status = outcome.statusCode { attempt.attributes["http.response.status_code"] = status }
             if let failure = outcome.failure {
-                attempt.attributes["error.type"] = Self.errorType(of: failure)
+                attempt.attributes["error.type"] = failure.errorType
                 attempt.setStatus(SpanStatus(code: .error))
             }
             attempt.end()
@@ -108,41 +108,12 @@ public final class TracingInterceptor: RequestAdapter, AttemptObserver {
             if error.circuitBreakerOpenError != nil { span.addEvent("rebound.breaker.refused") }
             if error.retrierError is RetryBudgetExhausted { span.addEvent("rebound.budget.denied") }
             if case .deadlineExceeded = error.reason { span.addEvent("rebound.deadline.exceeded") }
-            span.attributes["error.type"] = Self.errorType(of: error.reason)
+            span.attributes["error.type"] = error.errorType
             span.setStatus(SpanStatus(code: .error))
         } else if outcome.isCancelled {
             span.attributes["error.type"] = "cancelled"
         }
         span.end()
-    }
-
-    /// The `error.type` of a failure: the status code (`503`), or one of `timed_out`, `connection_lost`,
-    /// `cannot_connect`, `cannot_find_host`, `not_connected`, `secure_connection_failed`, `transport`, `adaptation`,
-    /// `validation`, `decoding`, `circuit_open`, `retry_aborted`, `deadline_exceeded`.
-    public static func errorType(of failure: ReboundError.Reason) -> String {
-        switch failure {
-        case .unacceptableStatusCode(let code): "\(code)"
-        case .transportFailed(let error): transportErrorType(error)
-        case .adaptationFailed: "adaptation"
-        case .validationFailed: "validation"
-        case .decodingFailed: "decoding"
-        case .circuitOpen: "circuit_open"
-        case .retryAborted(let error, _): error is CircuitBreakerOpenError ? "circuit_open" : "retry_aborted"
-        case .deadlineExceeded: "deadline_exceeded"
-        }
-    }
-
-    private static func transportErrorType(_ error: any Error) -> String {
-        guard let error = error as? URLError else { return "transport" }
-        switch error.code {
-        case .timedOut: return "timed_out"
-        case .networkConnectionLost: return "connection_lost"
-        case .cannotConnectToHost: return "cannot_connect"
-        case .cannotFindHost, .dnsLookupFailed: return "cannot_find_host"
-        case .notConnectedToInternet: return "not_connected"
-        case .secureConnectionFailed: return "secure_connection_failed"
-        default: return "transport"
-        }
     }
 
     /// Starts the attempt's span under the request's, starting the request's on its first attempt.

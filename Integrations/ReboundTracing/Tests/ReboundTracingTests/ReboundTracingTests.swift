@@ -51,7 +51,7 @@ struct TracingInterceptorTests {
         #expect(first.status?.code == .error)
         #expect(first.attribute("http.request.resend_count") == nil)
         #expect(attempts[1].attribute("http.request.resend_count") == .int64(1))
-        #expect(attempts[1].attribute("error.type") == .string("timed_out"))
+        #expect(attempts[1].attribute("error.type") == .string("timedOut"))
         #expect(attempts[2].attribute("http.request.resend_count") == .int64(2))
         #expect(attempts[2].attribute("http.response.status_code") == .int64(200))
         #expect(attempts[2].status == nil)
@@ -116,13 +116,13 @@ struct TracingInterceptorTests {
         #expect(requests.count == 3)
         #expect(requests.allSatisfy { $0.status?.code == .error })
         #expect(requests[0].events.map(\.name) == ["rebound.budget.denied"])
-        #expect(requests[0].attribute("error.type") == .string("retry_aborted"))
+        #expect(requests[0].attribute("error.type") == .string("retryBudgetExhausted"))
         #expect(requests[1].events.isEmpty)
         #expect(requests[2].events.map(\.name) == ["rebound.breaker.refused"])
-        #expect(requests[2].attribute("error.type") == .string("circuit_open"))
+        #expect(requests[2].attribute("error.type") == .string("circuitOpen"))
         // The refused attempt was never sent: its span ends with the breaker's refusal.
         let refused = try #require(tracer.finishedSpans.last { $0.kind == .client })
-        #expect(refused.attribute("error.type") == .string("circuit_open"))
+        #expect(refused.attribute("error.type") == .string("circuitOpen"))
         #expect(transport.requestCount == 2)
     }
 
