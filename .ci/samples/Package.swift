@@ -12,6 +12,7 @@ let package = Package(
         .package(path: "../../Integrations/ReboundLogging"),
         .package(path: "../../Integrations/ReboundMetrics"),
         .package(path: "../../Integrations/ReboundTracing"),
+        .package(path: "../../Integrations/ReboundOpenAPI"),
     ],
     targets: [
         .target(
@@ -21,6 +22,7 @@ let package = Package(
                 .product(name: "ReboundLogging", package: "ReboundLogging"),
                 .product(name: "ReboundMetrics", package: "ReboundMetrics"),
                 .product(name: "ReboundTracing", package: "ReboundTracing"),
+                .product(name: "ReboundOpenAPI", package: "ReboundOpenAPI"),
             ])
     ]
 )
