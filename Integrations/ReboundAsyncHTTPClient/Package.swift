@@ -35,6 +35,17 @@ let package = Package(
                 .product(name: "ReboundTesting", package: "Rebound"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]),
+        // `swift run -c release --package-path Integrations/ReboundAsyncHTTPClient ReboundAsyncHTTPClientBenchmark`:
+        // side by side with plain AsyncHTTPClient (Docs/AsyncHTTPClient.md, "Performance").
+        .executableTarget(
+            name: "ReboundAsyncHTTPClientBenchmark",
+            dependencies: [
+                "ReboundAsyncHTTPClient",
+                .product(name: "Rebound", package: "Rebound"),
+                .product(name: "ReboundTesting", package: "Rebound"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]),
         .testTarget(
             name: "ReboundAsyncHTTPClientTests",
             dependencies: [
