@@ -1,0 +1,89 @@
+// Allocations per request of the session's paths, on an in-memory transport, counted by ordo-one/benchmark's malloc
+// interposer. They are deterministic, so CI holds them: `swift package benchmark thresholds check` fails when one grows
+// more than 10% over the figures stored in Benchmarks/Thresholds (update them with `swift package
+// --allow-writing-to-package-directory benchmark thresholds update --target ReboundAllocations` after a deliberate
+// change, and say why in the commit).
+import Benchmark
+import Foundation
+import Rebound
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A transport that answers every request at once with the next status of its list, round and round.
+///
+/// `@unchecked Sendable`: `count` is read and written only while `lock` is held.
+final class InstantTransport: HTTPTransport, @unchecked Sendable {
+    let responses: [HTTPURLResponse]
+    private let lock = NSLock()
+    private var count = 0
+
+    init(statuses: [Int]) {
+        responses = statuses.map {
+            HTTPURLResponse(url: URL(string: "http://a.example")!, statusCode: $0, httpVersion: nil, headerFields: nil)!
+        }
+    }
+
+    func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        let index = lock.withLock {
+            defer { count += 1 }
+            return count
+        }
+        return (Data(), responses[index % responses.count])
+    }
+}
+
+/// A clock whose sleeps end at once.
+struct NoWaitClock: Clock {
+    var now: ContinuousClock.Instant { ContinuousClock.now }
+    var minimumResolution: Duration { .zero }
+    func sleep(until deadline: ContinuousClock.Instant, tolerance: Duration?) async throws {
+        try Task.checkCancellation()
+    }
+}
+
+let url = URL(string: "https://api.example.com/items")!
+
+/// The realistic chain of Docs/Performance.md: five header adapters, a silent logger around the policy, a breaker
+/// registry.
+func realisticSession() -> Session {
+    let headers: [any RequestAdapter] = (1...5).map { number in
+        Adapter.modifying { request, _ in request.setValue("\(number)", forHTTPHeaderField: "X-Header-\(number)") }
+    }
+    return Session(
+        transport: InstantTransport(statuses: [200]),
+        adapters: headers + [
+            CircuitBreakerRegistry(configuration: .init(tripCondition: .consecutiveFailures(Int.max)))
+        ],
+        retriers: [LoggingRetrier(wrapping: RetryPolicy(), sink: { _ in })])
+}
+
+let benchmarks: @Sendable () -> Void = {
+    Benchmark.defaultConfiguration = .init(
+        metrics: [.mallocCountTotal], warmupIterations: 100, scalingFactor: .kilo, maxDuration: .seconds(5),
+        maxIterations: 20, thresholds: [.mallocCountTotal: BenchmarkThresholds(relative: [.p50: 10.0, .p90: 10.0])])
+
+    let sessions: [(String, Session)] = [
+        ("NoChain", Session(transport: InstantTransport(statuses: [200]))),
+        (
+            "OneAdapterOneRetrier",
+            Session(
+                transport: InstantTransport(statuses: [200]), adapters: [Adapter.modifying { _, _ in }],
+                retriers: [RetryPolicy()])
+        ),
+        ("RealisticChain", realisticSession()),
+        (
+            "RetriedOnce",
+            Session(
+                transport: InstantTransport(statuses: [503, 200]), retriers: [RetryPolicy()], clock: NoWaitClock())
+        ),
+    ]
+    for (name, session) in sessions {
+        Benchmark(name) { benchmark in
+            for _ in benchmark.scaledIterations {
+                blackHole(try? await session.send(url))
+            }
+        }
+    }
+}
