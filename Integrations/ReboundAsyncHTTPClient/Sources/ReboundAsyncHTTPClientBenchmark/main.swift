@@ -103,11 +103,33 @@ func cpuNanoseconds() -> Int64 {
     return user + system
 }
 
-// `profile INDEX COUNT`: COUNT sequential requests of one contender (0 plain, 1 bare, 2 realistic, 3 URLSession), for
-// `perf record`; prints the client CPU per request.
+// `profile INDEX COUNT`: COUNT sequential requests of one contender (0 plain, 1 bare, 2 realistic, 3 URLSession; and,
+// for finding what each part of the realistic chain costs, 4 bare + RetryPolicy, 5 bare + CircuitBreakerRegistry,
+// 6 bare + ratio RetryBudget, 7 bare + IdempotencyKeyAdapter and the header adapter, 8 the transport called directly
+// without a session), for `perf record`; prints the
+// client CPU per request.
 if let at = CommandLine.arguments.firstIndex(of: "profile"), CommandLine.arguments.count > at + 2,
     let index = Int(CommandLine.arguments[at + 1]), let count = Int(CommandLine.arguments[at + 2])
 {
+    let parts: [Session] = [
+        Session(transport: AsyncHTTPClientTransport(), retriers: [RetryPolicy()]),
+        Session(transport: AsyncHTTPClientTransport(), adapters: [CircuitBreakerRegistry()]),
+        Session(transport: AsyncHTTPClientTransport(), adapters: [RetryBudget(ratio: .default)]),
+        Session(
+            transport: AsyncHTTPClientTransport(),
+            adapters: [
+                Adapter.modifying { request, _ in request.setValue(headerValue, forHTTPHeaderField: headerName) },
+                IdempotencyKeyAdapter(),
+            ]),
+    ]
+    let direct = AsyncHTTPClientTransport()
+    let plainURLRequest = URLRequest(url: url)
+    let contenders =
+        contenders
+        + parts.enumerated().map { number, session in
+            Contender(name: "part \(number + 4)") { _ = try await session.send(url) }
+        }
+        + [Contender(name: "AsyncHTTPClientTransport called directly") { _ = try await direct.send(plainURLRequest) }]
     for _ in 0..<200 { try await contenders[index].send() }
     let before = cpuNanoseconds()
     for _ in 0..<count { try await contenders[index].send() }
