@@ -50,6 +50,12 @@ private struct SweepClock: Clock {
 
 @Suite("How requests end", .timeLimit(.minutes(2)))
 struct RequestOutcomeTests {
+    @Test func aDecisionsNameLeavesOutItsDelayAndItsDescriptionSaysIt() {
+        let decisions: [AttemptDecision] = [.succeeded, .retry(after: .milliseconds(500)), .failed, .cancelled]
+        #expect(decisions.map(\.name) == ["succeeded", "retry", "failed", "cancelled"])
+        #expect(decisions.map(\.description) == ["succeeded", "retry in 500 ms", "failed", "cancelled"])
+    }
+
     @Test func everyPathEndsTheRequestOnceWithItsOutcome() async throws {
         let observer = RecordingObserver()
         let failing = Adapter { request, context in

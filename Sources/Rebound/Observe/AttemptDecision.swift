@@ -15,6 +15,17 @@ public enum AttemptDecision: Sendable, Hashable, CustomStringConvertible {
     /// backoff sleep or before its next attempt.
     case cancelled
 
+    /// The decision's name without its delay, from a closed set for metrics dimensions and log metadata: `succeeded`,
+    /// `retry`, `failed` or `cancelled`.
+    public var name: String {
+        switch self {
+        case .succeeded: "succeeded"
+        case .retry: "retry"
+        case .failed: "failed"
+        case .cancelled: "cancelled"
+        }
+    }
+
     /// For example `succeeded`, `retry in 500 ms`, `failed`, `cancelled`.
     public var description: String {
         switch self {

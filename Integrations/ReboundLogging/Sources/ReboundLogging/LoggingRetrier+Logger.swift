@@ -139,18 +139,6 @@ extension RetryLogEvent {
     }
 }
 
-extension AttemptDecision {
-    /// The decision's name without its delay: `succeeded`, `retry`, `failed` or `cancelled`.
-    fileprivate var name: String {
-        switch self {
-        case .succeeded: "succeeded"
-        case .retry: "retry"
-        case .failed: "failed"
-        case .cancelled: "cancelled"
-        }
-    }
-}
-
 extension Duration {
     /// The duration in seconds, as a floating-point number.
     fileprivate var seconds: Double {

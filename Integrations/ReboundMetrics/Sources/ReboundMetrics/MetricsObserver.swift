@@ -69,7 +69,7 @@ public final class MetricsObserver: AttemptObserver {
     public func attemptDidFinish(_ outcome: AttemptOutcome) async {
         let host = Self.host(of: outcome.request)
         let method = outcome.request.httpMethod ?? "GET"
-        counter("attempts_total", [("host", host), ("method", method), ("outcome", Self.name(of: outcome.decision))])
+        counter("attempts_total", [("host", host), ("method", method), ("outcome", outcome.decision.name)])
             .increment()
         timer("attempt_duration_seconds", [("host", host), ("method", method)])
             .recordNanoseconds(Self.nanoseconds(outcome.attempt.duration))
@@ -85,7 +85,7 @@ public final class MetricsObserver: AttemptObserver {
         let request = outcome.attempts.last?.request ?? outcome.originalRequest
         let host = Self.host(of: request)
         let method = outcome.originalRequest.httpMethod ?? "GET"
-        counter("requests_total", [("host", host), ("method", method), ("outcome", Self.name(of: outcome.decision))])
+        counter("requests_total", [("host", host), ("method", method), ("outcome", outcome.decision.name)])
             .increment()
         if let error = outcome.error {
             if error.retrierError is RetryBudgetExhausted {
@@ -121,15 +121,6 @@ public final class MetricsObserver: AttemptObserver {
 
     private static func host(of request: URLRequest) -> String {
         CircuitBreakerRegistry.hostKey(for: request) ?? "none"
-    }
-
-    private static func name(of decision: AttemptDecision) -> String {
-        switch decision {
-        case .succeeded: "succeeded"
-        case .retry: "retry"
-        case .failed: "failed"
-        case .cancelled: "cancelled"
-        }
     }
 
     private static func nanoseconds(_ duration: Duration) -> Int64 {
