@@ -82,9 +82,8 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
             if response.history.count > 1 { throw RedirectFollowedByClient() }
             let body = try await response.body.collect(upTo: maximumResponseBodySize)
             return (Data(body.readableBytesView), try Self.urlResponse(for: response, url: url))
-        } catch let error as RedirectFollowedByClient {
-            throw error
         } catch {
+            // `mapped` passes on what it does not know, `RedirectFollowedByClient` included.
             throw Self.mapped(error)
         }
     }

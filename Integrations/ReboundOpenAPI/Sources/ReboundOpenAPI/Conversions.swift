@@ -11,8 +11,7 @@ import OpenAPIRuntime
 enum Conversions {
     /// The URL `request` is sent to: the base URL followed by the request's path (which carries the query).
     static func url(of request: HTTPRequest, baseURL: URL) throws -> URL {
-        var base = baseURL.absoluteString
-        while base.hasSuffix("/") { base.removeLast() }
+        let base = prefix(of: baseURL)
         let path = request.path ?? ""
         guard let url = URL(string: base + (path.hasPrefix("/") || path.isEmpty ? path : "/" + path)) else {
             throw URLError(.badURL)
@@ -36,8 +35,7 @@ enum Conversions {
         guard let url = urlRequest.url, let method = HTTPRequest.Method(urlRequest.httpMethod ?? "GET") else {
             throw URLError(.badURL)
         }
-        var base = baseURL.absoluteString
-        while base.hasSuffix("/") { base.removeLast() }
+        let base = prefix(of: baseURL)
         let absolute = url.absoluteString
         let (sendBase, path): (URL, String)
         if absolute.hasPrefix(base), let same = URL(string: base) {
@@ -60,6 +58,13 @@ enum Conversions {
         let request = HTTPRequest(
             method: method, scheme: nil, authority: nil, path: path.isEmpty ? "/" : path, headerFields: fields)
         return (request, sendBase)
+    }
+
+    /// The base URL as the start of its requests' URLs: its text without trailing slashes.
+    private static func prefix(of baseURL: URL) -> String {
+        var base = baseURL.absoluteString
+        while base.hasSuffix("/") { base.removeLast() }
+        return base
     }
 
     /// The `HTTPURLResponse` for a generated client's response to `url`.
