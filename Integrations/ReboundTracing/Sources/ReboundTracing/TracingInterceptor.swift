@@ -55,10 +55,17 @@ public final class TracingInterceptor: RequestAdapter, AttemptObserver {
     }
 
     /// Starts the attempt's span (and the request's, on its first attempt) and injects its context into the request.
+    ///
+    /// Handed a context that cannot register observers (one made with `RequestContext`'s public initializer, in a
+    /// test), it would never hear the request end, so it starts no span and injects the caller's context as it is.
     public func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
-        context.observe(self)
         var request = request
         let tracer = tracer ?? InstrumentationSystem.tracer
+        guard context.canRegister else {
+            tracer.inject(InstrumentationContext.current ?? .topLevel, into: &request, using: HeaderInjector())
+            return request
+        }
+        context.observe(self)
         let span = startAttempt(of: request, context: context, tracer: tracer)
         tracer.inject(span.context, into: &request, using: HeaderInjector())
         return request

@@ -163,6 +163,22 @@ struct TracingInterceptorTests {
         #expect(requestSpan.attribute("error.type") == .string("cancelled"))
     }
 
+    @Test func aContextThatCannotRegisterStartsNoSpanThatWouldNeverEnd() async throws {
+        let interceptor = TracingInterceptor(tracer: tracer)
+        let caller = tracer.startSpan("caller")
+
+        let adapted = try await InstrumentationContext.withValue(caller.context) {
+            try await interceptor.adapt(request(), context: RequestContext())
+        }
+        caller.end()
+
+        #expect(tracer.activeSpans.isEmpty)
+        #expect(tracer.finishedSpans.map(\.operationName) == ["caller"])
+        // The caller's context still travels with the request.
+        #expect(
+            adapted.value(forHTTPHeaderField: InMemoryTracer.spanIDKey) == caller.context.inMemorySpanContext?.spanID)
+    }
+
     @Test func noSecretReachesASpan() async throws {
         var sent = request("https://user:pa55word@api.example.com/items?token=t0ken")
         sent.setValue("Bearer s3cr3t", forHTTPHeaderField: "Authorization")
