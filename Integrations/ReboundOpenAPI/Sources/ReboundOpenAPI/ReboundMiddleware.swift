@@ -44,6 +44,11 @@ public enum SingleBodies: Sendable, Equatable {
 /// forwards `Authorization` to another host), and the time those take. To have Rebound's redirect rules and attempt
 /// timeout, send through ``ReboundTransport`` instead.
 ///
+/// **Time limits.** The generated client's `next` may not be called after `intercept` returns, so when the deadline
+/// or the attempt timeout cuts an attempt short, the middleware returns once that attempt has left `next`: at once
+/// with a transport that honours cancellation, as swift-openapi-urlsession's does; a transport that ignores it holds
+/// the call until it returns.
+///
 /// The operation's `operationID` is the request's label (``RetryRequest/label``, ``AttemptOutcome/label``), so
 /// interceptors and logs can tell operations apart. Thread-safe: one middleware serves every call of a client.
 public struct ReboundMiddleware: ClientMiddleware {
