@@ -56,6 +56,13 @@ GIVENS = {
         "Sources/Rebound/Validate/ResponseValidator.swift",
         "let validator = Validator.successfulStatusCodes.and { response, data, context in",
     ): ([EMPTY_BODY], []),
+    ("Sources/Rebound/Send/HTTPTransport.swift", "struct OtherClientTransport: HTTPTransport {"): (
+        [
+            "struct OtherClient: Sendable { func fetch(_ request: URLRequest) async throws -> "
+            "(status: Int, fields: [(name: String, value: String)], body: Data) { (200, [], Data()) } }",
+        ],
+        [],
+    ),
     ("Sources/Rebound/Backoff/Retry.swift", "let (data, _) = try await retry(maxAttempts: 5) {"): ([URL], []),
     ("Integrations/ReboundLogging/Sources/ReboundLogging/CircuitBreaker+Logger.swift", "let transitions = registry.transitions()"): (
         ["let registry = CircuitBreakerRegistry()", 'let logger = Logger(label: "app")'], ["Logging"]),

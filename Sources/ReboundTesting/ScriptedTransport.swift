@@ -133,6 +133,13 @@ public final class ScriptedTransport: HTTPTransport {
 
     /// Records `request` and answers it with the next step.
     public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        let (data, head) = try await exchange(request)
+        return (data, head.httpURLResponse)
+    }
+
+    /// Records `request` and answers it with the next step, as a head whose `HTTPURLResponse` is built only when code
+    /// asks for it (its fields in order of name), as a transport on another HTTP client answers.
+    public func exchange(_ request: URLRequest) async throws -> (Data, ResponseHead) {
         let (number, queued) = state.withLock { state -> (Int, Step?) in
             state.requests.append(request)
             return (state.requests.count, handler == nil && !state.queue.isEmpty ? state.queue.removeFirst() : nil)
@@ -153,11 +160,8 @@ public final class ScriptedTransport: HTTPTransport {
         switch step.answer {
         case .response(let status, let headers, let body):
             let url = request.url ?? URL(string: "http://localhost/")!
-            guard
-                let response = HTTPURLResponse(
-                    url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: headers)
-            else { throw URLError(.badServerResponse) }
-            return (body, response)
+            let fields = headers.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) }
+            return (body, ResponseHead(url: url, statusCode: status, headerFields: fields))
         case .failure(let error):
             throw error
         case .hang:

@@ -241,7 +241,7 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
     /// the host's health, so one expired token cannot empty a host's budget for real failures.
     public func admitRetry(_ request: RetryRequest, dueTo error: ReboundError, after delay: Duration) -> (any Error)? {
         guard let key = keyFunction(request.request) else { return nil }
-        if request.response?.statusCode == 401 { return nil }
+        if request.responseHead?.statusCode == 401 { return nil }
         let failed = request.attempts.count
         let failedWasSent = request.attempts.last?.request != nil
         let now = now()

@@ -216,7 +216,7 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
             attempt: attempt, data: request.data, decision: .retry(after: delay))
         let verdict = configuration.classify(outcome)
         let openAtLeast =
-            verdict == .failure ? attempt.response.flatMap(configuration.retryAfter.delay(for:)) ?? .zero : .zero
+            verdict == .failure ? attempt.responseHead.flatMap(configuration.retryAfter.delay(for:)) ?? .zero : .zero
         let (refusal, transitions) = update { storage, now, transitions -> CircuitBreakerOpenError? in
             if let permit = storage.permits.removeValue(forKey: attemptKey) {
                 storage.machine.record(
@@ -259,7 +259,7 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
         let verdict = configuration.classify(outcome)
         // Only a failure can open the breaker: a success's headers are not read.
         let openAtLeast =
-            verdict == .failure ? outcome.response.flatMap(configuration.retryAfter.delay(for:)) ?? .zero : .zero
+            verdict == .failure ? outcome.responseHead.flatMap(configuration.retryAfter.delay(for:)) ?? .zero : .zero
         let (found, transitions) = update { storage, now, transitions -> Bool in
             guard let permit = storage.permits.removeValue(forKey: attemptKey) else { return false }
             storage.machine.record(

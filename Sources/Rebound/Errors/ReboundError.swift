@@ -47,8 +47,11 @@ public struct ReboundError: Error, Sendable {
     public var originalRequest: URLRequest { storage.value.originalRequest }
     /// The last request sent to the transport, after adaptation; `nil` if no attempt got that far.
     public var lastRequest: URLRequest? { storage.value.lastRequest }
-    /// The response of the last attempt; `nil` if the last attempt got no response.
-    public var response: HTTPURLResponse? { storage.value.response }
+    /// The response of the last attempt; `nil` if the last attempt got no response. Built from ``responseHead`` on
+    /// first use when the transport answered without an `HTTPURLResponse`.
+    public var response: HTTPURLResponse? { storage.value.response?.httpURLResponse }
+    /// The status and header fields of the last attempt's response; `nil` if the last attempt got no response.
+    public var responseHead: ResponseHead? { storage.value.response }
     /// The body of the last attempt's response; `nil` if the last attempt got no response.
     public var data: Data? { storage.value.data }
     /// Every attempt made, in order; never empty.
@@ -60,7 +63,7 @@ public struct ReboundError: Error, Sendable {
         let reason: Reason
         let originalRequest: URLRequest
         let lastRequest: URLRequest?
-        let response: HTTPURLResponse?
+        let response: ResponseHead?
         let data: Data?
         let attempts: [Attempt]
     }
@@ -71,6 +74,15 @@ public struct ReboundError: Error, Sendable {
     public init(
         reason: Reason, originalRequest: URLRequest, lastRequest: URLRequest? = nil,
         response: HTTPURLResponse? = nil, data: Data? = nil, attempts: [Attempt] = []
+    ) {
+        self.init(
+            reason: reason, originalRequest: originalRequest, lastRequest: lastRequest,
+            responseHead: response.map(ResponseHead.init), data: data, attempts: attempts)
+    }
+
+    init(
+        reason: Reason, originalRequest: URLRequest, lastRequest: URLRequest?, responseHead response: ResponseHead?,
+        data: Data?, attempts: [Attempt]
     ) {
         storage = Box(
             Fields(
@@ -87,7 +99,7 @@ public struct ReboundError: Error, Sendable {
     }
 
     /// The status code of the last attempt's response, if it had one.
-    public var statusCode: Int? { response?.statusCode }
+    public var statusCode: Int? { responseHead?.statusCode }
 
     /// The error underneath ``reason``: for ``Reason/retryAborted(error:original:)``, the retrier's error;
     /// `nil` for an unacceptable status code.

@@ -8,7 +8,7 @@ import Foundation
 /// itself, so a part that must see successful responses (``JSONBodyRetrier``) registers from `adapt`.
 protocol RegisteredValidator: AnyObject, Sendable {
     /// Why the response fails the attempt; `nil` when it accepts it.
-    func reason(for response: HTTPURLResponse, data: Data, context: RequestContext) -> ReboundError.Reason?
+    func reason(for response: ResponseHead, data: Data, context: RequestContext) -> ReboundError.Reason?
 }
 
 /// A part that is asked about retries once it registered through a request's context, before the chain's retriers.
@@ -25,7 +25,7 @@ private final class UserValidator: RegisteredValidator {
         self.validator = validator
     }
 
-    func reason(for response: HTTPURLResponse, data: Data, context: RequestContext) -> ReboundError.Reason? {
+    func reason(for response: ResponseHead, data: Data, context: RequestContext) -> ReboundError.Reason? {
         validator.reason(for: response, data: data, context: context)
     }
 }

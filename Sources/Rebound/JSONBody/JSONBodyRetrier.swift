@@ -293,6 +293,11 @@ public final class JSONBodyRetrier: RequestAdapter {
     /// Fails a successful response whose body matches, with ``Signal``: what the session's validation does with the
     /// retrier registered.
     public func validate(_ response: HTTPURLResponse, data: Data, context: RequestContext) throws {
+        try validate(ResponseHead(response), data: data, context: context)
+    }
+
+    /// Fails a successful response whose body matches, with ``Signal``; reads the body alone.
+    public func validate(_ head: ResponseHead, data: Data, context: RequestContext) throws {
         guard inspectsSuccessfulResponses, let signal = signal(in: data) else { return }
         throw signal
     }
@@ -317,7 +322,7 @@ public final class JSONBodyRetrier: RequestAdapter {
 
 extension JSONBodyRetrier: RegisteredValidator, RegisteredRetrier {
     /// The validation failure of a successful response whose body matches.
-    func reason(for response: HTTPURLResponse, data: Data, context: RequestContext) -> ReboundError.Reason? {
+    func reason(for response: ResponseHead, data: Data, context: RequestContext) -> ReboundError.Reason? {
         guard inspectsSuccessfulResponses, let signal = signal(in: data) else { return nil }
         return .validationFailed(error: signal)
     }

@@ -24,7 +24,7 @@ extension RequestOutcome: CustomStringConvertible {
 extension RetryRequest: CustomStringConvertible {
     /// One line, for example `GET https://example.com/items?q=<redacted> after attempt 1 (→ 503)`.
     public var description: String {
-        let status = response.map { " (→ \($0.statusCode))" } ?? ""
+        let status = responseHead.map { " (→ \($0.statusCode))" } ?? ""
         return "\(method) \(Redaction.default.string(for: request.url)) after attempt \(attempts.count)\(status)"
     }
 }

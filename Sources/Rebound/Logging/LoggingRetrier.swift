@@ -173,7 +173,7 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
     @inline(never)
     private func keep(_ hop: RedirectHop) {
         let line =
-            "\(hop.request.method) \(redaction.string(for: hop.request.url)) → \(hop.response.statusCode) → "
+            "\(hop.request.method) \(redaction.string(for: hop.request.url)) → \(hop.responseHead.statusCode) → "
             + "\(hop.next.method) \(redaction.string(for: hop.next.url))"
         kept.withLock { kept in
             if let hops = kept.hops[hop.requestID], hops.attempt == hop.attempt {

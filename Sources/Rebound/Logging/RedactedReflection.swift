@@ -31,13 +31,13 @@ struct RedactedRequest: CustomReflectable, CustomStringConvertible {
 
 /// A response as reflection shows it: status, redacted URL, headers with secret values replaced.
 struct RedactedResponse: CustomReflectable, CustomStringConvertible {
-    let response: HTTPURLResponse
+    let response: ResponseHead
 
     var description: String { "\(response.statusCode) \(Redaction.default.string(for: response.url))" }
 
     var customMirror: Mirror {
         var headers: [String: String] = [:]
-        for case (let name as String, let value as String) in response.allHeaderFields { headers[name] = value }
+        for (name, value) in response.headerFields { headers[name] = headers[name].map { $0 + ", " + value } ?? value }
         return Mirror(
             self,
             children: [
@@ -81,7 +81,7 @@ extension RedactedRequest {
 
 extension RedactedResponse {
     /// The stand-in for an optional response.
-    static func of(_ response: HTTPURLResponse?) -> RedactedResponse? { response.map(RedactedResponse.init) }
+    static func of(_ response: ResponseHead?) -> RedactedResponse? { response.map(RedactedResponse.init) }
 }
 
 extension RedactedBody {
@@ -98,7 +98,7 @@ extension ReboundError: CustomReflectable {
                 "reason": RedactedFailure(description: reason.description),
                 "originalRequest": RedactedRequest(request: originalRequest),
                 "lastRequest": RedactedRequest.of(lastRequest) as Any,
-                "response": RedactedResponse.of(response) as Any,
+                "response": RedactedResponse.of(responseHead) as Any,
                 "data": RedactedBody.of(data),
                 "attempts": attempts,
             ], displayStyle: .struct)
@@ -122,7 +122,7 @@ extension Response: CustomReflectable {
                 "statusCode": statusCode,
                 "request": RedactedRequest(request: request),
                 "originalRequest": RedactedRequest(request: originalRequest),
-                "httpResponse": RedactedResponse(response: httpResponse),
+                "httpResponse": RedactedResponse(response: head),
                 "data": RedactedBody.of(data),
                 "attempts": attempts,
             ], displayStyle: .struct)
@@ -137,7 +137,7 @@ extension Attempt: CustomReflectable {
             children: [
                 "number": number,
                 "request": RedactedRequest.of(request) as Any,
-                "response": RedactedResponse.of(response) as Any,
+                "response": RedactedResponse.of(responseHead) as Any,
                 "failure": failure.map { RedactedFailure(description: $0.description) } as Any,
                 "duration": duration,
                 "retryDelay": retryDelay as Any,
@@ -155,7 +155,7 @@ extension RetryRequest: CustomReflectable {
                 "label": label as Any,
                 "originalRequest": RedactedRequest(request: originalRequest),
                 "lastRequest": RedactedRequest.of(lastRequest) as Any,
-                "response": RedactedResponse.of(response) as Any,
+                "response": RedactedResponse.of(responseHead) as Any,
                 "data": RedactedBody.of(data),
                 "attempts": attempts,
             ], displayStyle: .struct)
@@ -208,8 +208,16 @@ extension RedirectHop: CustomReflectable {
                 "attempt": attempt,
                 "number": number,
                 "request": RedactedRequest(request: request),
-                "response": RedactedResponse(response: response),
+                "response": RedactedResponse(response: responseHead),
                 "next": RedactedRequest(request: next),
             ], displayStyle: .struct)
+    }
+}
+
+extension ResponseHead: CustomReflectable {
+    /// Reflection shows a redacted stand-in: the URL's query values and user-info and secret headers are hidden.
+    public var customMirror: Mirror {
+        let redacted = RedactedResponse(response: self).customMirror
+        return Mirror(self, children: redacted.children, displayStyle: .struct)
     }
 }

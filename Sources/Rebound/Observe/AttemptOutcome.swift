@@ -57,8 +57,11 @@ public struct AttemptOutcome: Sendable {
     /// This attempt's response; `nil` if it got none.
     public var response: HTTPURLResponse? { attempt.response }
 
+    /// The status and header fields of this attempt's response; `nil` if it got none.
+    public var responseHead: ResponseHead? { attempt.responseHead }
+
     /// This attempt's status code, if it got a response.
-    public var statusCode: Int? { attempt.response?.statusCode }
+    public var statusCode: Int? { attempt.responseHead?.statusCode }
 
     /// Why this attempt failed; `nil` if it succeeded or was cut short by cancellation.
     public var failure: ReboundError.Reason? { attempt.failure }

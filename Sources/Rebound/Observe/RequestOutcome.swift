@@ -48,6 +48,9 @@ public struct RequestOutcome: Sendable {
     /// The last attempt's response; `nil` if it got none.
     public var response: HTTPURLResponse? { attempts.last?.response }
 
+    /// The status and header fields of the last attempt's response; `nil` if it got none.
+    public var responseHead: ResponseHead? { attempts.last?.responseHead }
+
     /// Whether the request succeeded.
     public var succeeded: Bool { decision == .succeeded }
 

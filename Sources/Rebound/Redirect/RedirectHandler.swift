@@ -38,9 +38,30 @@ public protocol RedirectHandler: Sendable {
     func redirect(
         _ sent: URLRequest, to next: URLRequest, for response: HTTPURLResponse, context: RequestContext
     ) async -> URLRequest?
+
+    /// Returns the request to send for the next hop, or `nil` to stop, as
+    /// ``redirect(_:to:for:context:)-(_,_,HTTPURLResponse,_)`` does: the call the session makes. By default it calls
+    /// that method with the head's `HTTPURLResponse`; a handler that needs no more than the status and a few fields
+    /// implements this one too, so that a transport that answers without an `HTTPURLResponse` never builds one for it.
+    ///
+    /// - Parameters:
+    ///   - sent: The request that got the redirect.
+    ///   - next: The request the session would send next.
+    ///   - head: The status and header fields of the redirect response.
+    ///   - context: The attempt the hop belongs to.
+    func redirect(
+        _ sent: URLRequest, to next: URLRequest, for head: ResponseHead, context: RequestContext
+    ) async -> URLRequest?
 }
 
 extension RedirectHandler {
+    /// Calls ``redirect(_:to:for:context:)-(_,_,HTTPURLResponse,_)`` with the head's `HTTPURLResponse`.
+    public func redirect(
+        _ sent: URLRequest, to next: URLRequest, for head: ResponseHead, context: RequestContext
+    ) async -> URLRequest? {
+        await redirect(sent, to: next, for: head.httpURLResponse, context: context)
+    }
+
     /// 20, as in the Fetch standard.
     public var maximumRedirects: Int { Redirector.defaultMaximumRedirects }
 
@@ -129,10 +150,17 @@ public struct Redirector: RedirectHandler {
     public func redirect(
         _ sent: URLRequest, to next: URLRequest, for response: HTTPURLResponse, context: RequestContext
     ) async -> URLRequest? {
+        await redirect(sent, to: next, for: ResponseHead(response), context: context)
+    }
+
+    /// Follows, stops or rewrites as ``behavior`` says; only a modification gets the head's `HTTPURLResponse`.
+    public func redirect(
+        _ sent: URLRequest, to next: URLRequest, for head: ResponseHead, context: RequestContext
+    ) async -> URLRequest? {
         switch behavior {
         case .follow: next
         case .doNotFollow: nil
-        case .modify(let modification): await modification(sent, next, response)
+        case .modify(let modification): await modification(sent, next, head.httpURLResponse)
         }
     }
 }

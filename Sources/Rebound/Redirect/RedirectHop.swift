@@ -16,8 +16,11 @@ public struct RedirectHop: Sendable {
     public let number: Int
     /// The request that got the redirect.
     public let request: URLRequest
-    /// The redirect response.
-    public let response: HTTPURLResponse
+    /// The redirect response; built from ``responseHead`` on first use when the transport answered without an
+    /// `HTTPURLResponse`.
+    public var response: HTTPURLResponse { responseHead.httpURLResponse }
+    /// The status and header fields of the redirect response.
+    public let responseHead: ResponseHead
     /// The request sent next: after the method and body rules, the stripping of credentials across origins and the
     /// redirect handler.
     public let next: URLRequest
@@ -27,12 +30,21 @@ public struct RedirectHop: Sendable {
         requestID: UUID, label: String?, attempt: Int, number: Int, request: URLRequest, response: HTTPURLResponse,
         next: URLRequest
     ) {
+        self.init(
+            requestID: requestID, label: label, attempt: attempt, number: number, request: request,
+            responseHead: ResponseHead(response), next: next)
+    }
+
+    init(
+        requestID: UUID, label: String?, attempt: Int, number: Int, request: URLRequest,
+        responseHead: ResponseHead, next: URLRequest
+    ) {
         self.requestID = requestID
         self.label = label
         self.attempt = attempt
         self.number = number
         self.request = request
-        self.response = response
+        self.responseHead = responseHead
         self.next = next
     }
 }
@@ -43,6 +55,6 @@ extension RedirectHop: CustomStringConvertible {
     public var description: String {
         let redaction = Redaction.default
         return "#\(attempt) hop \(number) \(request.method) \(redaction.string(for: request.url)) → "
-            + "\(response.statusCode) → \(next.method) \(redaction.string(for: next.url))"
+            + "\(responseHead.statusCode) → \(next.method) \(redaction.string(for: next.url))"
     }
 }

@@ -40,7 +40,7 @@ enum Redirection {
     /// The request to send after `response` redirected `sent`, before any stripping; `nil` when it cannot be followed:
     /// no `Location`, one that is not an absolute or relative http(s) URL with a host, or a 307 or 308 whose body is a
     /// stream that was consumed.
-    static func nextRequest(after sent: URLRequest, response: HTTPURLResponse) -> URLRequest? {
+    static func nextRequest(after sent: URLRequest, response: ResponseHead) -> URLRequest? {
         guard isRedirect(response.statusCode),
             let location = response.value(forHTTPHeaderField: "Location")?.trimmingCharacters(in: .whitespaces),
             !location.isEmpty,

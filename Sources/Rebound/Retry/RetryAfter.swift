@@ -80,10 +80,16 @@ public struct RetryAfter: Sendable, Equatable {
     /// The delay the response asks for, held at ``maximumDelay``; `nil` when its status is not one of
     /// ``statusCodes`` or it has no valid `Retry-After`.
     public func delay(for response: HTTPURLResponse) -> Duration? {
-        guard statusCodes.contains(response.statusCode),
-            let value = response.value(forHTTPHeaderField: "Retry-After")
+        delay(for: ResponseHead(response))
+    }
+
+    /// The delay the response asks for, held at ``maximumDelay``; `nil` when its status is not one of
+    /// ``statusCodes`` or it has no valid `Retry-After`. Reads the head alone.
+    public func delay(for head: ResponseHead) -> Duration? {
+        guard statusCodes.contains(head.statusCode),
+            let value = head.value(forHTTPHeaderField: "Retry-After")
         else { return nil }
-        let now = response.value(forHTTPHeaderField: "Date").flatMap(Self.date(from:)) ?? Date()
+        let now = head.value(forHTTPHeaderField: "Date").flatMap(Self.date(from:)) ?? Date()
         return Self.delay(from: value, now: now).map { Swift.min($0, maximumDelay) }
     }
 

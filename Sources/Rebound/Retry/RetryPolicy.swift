@@ -199,7 +199,7 @@ public struct RetryPolicy: RequestRetrier {
 
     /// Whether `error`, the failure of `request`'s last attempt, is one this policy retries, ignoring the retry limit.
     public func shouldRetry(_ request: RetryRequest, dueTo error: ReboundError) -> Bool {
-        shouldRetry(request, dueTo: error, retryAfterDelay: request.response.flatMap(retryAfter.delay(for:)))
+        shouldRetry(request, dueTo: error, retryAfterDelay: request.responseHead.flatMap(retryAfter.delay(for:)))
     }
 
     /// ``shouldRetry(_:dueTo:)`` with the response's honoured `Retry-After` already read.
@@ -207,7 +207,7 @@ public struct RetryPolicy: RequestRetrier {
         _ request: RetryRequest, dueTo error: ReboundError, retryAfterDelay: Duration?
     ) -> Bool {
         guard isSafeToRetry(request) else { return false }
-        if let response = request.response {
+        if let response = request.responseHead {
             if retryableHTTPStatusCodes.contains(response.statusCode) { return true }
             // A 429 that says when to come back is an invitation to retry.
             if response.statusCode == 429, retryAfterDelay != nil { return true }
@@ -223,7 +223,7 @@ public struct RetryPolicy: RequestRetrier {
     /// `Retry-After` if it has one, else ``delay(forRetryCount:previousDelay:)``.
     public func retry(_ request: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
         // The header is read once: it decides whether a 429 is retried and how long to wait.
-        let retryAfterDelay = request.response.flatMap(retryAfter.delay(for:))
+        let retryAfterDelay = request.responseHead.flatMap(retryAfter.delay(for:))
         guard request.retryCount < retryLimit, shouldRetry(request, dueTo: error, retryAfterDelay: retryAfterDelay)
         else { return .doNotRetry }
         if let retryAfterDelay { return .retryWithDelay(retryAfterDelay) }

@@ -14,8 +14,11 @@ public struct RetryRequest: Sendable {
     public var originalRequest: URLRequest { storage.value.originalRequest }
     /// The request sent in the failed attempt; `nil` if an adapter failed before it could be sent.
     public var lastRequest: URLRequest? { storage.value.lastRequest }
-    /// The failed attempt's response; `nil` if it got none.
-    public var response: HTTPURLResponse? { storage.value.response }
+    /// The failed attempt's response; `nil` if it got none. Built from ``responseHead`` on first use when the transport
+    /// answered without an `HTTPURLResponse`.
+    public var response: HTTPURLResponse? { storage.value.response?.httpURLResponse }
+    /// The status and header fields of the failed attempt's response; `nil` if it got none.
+    public var responseHead: ResponseHead? { storage.value.response }
     /// The failed attempt's response body; `nil` if it got no response.
     public var data: Data? { storage.value.data }
     /// Every attempt so far, in order; the last one is the attempt that just failed.
@@ -27,7 +30,7 @@ public struct RetryRequest: Sendable {
         let label: String?
         let originalRequest: URLRequest
         let lastRequest: URLRequest?
-        let response: HTTPURLResponse?
+        let response: ResponseHead?
         let data: Data?
         let attempts: [Attempt]
         let roles: RegisteredRoles?
@@ -42,12 +45,12 @@ public struct RetryRequest: Sendable {
     ) {
         self.init(
             requestID: requestID, label: label, originalRequest: originalRequest, lastRequest: lastRequest,
-            response: response, data: data, attempts: attempts, roles: nil)
+            responseHead: response.map(ResponseHead.init), data: data, attempts: attempts, roles: nil)
     }
 
     init(
         requestID: UUID, label: String?, originalRequest: URLRequest, lastRequest: URLRequest?,
-        response: HTTPURLResponse?, data: Data?, attempts: [Attempt], roles: RegisteredRoles?
+        responseHead response: ResponseHead?, data: Data?, attempts: [Attempt], roles: RegisteredRoles?
     ) {
         storage = Box(
             Fields(

@@ -69,6 +69,13 @@ public struct URLSessionTransport: HTTPTransport {
 
     /// Sends `request` once and returns the body and the response, whatever its status; a 3xx is never followed.
     public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        let (data, head) = try await exchange(request)
+        return (data, head.httpURLResponse)
+    }
+
+    /// Sends `request` once and returns the body and the response's head, which wraps the `HTTPURLResponse`
+    /// `URLSession` made; the call the session makes.
+    public func exchange(_ request: URLRequest) async throws -> (Data, ResponseHead) {
         // A cancelled task sends nothing: the data task would otherwise reach the server before being cancelled.
         try Task.checkCancellation()
         let data: Data
@@ -82,7 +89,7 @@ public struct URLSessionTransport: HTTPTransport {
         }
         if Task.isCancelled { throw CancellationError() }
         guard let httpResponse = response as? HTTPURLResponse else { throw URLError(.badServerResponse) }
-        return (data, httpResponse)
+        return (data, ResponseHead(httpResponse))
     }
 }
 

@@ -10,8 +10,11 @@ public struct Attempt: Sendable {
     public let number: Int
     /// The request sent to the transport, after adaptation; `nil` if an adapter failed.
     public let request: URLRequest?
-    /// The response received; `nil` if the adapters or the transport failed.
-    public let response: HTTPURLResponse?
+    /// The response received; `nil` if the adapters or the transport failed. Built from ``responseHead`` on first use
+    /// when the transport answered without an `HTTPURLResponse`.
+    public var response: HTTPURLResponse? { responseHead?.httpURLResponse }
+    /// The status and header fields of the response received; `nil` if the adapters or the transport failed.
+    public let responseHead: ResponseHead?
     /// Why the attempt failed; `nil` if it succeeded.
     public let failure: ReboundError.Reason?
     /// The time from the start of adaptation to the end of validation, measured on the session's clock.
@@ -24,16 +27,25 @@ public struct Attempt: Sendable {
         number: Int, request: URLRequest?, response: HTTPURLResponse?, failure: ReboundError.Reason?,
         duration: Duration, retryDelay: Duration? = nil
     ) {
+        self.init(
+            number: number, request: request, responseHead: response.map(ResponseHead.init), failure: failure,
+            duration: duration, retryDelay: retryDelay)
+    }
+
+    init(
+        number: Int, request: URLRequest?, responseHead: ResponseHead?, failure: ReboundError.Reason?,
+        duration: Duration, retryDelay: Duration? = nil
+    ) {
         self.number = number
         self.request = request
-        self.response = response
+        self.responseHead = responseHead
         self.failure = failure
         self.duration = duration
         self.retryDelay = retryDelay
     }
 
     /// The response's status code, if there was a response.
-    public var statusCode: Int? { response?.statusCode }
+    public var statusCode: Int? { responseHead?.statusCode }
 
     /// Whether this attempt succeeded.
     public var succeeded: Bool { failure == nil }

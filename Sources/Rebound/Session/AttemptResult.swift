@@ -16,10 +16,10 @@ final class AttemptResult: Sendable {
 
     let kind: Kind
     let sent: URLRequest?
-    let response: HTTPURLResponse?
+    let response: ResponseHead?
     let data: Data?
 
-    init(_ kind: Kind, sent: URLRequest? = nil, response: HTTPURLResponse? = nil, data: Data? = nil) {
+    init(_ kind: Kind, sent: URLRequest? = nil, response: ResponseHead? = nil, data: Data? = nil) {
         self.kind = kind
         self.sent = sent
         self.response = response

@@ -47,7 +47,7 @@ extension RequestPlan {
         }
         if let sending { sending.withLock { $0 = adapted } }
         do {
-            let (data, response) = try await session.transport.send(adapted)
+            let (data, response) = try await session.transport.exchange(adapted)
             if Redirection.isRedirect(response.statusCode) {
                 return await followRedirects(from: adapted, response: response, data: data, context: context)
             }
@@ -74,7 +74,7 @@ extension RequestPlan {
 
     /// Validates a response: with the validator in effect, then with those the chain's parts registered.
     @inline(never)
-    func check(_ response: HTTPURLResponse, data: Data, sent: URLRequest, context: RequestContext)
+    func check(_ response: ResponseHead, data: Data, sent: URLRequest, context: RequestContext)
         -> AttemptResult
     {
         if let reason = validator.reason(for: response, data: data, context: context) {

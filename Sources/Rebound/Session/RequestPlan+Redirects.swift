@@ -11,7 +11,7 @@ extension RequestPlan {
     /// frame.
     @inline(never)
     func followRedirects(
-        from sent: URLRequest, response: HTTPURLResponse, data: Data, context: RequestContext
+        from sent: URLRequest, response: ResponseHead, data: Data, context: RequestContext
     ) async -> AttemptResult {
         var sent = sent
         var response = response
@@ -28,10 +28,10 @@ extension RequestPlan {
             await report(
                 RedirectHop(
                     requestID: requestID, label: label, attempt: context.attempt, number: hops, request: sent,
-                    response: response, next: next))
+                    responseHead: response, next: next))
             if Task.isCancelled { return AttemptResult(.cancelled, sent: sent) }
             do {
-                (data, response) = try await session.transport.send(next)
+                (data, response) = try await session.transport.exchange(next)
                 sent = next
             } catch {
                 return Self.failed(.transportFailed(error: error), sent: next)
@@ -43,7 +43,7 @@ extension RequestPlan {
     /// The request the handler chooses to send after `sent` was redirected, secured against leaking credentials both
     /// before the handler sees it and after it answered; `nil` to stop.
     func nextHop(
-        _ proposed: URLRequest, after sent: URLRequest, response: HTTPURLResponse, context: RequestContext,
+        _ proposed: URLRequest, after sent: URLRequest, response: ResponseHead, context: RequestContext,
         handler: any RedirectHandler
     ) async -> URLRequest? {
         let stripped = handler.strippedHeaders

@@ -51,7 +51,7 @@ extension RequestRun {
         let error = failure(reason, response: failed.response, data: failed.data)
         let request = RetryRequest(
             requestID: plan.requestID, label: plan.label, originalRequest: plan.originalRequest,
-            lastRequest: failed.sent, response: failed.response, data: failed.data, attempts: attempts,
+            lastRequest: failed.sent, responseHead: failed.response, data: failed.data, attempts: attempts,
             roles: plan.registered)
         return Question(request: request, error: error, isOffered: !reason.isNonRetryable)
     }
@@ -67,7 +67,7 @@ extension RequestRun {
             // Stopping with the very failure the retriers were asked about ends the request with it, unwrapped.
             if let given = result.error as? ReboundError, given.isSame(as: error) { return fail(with: error) }
             let aborted = result.error.map {
-                failure(.retryAborted(error: $0, original: reason), response: error.response, data: error.data)
+                failure(.retryAborted(error: $0, original: reason), response: error.responseHead, data: error.data)
             }
             return fail(with: aborted ?? error)
         }
@@ -76,18 +76,18 @@ extension RequestRun {
         if result.request == nil, base.httpBodyStream != nil {
             return fail(
                 with: failure(
-                    .retryAborted(error: StreamBodyNotReplayable(), original: reason), response: error.response,
+                    .retryAborted(error: StreamBodyNotReplayable(), original: reason), response: error.responseHead,
                     data: error.data))
         }
         // Backoff never sleeps past the deadline: a delay that would end after it ends the request now.
         if let deadline = plan.deadline, plan.session.clock.now() + delay - start > deadline {
-            return fail(with: deadlineExceeded(after: reason, response: error.response, data: error.data))
+            return fail(with: deadlineExceeded(after: reason, response: error.responseHead, data: error.data))
         }
         for gate in plan.roles.gates + plan.registeredGates {
             if let denial = gate.admitRetry(request, dueTo: error, after: delay) {
                 return fail(
                     with: failure(
-                        .retryAborted(error: denial, original: reason), response: error.response, data: error.data))
+                        .retryAborted(error: denial, original: reason), response: error.responseHead, data: error.data))
             }
         }
         attempts[attempts.count - 1].retryDelay = delay
@@ -102,14 +102,14 @@ extension RequestRun {
         guard let last = attempts.last, let reason = last.failure else {
             preconditionFailure("a retry follows a failure")
         }
-        _ = fail(with: failure(.retryAborted(error: error, original: reason), response: last.response, data: nil))
+        _ = fail(with: failure(.retryAborted(error: error, original: reason), response: last.responseHead, data: nil))
         return ending()
     }
 
     /// The decision when the deadline came while the retriers were deciding about `error`.
     @inline(never)
     mutating func decidedTooLate(_ error: ReboundError) -> AttemptDecision {
-        fail(with: deadlineExceeded(after: error.reason, response: error.response, data: error.data))
+        fail(with: deadlineExceeded(after: error.reason, response: error.responseHead, data: error.data))
     }
 
     /// The decision after an attempt the deadline cut short.
@@ -130,17 +130,17 @@ extension RequestRun {
         return failure
     }
 
-    mutating func failure(_ reason: ReboundError.Reason, response: HTTPURLResponse?, data: Data?)
+    mutating func failure(_ reason: ReboundError.Reason, response: ResponseHead?, data: Data?)
         -> ReboundError
     {
         ReboundError(
-            reason: reason, originalRequest: plan.originalRequest, lastRequest: lastSentRequest, response: response,
-            data: data, attempts: attempts)
+            reason: reason, originalRequest: plan.originalRequest, lastRequest: lastSentRequest,
+            responseHead: response, data: data, attempts: attempts)
     }
 
     /// The deadline error after `reason`.
     mutating func deadlineExceeded(
-        after reason: ReboundError.Reason, response: HTTPURLResponse? = nil, data: Data? = nil
+        after reason: ReboundError.Reason, response: ResponseHead? = nil, data: Data? = nil
     ) -> ReboundError {
         failure(.deadlineExceeded(deadline: plan.deadline ?? .zero, last: reason), response: response, data: data)
     }

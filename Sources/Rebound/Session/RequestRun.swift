@@ -146,7 +146,7 @@ struct RequestRun {
         if case .failure = result.kind, let sent = result.sent { lastSentRequest = sent }
         attempts.append(
             Attempt(
-                number: number, request: result.sent, response: result.response, failure: failure,
+                number: number, request: result.sent, responseHead: result.response, failure: failure,
                 duration: duration))
     }
 
@@ -157,7 +157,7 @@ struct RequestRun {
             preconditionFailure("a successful attempt has a request and a response")
         }
         return Response(
-            data: result.data ?? Data(), httpResponse: response, request: sent,
+            data: result.data ?? Data(), head: response, request: sent,
             originalRequest: plan.originalRequest, attempts: attempts)
     }
 }

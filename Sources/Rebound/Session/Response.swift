@@ -8,8 +8,11 @@ import Foundation
 public struct Response: Sendable {
     /// The response body; empty when the server sent none.
     public let data: Data
-    /// The HTTP response of the successful attempt.
-    public let httpResponse: HTTPURLResponse
+    /// The HTTP response of the successful attempt; built from ``head`` on first use when the transport answered
+    /// without an `HTTPURLResponse`.
+    public var httpResponse: HTTPURLResponse { head.httpURLResponse }
+    /// The status and header fields of the successful attempt's response.
+    public let head: ResponseHead
     /// The request sent in the successful attempt, after adaptation.
     public let request: URLRequest
     /// The request as the caller passed it to the session, before any adapter ran.
@@ -22,19 +25,25 @@ public struct Response: Sendable {
         data: Data, httpResponse: HTTPURLResponse, request: URLRequest, originalRequest: URLRequest,
         attempts: [Attempt]
     ) {
+        self.init(
+            data: data, head: ResponseHead(httpResponse), request: request, originalRequest: originalRequest,
+            attempts: attempts)
+    }
+
+    init(data: Data, head: ResponseHead, request: URLRequest, originalRequest: URLRequest, attempts: [Attempt]) {
         self.data = data
-        self.httpResponse = httpResponse
+        self.head = head
         self.request = request
         self.originalRequest = originalRequest
         self.attempts = attempts
     }
 
     /// The HTTP status code.
-    public var statusCode: Int { httpResponse.statusCode }
+    public var statusCode: Int { head.statusCode }
 
     /// The value of a header field, looked up without regard to case; `nil` if the response lacks it.
     public func value(forHTTPHeaderField name: String) -> String? {
-        httpResponse.value(forHTTPHeaderField: name)
+        head.value(forHTTPHeaderField: name)
     }
 
     /// How many retries it took: `0` when the first attempt succeeded.
@@ -52,7 +61,7 @@ public struct Response: Sendable {
         } catch {
             throw ReboundError(
                 reason: .decodingFailed(error: error), originalRequest: originalRequest, lastRequest: request,
-                response: httpResponse, data: data, attempts: attempts)
+                responseHead: head, data: data, attempts: attempts)
         }
     }
 }

@@ -35,12 +35,30 @@ public protocol ResponseValidator: Sendable {
     ///   - data: Its body.
     ///   - context: The attempt: its request's identifier, its number and the request's label.
     func validate(_ response: HTTPURLResponse, data: Data, context: RequestContext) throws
+
+    /// Returns when the response is acceptable; throws why it is not: the call the session makes.
+    ///
+    /// By default it calls ``validate(_:data:context:)-(HTTPURLResponse,_,_)`` with the head's `HTTPURLResponse`. A
+    /// validator that needs only the status or a few header fields implements this one too, so that a transport that
+    /// answers without an `HTTPURLResponse` (see ``ResponseHead``) never has to build one for it, as
+    /// ``Validator``'s status rules do.
+    ///
+    /// - Parameters:
+    ///   - head: The status and header fields of the attempt's response.
+    ///   - data: Its body.
+    ///   - context: The attempt: its request's identifier, its number and the request's label.
+    func validate(_ head: ResponseHead, data: Data, context: RequestContext) throws
 }
 
 extension ResponseValidator {
+    /// Calls ``validate(_:data:context:)-(HTTPURLResponse,_,_)`` with the head's `HTTPURLResponse`.
+    public func validate(_ head: ResponseHead, data: Data, context: RequestContext) throws {
+        try validate(head.httpURLResponse, data: data, context: context)
+    }
+
     /// Why this validator rejects the response, as the session reports it; `nil` when it accepts it.
-    func reason(for response: HTTPURLResponse, data: Data, context: RequestContext) -> ReboundError.Reason? {
-        if let validator = self as? Validator { return validator.check(response, data, context) }
-        return Validator.reason(of: { try validate(response, data: data, context: context) })
+    func reason(for head: ResponseHead, data: Data, context: RequestContext) -> ReboundError.Reason? {
+        if let validator = self as? Validator { return validator.check(head, data, context) }
+        return Validator.reason(of: { try validate(head, data: data, context: context) })
     }
 }

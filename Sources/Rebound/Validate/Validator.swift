@@ -16,10 +16,11 @@ import Foundation
 /// })
 /// ```
 public struct Validator: ResponseValidator {
-    /// The check: why the response is rejected, or `nil`.
-    let check: @Sendable (HTTPURLResponse, Data, RequestContext) -> ReboundError.Reason?
+    /// The check: why the response is rejected, or `nil`. Status rules read the head alone; a closure given an
+    /// `HTTPURLResponse` gets the head's, built on first use.
+    let check: @Sendable (ResponseHead, Data, RequestContext) -> ReboundError.Reason?
 
-    private init(check: @escaping @Sendable (HTTPURLResponse, Data, RequestContext) -> ReboundError.Reason?) {
+    private init(check: @escaping @Sendable (ResponseHead, Data, RequestContext) -> ReboundError.Reason?) {
         self.check = check
     }
 
@@ -28,7 +29,9 @@ public struct Validator: ResponseValidator {
     /// The error thrown is kept as ``ReboundError/Reason/validationFailed(error:)`` (or, if it is an
     /// ``UnacceptableStatusCode``, as ``ReboundError/Reason/unacceptableStatusCode(_:)``).
     public init(_ validate: @escaping @Sendable (HTTPURLResponse, Data, RequestContext) throws -> Void) {
-        self.init { response, data, context in Self.reason(of: { try validate(response, data, context) }) }
+        self.init { head, data, context in
+            Self.reason(of: { try validate(head.httpURLResponse, data, context) })
+        }
     }
 
     /// Why `validation` rejects a response, as the session reports it: an ``UnacceptableStatusCode`` as
@@ -58,29 +61,23 @@ public struct Validator: ResponseValidator {
 
     /// Accepts the status codes in `range`; any other fails with ``ReboundError/Reason/unacceptableStatusCode(_:)``.
     public static func acceptableStatusCodes(_ range: Range<Int>) -> Validator {
-        Validator { response, _, _ in
-            range.contains(response.statusCode) ? nil : .unacceptableStatusCode(response.statusCode)
-        }
+        Validator { head, _, _ in range.contains(head.statusCode) ? nil : .unacceptableStatusCode(head.statusCode) }
     }
 
     /// Accepts the status codes in `range`; any other fails with ``ReboundError/Reason/unacceptableStatusCode(_:)``.
     public static func acceptableStatusCodes(_ range: ClosedRange<Int>) -> Validator {
-        Validator { response, _, _ in
-            range.contains(response.statusCode) ? nil : .unacceptableStatusCode(response.statusCode)
-        }
+        Validator { head, _, _ in range.contains(head.statusCode) ? nil : .unacceptableStatusCode(head.statusCode) }
     }
 
     /// Accepts the status codes listed; any other fails with ``ReboundError/Reason/unacceptableStatusCode(_:)``.
     public static func acceptableStatusCodes(_ codes: Set<Int>) -> Validator {
-        Validator { response, _, _ in
-            codes.contains(response.statusCode) ? nil : .unacceptableStatusCode(response.statusCode)
-        }
+        Validator { head, _, _ in codes.contains(head.statusCode) ? nil : .unacceptableStatusCode(head.statusCode) }
     }
 
     /// Runs this validator, then `other` if this one passed.
     public func and(_ other: some ResponseValidator) -> Validator {
-        Validator { response, data, context in
-            check(response, data, context) ?? other.reason(for: response, data: data, context: context)
+        Validator { head, data, context in
+            check(head, data, context) ?? other.reason(for: head, data: data, context: context)
         }
     }
 
@@ -97,11 +94,17 @@ public struct Validator: ResponseValidator {
 
     /// Throws ``UnacceptableStatusCode`` or the closure's error when the response is not acceptable.
     public func validate(_ response: HTTPURLResponse, data: Data, context: RequestContext) throws {
-        switch check(response, data, context) {
+        try validate(ResponseHead(response), data: data, context: context)
+    }
+
+    /// Throws ``UnacceptableStatusCode`` or the closure's error when the response is not acceptable; status rules
+    /// read the head alone.
+    public func validate(_ head: ResponseHead, data: Data, context: RequestContext) throws {
+        switch check(head, data, context) {
         case nil: return
         case .unacceptableStatusCode(let code): throw UnacceptableStatusCode(code)
         case .validationFailed(let error): throw error
-        case let reason?: throw reason.underlyingError ?? UnacceptableStatusCode(response.statusCode)
+        case let reason?: throw reason.underlyingError ?? UnacceptableStatusCode(head.statusCode)
         }
     }
 }

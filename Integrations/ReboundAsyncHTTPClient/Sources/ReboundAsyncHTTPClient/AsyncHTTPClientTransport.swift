@@ -73,15 +73,22 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         return configuration
     }
 
-    /// Sends `request` with the client and collects the response.
+    /// Sends `request` with the client and collects the response, as an `HTTPURLResponse` built from the client's.
     public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        let (data, head) = try await exchange(request)
+        return (data, head.httpURLResponse)
+    }
+
+    /// Sends `request` with the client and collects the response: the call the session makes, which builds no
+    /// `HTTPURLResponse` (the head reads the client's status and fields, in the order the server sent them).
+    public func exchange(_ request: URLRequest) async throws -> (Data, ResponseHead) {
         guard let url = request.url else { throw URLError(.badURL) }
         let prepared = try Self.clientRequest(for: request, url: url)
         do {
             let response = try await client.execute(prepared, timeout: .nanoseconds(Self.nanoseconds(request)))
             if response.history.count > 1 { throw RedirectFollowedByClient() }
             let body = try await response.body.collect(upTo: maximumResponseBodySize)
-            return (Data(body.readableBytesView), try Self.urlResponse(for: response, url: url))
+            return (Data(body.readableBytesView), Self.head(of: response, url: url))
         } catch {
             // `mapped` passes on what it does not know, `RedirectFollowedByClient` included.
             throw Self.mapped(error)
@@ -109,18 +116,12 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         return prepared
     }
 
-    /// The `HTTPURLResponse` for the client's response.
-    static func urlResponse(for response: HTTPClientResponse, url: URL) throws -> HTTPURLResponse {
-        var fields: [String: String] = [:]
-        for (name, value) in response.headers {
-            fields[name] = fields[name].map { $0 + ", " + value } ?? value
-        }
-        guard
-            let urlResponse = HTTPURLResponse(
-                url: url, statusCode: Int(response.status.code),
-                httpVersion: "HTTP/\(response.version.major).\(response.version.minor)", headerFields: fields)
-        else { throw URLError(.badServerResponse) }
-        return urlResponse
+    /// The head of the client's response: its status and fields, in order.
+    static func head(of response: HTTPClientResponse, url: URL) -> ResponseHead {
+        ResponseHead(
+            url: url, statusCode: Int(response.status.code),
+            httpVersion: "HTTP/\(response.version.major).\(response.version.minor)",
+            headerFields: response.headers.map { (name: $0.name, value: $0.value) })
     }
 
     /// The `URLError` (or `CancellationError`) that stands for a client error, or the error itself.

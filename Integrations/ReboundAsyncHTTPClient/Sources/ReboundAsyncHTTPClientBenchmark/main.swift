@@ -129,7 +129,11 @@ if let at = CommandLine.arguments.firstIndex(of: "profile"), CommandLine.argumen
         + parts.enumerated().map { number, session in
             Contender(name: "part \(number + 4)") { _ = try await session.send(url) }
         }
-        + [Contender(name: "AsyncHTTPClientTransport called directly") { _ = try await direct.send(plainURLRequest) }]
+        + [
+            Contender(name: "AsyncHTTPClientTransport called directly") {
+                _ = try await direct.exchange(plainURLRequest)
+            }
+        ]
     for _ in 0..<200 { try await contenders[index].send() }
     let before = cpuNanoseconds()
     for _ in 0..<count { try await contenders[index].send() }

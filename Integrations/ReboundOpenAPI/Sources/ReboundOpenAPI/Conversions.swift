@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import OpenAPIRuntime
+import Rebound
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -67,28 +68,23 @@ enum Conversions {
         return base
     }
 
-    /// The `HTTPURLResponse` for a generated client's response to `url`.
-    static func urlResponse(for response: HTTPResponse, url: URL) throws -> HTTPURLResponse {
-        var fields: [String: String] = [:]
-        for field in response.headerFields {
-            let name = field.name.canonicalName
-            fields[name] = fields[name].map { $0 + ", " + field.value } ?? field.value
-        }
-        guard
-            let urlResponse = HTTPURLResponse(
-                url: url, statusCode: response.status.code, httpVersion: "HTTP/1.1", headerFields: fields)
-        else { throw URLError(.badServerResponse) }
-        return urlResponse
+    /// The head of a generated client's response to `url`: its status and fields, in order, with no
+    /// `HTTPURLResponse` built.
+    static func head(of response: HTTPResponse, url: URL) -> ResponseHead {
+        ResponseHead(
+            url: url, statusCode: response.status.code,
+            headerFields: response.headerFields.map { (name: $0.name.canonicalName, value: $0.value) })
     }
 
-    /// The response a generated client reads, for a session's response.
-    static func httpResponse(for urlResponse: HTTPURLResponse, data: Data?) -> (HTTPResponse, HTTPBody?) {
+    /// The response a generated client reads, for a session's response: its fields in order (as the server sent them,
+    /// when the transport said so), repeated fields kept apart.
+    static func httpResponse(for head: ResponseHead, data: Data?) -> (HTTPResponse, HTTPBody?) {
         var fields = HTTPFields()
-        for (key, value) in urlResponse.allHeaderFields {
-            guard let key = key as? String, let name = HTTPField.Name(key) else { continue }
-            fields.append(HTTPField(name: name, value: "\(value)"))
+        for (name, value) in head.headerFields {
+            guard let name = HTTPField.Name(name) else { continue }
+            fields.append(HTTPField(name: name, value: value))
         }
-        let response = HTTPResponse(status: .init(code: urlResponse.statusCode), headerFields: fields)
+        let response = HTTPResponse(status: .init(code: head.statusCode), headerFields: fields)
         return (response, data.map { HTTPBody($0) } ?? HTTPBody())
     }
 }

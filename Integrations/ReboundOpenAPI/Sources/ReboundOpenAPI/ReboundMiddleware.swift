@@ -139,10 +139,11 @@ enum Responses {
     static func sending(_ send: () async throws -> Response) async throws -> (HTTPResponse, HTTPBody?) {
         do {
             let response = try await send()
-            return Conversions.httpResponse(for: response.httpResponse, data: response.data)
+            return Conversions.httpResponse(for: response.head, data: response.data)
         } catch let error as ReboundError {
             // The server's own answer, which no retrier or gate stopped: the generated client decides what it means.
-            if error.retrierError == nil, case .unacceptableStatusCode = error.reason, let response = error.response {
+            if error.retrierError == nil, case .unacceptableStatusCode = error.reason, let response = error.responseHead
+            {
                 return Conversions.httpResponse(for: response, data: error.data)
             }
             throw error
@@ -220,6 +221,11 @@ final class NextCall: @unchecked Sendable {
 /// The session's transport inside ``ReboundMiddleware``: each attempt goes to the generated client's `next`.
 struct NextTransport: HTTPTransport {
     func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        let (data, head) = try await exchange(request)
+        return (data, head.httpURLResponse)
+    }
+
+    func exchange(_ request: URLRequest) async throws -> (Data, ResponseHead) {
         guard let call = NextCall.current, let url = request.url else {
             preconditionFailure("ReboundMiddleware's session sends only from ReboundMiddleware.intercept")
         }
@@ -227,6 +233,6 @@ struct NextTransport: HTTPTransport {
         let (response, body) = try await call.send(httpRequest, baseURL: baseURL)
         var data = Data()
         if let body { data = try await Data(collecting: body, upTo: .max) }
-        return (data, try Conversions.urlResponse(for: response, url: url))
+        return (data, Conversions.head(of: response, url: url))
     }
 }
