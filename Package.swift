@@ -15,11 +15,7 @@ let package = Package(
         .testTarget(name: "ReboundTests", dependencies: ["Rebound", "ReboundTesting"]),
         .testTarget(name: "ReboundTestingTests", dependencies: ["Rebound", "ReboundTesting"]),
         .testTarget(name: "ReboundIntegrationTests", dependencies: ["Rebound", "ReboundTesting"]),
-        // Counts allocations (malloc interposed on glibc) for the tests that hold the pipeline to its allocation and
-        // memory budgets; the benchmarks use the same files.
-        .target(name: "CReboundAllocationCounter", path: "Tests/CAllocationCounter"),
-        .testTarget(
-            name: "ReboundCostTests", dependencies: ["Rebound", "ReboundTesting", "CReboundAllocationCounter"]),
+        // Allocations and memory per request are held by Benchmarks/ReboundAllocations (ordo-one/benchmark), in CI.
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,11 +1,12 @@
-// Allocations per request of the session's paths, on an in-memory transport, counted by ordo-one/benchmark's malloc
-// interposer. They are deterministic, so CI holds them: `swift package benchmark thresholds check` fails when one grows
+// Allocations per request of the session's paths, on an in-memory transport, and the memory a request holds while it
+// waits in backoff, counted by ordo-one/benchmark's malloc interposer. They are deterministic, so CI holds them: `swift package benchmark thresholds check` fails when one grows
 // more than 10% over the figures stored in Benchmarks/Thresholds (update them with `swift package
 // --allow-writing-to-package-directory benchmark thresholds update --target ReboundAllocations` after a deliberate
 // change, and say why in the commit).
 import Benchmark
 import Foundation
 import Rebound
+import ReboundTesting
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -47,16 +48,20 @@ let url = URL(string: "https://api.example.com/items")!
 
 /// The realistic chain of Docs/Performance.md: five header adapters, a silent logger around the policy, a breaker
 /// registry.
-func realisticSession() -> Session {
+func realisticSession(statuses: [Int] = [200], clock: ManualClock? = nil) -> Session {
     let headers: [any RequestAdapter] = (1...5).map { number in
         Adapter.modifying { request, _ in request.setValue("\(number)", forHTTPHeaderField: "X-Header-\(number)") }
     }
-    return Session(
-        transport: InstantTransport(statuses: [200]),
-        adapters: headers + [
-            CircuitBreakerRegistry(configuration: .init(tripCondition: .consecutiveFailures(Int.max)))
-        ],
-        retriers: [LoggingRetrier(wrapping: RetryPolicy(), sink: { _ in })])
+    let adapters =
+        headers + [CircuitBreakerRegistry(configuration: .init(tripCondition: .consecutiveFailures(Int.max)))]
+    let retriers = [
+        LoggingRetrier(wrapping: RetryPolicy(retryLimit: 1, backoff: .constant(.seconds(1))), sink: { _ in })
+    ]
+    if let clock {
+        return Session(
+            transport: InstantTransport(statuses: statuses), adapters: adapters, retriers: retriers, clock: clock)
+    }
+    return Session(transport: InstantTransport(statuses: statuses), adapters: adapters, retriers: retriers)
 }
 
 let benchmarks: @Sendable () -> Void = {
@@ -84,6 +89,39 @@ let benchmarks: @Sendable () -> Void = {
             for _ in benchmark.scaledIterations {
                 blackHole(try? await session.send(url))
             }
+        }
+    }
+
+    // The bytes a request holds while it waits in a 1 s backoff (allocated and not freed while 1,000 wait at once, on
+    // a manual clock, whose sleepers cost more than `Task.sleep`'s): the task-allocator slabs its frames reached and
+    // what the chain keeps (Docs/Performance.md, section 4, which explains how a slab fills). Section 4's target, under
+    // 4 KiB, is measured on the real clock by ReboundSideBySide's WaitingInBackoff; these hold the figure in CI.
+    let waiting: [(String, @Sendable (ManualClock) -> Session)] = [
+        (
+            "WaitingInBackoff",
+            { clock in
+                Session(
+                    transport: InstantTransport(statuses: [503]),
+                    retriers: [RetryPolicy(retryLimit: 1, backoff: .constant(.seconds(1)))], clock: clock)
+            }
+        ),
+        ("WaitingInBackoffRealisticChain", { clock in realisticSession(statuses: [503], clock: clock) }),
+    ]
+    for (name, makeSession) in waiting {
+        Benchmark(
+            name,
+            configuration: .init(
+                metrics: [.memoryLeakedBytes], warmupIterations: 2, scalingFactor: .kilo, maxIterations: 10,
+                thresholds: [.memoryLeakedBytes: BenchmarkThresholds(relative: [.p50: 10.0, .p90: 10.0])])
+        ) { benchmark in
+            let clock = ManualClock()
+            let session = makeSession(clock)
+            benchmark.startMeasurement()
+            let tasks = benchmark.scaledIterations.map { _ in Task { _ = try? await session.send(url) } }
+            try await clock.waitForSleepers(tasks.count)
+            benchmark.stopMeasurement()
+            clock.advance(by: .seconds(1))
+            for task in tasks { await task.value }
         }
     }
 }

@@ -6,6 +6,9 @@ import ReboundTesting
 /// Routes: `/ok` answers 200 with a small JSON body; `/flaky-a` and `/flaky-b` answer 503 to every odd request and 200
 /// to every even one, so that each sequential logical request fails once, then succeeds.
 enum ServerProcess {
+    /// The environment variable that makes the benchmark executable serve instead (see `runEntryPointIfAsked`).
+    static let variable = "REBOUND_BENCHMARK_SERVE"
+
     /// The child's side: serves until its standard input closes.
     static func serve() throws -> Never {
         let server = try LoopbackServer()
@@ -23,11 +26,18 @@ enum ServerProcess {
     /// The parent's side: starts the child and returns its base URL and the process, to stop with ``stop(_:)``.
     static func start() throws -> (url: URL, process: Process, input: Pipe) {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL
+        // This very executable, told by the environment to serve: ordo-one's runner parses the arguments first.
+        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         if !FileManager.default.isExecutableFile(atPath: process.executableURL!.path) {
             process.executableURL = Bundle.main.executableURL
         }
-        process.arguments = ["serve"]
+        process.arguments = []
+        var environment = ProcessInfo.processInfo.environment
+        environment[variable] = "1"
+        // The child is a plain server: no malloc interposer counting its allocations.
+        environment["LD_PRELOAD"] = nil
+        environment["DYLD_INSERT_LIBRARIES"] = nil
+        process.environment = environment
         let input = Pipe()
         let output = Pipe()
         process.standardInput = input

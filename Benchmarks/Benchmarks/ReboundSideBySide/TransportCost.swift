@@ -74,7 +74,7 @@ func transportCost(base: URL, rounds: Int, count: Int) async throws -> Section {
                         "ratio": isFormer ? .nan : median(roundRatios),
                         "ratio p25": isFormer ? .nan : percentile(roundRatios, 25),
                         "ratio p75": isFormer ? .nan : percentile(roundRatios, 75),
-                    ]))
+                    ], rounds: isFormer ? [:] : ["ratio": roundRatios]))
         }
     }
     return Section(

@@ -1,4 +1,3 @@
-import CAllocationCounter
 import Foundation
 
 /// What one timed run of `count` operations cost.
@@ -6,11 +5,9 @@ struct Sample {
     var count: Int
     var wall: Duration
     var cpu: Duration
-    var allocations: UInt64
 
     var wallPerOperation: Double { wall.nanoseconds / Double(count) }
     var cpuPerOperation: Double { cpu.nanoseconds / Double(count) }
-    var allocationsPerOperation: Double { Double(allocations) / Double(count) }
     var operationsPerSecond: Double { Double(count) / (wall.nanoseconds / 1e9) }
 }
 
@@ -34,17 +31,15 @@ func processCPUTime() -> Duration {
     return duration(usage.ru_utime) + duration(usage.ru_stime)
 }
 
-/// Runs `body` and measures its wall time, the process's CPU time and the allocations made meanwhile.
+/// Runs `body` and measures its wall time and the process's CPU time (allocations are ReboundAllocations' job).
 func measure(count: Int, _ body: () async throws -> Void) async rethrows -> Sample {
     let clock = ContinuousClock()
     let cpuStart = processCPUTime()
-    let allocationsStart = rebound_allocation_count()
     let start = clock.now
     try await body()
     let wall = clock.now - start
     return Sample(
-        count: count, wall: wall, cpu: processCPUTime() - cpuStart,
-        allocations: rebound_allocation_count() - allocationsStart)
+        count: count, wall: wall, cpu: processCPUTime() - cpuStart)
 }
 
 /// One contender in a side-by-side comparison: a name and a run of `count` operations.
@@ -88,7 +83,6 @@ func percentile(_ values: [Double], _ p: Double) -> Double {
 extension Array where Element == Sample {
     var medianWall: Double { median(map(\.wallPerOperation)) }
     var medianCPU: Double { median(map(\.cpuPerOperation)) }
-    var medianAllocations: Double { median(map(\.allocationsPerOperation)) }
     var medianRate: Double { median(map(\.operationsPerSecond)) }
 }
 

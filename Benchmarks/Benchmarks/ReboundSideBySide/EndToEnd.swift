@@ -134,7 +134,7 @@ func endToEnd(base: URL, rounds: Int, count: Int) async throws -> Section {
                         "Session/URLSession": plain ? .nan : ratio,
                         "ratio p25": plain ? .nan : percentile(roundRatios, 25),
                         "ratio p75": plain ? .nan : percentile(roundRatios, 75),
-                    ]))
+                    ], rounds: plain ? [:] : ["Session/URLSession": roundRatios]))
         }
     }
     func pairs(_ name: String, _ calibration: String) -> String {
@@ -203,6 +203,6 @@ func retryPath(base: URL, rounds: Int, count: Int) async throws -> Section {
                     "requests/s": reboundSamples.medianRate, "client CPU µs/req": reboundSamples.medianCPU / 1_000,
                     "Session/hand": ratio, "ratio p25": percentile(roundRatios, 25),
                     "ratio p75": percentile(roundRatios, 75),
-                ]),
+                ], rounds: ["Session/hand": roundRatios]),
         ])
 }

@@ -1,9 +1,21 @@
 import Foundation
 
-/// One line of a section: a name and its figures.
+/// One line of a section: a name and its figures, with the per-round values behind a figure that has them (a ratio's
+/// rounds), which the ordo-one metrics record one by one, so that their percentiles are the rounds' quartiles.
 struct Row: Codable {
     let name: String
     let figures: [String: Double]
+    var rounds: [String: [Double]] = [:]
+
+    enum CodingKeys: String, CodingKey {
+        case name, figures
+    }
+
+    init(name: String, figures: [String: Double], rounds: [String: [Double]] = [:]) {
+        self.name = name
+        self.figures = figures
+        self.rounds = rounds
+    }
 }
 
 /// One benchmark's results, with its target and whether this run met it.

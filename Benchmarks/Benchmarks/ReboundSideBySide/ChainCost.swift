@@ -87,7 +87,7 @@ func chainCost(rounds: Int, count: Int) async throws -> [Section] {
         note: String(
             format: "empty session adds %.0f ns; %.1f ns per adapter from 10 to 100, %.1f ns from 0 to 10",
             emptyOverhead, slope, slopeSmall),
-        columns: ["ns/request", "over direct (ns)", "allocs/request"], rows: rows)
+        columns: ["ns/request", "over direct (ns)"], rows: rows)
 
     // 2. Retriers on a request that fails once, then succeeds, retried at once.
     let flaky: any HTTPTransport = MemoryTransport(failsEveryOtherCall: true)
@@ -118,7 +118,7 @@ func chainCost(rounds: Int, count: Int) async throws -> [Section] {
     let retrySection = Section(
         title: "1b. Chain cost: retriers on a request that fails once (in-memory transport)",
         target: "reported (the retry path's cost end to end is section 3)", met: nil, note: nil,
-        columns: ["ns/request", "over direct (ns)", "allocs/request"], rows: retryRows)
+        columns: ["ns/request", "over direct (ns)"], rows: retryRows)
 
     // 3. Adapters that each set a header, against setting the same headers on the request directly.
     let headerSession = Session(transport: transport, interceptor: Interceptor(adapters: headerAdapters), clock: clock)
@@ -158,11 +158,12 @@ func chainCost(rounds: Int, count: Int) async throws -> [Section] {
         title: "1c. Chain cost: adapters that set headers (URLRequest copies)",
         target: "reported: .modifying adapters cost about what setting the headers directly costs", met: nil,
         note: "on Linux a URLRequest is a reference underneath; a mutation of a shared one copies it",
-        columns: ["ns/request", "over direct (ns)", "allocs/request"], rows: headerRows)
+        columns: ["ns/request", "over direct (ns)"], rows: headerRows)
     return [adaptersSection, retrySection, headerSection]
 }
 
-/// One row per contender: median time per request, its excess over `baseline`, and allocations per request.
+/// One row per contender: median time per request and its excess over `baseline` (allocations per request are
+/// ReboundAllocations').
 private func costRows(_ contenders: [Contender], _ samples: [String: [Sample]], baseline: Double) -> [Row] {
     contenders.map { contender in
         let these = samples[contender.name]!
@@ -170,7 +171,6 @@ private func costRows(_ contenders: [Contender], _ samples: [String: [Sample]], 
             name: contender.name,
             figures: [
                 "ns/request": these.medianWall, "over direct (ns)": these.medianWall - baseline,
-                "allocs/request": these.medianAllocations,
             ])
     }
 }

@@ -1,4 +1,3 @@
-import CAllocationCounter
 import Foundation
 import Rebound
 
@@ -153,7 +152,7 @@ func micro(_ contender: String, count: Int) async throws {
         try await run(1_000)
         return try await measure(count: count) { try await run(count) }
     }.value
-    print("\(contender): \(Int(sample.wallPerOperation)) ns/request, \(sample.allocationsPerOperation) allocations")
+    print("\(contender): \(Int(sample.wallPerOperation)) ns/request")
 }
 
 /// A small heap object.
@@ -204,9 +203,8 @@ func pieces() async {
     let outcome = AttemptOutcome(
         originalRequest: request, attempt: attempt, decision: .retry(after: .milliseconds(500)))
     let clock = ContinuousClock()
-    let allocations = rebound_allocation_count()
     let start = clock.now
     for _ in 0..<20_000 { await logger.attemptDidFinish(outcome) }
     let perEvent = (clock.now - start).nanoseconds / 20_000
-    print("LoggingRetrier event", perEvent, "allocations", Double(rebound_allocation_count() - allocations) / 20_000)
+    print("LoggingRetrier event", perEvent)
 }
