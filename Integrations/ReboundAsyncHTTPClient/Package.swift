@@ -35,17 +35,8 @@ let package = Package(
                 .product(name: "ReboundTesting", package: "Rebound"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]),
-        // `swift run -c release --package-path Integrations/ReboundAsyncHTTPClient ReboundAsyncHTTPClientBenchmark`:
-        // side by side with plain AsyncHTTPClient (Docs/AsyncHTTPClient.md, "Performance").
-        .executableTarget(
-            name: "ReboundAsyncHTTPClientBenchmark",
-            dependencies: [
-                "ReboundAsyncHTTPClient",
-                .product(name: "Rebound", package: "Rebound"),
-                .product(name: "ReboundTesting", package: "Rebound"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio"),
-            ]),
+        // The benchmark against plain AsyncHTTPClient is the package in Benchmarks/ (on ordo-one/benchmark), so that
+        // a user of this one resolves no benchmark harness.
         .testTarget(
             name: "ReboundAsyncHTTPClientTests",
             dependencies: [
