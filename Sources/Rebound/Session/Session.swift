@@ -212,7 +212,8 @@ public final class Session: Sendable {
             RequestPlan(
                 session: self, originalRequest: request, label: label,
                 requestInterceptor: Self.chain(adapters: adapters, retriers: retriers, interceptor: interceptor),
-                requestRoles: observers.isEmpty && gates.isEmpty ? .none : ChainRoles(observers: observers, gates: gates),
+                requestRoles: observers.isEmpty && gates.isEmpty
+                    ? .none : ChainRoles(observers: observers, gates: gates),
                 validator: validator ?? self.validator, deadline: deadline ?? self.deadline,
                 attemptTimeout: attemptTimeout ?? self.attemptTimeout,
                 redirectHandler: redirectHandler ?? self.redirectHandler))
