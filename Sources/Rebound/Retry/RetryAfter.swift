@@ -13,11 +13,12 @@ import Foundation
 /// (so that a skewed local clock does not matter), otherwise from the local time; a date in the past means now.
 /// Anything malformed is ignored, and the delay is held at ``maximumDelay``.
 ///
-/// `RetryPolicy` honours it by default; any retrier can call ``delay(for:)``:
+/// `RetryPolicy` honours it by default; any retrier can call ``delay(for:)-(ResponseHead)`` (or
+/// ``delay(for:)-(HTTPURLResponse)`` with a Foundation response):
 ///
 /// ```swift
 /// let retrier = Retrier { request, _ in
-///     guard let response = request.response, let wait = RetryAfter.default.delay(for: response) else { return .doNotRetry }
+///     guard let head = request.responseHead, let wait = RetryAfter.default.delay(for: head) else { return .doNotRetry }
 ///     return request.retryCount < 3 ? .retryWithDelay(wait) : .doNotRetry
 /// }
 /// ```
