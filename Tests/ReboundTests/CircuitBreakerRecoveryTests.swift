@@ -94,7 +94,7 @@ struct CircuitBreakerRecoveryTests {
     func waitingRetryEndsWhenTheBreakerOpens() async throws {
         let breaker = CircuitBreaker(configuration: .init(tripCondition: .consecutiveFailures(2)), clock: clock)
         let budget = RetryBudget()
-        let transport = ScriptedTransport { _, _ in .status(503) }
+        let transport = ScriptedTransport { _, number in .response(status: 503, body: "down \(number)") }
         let session = Session(
             transport: transport, adapters: [budget, breaker],
             retriers: [RetryPolicy(backoff: .constant(.seconds(10)))], clock: clock)
@@ -112,6 +112,9 @@ struct CircuitBreakerRecoveryTests {
         }
         #expect(open.state == .open)
         #expect(error.attempts.count == 1)
+        // The error carries the last attempt's response and body, as every other failure's does.
+        #expect(error.statusCode == 503)
+        #expect(error.data == Data("down 1".utf8))
         #expect(transport.requestCount == 2)
         #expect(budget.tokens(for: exampleURL) == 500)
         #expect(budget.requestsWithGrants == 0)

@@ -78,6 +78,8 @@ struct RegisteredRoles: Sendable {
         var validatorCount = 0
         /// The request's backoff wait, made when a breaker grants a retry.
         var backoffWait: BackoffWait?
+        /// The body of the failed attempt whose retry waits in `backoffWait`: the error a wait ended early carries it.
+        var bodyBeforeBackoff: Data?
     }
 
     /// A registered instance in one role.
@@ -217,6 +219,17 @@ struct RegisteredRoles: Sendable {
 
     /// The request's backoff wait, if a gate made one.
     var backoffWait: BackoffWait? { state.withLock { $0.backoffWait } }
+
+    /// Keeps `body`, the failed attempt's, while its retry waits in a wait a gate can end (nothing without one), so
+    /// that the error the request then ends with carries it, as every other failure's error does.
+    func keepBodyIfWaiting(_ body: Data?) {
+        state.withLock { state in
+            if state.backoffWait != nil { state.bodyBeforeBackoff = body }
+        }
+    }
+
+    /// The body kept by ``keepBodyIfWaiting(_:)``.
+    var bodyBeforeBackoff: Data? { state.withLock { $0.bodyBeforeBackoff } }
 }
 
 extension [RegisteredRoles.Registration] {

@@ -92,6 +92,7 @@ extension RequestRun {
         }
         attempts[attempts.count - 1].retryDelay = delay
         if let request = result.request { base = request }
+        plan.registered?.keepBodyIfWaiting(error.data)
         return .retry(after: delay)
     }
 
@@ -102,7 +103,8 @@ extension RequestRun {
         guard let last = attempts.last, let reason = last.failure else {
             preconditionFailure("a retry follows a failure")
         }
-        _ = fail(with: failure(.retryAborted(error: error, original: reason), response: last.responseHead, data: nil))
+        let body = plan.registered?.bodyBeforeBackoff
+        _ = fail(with: failure(.retryAborted(error: error, original: reason), response: last.responseHead, data: body))
         return ending()
     }
 
