@@ -5,6 +5,11 @@ import PackageDescription
 let package = Package(
     name: "Benchmarks",
     platforms: [.macOS(.v15)],
+    products: [
+        // What a side-by-side benchmark is made of (interleaved rounds, the server in a child process), also for the
+        // benchmarks of the integrations (Integrations/ReboundAsyncHTTPClient/SideBySide).
+        .library(name: "SideBySide", targets: ["SideBySide"])
+    ],
     dependencies: [
         // `name:` pins the root's identity, which would otherwise be the checkout folder's name.
         .package(name: "Rebound", path: "../"),
@@ -12,6 +17,10 @@ let package = Package(
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
     ],
     targets: [
+        .target(
+            name: "SideBySide",
+            dependencies: [.product(name: "ReboundTesting", package: "Rebound")]
+        ),
         // `swift package --package-path Benchmarks benchmark --target ReboundAllocations`: allocations and memory per
         // request, which are deterministic; `… benchmark thresholds check --target ReboundAllocations` (in CI) fails
         // when one moves more than 10% from Benchmarks/Thresholds.
@@ -31,6 +40,7 @@ let package = Package(
         .executableTarget(
             name: "ReboundSideBySide",
             dependencies: [
+                "SideBySide",
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "Rebound", package: "Rebound"),
                 .product(name: "ReboundTesting", package: "Rebound"),

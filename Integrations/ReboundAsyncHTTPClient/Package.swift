@@ -35,7 +35,7 @@ let package = Package(
                 .product(name: "ReboundTesting", package: "Rebound"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]),
-        // The benchmark against plain AsyncHTTPClient is the package in Benchmarks/ (on ordo-one/benchmark), so that
+        // The benchmark against plain AsyncHTTPClient is the package in SideBySide/ (on ordo-one/benchmark), so that
         // a user of this one resolves no benchmark harness.
         .testTarget(
             name: "ReboundAsyncHTTPClientTests",

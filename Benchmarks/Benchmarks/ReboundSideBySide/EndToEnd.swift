@@ -1,5 +1,6 @@
 import Foundation
 import Rebound
+import SideBySide
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -46,17 +47,6 @@ let chains: [(name: String, interceptor: (any RequestInterceptor)?)] = [
             retriers: [LoggingRetrier(wrapping: RetryPolicy(), sink: { _ in })])
     ),
 ]
-
-/// Runs `count` operations, `inFlight` at a time.
-func concurrently(_ count: Int, inFlight: Int, _ operation: @escaping @Sendable () async throws -> Void) async throws {
-    try await withThrowingTaskGroup(of: Void.self) { group in
-        let perWorker = count / inFlight
-        for _ in 0..<inFlight {
-            group.addTask { for _ in 0..<perWorker { try await operation() } }
-        }
-        try await group.waitForAll()
-    }
-}
 
 /// The names of section 2's calibration contenders: plain URLSession followed, per request, by some client work that
 /// is not on the network path. They tell what that much work costs end to end on this machine, whoever does it.

@@ -1,5 +1,6 @@
 import Foundation
 import Rebound
+import SideBySide
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -34,9 +35,7 @@ private func request(to url: URL, for contender: String) -> URLRequest {
 /// `URLSessionTransport()`; `former` and `theirs`, a bare session on the former `data(for:)` transport and on
 /// `URLSessionTransport(session:)` (section 6).
 func profile(_ contender: String, count: Int) async throws {
-    let server = try ServerProcess.start()
-    defer { ServerProcess.stop(server) }
-    let url = server.url.appendingPathComponent("ok")
+    let url = try ChildServer.url().appendingPathComponent("ok")
     let urlSession = URLSession(configuration: .default)
     // `former`: a bare Session on the former data(for:) transport; `theirs`: on URLSessionTransport(session:); every
     // other contender on URLSessionTransport(), the default.
@@ -80,9 +79,7 @@ func profile(_ contender: String, count: Int) async throws {
 /// request that the caller keeps, with the headers set on the copy: what an adapter's first change costs) and `allocN`
 /// (a bare session, then N small objects that live until after the next request).
 func compare(_ contenders: [String], rounds: Int) async throws {
-    let server = try ServerProcess.start()
-    defer { ServerProcess.stop(server) }
-    let url = server.url.appendingPathComponent("ok")
+    let url = try ChildServer.url().appendingPathComponent("ok")
     let urlSession = URLSession(configuration: .default)
     let transport = URLSessionTransport()
     let runs: [Contender] = contenders.map { contender in
@@ -134,9 +131,7 @@ func compare(_ contenders: [String], rounds: Int) async throws {
 /// `Benchmarks micro CONTENDER N`: N requests through a contender's chain on a transport that answers in memory with
 /// a real response captured from the loopback server: what the chain itself costs with real URLs and headers.
 func micro(_ contender: String, count: Int) async throws {
-    let server = try ServerProcess.start()
-    defer { ServerProcess.stop(server) }
-    let url = server.url.appendingPathComponent("ok")
+    let url = try ChildServer.url().appendingPathComponent("ok")
     let transport = try await CannedTransport(answeringLike: URLRequest(url: url))
     let session = Session(transport: transport, interceptor: interceptor(named: contender))
     @Sendable func run(_ count: Int) async throws {

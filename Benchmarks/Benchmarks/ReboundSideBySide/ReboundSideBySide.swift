@@ -13,7 +13,7 @@
 import Benchmark
 import Foundation
 import Rebound
-import Synchronization
+import SideBySide
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -44,21 +44,6 @@ struct Headline {
     /// A ratio of a row's requests per second to its baseline's, one value per round.
     static func ratio(_ metric: String, row: String, column: String) -> Headline {
         Headline(metric: metric, row: row, column: column, scale: 1_000, prefersLarger: true)
-    }
-}
-
-/// The loopback server in its child process, started by the first benchmark that needs it, for the whole run.
-enum SharedServer {
-    /// The child's process and the pipe whose closing stops it (when this process ends), once started.
-    private static let server = Mutex<(url: URL, process: Process, input: Pipe)?>(nil)
-
-    static func url() throws -> URL {
-        try server.withLock { server in
-            if let server { return server.url }
-            let started = try ServerProcess.start()
-            server = started
-            return started.url
-        }
     }
 }
 
@@ -167,7 +152,7 @@ let benchmarks: @Sendable () -> Void = {
             metric: "server_requests_per_s", row: "LoopbackServer (child process)", column: "requests/s",
             prefersLarger: true))
     sideBySide("EndToEnd", headlines: endToEndHeadlines) {
-        let base = try SharedServer.url()
+        let base = try ChildServer.url()
         let capacity = serverCapacity(port: base.port!, threads: 4, seconds: settings.quick ? 1 : 3)
         let section = try await endToEnd(
             base: base, rounds: settings.networkRounds, count: settings.quick ? 128 : 256)
@@ -196,7 +181,7 @@ let benchmarks: @Sendable () -> Void = {
     ) {
         [
             try await retryPath(
-                base: try SharedServer.url(), rounds: settings.networkRounds, count: settings.quick ? 64 : 192)
+                base: try ChildServer.url(), rounds: settings.networkRounds, count: settings.quick ? 64 : 192)
         ]
     }
 
@@ -215,7 +200,7 @@ let benchmarks: @Sendable () -> Void = {
     sideBySide("TransportCost", headlines: transportHeadlines) {
         [
             try await transportCost(
-                base: try SharedServer.url(), rounds: settings.networkRounds, count: settings.quick ? 128 : 256)
+                base: try ChildServer.url(), rounds: settings.networkRounds, count: settings.quick ? 128 : 256)
         ]
     }
 
@@ -283,7 +268,7 @@ let benchmarks: @Sendable () -> Void = {
         ) { benchmark in
             let iteration = state.nextIteration()
             let warmups = benchmark.configuration.warmupIterations
-            if state.send == nil { state.send = soakContender(name, base: try SharedServer.url()) }
+            if state.send == nil { state.send = soakContender(name, base: try ChildServer.url()) }
             guard let send = state.send else { return }
             if iteration == warmups + 1 { state.early = residentBytes() }
             for _ in benchmark.scaledIterations { try await send() }

@@ -1,4 +1,5 @@
 import Foundation
+import SideBySide
 
 /// One line of a section: a name and its figures, with the per-round values behind a figure that has them (a ratio's
 /// rounds), which the ordo-one metrics record one by one, so that their percentiles are the rounds' quartiles.

@@ -1,4 +1,5 @@
 import Foundation
+import SideBySide
 
 #if canImport(Glibc)
     import Glibc

@@ -1,5 +1,6 @@
 import Foundation
 import Rebound
+import SideBySide
 import Synchronization
 
 #if canImport(FoundationNetworking)

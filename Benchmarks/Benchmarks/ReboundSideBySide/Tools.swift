@@ -1,13 +1,8 @@
 import Foundation
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
+import SideBySide
 
 /// The entry points that are not benchmarks, chosen by environment variable before ordo-one's runner starts one:
-/// `REBOUND_BENCHMARK_SERVE` makes the process the loopback server (``ServerProcess``), and `REBOUND_TOOL` runs one
+/// `REBOUND_BENCHMARK_SERVE` makes the process the loopback server (``ChildServer``), and `REBOUND_TOOL` runs one
 /// of the tools for digging into a figure (Docs/Performance.md), on the executable the benchmark built:
 ///
 ///     swift package --package-path Benchmarks benchmark --target ReboundSideBySide --filter none   # builds it
@@ -17,27 +12,18 @@ import Foundation
 /// `ab CONTENDER… ROUNDS` (end-to-end CPU per contender over the first, interleaved), `micro CONTENDER N` (a chain on a
 /// transport that answers in memory with a real response), `pieces` (what single operations cost, hot).
 func runEntryPointIfAsked() {
-    let environment = ProcessInfo.processInfo.environment
-    if environment[ServerProcess.variable] != nil {
-        do { try ServerProcess.serve() } catch {
-            FileHandle.standardError.write(Data("server: \(error)\n".utf8))
-            exit(1)
+    ChildServer.serveIfAsked { server in
+        // `/ok` answers 200 with a small JSON body; `/flaky-a` and `/flaky-b` answer 503 to every odd request and 200
+        // to every even one, so that each sequential logical request fails once, then succeeds.
+        let body = #"{"id": 1, "name": "kettle"}"#
+        server.route("/ok", [.json(body)])
+        for path in ["/flaky-a", "/flaky-b"] {
+            server.route(path) { _, number in number % 2 == 1 ? .status(503) : .json(body) }
         }
     }
-    guard let tool = environment["REBOUND_TOOL"] else { return }
+    guard let tool = ProcessInfo.processInfo.environment["REBOUND_TOOL"] else { return }
     let arguments = tool.split(separator: " ").map(String.init)
-    let done = DispatchSemaphore(value: 0)
-    // The runner calls this from its main thread, outside the cooperative pool, so waiting here starves nothing.
-    Task.detached {
-        do {
-            try await runTool(arguments)
-        } catch {
-            print("\(tool): \(error)")
-        }
-        done.signal()
-    }
-    done.wait()
-    exit(0)
+    runToolAndExit(tool) { try await runTool(arguments) }
 }
 
 private func runTool(_ arguments: [String]) async throws {

@@ -1,5 +1,6 @@
 import Foundation
 import Rebound
+import SideBySide
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking

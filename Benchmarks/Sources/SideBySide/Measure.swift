@@ -1,24 +1,30 @@
 import Foundation
 
 /// What one timed run of `count` operations cost.
-struct Sample {
-    var count: Int
-    var wall: Duration
-    var cpu: Duration
+public struct Sample: Sendable {
+    public var count: Int
+    public var wall: Duration
+    public var cpu: Duration
 
-    var wallPerOperation: Double { wall.nanoseconds / Double(count) }
-    var cpuPerOperation: Double { cpu.nanoseconds / Double(count) }
-    var operationsPerSecond: Double { Double(count) / (wall.nanoseconds / 1e9) }
+    public init(count: Int, wall: Duration, cpu: Duration) {
+        self.count = count
+        self.wall = wall
+        self.cpu = cpu
+    }
+
+    public var wallPerOperation: Double { wall.nanoseconds / Double(count) }
+    public var cpuPerOperation: Double { cpu.nanoseconds / Double(count) }
+    public var operationsPerSecond: Double { Double(count) / (wall.nanoseconds / 1e9) }
 }
 
 extension Duration {
-    var nanoseconds: Double {
+    public var nanoseconds: Double {
         Double(components.seconds) * 1e9 + Double(components.attoseconds) / 1e9
     }
 }
 
 /// The process's CPU time so far, user and system, over all its threads.
-func processCPUTime() -> Duration {
+public func processCPUTime() -> Duration {
     var usage = rusage()
     #if os(Linux)
         getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
@@ -31,8 +37,8 @@ func processCPUTime() -> Duration {
     return duration(usage.ru_utime) + duration(usage.ru_stime)
 }
 
-/// Runs `body` and measures its wall time and the process's CPU time (allocations are ReboundAllocations' job).
-func measure(count: Int, _ body: () async throws -> Void) async rethrows -> Sample {
+/// Runs `body` and measures its wall time and the process's CPU time (allocations are ordo-one's metrics' job).
+public func measure(count: Int, _ body: () async throws -> Void) async rethrows -> Sample {
     let clock = ContinuousClock()
     let cpuStart = processCPUTime()
     let start = clock.now
@@ -43,9 +49,14 @@ func measure(count: Int, _ body: () async throws -> Void) async rethrows -> Samp
 }
 
 /// One contender in a side-by-side comparison: a name and a run of `count` operations.
-struct Contender {
-    let name: String
-    let run: (_ count: Int) async throws -> Sample
+public struct Contender {
+    public let name: String
+    public let run: (_ count: Int) async throws -> Sample
+
+    public init(name: String, run: @escaping (_ count: Int) async throws -> Sample) {
+        self.name = name
+        self.run = run
+    }
 }
 
 /// Runs every contender once per round and returns each one's samples; medians of interleaved rounds are what the
@@ -54,7 +65,7 @@ struct Contender {
 /// The order changes from round to round: it rotates, and every other round runs backwards, so that no contender
 /// always runs first or always follows the same other one (a fixed order was measured to favour the first one by up
 /// to 10% over loopback).
-func interleaved(rounds: Int, count: Int, _ contenders: [Contender]) async throws -> [String: [Sample]] {
+public func interleaved(rounds: Int, count: Int, _ contenders: [Contender]) async throws -> [String: [Sample]] {
     var samples: [String: [Sample]] = [:]
     for round in 0..<rounds {
         var order = contenders.indices.map { contenders[($0 + round / 2) % contenders.count] }
@@ -66,14 +77,16 @@ func interleaved(rounds: Int, count: Int, _ contenders: [Contender]) async throw
     return samples
 }
 
-func median(_ values: [Double]) -> Double {
+/// The median; NaN for no values.
+public func median(_ values: [Double]) -> Double {
     let sorted = values.sorted()
     guard !sorted.isEmpty else { return .nan }
     return sorted.count % 2 == 1
         ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
 }
 
-func percentile(_ values: [Double], _ p: Double) -> Double {
+/// The `p`th percentile (0 to 100), the nearest rank; NaN for no values.
+public func percentile(_ values: [Double], _ p: Double) -> Double {
     let sorted = values.sorted()
     guard !sorted.isEmpty else { return .nan }
     let rank = Int((p / 100 * Double(sorted.count - 1)).rounded())
@@ -81,13 +94,13 @@ func percentile(_ values: [Double], _ p: Double) -> Double {
 }
 
 extension Array where Element == Sample {
-    var medianWall: Double { median(map(\.wallPerOperation)) }
-    var medianCPU: Double { median(map(\.cpuPerOperation)) }
-    var medianRate: Double { median(map(\.operationsPerSecond)) }
+    public var medianWall: Double { median(map(\.wallPerOperation)) }
+    public var medianCPU: Double { median(map(\.cpuPerOperation)) }
+    public var medianRate: Double { median(map(\.operationsPerSecond)) }
 }
 
 /// The resident memory of the process in bytes, from /proc on Linux; 0 elsewhere.
-func residentBytes() -> Double {
+public func residentBytes() -> Double {
     guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
     let fields = text.split(separator: " ")
     guard fields.count > 1, let pages = Double(fields[1]) else { return 0 }
@@ -95,10 +108,23 @@ func residentBytes() -> Double {
 }
 
 /// The number of threads of the process, from /proc on Linux; 0 elsewhere.
-func threadCount() -> Int {
+public func threadCount() -> Int {
     guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
     for line in text.split(separator: "\n") where line.hasPrefix("Threads:") {
         return Int(line.dropFirst("Threads:".count).trimmingCharacters(in: .whitespaces)) ?? 0
     }
     return 0
+}
+
+/// Runs `count` operations, `inFlight` at a time.
+public func concurrently(
+    _ count: Int, inFlight: Int, _ operation: @escaping @Sendable () async throws -> Void
+) async throws {
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        let perWorker = count / inFlight
+        for _ in 0..<inFlight {
+            group.addTask { for _ in 0..<perWorker { try await operation() } }
+        }
+        try await group.waitForAll()
+    }
 }

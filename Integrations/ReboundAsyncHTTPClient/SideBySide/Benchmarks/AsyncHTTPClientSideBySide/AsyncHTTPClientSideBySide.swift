@@ -1,7 +1,7 @@
 // Rebound on AsyncHTTPClient against plain AsyncHTTPClient, side by side, on ordo-one/benchmark, over loopback to a
 // server in a child process (so that the CPU time measured is the client's alone):
 //
-//     swift package --package-path Integrations/ReboundAsyncHTTPClient/Benchmarks benchmark
+//     swift package --package-path Integrations/ReboundAsyncHTTPClient/SideBySide benchmark
 //
 // `InFlight1` and `InFlight64` run every contender in interleaved rounds inside one iteration (these machines are
 // noisy; a pair measured in the same round sees the same noise) and print, for each, its requests per second over
@@ -16,80 +16,11 @@ import Foundation
 import Rebound
 import ReboundAsyncHTTPClient
 import ReboundTesting
-import Synchronization
+import SideBySide
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
 #endif
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
-// MARK: - The server, in a child process
-
-/// The loopback server: this very executable, told by the environment to serve (ordo-one's runner parses the
-/// arguments first), in a child process that ends when its standard input closes.
-enum Server {
-    static let variable = "REBOUND_BENCHMARK_SERVE"
-    private static let started = Mutex<(url: URL, process: Process, input: Pipe)?>(nil)
-
-    /// Serves and exits, when this process is the child.
-    static func serveIfAsked() {
-        guard ProcessInfo.processInfo.environment[variable] != nil else { return }
-        do {
-            let server = try LoopbackServer()
-            server.route("/ok", handler: { _, _ in .status(200, headers: ["Content-Type": "text/plain"], body: "ok") })
-            FileHandle.standardOutput.write(Data("\(server.port)\n".utf8))
-            _ = FileHandle.standardInput.readDataToEndOfFile()
-            server.stop()
-            exit(0)
-        } catch {
-            FileHandle.standardError.write(Data("server: \(error)\n".utf8))
-            exit(1)
-        }
-    }
-
-    /// The URL of `/ok` on the server, started on first use for the rest of the run.
-    static func url() throws -> URL {
-        try started.withLock { started in
-            if let started { return started.url }
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-            if !FileManager.default.isExecutableFile(atPath: process.executableURL!.path) {
-                process.executableURL = Bundle.main.executableURL
-            }
-            var environment = ProcessInfo.processInfo.environment
-            environment[variable] = "1"
-            environment["LD_PRELOAD"] = nil
-            environment["DYLD_INSERT_LIBRARIES"] = nil
-            process.environment = environment
-            let input = Pipe()
-            let output = Pipe()
-            process.standardInput = input
-            process.standardOutput = output
-            try process.run()
-            var line = Data()
-            while !line.contains(UInt8(ascii: "\n")) {
-                let chunk = output.fileHandleForReading.availableData
-                guard !chunk.isEmpty else { throw BenchmarkFailure("the server ended before printing its port") }
-                line.append(chunk)
-            }
-            guard let port = Int(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
-            else { throw BenchmarkFailure("the server printed \(String(decoding: line, as: UTF8.self))") }
-            let url = URL(string: "http://127.0.0.1:\(port)/ok")!
-            started = (url, process, input)
-            return url
-        }
-    }
-}
-
-struct BenchmarkFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}
 
 // MARK: - Contenders
 
@@ -174,45 +105,6 @@ func contenders(url: URL, parts: Bool = false) -> [Contender] {
 
 // MARK: - Measuring
 
-func cpuNanoseconds() -> Double {
-    var usage = rusage()
-    #if os(Linux)
-        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
-    #else
-        getrusage(RUSAGE_SELF, &usage)
-    #endif
-    let user = Double(usage.ru_utime.tv_sec) * 1e9 + Double(usage.ru_utime.tv_usec) * 1e3
-    let system = Double(usage.ru_stime.tv_sec) * 1e9 + Double(usage.ru_stime.tv_usec) * 1e3
-    return user + system
-}
-
-/// Wall and CPU nanoseconds of `count` requests, `inFlight` at a time.
-func measure(_ contender: Contender, count: Int, inFlight: Int) async throws -> (wall: Double, cpu: Double) {
-    let clock = ContinuousClock()
-    let cpuBefore = cpuNanoseconds()
-    let start = clock.now
-    try await withThrowingTaskGroup(of: Void.self) { group in
-        for worker in 0..<inFlight {
-            let share = count / inFlight + (worker < count % inFlight ? 1 : 0)
-            group.addTask { for _ in 0..<share { try await contender.send() } }
-        }
-        try await group.waitForAll()
-    }
-    let (seconds, attoseconds) = (clock.now - start).components
-    return (Double(seconds) * 1e9 + Double(attoseconds) / 1e9, cpuNanoseconds() - cpuBefore)
-}
-
-func median(_ values: [Double]) -> Double {
-    let sorted = values.sorted()
-    return sorted.count % 2 == 1
-        ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
-}
-
-func quartiles(_ values: [Double]) -> (Double, Double) {
-    let sorted = values.sorted()
-    return (sorted[sorted.count / 4], sorted[(sorted.count * 3) / 4])
-}
-
 func pad(_ text: String, _ width: Int) -> String { text.padding(toLength: width, withPad: " ", startingAt: 0) }
 
 /// How long a run is: the full one, or a first look.
@@ -228,26 +120,20 @@ func rounds(_ contenders: [Contender], inFlight: Int, settings: Settings) async 
     ratios: [[Double]], cpu: [[Double]], rates: [[Double]]
 ) {
     // Warm up every contender's connections.
-    for contender in contenders { _ = try await measure(contender, count: inFlight * 4, inFlight: inFlight) }
-    var ratios = [[Double]](repeating: [], count: contenders.count)
-    var cpu = [[Double]](repeating: [], count: contenders.count)
-    var rates = [[Double]](repeating: [], count: contenders.count)
-    for round in 0..<settings.rounds {
-        // The order rotates, and every other round runs backwards: no contender always runs first.
-        var order = Array(contenders.indices)
-        order = Array(order[(round % order.count)...] + order[..<(round % order.count)])
-        if round % 2 == 1 { order.reverse() }
-        var results = [(wall: Double, cpu: Double)](repeating: (0, 0), count: contenders.count)
-        for index in order {
-            results[index] = try await measure(contenders[index], count: settings.perRound, inFlight: inFlight)
-        }
-        for index in contenders.indices {
-            ratios[index].append(results[0].wall / results[index].wall)
-            cpu[index].append(results[index].cpu / Double(settings.perRound) / 1_000)
-            rates[index].append(Double(settings.perRound) / (results[index].wall / 1e9))
-        }
-    }
-    return (ratios, cpu, rates)
+    for contender in contenders { try await concurrently(inFlight * 4, inFlight: inFlight, contender.send) }
+    let samples = try await interleaved(
+        rounds: settings.rounds, count: settings.perRound,
+        contenders.map { contender in
+            SideBySide.Contender(name: contender.name) { count in
+                try await measure(count: count) { try await concurrently(count, inFlight: inFlight, contender.send) }
+            }
+        })
+    let plain = samples[contenders[0].name]!
+    let runs = contenders.map { samples[$0.name]! }
+    return (
+        runs.map { zip(plain, $0).map { $1.operationsPerSecond / $0.operationsPerSecond } },
+        runs.map { $0.map { $0.cpuPerOperation / 1_000 } }, runs.map { $0.map(\.operationsPerSecond) }
+    )
 }
 
 /// Prints the table of one run of rounds, with the targets.
@@ -260,14 +146,14 @@ func printTable(
             + pad("p75", 8) + "CPU µs over AHC")
     for index in contenders.indices {
         let over = median(zip(run.cpu[index], run.cpu[0]).map { $0 - $1 })
-        let (p25, p75) = quartiles(run.ratios[index])
         var line =
             pad(contenders[index].name, 46) + pad(String(format: "%.0f", median(run.rates[index])), 12)
             + pad(String(format: "%.1f", median(run.cpu[index])), 12)
         if index > 0 {
             line +=
-                pad(String(format: "%.3f", median(run.ratios[index])), 8) + pad(String(format: "%.3f", p25), 8)
-                + pad(String(format: "%.3f", p75), 8) + String(format: "%+.1f", over)
+                pad(String(format: "%.3f", median(run.ratios[index])), 8)
+                + pad(String(format: "%.3f", percentile(run.ratios[index], 25)), 8)
+                + pad(String(format: "%.3f", percentile(run.ratios[index], 75)), 8) + String(format: "%+.1f", over)
         }
         print(line)
     }
@@ -345,27 +231,19 @@ func profileIfAsked() {
         print("REBOUND_TOOL: profile INDEX COUNT")
         exit(2)
     }
-    let done = DispatchSemaphore(value: 0)
-    // The runner calls this from its main thread, outside the cooperative pool, so waiting here starves nothing.
-    Task.detached {
-        do {
-            let all = contenders(url: try Server.url(), parts: true)
-            let contender = all[min(index, all.count - 1)]
-            for _ in 0..<200 { try await contender.send() }
-            let before = cpuNanoseconds()
-            for _ in 0..<count { try await contender.send() }
-            print("\(contender.name): \((cpuNanoseconds() - before) / Double(count) / 1_000) µs CPU per request")
-        } catch {
-            print("profile: \(error)")
-        }
-        done.signal()
+    runToolAndExit(tool) {
+        let all = contenders(url: try ChildServer.url().appendingPathComponent("ok"), parts: true)
+        let contender = all[min(index, all.count - 1)]
+        for _ in 0..<200 { try await contender.send() }
+        let sample = try await measure(count: count) { for _ in 0..<count { try await contender.send() } }
+        print("\(contender.name): \(sample.cpuPerOperation / 1_000) µs CPU per request")
     }
-    done.wait()
-    exit(0)
 }
 
 let benchmarks: @Sendable () -> Void = {
-    Server.serveIfAsked()
+    ChildServer.serveIfAsked { server in
+        server.route("/ok", handler: { _, _ in .status(200, headers: ["Content-Type": "text/plain"], body: "ok") })
+    }
     profileIfAsked()
     let settings = Settings()
     Benchmark.defaultConfiguration = .init(metrics: [], warmupIterations: 0, maxDuration: .seconds(3_600))
@@ -376,7 +254,7 @@ let benchmarks: @Sendable () -> Void = {
         }
         metrics += (["ahc"] + keys).map { .custom("cpu_us_\($0)", polarity: .prefersSmaller, useScalingFactor: false) }
         Benchmark("InFlight\(inFlight)", configuration: .init(metrics: metrics, maxIterations: 1)) { benchmark in
-            let list = contenders(url: try Server.url())
+            let list = contenders(url: try ChildServer.url().appendingPathComponent("ok"))
             let run = try await rounds(list, inFlight: inFlight, settings: settings)
             printTable(list, inFlight: inFlight, run)
             for (index, contender) in list.enumerated() {
