@@ -36,13 +36,11 @@ struct RedactedResponse: CustomReflectable, CustomStringConvertible {
     var description: String { "\(response.statusCode) \(Redaction.default.string(for: response.url))" }
 
     var customMirror: Mirror {
-        var headers: [String: String] = [:]
-        for (name, value) in response.headerFields { headers[name] = headers[name].map { $0 + ", " + value } ?? value }
-        return Mirror(
+        Mirror(
             self,
             children: [
                 "statusCode": response.statusCode, "url": Redaction.default.string(for: response.url),
-                "headers": redactedHeaders(headers),
+                "headers": redactedHeaders(response.combinedHeaderFields),
             ], displayStyle: .struct)
     }
 }

@@ -95,6 +95,19 @@ public struct ResponseHead: Sendable {
         }
     }
 
+    /// The header fields as one dictionary, as `HTTPURLResponse` keeps them: the values of a repeated name joined with
+    /// `", "`, in order.
+    var combinedHeaderFields: [String: String] { Self.combined(headerFields) }
+
+    /// `fields` as one dictionary, the values of a repeated name joined with `", "`, in order.
+    private static func combined(_ fields: [(name: String, value: String)]) -> [String: String] {
+        var combined: [String: String] = [:]
+        for (name, value) in fields {
+            combined[name] = combined[name].map { $0 + ", " + value } ?? value
+        }
+        return combined
+    }
+
     /// Whether ``httpURLResponse`` has been built or was the transport's own: what the tests read to hold the session
     /// to building none on its own.
     var hasHTTPURLResponse: Bool {
@@ -139,10 +152,7 @@ public struct ResponseHead: Sendable {
         var httpURLResponse: HTTPURLResponse {
             built.withLock { built in
                 if let built { return built }
-                var combined: [String: String] = [:]
-                for (name, value) in fields {
-                    combined[name] = combined[name].map { $0 + ", " + value } ?? value
-                }
+                let combined = ResponseHead.combined(fields)
                 // `HTTPURLResponse`'s initializer fails only for a status outside 100...999 in some Foundations;
                 // such a status is kept as the head's own and the response gets the nearest valid one.
                 let response =
