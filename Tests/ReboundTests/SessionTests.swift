@@ -189,6 +189,33 @@ struct SessionTests {
         #expect(transport.requests.map { $0.value(forHTTPHeaderField: "X-Adapters") } == ["a", "a", "a"])
     }
 
+    /// `send(_:method:...)` hands the first attempt's adapters a request of their own, changed in place: the caller's
+    /// request, the response's `originalRequest` and every later attempt still start from the request as given.
+    @Test func aRequestBuiltFromAURLIsAdaptedAnewOnEveryAttemptAndKeptAsGiven() async throws {
+        let transport = ScriptedTransport([.status(503), .status(503), .status(200)])
+        let session = Session(
+            transport: transport,
+            adapters: [
+                .modifying { request, _ in
+                    let previous = request.value(forHTTPHeaderField: "X-Adapters").map { $0 + "," } ?? ""
+                    request.setValue(previous + "a", forHTTPHeaderField: "X-Adapters")
+                    request.url = request.url?.appendingPathComponent("adapted")
+                }
+            ],
+            retriers: [retryAnything(limit: 2)], clock: FastForwardClock())
+        let url = URL(string: "https://example.com/items")!
+
+        let response = try await session.send(url, method: .post, body: Data("body".utf8))
+
+        #expect(transport.requests.map { $0.value(forHTTPHeaderField: "X-Adapters") } == ["a", "a", "a"])
+        #expect(transport.requests.map { $0.url?.path } == Array(repeating: "/items/adapted", count: 3))
+        #expect(transport.requests.allSatisfy { $0.httpMethod == "POST" && $0.httpBody == Data("body".utf8) })
+        #expect(response.originalRequest.value(forHTTPHeaderField: "X-Adapters") == nil)
+        #expect(response.originalRequest.url == url)
+        #expect(response.originalRequest.httpMethod == "POST")
+        #expect(response.attempts.map { $0.request?.value(forHTTPHeaderField: "X-Adapters") } == ["a", "a", "a"])
+    }
+
     @Test func adaptersSeeTheRequestIDAttemptAndLabel() async throws {
         let contexts = Log()
         let session = Session(

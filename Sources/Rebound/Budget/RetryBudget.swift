@@ -27,7 +27,8 @@ import Foundation
 ///
 /// Put it in a chain's adapters, anywhere among them: on every attempt it registers through the context as the
 /// request's ``RetryGate`` (it has the last word after the retriers chose to retry) and ``AttemptObserver`` (it learns
-/// of the request's end by itself), so it keeps working inside any wrapper that forwards `adapt`. It is a class whose
+/// of the request's end by itself; a ratio budget only once it granted the request a retry, as until then it has
+/// nothing to settle), so it keeps working inside any wrapper that forwards `adapt`. It is a class whose
 /// buckets are behind a lock; share one instance between sessions to share the budget.
 ///
 /// ```swift
@@ -222,9 +223,12 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
 
     /// Registers the budget, through the context, as the request's gate and observer, and returns `request` unchanged:
     /// wrapped in anything that forwards `adapt`, the budget still has the last word on every retry. A ratio budget
-    /// counts the request on its first attempt.
+    /// counts the request on its first attempt, and registers as an observer only once it grants a retry (until then
+    /// it has nothing to settle).
     public func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
-        context.observeAndAdmitRetries(through: self)
+        // A token bucket rewards successes, so it hears every request's end; a ratio budget registers as an observer
+        // when it grants a retry (see `admitRetry`).
+        if ratio == nil { context.observeAndAdmitRetries(through: self) } else { context.admitRetries(through: self) }
         if let ratio, context.attempt == 1, let key = keyFunction(request) {
             let now = now()
             state.withLock { $0.windows[key, default: RatioWindow()].addRequest(at: now, window: ratio.window) }
@@ -246,7 +250,7 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
         let failedWasSent = request.attempts.last?.request != nil
         let now = now()
         if let ratio {
-            return state.withLock { state -> RetryBudgetExhausted? in
+            let denial = state.withLock { state -> RetryBudgetExhausted? in
                 settle(&state, request.requestID, failed: failed, wasSent: failedWasSent, now: now)
                 let available = state.windows[key]?.available(at: now, ratio: ratio) ?? ratio.floorPerWindow
                 guard available >= 1 else {
@@ -257,6 +261,10 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
                 state.granted[request.requestID] = Grant(key: key, cost: 1, after: failed)
                 return nil
             }
+            // A ratio budget hears how the request goes on only once it granted a retry: without a grant it has
+            // nothing to settle or refund, and a request that succeeds at once is told nothing.
+            if denial == nil { request.context.observe(self) }
+            return denial
         }
         let cost =
             error.reason.original.urlError?.code == .timedOut ? configuration.timeoutRetryCost : configuration.retryCost

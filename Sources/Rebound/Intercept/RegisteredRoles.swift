@@ -76,6 +76,8 @@ struct RegisteredRoles: Sendable {
         var registrations: [Registration] = []
         /// How many entries are validators: the one role read on every attempt's response.
         var validatorCount = 0
+        /// The observers among the entries, in order: read after every attempt, so kept apart, ready to iterate.
+        var observers: [any AttemptObserver] = []
         /// The request's backoff wait, made when a breaker grants a retry.
         var backoffWait: BackoffWait?
         /// The body of the failed attempt whose retry waits in `backoffWait`: the error a wait ended early carries it.
@@ -175,7 +177,11 @@ struct RegisteredRoles: Sendable {
         // Room for a breaker's two roles, a logger's and one more, in one allocation.
         if state.registrations.isEmpty { state.registrations.reserveCapacity(4) }
         state.registrations.append(Registration(key: key, entry: entry))
-        if case .validator = entry { state.validatorCount += 1 }
+        switch entry {
+        case .validator: state.validatorCount += 1
+        case .observer(let observer): state.observers.append(observer)
+        default: break
+        }
         return true
     }
 
@@ -187,6 +193,12 @@ struct RegisteredRoles: Sendable {
 
     /// Every registration so far, in order: a snapshot, which registrations made later do not change.
     var registrations: [Registration] { state.withLock { $0.registrations } }
+
+    /// The observers registered so far, in order: a snapshot, which registrations made later do not change.
+    var observers: [any AttemptObserver] { state.withLock { $0.observers } }
+
+    /// Whether any observer registered so far.
+    var hasObservers: Bool { state.withLock { !$0.observers.isEmpty } }
 
     /// The registrations to look through for validators: none when no validator registered (the common case, read on
     /// every response).
@@ -230,11 +242,4 @@ struct RegisteredRoles: Sendable {
 
     /// The body kept by ``keepBodyIfWaiting(_:)``.
     var bodyBeforeBackoff: Data? { state.withLock { $0.bodyBeforeBackoff } }
-}
-
-extension [RegisteredRoles.Registration] {
-    /// Whether any of these registrations is an observer.
-    var hasObservers: Bool {
-        contains { if case .observer = $0.entry { true } else { false } }
-    }
 }

@@ -11,15 +11,16 @@ extension RequestPlan {
     /// whichever comes first; the attempt is cancelled when its time runs out, and the run goes on at once even if the
     /// attempt ignores cancellation (its result is then dropped).
     @inline(never)
-    func attempt(_ base: URLRequest, number: Int, startedAfter elapsed: Duration) async -> AttemptResult {
+    func attempt(_ base: consuming URLRequest, number: Int, startedAfter elapsed: Duration) async -> AttemptResult {
         let remaining = deadline.map { $0 - elapsed }
         if let remaining, remaining <= .zero { return .deadlineReached }
         // The attempt timeout applies when it comes before the deadline.
         let timeout = attemptTimeout.flatMap { timeout in remaining.map { timeout < $0 } ?? true ? timeout : nil }
-        guard let limit = timeout ?? remaining else { return await attempt(base, number: number) }
+        guard let limit = timeout ?? remaining else { return await attempt(consume base, number: number) }
         // What the attempt handed to the transport before its time ran out: a sent attempt is recorded as sent (a
         // budget charges it), though its result is dropped.
         let sending = Locked<URLRequest?>(nil)
+        let base = consume base
         switch await Race.run(
             limit, clock: session.clock, { await self.attempt(base, number: number, sending: sending) })
         {
@@ -34,14 +35,14 @@ extension RequestPlan {
     }
 
     /// Adapts `base`, sends and validates once; notes in `sending` the request it hands to the transport.
-    func attempt(_ base: URLRequest, number: Int, sending: Locked<URLRequest?>? = nil) async
+    func attempt(_ base: consuming URLRequest, number: Int, sending: Locked<URLRequest?>? = nil) async
         -> AttemptResult
     {
         let context = RequestContext(requestID: requestID, attempt: number, label: label, roles: registered)
         let adapted: URLRequest
         do {
             // Through the combined chain (the session's adapters, then the request's); none, no call.
-            if let chain { adapted = try await chain.adapt(base, context: context) } else { adapted = base }
+            if let chain { adapted = try await chain.adapt(consume base, context: context) } else { adapted = base }
         } catch {
             return Self.failed(.adaptationFailed(error: error), sent: nil)
         }

@@ -63,8 +63,7 @@ extension RequestPlan {
         for observer in roles.observers {
             await observer.attemptWasRedirected(hop)
         }
-        for registration in registrations {
-            guard case .observer(let observer) = registration.entry else { continue }
+        for observer in registeredObservers {
             await observer.attemptWasRedirected(hop)
         }
     }

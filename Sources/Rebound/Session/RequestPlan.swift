@@ -49,8 +49,8 @@ final class RequestPlan: Sendable {
         self.registered = chain == nil ? nil : RegisteredRoles(besides: roles)
     }
 
-    /// What parts registered so far, in order: the observers among them are told after the chain's.
-    var registrations: [RegisteredRoles.Registration] { registered?.registrations ?? [] }
+    /// The observers parts registered so far, in order: told after the session's and the request's.
+    var registeredObservers: [any AttemptObserver] { registered?.observers ?? [] }
 
     /// The gates registered so far that the chain does not hold: asked after the chain's.
     var registeredGates: [any RetryGate] { registered?.gates ?? [] }

@@ -9,19 +9,18 @@ extension RequestRun {
     /// Whether any observer is to be told: one the session or the request was given, or one that registered so far.
     @inline(never)
     mutating func hasObservers() -> Bool {
-        !plan.roles.observers.isEmpty || plan.registrations.hasObservers
+        !plan.roles.observers.isEmpty || plan.registered?.hasObservers == true
     }
 
     /// Tells the observers how the last recorded attempt ended.
     @inline(never)
     mutating func report(_ result: AttemptResult, decision: AttemptDecision) async {
-        let registered = plan.registrations
+        let registered = plan.registeredObservers
         guard let outcome = outcome(data: result.data, decision: decision) else { return }
         for observer in plan.roles.observers {
             await observer.attemptDidFinish(outcome)
         }
-        for registration in registered {
-            guard case .observer(let observer) = registration.entry else { continue }
+        for observer in registered {
             await observer.attemptDidFinish(outcome)
         }
     }
@@ -29,13 +28,12 @@ extension RequestRun {
     /// Tells the observers how the request ended.
     @inline(never)
     mutating func finish(_ decision: AttemptDecision) async {
-        let registered = plan.registrations
+        let registered = plan.registeredObservers
         let outcome = requestOutcome(decision)
         for observer in plan.roles.observers {
             await observer.requestDidFinish(outcome)
         }
-        for registration in registered {
-            guard case .observer(let observer) = registration.entry else { continue }
+        for observer in registered {
             await observer.requestDidFinish(outcome)
         }
     }

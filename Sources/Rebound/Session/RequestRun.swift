@@ -25,13 +25,19 @@ struct RequestRun {
     var lastSentRequest: URLRequest?
     /// The request adapters start from: the caller's, until a retrier answers `retryWithRequest`.
     var base: URLRequest
+    /// A request equal to `base` but with storage of its own, which the first attempt hands its adapters instead, so
+    /// that an adapter setting a header changes it in place: `base` shares its storage with the caller's request,
+    /// and Foundation copies shared storage on the first change (about 2 µs on Linux, a copy that normalizes the
+    /// method again). Made by `Session.send(_:method:...)`, which builds the request itself; `nil` otherwise.
+    var unshared: URLRequest?
     var start: Duration = .zero
     /// The error the request ends with, once a decision is ``AttemptDecision/failed``.
     var failure: ReboundError?
 
-    init(_ plan: RequestPlan) {
+    init(_ plan: RequestPlan, unshared: consuming URLRequest? = nil) {
         self.plan = plan
         self.base = plan.originalRequest
+        self.unshared = unshared
     }
 
     /// How an attempt the deadline cut short is recorded.
@@ -124,12 +130,21 @@ struct RequestRun {
         // Without a deadline or an attempt timeout, no race and no frame for one.
         let result: AttemptResult
         if plan.isRaced {
-            result = await plan.attempt(base, number: number, startedAfter: attemptStart - start)
+            result = await plan.attempt(nextBase(), number: number, startedAfter: attemptStart - start)
         } else {
-            result = await plan.attempt(base, number: number)
+            result = await plan.attempt(nextBase(), number: number)
         }
         record(result, number: number, since: attemptStart)
         return result
+    }
+
+    /// The request the next attempt's adapters start from: the unshared copy of `base` once, then `base`. Returned
+    /// owned, so that the unshared copy's only reference travels to the adapters.
+    @inline(never)
+    mutating func nextBase() -> URLRequest {
+        guard let request = unshared else { return base }
+        unshared = nil
+        return request
     }
 
     /// Records an attempt.

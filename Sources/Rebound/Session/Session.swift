@@ -192,17 +192,25 @@ public final class Session: Sendable {
         attemptTimeout: Duration? = nil,
         redirectHandler: (any RedirectHandler)? = nil
     ) async throws -> Response {
-        try await send(
-            URLRequest(url: url, method: method, headers: headers, body: body), label: label, adapters: adapters,
-            retriers: retriers, interceptor: interceptor, observers: observers, gates: gates, validator: validator,
-            deadline: deadline, attemptTimeout: attemptTimeout, redirectHandler: redirectHandler)
+        let request = URLRequest(url: url, method: method, headers: headers, body: body)
+        // Adapters get a request of their own to change in place (see `RequestRun.unshared`): one more request to
+        // build, cheaper than the copy a change would make; not with headers, which cost as much to set again.
+        let unshared =
+            headers.isEmpty && (self.interceptor != nil || !adapters.isEmpty || interceptor != nil)
+            ? URLRequest(url: url, method: method, body: body) : nil
+        var run = run(
+            request, unshared: consume unshared, label: label, adapters: adapters, retriers: retriers,
+            interceptor: interceptor, observers: observers, gates: gates, validator: validator, deadline: deadline,
+            attemptTimeout: attemptTimeout, redirectHandler: redirectHandler)
+        return try await run.execute()
     }
 
     /// A request's run, made out of line so that its temporaries (existentials, optionals resolved against the
     /// session's defaults) stay out of the frame of `send`, which lasts as long as the request.
     @inline(never)
     private func run(
-        _ request: URLRequest, label: String?, adapters: [any RequestAdapter], retriers: [any RequestRetrier],
+        _ request: URLRequest, unshared: consuming URLRequest? = nil, label: String?, adapters: [any RequestAdapter],
+        retriers: [any RequestRetrier],
         interceptor: (any RequestInterceptor)?, observers: [any AttemptObserver], gates: [any RetryGate],
         validator: (any ResponseValidator)?, deadline: Duration?, attemptTimeout: Duration?,
         redirectHandler: (any RedirectHandler)?
@@ -216,7 +224,8 @@ public final class Session: Sendable {
                     ? .none : ChainRoles(observers: observers, gates: gates),
                 validator: validator ?? self.validator, deadline: deadline ?? self.deadline,
                 attemptTimeout: attemptTimeout ?? self.attemptTimeout,
-                redirectHandler: redirectHandler ?? self.redirectHandler))
+                redirectHandler: redirectHandler ?? self.redirectHandler),
+            unshared: consume unshared)
     }
 
     /// Traps on an attempt timeout of zero or less, naming the setting.

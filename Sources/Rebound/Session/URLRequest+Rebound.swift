@@ -14,11 +14,13 @@ extension URLRequest {
     ///   - body: The body to send; none by default.
     public init(url: URL, method: HTTPMethod, headers: [String: String] = [:], body: Data? = nil) {
         self.init(url: url)
-        httpMethod = method.rawValue
+        // A new request's method is already GET, and Foundation's setter normalizes the name it is given (over a
+        // microsecond on Linux): only another method is set. Likewise no body is set when there is none.
+        if method != .get { httpMethod = method.rawValue }
         for (name, value) in headers {
             setValue(value, forHTTPHeaderField: name)
         }
-        httpBody = body
+        if let body { httpBody = body }
     }
 
     /// The request's method as an ``HTTPMethod``; `GET` when the request does not set one, as `URLSession` does.
