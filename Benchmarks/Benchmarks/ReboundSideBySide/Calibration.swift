@@ -21,13 +21,6 @@ struct CannedTransport: HTTPTransport {
     func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) { answer }
 }
 
-/// Keeps the thread busy for `duration`: the calibration contender's stand-in for a chain's own work.
-func busyWork(for duration: Duration) {
-    let clock = ContinuousClock()
-    let end = clock.now + duration
-    while clock.now < end {}
-}
-
 /// What `interceptor` costs per request over setting the realistic headers directly, measured in memory against a
 /// real response from `url`'s server: medians of interleaved rounds, in nanoseconds.
 func inMemoryCost(of interceptor: any RequestInterceptor, url: URL, rounds: Int, count: Int) async throws -> Double {
@@ -42,7 +35,7 @@ func inMemoryCost(of interceptor: any RequestInterceptor, url: URL, rounds: Int,
     }
     let chain = Contender(name: "chain") { count in
         try await measure(count: count) {
-            for _ in 0..<count { _ = try await session.send(URLRequest(url: url)) }
+            for _ in 0..<count { _ = try await session.send(url) }
         }
     }
     _ = try await direct.run(count)

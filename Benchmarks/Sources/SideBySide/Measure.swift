@@ -128,3 +128,11 @@ public func concurrently(
         try await group.waitForAll()
     }
 }
+
+/// Keeps the thread busy for `duration`: a calibration contender's stand-in for a chain's own work, which tells what
+/// that much client work costs end to end, whoever does it.
+public func busyWork(for duration: Duration) {
+    let clock = ContinuousClock()
+    let end = clock.now + duration
+    while clock.now < end {}
+}

@@ -68,6 +68,12 @@ public struct RequestContext: Sendable {
         roles?.add(observerAndGate: part)
     }
 
+    /// Has `part` settle the attempts it let through, told at once when each ends, and admit the request's retries:
+    /// the library's own parts' lighter way to hear how their attempts end (a breaker's permit).
+    func settleAndAdmitRetries(through part: some AttemptAccountant) {
+        roles?.add(accountant: part)
+    }
+
     /// Validates every response of the request from now on with `validator`, after the validator in effect accepted
     /// it: how a part in the chain fails a successful response (a 200 whose body says "try again").
     ///

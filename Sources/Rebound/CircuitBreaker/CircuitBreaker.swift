@@ -194,7 +194,7 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
         }
         announce(transitions)
         if let rejection { throw rejection }
-        context.observeAndAdmitRetries(through: self)
+        context.settleAndAdmitRetries(through: self)
     }
 
     /// Grants a retry only while the breaker is closed, and refuses it at once otherwise with
@@ -247,7 +247,7 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
 
     /// Forgets a request's backoff wait; out of line, so that the async frame above stays small.
     @inline(never)
-    private func forgetWait(of requestID: UUID) {
+    fileprivate func forgetWait(of requestID: UUID) {
         storage.withLock { storage in
             if !storage.waits.isEmpty { storage.waits[requestID] = nil }
         }
@@ -320,5 +320,17 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
     private func announce(_ transitions: [Transition]) {
         guard let onTransition else { return }
         transitions.forEach(onTransition)
+    }
+}
+
+// The session tells a breaker how the attempts it let through end directly, without the observers' machinery: it
+// settles each at once (as `attemptDidFinish(_:)` does) and forgets the request's wait at its end.
+extension CircuitBreaker: AttemptAccountant {
+    func settle(_ outcome: AttemptOutcome) {
+        _ = finish(outcome)
+    }
+
+    func requestEnded(_ requestID: UUID) {
+        forgetWait(of: requestID)
     }
 }

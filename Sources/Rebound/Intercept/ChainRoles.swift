@@ -27,12 +27,12 @@ struct ChainRoles: Sendable {
 
     /// Whether the class instance `object` is one of these observers.
     func holdsObserver(_ object: ObjectIdentifier) -> Bool {
-        observerIdentities.contains(object)
+        !observerIdentities.isEmpty && observerIdentities.contains(object)
     }
 
     /// Whether the class instance `object` is one of these gates.
     func holdsGate(_ object: ObjectIdentifier) -> Bool {
-        gateIdentities.contains(object)
+        !gateIdentities.isEmpty && gateIdentities.contains(object)
     }
 
     var isEmpty: Bool { observers.isEmpty && gates.isEmpty }

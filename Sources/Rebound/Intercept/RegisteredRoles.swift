@@ -17,6 +17,16 @@ protocol RegisteredRetrier: AnyObject, Sendable {
     func retry(_ request: RetryRequest, dueTo error: ReboundError) async -> RetryResult
 }
 
+/// A part that let an attempt through and must settle it when the attempt ends (a breaker's permit): told at once,
+/// synchronously, after the decision and before the observers, without the observers' machinery; also the request's
+/// gate unless the lists hold it as one.
+protocol AttemptAccountant: RetryGate, AnyObject, Sendable {
+    /// Settles the attempt `outcome` tells of, if this part let it through.
+    func settle(_ outcome: AttemptOutcome)
+    /// Forgets whatever it keeps for the request that ended.
+    func requestEnded(_ requestID: UUID)
+}
+
 /// A user's ``ResponseValidator``, registered through ``RequestContext/validateResponses(with:)``.
 private final class UserValidator: RegisteredValidator {
     let validator: any ResponseValidator
@@ -65,6 +75,8 @@ struct RegisteredRoles: Sendable {
         case scope(any CredentialScope)
         case validator(any RegisteredValidator)
         case retrier(any RegisteredRetrier)
+        /// A part that settles its own attempts, and is a gate unless `isGate` is `false` (the lists hold it as one).
+        case accountant(any AttemptAccountant, isGate: Bool)
         /// An ``Interceptor``'s observers and gates, registered as a whole (each member is an entry of its own).
         case group
     }
@@ -76,8 +88,10 @@ struct RegisteredRoles: Sendable {
         var registrations: [Registration] = []
         /// How many entries are validators: the one role read on every attempt's response.
         var validatorCount = 0
-        /// The observers among the entries, in order: read after every attempt, so kept apart, ready to iterate.
-        var observers: [any AttemptObserver] = []
+        /// How many entries are observers: read after every attempt.
+        var observerCount = 0
+        /// How many entries are accountants: read after every attempt.
+        var accountantCount = 0
         /// The request's backoff wait, made when a breaker grants a retry.
         var backoffWait: BackoffWait?
         /// The body of the failed attempt whose retry waits in `backoffWait`: the error a wait ended early carries it.
@@ -91,7 +105,7 @@ struct RegisteredRoles: Sendable {
     }
 
     fileprivate enum Role: Equatable, Sendable {
-        case observer, gate, scope, validator, retrier, group
+        case observer, gate, scope, validator, retrier, group, accountant
     }
 
     /// One reference wide, because every attempt's context carries it through the adapters' frames.
@@ -115,6 +129,16 @@ struct RegisteredRoles: Sendable {
         state.withLock { state in
             Self.add(observer: part, known: object, to: &state)
             Self.add(gate: part, known: object, to: &state)
+        }
+    }
+
+    /// Adds a part that settles its own attempts and is a gate, in one entry (a gate only if the lists do not hold it
+    /// as one).
+    func add(accountant part: some AttemptAccountant) {
+        let object = ObjectIdentifier(part)
+        state.withLock { state in
+            let isGate = !state.chain.holdsGate(object)
+            Self.add(.accountant(part, isGate: isGate), as: Key(object: object, role: .accountant), to: &state)
         }
     }
 
@@ -179,7 +203,8 @@ struct RegisteredRoles: Sendable {
         state.registrations.append(Registration(key: key, entry: entry))
         switch entry {
         case .validator: state.validatorCount += 1
-        case .observer(let observer): state.observers.append(observer)
+        case .observer: state.observerCount += 1
+        case .accountant: state.accountantCount += 1
         default: break
         }
         return true
@@ -194,11 +219,18 @@ struct RegisteredRoles: Sendable {
     /// Every registration so far, in order: a snapshot, which registrations made later do not change.
     var registrations: [Registration] { state.withLock { $0.registrations } }
 
-    /// The observers registered so far, in order: a snapshot, which registrations made later do not change.
-    var observers: [any AttemptObserver] { state.withLock { $0.observers } }
+    /// The registrations to look through for observers: none when no observer registered. A snapshot, which
+    /// registrations made later do not change.
+    var withObservers: [Registration] { state.withLock { $0.observerCount == 0 ? [] : $0.registrations } }
 
     /// Whether any observer registered so far.
-    var hasObservers: Bool { state.withLock { !$0.observers.isEmpty } }
+    var hasObservers: Bool { state.withLock { $0.observerCount > 0 } }
+
+    /// The accountants registered so far, in order; none when none registered.
+    var accountants: [any AttemptAccountant] {
+        let registrations = state.withLock { $0.accountantCount == 0 ? [] : $0.registrations }
+        return registrations.compactMap { if case .accountant(let part, _) = $0.entry { part } else { nil } }
+    }
 
     /// The registrations to look through for validators: none when no validator registered (the common case, read on
     /// every response).
@@ -206,7 +238,13 @@ struct RegisteredRoles: Sendable {
 
     /// The gates registered so far that the lists do not hold.
     var gates: [any RetryGate] {
-        registrations.compactMap { if case .gate(let gate) = $0.entry { gate } else { nil } }
+        registrations.compactMap { registration -> (any RetryGate)? in
+            switch registration.entry {
+            case .gate(let gate): gate
+            case .accountant(let part, isGate: true): part
+            default: nil
+            }
+        }
     }
 
     /// The parts registered so far whose credential belongs to some hosts only.

@@ -63,7 +63,8 @@ extension RequestPlan {
         for observer in roles.observers {
             await observer.attemptWasRedirected(hop)
         }
-        for observer in registeredObservers {
+        for registration in registeredObservers {
+            guard case .observer(let observer) = registration.entry else { continue }
             await observer.attemptWasRedirected(hop)
         }
     }

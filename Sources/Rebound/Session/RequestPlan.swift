@@ -49,8 +49,9 @@ final class RequestPlan: Sendable {
         self.registered = chain == nil ? nil : RegisteredRoles(besides: roles)
     }
 
-    /// The observers parts registered so far, in order: told after the session's and the request's.
-    var registeredObservers: [any AttemptObserver] { registered?.observers ?? [] }
+    /// The registrations that hold the observers parts registered so far, in order (told after the session's and
+    /// the request's); none when no observer registered.
+    var registeredObservers: [RegisteredRoles.Registration] { registered?.withObservers ?? [] }
 
     /// The gates registered so far that the chain does not hold: asked after the chain's.
     var registeredGates: [any RetryGate] { registered?.gates ?? [] }

@@ -12,6 +12,23 @@ extension RequestRun {
         !plan.roles.observers.isEmpty || plan.registered?.hasObservers == true
     }
 
+    /// Has the parts that let the last recorded attempt through settle it (``AttemptAccountant``), at once and in
+    /// order, before any observer hears of it.
+    @inline(never)
+    mutating func settle(_ result: AttemptResult, decision: AttemptDecision) {
+        guard let accountants = plan.registered?.accountants, !accountants.isEmpty,
+            let outcome = outcome(data: result.data, decision: decision)
+        else { return }
+        for part in accountants { part.settle(outcome) }
+    }
+
+    /// Tells the parts that settle their attempts that the request ended.
+    @inline(never)
+    mutating func endAccounts() {
+        guard let accountants = plan.registered?.accountants, !accountants.isEmpty else { return }
+        for part in accountants { part.requestEnded(plan.requestID) }
+    }
+
     /// Tells the observers how the last recorded attempt ended.
     @inline(never)
     mutating func report(_ result: AttemptResult, decision: AttemptDecision) async {
@@ -20,8 +37,33 @@ extension RequestRun {
         for observer in plan.roles.observers {
             await observer.attemptDidFinish(outcome)
         }
-        for observer in registered {
+        for registration in registered {
+            guard case .observer(let observer) = registration.entry else { continue }
             await observer.attemptDidFinish(outcome)
+        }
+    }
+
+    /// Tells the observers how the last attempt succeeded, then that the request did: ``report(_:decision:)`` and
+    /// ``finish(_:)`` in one call, with one look at the registered observers and one clock read.
+    @inline(never)
+    mutating func reportSuccess(_ result: AttemptResult) async {
+        let registered = plan.registeredObservers
+        let elapsed = plan.session.clock.now() - start
+        guard let outcome = outcome(data: result.data, decision: .succeeded, elapsed: elapsed) else { return }
+        let ending = requestOutcome(.succeeded, elapsed: elapsed)
+        for observer in plan.roles.observers {
+            await observer.attemptDidFinish(outcome)
+        }
+        for registration in registered {
+            guard case .observer(let observer) = registration.entry else { continue }
+            await observer.attemptDidFinish(outcome)
+        }
+        for observer in plan.roles.observers {
+            await observer.requestDidFinish(ending)
+        }
+        for registration in registered {
+            guard case .observer(let observer) = registration.entry else { continue }
+            await observer.requestDidFinish(ending)
         }
     }
 
@@ -33,26 +75,28 @@ extension RequestRun {
         for observer in plan.roles.observers {
             await observer.requestDidFinish(outcome)
         }
-        for observer in registered {
+        for registration in registered {
+            guard case .observer(let observer) = registration.entry else { continue }
             await observer.requestDidFinish(outcome)
         }
     }
 
     /// What the observers are told of the request's end.
     @inline(never)
-    mutating func requestOutcome(_ decision: AttemptDecision) -> RequestOutcome {
+    mutating func requestOutcome(_ decision: AttemptDecision, elapsed: Duration? = nil) -> RequestOutcome {
         RequestOutcome(
             requestID: plan.requestID, label: plan.label, originalRequest: plan.originalRequest, attempts: attempts,
-            elapsed: plan.session.clock.now() - start, decision: decision, error: decision == .failed ? failure : nil)
+            elapsed: elapsed ?? plan.session.clock.now() - start, decision: decision,
+            error: decision == .failed ? failure : nil)
     }
 
     /// What the observers are told of the last recorded attempt.
     @inline(never)
-    mutating func outcome(data: Data?, decision: AttemptDecision) -> AttemptOutcome? {
+    mutating func outcome(data: Data?, decision: AttemptDecision, elapsed: Duration? = nil) -> AttemptOutcome? {
         guard let attempt = attempts.last else { return nil }
         return AttemptOutcome(
             requestID: plan.requestID, label: plan.label, originalRequest: plan.originalRequest, attempt: attempt,
-            data: data, elapsed: plan.session.clock.now() - start, decision: decision,
+            data: data, elapsed: elapsed ?? plan.session.clock.now() - start, decision: decision,
             error: decision == .failed ? failure : nil)
     }
 }

@@ -62,12 +62,18 @@ struct RequestRun {
                 if Task.isCancelled { throw CancellationError() }
                 let result = await attemptOnce()
                 let decision = await decision(after: result)
-                // Nothing that observes, no call: each of these makes a frame of its own.
+                settle(result, decision: decision)
+                // Nothing that observes, no call: each of these makes a frame of its own. A success is told in one
+                // call: how the attempt ended, then how the request did.
+                if case .succeeded = decision {
+                    if hasObservers() { await reportSuccess(result) }
+                    endAccounts()
+                    return response(to: result)
+                }
                 if hasObservers() { await report(result, decision: decision) }
                 switch decision {
                 case .succeeded:
-                    if hasObservers() { await finish(.succeeded) }
-                    return response(to: result)
+                    break  // Told and returned above.
                 case .cancelled:
                     throw CancellationError()
                 case .failed:
@@ -81,6 +87,7 @@ struct RequestRun {
             // crosses the await, not the error.
             let decision: AttemptDecision = error is ReboundError ? .failed : .cancelled
             if hasObservers() { await finish(decision) }
+            endAccounts()
             if decision == .failed { throw ending() }
             throw CancellationError()
         }
@@ -126,7 +133,8 @@ struct RequestRun {
     @inline(never)
     mutating func attemptOnce() async -> AttemptResult {
         let number = attempts.count + 1
-        let attemptStart = plan.session.clock.now()
+        // The first attempt starts with the request, whose start was just read.
+        let attemptStart = number == 1 ? start : plan.session.clock.now()
         // Without a deadline or an attempt timeout, no race and no frame for one.
         let result: AttemptResult
         if plan.isRaced {

@@ -46,10 +46,48 @@ struct Contender: Sendable {
     let send: @Sendable () async throws -> Void
 }
 
+/// A transport that answers every request at once with the head AsyncHTTPClient's transport makes: for the realistic
+/// chain's own work, measured in memory.
+struct InMemoryTransport: HTTPTransport {
+    let body = Data("ok".utf8)
+
+    func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        let (data, head) = try await exchange(request)
+        return (data, head.httpURLResponse)
+    }
+
+    func exchange(_ request: URLRequest) async throws -> (Data, ResponseHead) {
+        let head = ResponseHead(
+            url: request.url!, statusCode: 200,
+            headerFields: [(name: "Content-Type", value: "text/plain"), (name: "Content-Length", value: "2")])
+        return (body, head)
+    }
+}
+
+/// The realistic chain's own work per request (the session and its chain, less the transport), measured in memory
+/// with warm caches: the medians of interleaved rounds of a realistic session on ``InMemoryTransport`` and of that
+/// transport called directly.
+func inMemoryWork(url: URL, settings: Settings) async throws -> Duration {
+    let transport = InMemoryTransport()
+    let session = realisticSession(on: transport)
+    let request = URLRequest(url: url)
+    let direct = SideBySide.Contender(name: "direct") { count in
+        try await measure(count: count) { for _ in 0..<count { _ = try await transport.exchange(request) } }
+    }
+    let chain = SideBySide.Contender(name: "chain") { count in
+        try await measure(count: count) { for _ in 0..<count { _ = try await session.send(url) } }
+    }
+    let count = settings.quick ? 2_000 : 20_000
+    _ = try await chain.run(count)
+    let samples = try await interleaved(rounds: 5, count: count, [direct, chain])
+    return .nanoseconds(Int64(max(samples["chain"]!.medianWall - samples["direct"]!.medianWall, 0)))
+}
+
 /// Plain AsyncHTTPClient first (the baseline), then Rebound on it bare and with the realistic chain, then Rebound's
-/// realistic chain on URLSession; with `parts`, the realistic chain's parts one by one and the transport called
-/// directly (for `profile`).
-func contenders(url: URL, parts: Bool = false) -> [Contender] {
+/// realistic chain on URLSession; with `chainWork`, a calibration: plain AsyncHTTPClient followed by that much busy
+/// work per request; with `parts`, the realistic chain's parts one by one and the transport called directly (for
+/// `profile`).
+func contenders(url: URL, parts: Bool = false, chainWork: Duration? = nil) -> [Contender] {
     let client = AsyncHTTPClientTransport.sharedClient
     var plainRequest = HTTPClientRequest(url: url.absoluteString)
     plainRequest.headers.add(name: headerName, value: headerValue)
@@ -70,6 +108,14 @@ func contenders(url: URL, parts: Bool = false) -> [Contender] {
             _ = try await realisticOnURLSession.send(url)
         },
     ]
+    if let chainWork {
+        list.append(
+            Contender(name: "AsyncHTTPClient, then the chain's work as busy work", key: "busy") {
+                let response = try await client.execute(plain, timeout: .seconds(30))
+                _ = try await response.body.collect(upTo: 1 << 20)
+                busyWork(for: chainWork)
+            })
+    }
     guard parts else { return list }
     let sessions: [(String, Session)] = [
         ("bare + RetryPolicy", Session(transport: AsyncHTTPClientTransport(), retriers: [RetryPolicy()])),
@@ -138,9 +184,14 @@ func rounds(_ contenders: [Contender], inFlight: Int, settings: Settings) async 
 
 /// Prints the table of one run of rounds, with the targets.
 func printTable(
-    _ contenders: [Contender], inFlight: Int, _ run: (ratios: [[Double]], cpu: [[Double]], rates: [[Double]])
+    _ contenders: [Contender], inFlight: Int, chainWork: Duration,
+    _ run: (ratios: [[Double]], cpu: [[Double]], rates: [[Double]])
 ) {
     print("\n## Rebound on AsyncHTTPClient against plain AsyncHTTPClient, \(inFlight) in flight")
+    print(
+        "(the realistic chain's own work, in memory with warm caches: "
+            + String(format: "%.2f", chainWork.nanoseconds / 1_000) + " µs per request; the busy-work row spends that "
+            + "much after each plain request)")
     print(
         pad("contender", 46) + pad("requests/s", 12) + pad("CPU µs/req", 12) + pad("ratio", 8) + pad("p25", 8)
             + pad("p75", 8) + "CPU µs over AHC")
@@ -247,16 +298,18 @@ let benchmarks: @Sendable () -> Void = {
     profileIfAsked()
     let settings = Settings()
     Benchmark.defaultConfiguration = .init(metrics: [], warmupIterations: 0, maxDuration: .seconds(3_600))
-    let keys = ["bare", "realistic", "urlsession"]
+    let keys = ["bare", "realistic", "urlsession", "busy"]
     for inFlight in [1, 64] {
         var metrics: [BenchmarkMetric] = keys.map {
             .custom("ratio_\($0)", polarity: .prefersLarger, useScalingFactor: false)
         }
         metrics += (["ahc"] + keys).map { .custom("cpu_us_\($0)", polarity: .prefersSmaller, useScalingFactor: false) }
         Benchmark("InFlight\(inFlight)", configuration: .init(metrics: metrics, maxIterations: 1)) { benchmark in
-            let list = contenders(url: try ChildServer.url().appendingPathComponent("ok"))
+            let url = try ChildServer.url().appendingPathComponent("ok")
+            let chainWork = try await inMemoryWork(url: url, settings: settings)
+            let list = contenders(url: url, chainWork: chainWork)
             let run = try await rounds(list, inFlight: inFlight, settings: settings)
-            printTable(list, inFlight: inFlight, run)
+            printTable(list, inFlight: inFlight, chainWork: chainWork, run)
             for (index, contender) in list.enumerated() {
                 if index > 0 {
                     let ratio = BenchmarkMetric.custom(
