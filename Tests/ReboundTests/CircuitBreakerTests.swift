@@ -32,6 +32,13 @@ private func openError(_ session: Session) async -> CircuitBreakerOpenError? {
     }
 }
 
+/// An observer that runs `record` when an attempt ends.
+private struct StateRecorder: AttemptObserver {
+    let record: @Sendable () -> Void
+
+    func attemptDidFinish(_ outcome: AttemptOutcome) async { record() }
+}
+
 @Suite("CircuitBreaker", .timeLimit(.minutes(1)))
 struct CircuitBreakerTests {
     let clock = ManualClock()
@@ -55,6 +62,35 @@ struct CircuitBreakerTests {
         #expect(error.state == .open)
         #expect(error.retryAfter == .seconds(20))
         #expect("\(error)" == "circuit breaker for api is open; it lets a trial call through in 20 s")
+    }
+
+    /// The session has the breaker settle the attempts it admitted directly; listed in `observers:` as well (whose
+    /// calls it also answers), it still counts each attempt once.
+    @Test func aBreakerAlsoListedAsAnObserverCountsEachAttemptOnce() async throws {
+        let transport = ScriptedTransport { _, _ in .status(503) }
+        let breaker = CircuitBreaker(key: "api", configuration: .thirtySeconds, clock: clock)
+        let session = Session(transport: transport, adapters: [breaker], observers: [breaker], clock: clock)
+
+        await send(4, through: session)
+        #expect(breaker.state == .closed)
+        #expect(breaker.permitsInFlight == 0)
+        await send(1, through: session)
+        #expect(breaker.state == .open)
+        #expect(transport.requestCount == 5)
+    }
+
+    /// An observer hears of an attempt after the breaker that admitted it counted it: the fifth failure's observer
+    /// already reads the breaker open.
+    @Test func observersHearOfAnAttemptAfterTheBreakerCountedIt() async throws {
+        let transport = ScriptedTransport { _, _ in .status(503) }
+        let breaker = CircuitBreaker(key: "api", configuration: .thirtySeconds, clock: clock)
+        let states = Log()
+        let observer = StateRecorder { states.append(breaker.state.description) }
+        let session = Session(transport: transport, adapters: [breaker], observers: [observer], clock: clock)
+
+        await send(5, through: session)
+
+        #expect(states.all == ["closed", "closed", "closed", "closed", "open"])
     }
 
     @Test func anOpenBreakersRefusalIsItsOwnReasonAndNoRetrierIsAsked() async throws {

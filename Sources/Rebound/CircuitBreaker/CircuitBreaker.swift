@@ -7,9 +7,10 @@ import Foundation
 /// Stops sending requests to an upstream that keeps failing, then lets a few trial calls through to see whether it
 /// is back.
 ///
-/// - **Closed** (the start): every request goes through. Each attempt's outcome is counted, without any wiring,
-///   because the breaker is an ``AttemptObserver``. When the ``Configuration/tripCondition`` holds (5 failures in a
-///   row by default) it opens.
+/// - **Closed** (the start): every request goes through. Each attempt's outcome is counted, without any wiring: the
+///   breaker registers through the context when it admits an attempt, and the session has it settle the attempt as
+///   soon as its fate is decided, before any ``AttemptObserver`` hears of it. When the
+///   ``Configuration/tripCondition`` holds (5 failures in a row by default) it opens.
 /// - **Open**: requests fail at once, before reaching the network, with ``CircuitBreakerOpenError``, which says when
 ///   the breaker will try again. No retrier is asked about that error and it is not counted as another failure.
 /// - **Half-open**, once the break has passed (``Configuration/breakDuration``: 0.25–0.5 s at first, growing up to
@@ -27,7 +28,8 @@ import Foundation
 /// What counts as a failure is ``Configuration/classify``'s decision: by default transport errors and 5xx, 408 and
 /// 429; other 4xx count as successes (the upstream answered); cancellations and adapter failures are ignored.
 /// A breaker only counts attempts it let through itself: put it in the chain as an adapter, alone or inside any
-/// wrapper that forwards `adapt` (it registers, through the context, to hear how the attempt it admitted ends).
+/// wrapper that forwards `adapt` (it registers, through the context, to hear how the attempt it admitted ends). It is
+/// also an ``AttemptObserver``, so that listed in `observers:` as well it still counts each attempt once.
 ///
 /// The state moves from open to half-open when the breaker next admits an attempt, on the breaker's clock; reading
 /// ``state`` changes nothing. Every transition is told to ``init(key:configuration:clock:onTransition:)``'s `onTransition`

@@ -226,11 +226,9 @@ struct RegisteredRoles: Sendable {
     /// Whether any observer registered so far.
     var hasObservers: Bool { state.withLock { $0.observerCount > 0 } }
 
-    /// The accountants registered so far, in order; none when none registered.
-    var accountants: [any AttemptAccountant] {
-        let registrations = state.withLock { $0.accountantCount == 0 ? [] : $0.registrations }
-        return registrations.compactMap { if case .accountant(let part, _) = $0.entry { part } else { nil } }
-    }
+    /// The registrations to look through for accountants: none when none registered. A snapshot, which
+    /// registrations made later do not change; reading it allocates nothing.
+    var withAccountants: [Registration] { state.withLock { $0.accountantCount == 0 ? [] : $0.registrations } }
 
     /// The registrations to look through for validators: none when no validator registered (the common case, read on
     /// every response).

@@ -16,17 +16,21 @@ extension RequestRun {
     /// order, before any observer hears of it.
     @inline(never)
     mutating func settle(_ result: AttemptResult, decision: AttemptDecision) {
-        guard let accountants = plan.registered?.accountants, !accountants.isEmpty,
+        guard let registered = plan.registered?.withAccountants, !registered.isEmpty,
             let outcome = outcome(data: result.data, decision: decision)
         else { return }
-        for part in accountants { part.settle(outcome) }
+        for registration in registered {
+            if case .accountant(let part, _) = registration.entry { part.settle(outcome) }
+        }
     }
 
     /// Tells the parts that settle their attempts that the request ended.
     @inline(never)
     mutating func endAccounts() {
-        guard let accountants = plan.registered?.accountants, !accountants.isEmpty else { return }
-        for part in accountants { part.requestEnded(plan.requestID) }
+        guard let registered = plan.registered?.withAccountants, !registered.isEmpty else { return }
+        for registration in registered {
+            if case .accountant(let part, _) = registration.entry { part.requestEnded(plan.requestID) }
+        }
     }
 
     /// Tells the observers how the last recorded attempt ended.

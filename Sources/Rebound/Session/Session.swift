@@ -192,17 +192,31 @@ public final class Session: Sendable {
         attemptTimeout: Duration? = nil,
         redirectHandler: (any RedirectHandler)? = nil
     ) async throws -> Response {
-        let request = URLRequest(url: url, method: method, headers: headers, body: body)
-        // Adapters get a request of their own to change in place (see `RequestRun.unshared`): one more request to
-        // build, cheaper than the copy a change would make; not with headers, which cost as much to set again.
-        let unshared =
-            headers.isEmpty && (self.interceptor != nil || !adapters.isEmpty || interceptor != nil)
-            ? URLRequest(url: url, method: method, body: body) : nil
         var run = run(
-            request, unshared: consume unshared, label: label, adapters: adapters, retriers: retriers,
+            url, method: method, headers: headers, body: body, label: label, adapters: adapters, retriers: retriers,
             interceptor: interceptor, observers: observers, gates: gates, validator: validator, deadline: deadline,
             attemptTimeout: attemptTimeout, redirectHandler: redirectHandler)
         return try await run.execute()
+    }
+
+    /// The run of a request built from a URL, out of line like the other; its adapters get a request of their own to
+    /// change in place (see `RequestRun.unshared`): one more request to build, cheaper than the copy a change would
+    /// make; not with headers, which would cost as much to set again.
+    @inline(never)
+    private func run(
+        _ url: URL, method: HTTPMethod, headers: [String: String], body: Data?, label: String?,
+        adapters: [any RequestAdapter], retriers: [any RequestRetrier], interceptor: (any RequestInterceptor)?,
+        observers: [any AttemptObserver], gates: [any RetryGate], validator: (any ResponseValidator)?,
+        deadline: Duration?, attemptTimeout: Duration?, redirectHandler: (any RedirectHandler)?
+    ) -> RequestRun {
+        let unshared =
+            headers.isEmpty && (self.interceptor != nil || !adapters.isEmpty || interceptor != nil)
+            ? URLRequest(url: url, method: method, body: body) : nil
+        return run(
+            URLRequest(url: url, method: method, headers: headers, body: body), unshared: consume unshared,
+            label: label, adapters: adapters, retriers: retriers, interceptor: interceptor, observers: observers,
+            gates: gates, validator: validator, deadline: deadline, attemptTimeout: attemptTimeout,
+            redirectHandler: redirectHandler)
     }
 
     /// A request's run, made out of line so that its temporaries (existentials, optionals resolved against the
