@@ -23,7 +23,8 @@ protocol RegisteredRetrier: AnyObject, Sendable {
 protocol AttemptAccountant: RetryGate, AnyObject, Sendable {
     /// Settles the attempt `outcome` tells of, if this part let it through.
     func settle(_ outcome: AttemptOutcome)
-    /// Forgets whatever it keeps for the request that ended.
+    /// Forgets whatever it keeps for the request that ended; not called for a request that succeeded at its first
+    /// attempt, so a part may keep something for a request only once it granted it a retry.
     func requestEnded(_ requestID: UUID)
 }
 
@@ -229,6 +230,11 @@ struct RegisteredRoles: Sendable {
     /// The registrations to look through for accountants: none when none registered. A snapshot, which
     /// registrations made later do not change; reading it allocates nothing.
     var withAccountants: [Registration] { state.withLock { $0.accountantCount == 0 ? [] : $0.registrations } }
+
+    /// ``withAccountants`` and ``hasObservers`` under one lock: what the session reads after every attempt.
+    var accountantsAndObservers: (registrations: [Registration], hasObservers: Bool) {
+        state.withLock { ($0.accountantCount == 0 ? [] : $0.registrations, $0.observerCount > 0) }
+    }
 
     /// The registrations to look through for validators: none when no validator registered (the common case, read on
     /// every response).

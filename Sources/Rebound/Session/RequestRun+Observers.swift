@@ -13,18 +13,22 @@ extension RequestRun {
     }
 
     /// Has the parts that let the last recorded attempt through settle it (``AttemptAccountant``), at once and in
-    /// order, before any observer hears of it.
+    /// order, before any observer hears of it; returns whether any observer is to be told of it (one lock for both).
     @inline(never)
-    mutating func settle(_ result: AttemptResult, decision: AttemptDecision) {
-        guard let registered = plan.registered?.withAccountants, !registered.isEmpty,
-            let outcome = outcome(data: result.data, decision: decision)
-        else { return }
-        for registration in registered {
-            if case .accountant(let part, _) = registration.entry { part.settle(outcome) }
+    mutating func settle(_ result: AttemptResult, decision: AttemptDecision) -> Bool {
+        guard let (registrations, registeredObservers) = plan.registered?.accountantsAndObservers else {
+            return !plan.roles.observers.isEmpty
         }
+        if !registrations.isEmpty, let outcome = outcome(data: result.data, decision: decision) {
+            for registration in registrations {
+                if case .accountant(let part, _) = registration.entry { part.settle(outcome) }
+            }
+        }
+        return registeredObservers || !plan.roles.observers.isEmpty
     }
 
-    /// Tells the parts that settle their attempts that the request ended.
+    /// Tells the parts that settle their attempts that the request ended. (Not called for a success at the first
+    /// attempt: a part keeps something for a request only once it granted it a retry.)
     @inline(never)
     mutating func endAccounts() {
         guard let registered = plan.registered?.withAccountants, !registered.isEmpty else { return }

@@ -62,15 +62,15 @@ struct RequestRun {
                 if Task.isCancelled { throw CancellationError() }
                 let result = await attemptOnce()
                 let decision = await decision(after: result)
-                settle(result, decision: decision)
+                let observed = settle(result, decision: decision)
                 // Nothing that observes, no call: each of these makes a frame of its own. A success is told in one
                 // call: how the attempt ended, then how the request did.
                 if case .succeeded = decision {
-                    if hasObservers() { await reportSuccess(result) }
-                    endAccounts()
+                    if observed { await reportSuccess(result) }
+                    if attempts.count > 1 { endAccounts() }
                     return response(to: result)
                 }
-                if hasObservers() { await report(result, decision: decision) }
+                if observed { await report(result, decision: decision) }
                 switch decision {
                 case .succeeded:
                     break  // Told and returned above.
