@@ -17,6 +17,14 @@ private func interceptor(named contender: String) -> (any RequestInterceptor)? {
     case "observer": Interceptor(observers: [NoOpObserver()])
     case "registry+policy": Interceptor(adapters: [CircuitBreakerRegistry()], retriers: [RetryPolicy()])
     case "adapters+policy": Interceptor(adapters: headerAdapters, retriers: [RetryPolicy()])
+    // The realistic chain of the AsyncHTTPClient benchmark (issue 23).
+    case "issue23":
+        Interceptor(
+            adapters: [
+                Adapter.modifying { request, _ in request.setValue("4.2.0", forHTTPHeaderField: "X-Client-Version") },
+                IdempotencyKeyAdapter(), CircuitBreakerRegistry(), RetryBudget(ratio: .default),
+            ],
+            retriers: [RetryPolicy()])
     default: nil
     }
 }
@@ -202,4 +210,60 @@ func pieces() async {
     for _ in 0..<20_000 { await logger.attemptDidFinish(outcome) }
     let perEvent = (clock.now - start).nanoseconds / 20_000
     print("LoggingRetrier event", perEvent)
+}
+
+/// `Benchmarks cold CONTENDER… N`: each contender's request in memory (on a transport that answers with a real
+/// response at once), timed right after a real loopback request through URLSession, so that its code and data are as
+/// cold as between two round trips end to end; N iterations, the contenders interleaved in each. Prints, per
+/// contender, the median time of that cold request, of the same request sent again at once (warm), and the median of
+/// the per-iteration differences over the first contender.
+///
+/// Contenders: `direct` (the transport called directly), `session` (no interceptor), and the chains of `profile`
+/// (`adapters`, `breaker`, `logging`, `policy`, `realistic`, …) and `issue23`, the AsyncHTTPClient benchmark's realistic
+/// chain; chains whose adapters set the headers are sent a URL,
+/// as section 2 sends them, the others a request with the headers, made beforehand.
+func cold(_ contenders: [String], count: Int) async throws {
+    let url = try ChildServer.url().appendingPathComponent("ok")
+    let urlSession = URLSession(configuration: .default)
+    let transport = try await CannedTransport(answeringLike: URLRequest(url: url))
+    let sends: [@Sendable () async throws -> Void] = contenders.map { contender in
+        if contender == "direct" {
+            let request = requestWithRealisticHeaders(to: url)
+            return { _ = try await transport.send(request) }
+        }
+        let session = Session(transport: transport, interceptor: interceptor(named: contender))
+        if ["adapters", "realistic", "issue23"].contains(contender) { return { _ = try await session.send(url) } }
+        let request = requestWithRealisticHeaders(to: url)
+        return { _ = try await session.send(request) }
+    }
+    let clock = ContinuousClock()
+    @Sendable func nanoseconds(_ send: @Sendable () async throws -> Void) async throws -> Double {
+        let start = clock.now
+        try await send()
+        return (clock.now - start).nanoseconds
+    }
+    let (cold, warm) = try await Task.detached {
+        for send in sends { for _ in 0..<100 { try await send() } }
+        var cold = Array(repeating: [Double](), count: sends.count)
+        var warm = cold
+        for _ in 0..<count {
+            for (index, send) in sends.enumerated() {
+                _ = try await urlSession.data(for: requestWithRealisticHeaders(to: url))
+                cold[index].append(try await nanoseconds(send))
+                warm[index].append(try await nanoseconds(send))
+            }
+        }
+        return (cold, warm)
+    }.value
+    print(
+        "contender".padding(toLength: 14, withPad: " ", startingAt: 0)
+            + "cold µs   warm µs   cold over \(contenders[0])")
+    for (index, contender) in contenders.enumerated() {
+        let over = median(zip(cold[index], cold[0]).map { $0 - $1 })
+        print(
+            contender.padding(toLength: 14, withPad: " ", startingAt: 0)
+                + String(
+                    format: "%7.2f   %7.2f   %+7.2f", median(cold[index]) / 1_000, median(warm[index]) / 1_000,
+                    over / 1_000))
+    }
 }

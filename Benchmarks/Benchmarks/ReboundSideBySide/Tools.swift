@@ -10,7 +10,8 @@ import SideBySide
 ///
 /// The tools: `profile CONTENDER N` (N sequential loopback requests of one contender, for `perf` or `taskset`),
 /// `ab CONTENDER… ROUNDS` (end-to-end CPU per contender over the first, interleaved), `micro CONTENDER N` (a chain on a
-/// transport that answers in memory with a real response), `pieces` (what single operations cost, hot).
+/// transport that answers in memory with a real response), `pieces` (what single operations cost, hot), `cold
+/// CONTENDER… N` (a chain's request in memory, timed right after a real loopback round trip: its cost run cold).
 func runEntryPointIfAsked() {
     ChildServer.serveIfAsked { server in
         // `/ok` answers 200 with a small JSON body; `/flaky-a` and `/flaky-b` answer 503 to every odd request and 200
@@ -36,7 +37,10 @@ private func runTool(_ arguments: [String]) async throws {
         try await micro(arguments[1], count: Int(arguments[2]) ?? 100_000)
     case "pieces":
         await pieces()
+    case "cold" where arguments.count >= 3:
+        try await cold(Array(arguments.dropFirst().dropLast()), count: Int(arguments.last!) ?? 2_000)
     default:
-        print("REBOUND_TOOL: profile CONTENDER N | ab CONTENDER… ROUNDS | micro CONTENDER N | pieces")
+        print(
+            "REBOUND_TOOL: profile CONTENDER N | ab CONTENDER… ROUNDS | micro CONTENDER N | pieces | cold CONTENDER… N")
     }
 }

@@ -7,7 +7,9 @@
 // noisy; a pair measured in the same round sees the same noise) and print, for each, its requests per second over
 // plain AsyncHTTPClient's (the median of the rounds' ratios, with their quartiles) and its client CPU per request over
 // plain AsyncHTTPClient's; their metrics are each round's ratio in thousandths (ordo-one's p50 is the median) and each
-// contender's client CPU per request in µs. `SeamTypes` prints what building a `URLRequest`, an `HTTPURLResponse`
+// contender's client CPU per request in µs; a calibration row runs plain AsyncHTTPClient followed by busy work as long
+// as the realistic chain's own work in memory (measured first), to show what that much client work costs end to end.
+// `SeamTypes` prints what building a `URLRequest`, an `HTTPURLResponse`
 // and AsyncHTTPClient's own request costs here (ns per value). `REBOUND_BENCH_QUICK=1` for a first look;
 // `REBOUND_TOOL="profile INDEX COUNT"` on the built executable runs one contender alone for `perf` (see the guide).
 import AsyncHTTPClient
