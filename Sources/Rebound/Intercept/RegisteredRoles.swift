@@ -138,7 +138,9 @@ struct RegisteredRoles: Sendable {
     func add(accountant part: some AttemptAccountant) {
         let object = ObjectIdentifier(part)
         state.withLock { state in
-            let isGate = !state.chain.holdsGate(object)
+            // Not a gate a second time: the lists hold it as one, or it registered as one (an `Interceptor`'s gates).
+            let gate = Key(object: object, role: .gate)
+            let isGate = !state.chain.holdsGate(object) && !state.registrations.contains { $0.key == gate }
             Self.add(.accountant(part, isGate: isGate), as: Key(object: object, role: .accountant), to: &state)
         }
     }
@@ -190,6 +192,14 @@ struct RegisteredRoles: Sendable {
     /// Adds a gate known by `object` (`nil` for a value), unless the lists hold it or it registered already.
     private static func add(gate: any RetryGate, known object: ObjectIdentifier?, to state: inout State) {
         if let object, state.chain.holdsGate(object) { return }
+        // An accountant that is a gate already (a breaker that admitted an attempt) is not added again as one.
+        if let object,
+            state.registrations.contains(where: {
+                if case .accountant(_, isGate: true) = $0.entry { $0.key?.object == object } else { false }
+            })
+        {
+            return
+        }
         add(.gate(gate), as: object.map { Key(object: $0, role: .gate) }, to: &state)
     }
 
