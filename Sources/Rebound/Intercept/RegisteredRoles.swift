@@ -97,6 +97,8 @@ struct RegisteredRoles: Sendable {
         var backoffWait: BackoffWait?
         /// The body of the failed attempt whose retry waits in `backoffWait`: the error a wait ended early carries it.
         var bodyBeforeBackoff: Data?
+        /// The request the first attempt's adapters get, until it takes it (`RequestRun.nextBase()`).
+        var unshared: URLRequest?
     }
 
     /// A registered instance in one role.
@@ -112,8 +114,18 @@ struct RegisteredRoles: Sendable {
     /// One reference wide, because every attempt's context carries it through the adapters' frames.
     private let state: Locked<State>
 
-    init(besides chain: ChainRoles) {
-        state = Locked(State(chain: chain))
+    init(besides chain: ChainRoles, unshared: consuming URLRequest? = nil) {
+        state = Locked(State(chain: chain, unshared: unshared))
+    }
+
+    /// The request the session made for the first attempt's adapters to change in place, once; `nil` after that or
+    /// if it made none. Returned owned: the registrations keep no reference to it.
+    func takeUnshared() -> URLRequest? {
+        state.withLock { state in
+            let request = state.unshared
+            state.unshared = nil
+            return request
+        }
     }
 
     func add(observer: some AttemptObserver & AnyObject) {

@@ -30,7 +30,7 @@ final class RequestPlan: Sendable {
     init(
         session: Session, originalRequest: URLRequest, label: String?, requestInterceptor: (any RequestInterceptor)?,
         requestRoles: ChainRoles, validator: any ResponseValidator, deadline: Duration?, attemptTimeout: Duration?,
-        redirectHandler: any RedirectHandler
+        redirectHandler: any RedirectHandler, unshared: consuming URLRequest? = nil
     ) {
         self.session = session
         self.originalRequest = originalRequest
@@ -46,7 +46,7 @@ final class RequestPlan: Sendable {
         self.isRaced = deadline != nil || attemptTimeout != nil
         self.redirectHandler = redirectHandler
         self.roles = session.roles.followed(by: requestRoles)
-        self.registered = chain == nil ? nil : RegisteredRoles(besides: roles)
+        self.registered = chain == nil ? nil : RegisteredRoles(besides: roles, unshared: unshared)
     }
 
     /// The registrations that hold the observers parts registered so far, in order (told after the session's and

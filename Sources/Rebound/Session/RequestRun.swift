@@ -25,19 +25,13 @@ struct RequestRun {
     var lastSentRequest: URLRequest?
     /// The request adapters start from: the caller's, until a retrier answers `retryWithRequest`.
     var base: URLRequest
-    /// A request equal to `base` but with storage of its own, which the first attempt hands its adapters instead, so
-    /// that an adapter setting a header changes it in place: `base` shares its storage with the caller's request,
-    /// and Foundation copies shared storage on the first change (about 2 µs on Linux, a copy that normalizes the
-    /// method again). Made by `Session.send(_:method:...)`, which builds the request itself; `nil` otherwise.
-    var unshared: URLRequest?
     var start: Duration = .zero
     /// The error the request ends with, once a decision is ``AttemptDecision/failed``.
     var failure: ReboundError?
 
-    init(_ plan: RequestPlan, unshared: consuming URLRequest? = nil) {
+    init(_ plan: RequestPlan) {
         self.plan = plan
         self.base = plan.originalRequest
-        self.unshared = unshared
     }
 
     /// How an attempt the deadline cut short is recorded.
@@ -146,13 +140,17 @@ struct RequestRun {
         return result
     }
 
-    /// The request the next attempt's adapters start from: the unshared copy of `base` once, then `base`. Returned
-    /// owned, so that the unshared copy's only reference travels to the adapters.
+    /// The request the next attempt's adapters start from: for the first attempt, a request equal to `base` with
+    /// storage of its own if the session made one (``RegisteredRoles/takeUnshared()``), so that an adapter setting a
+    /// header changes it in place (`base` shares its storage with the caller's request, and Foundation copies shared
+    /// storage on the first change: about 2 µs on Linux, a copy that normalizes the method again); `base` otherwise.
+    /// Returned owned, so that the unshared request's only reference travels to the adapters. (Kept with the
+    /// registrations rather than here: 16 bytes more in this struct would grow the frame that lasts the whole
+    /// request.)
     @inline(never)
     mutating func nextBase() -> URLRequest {
-        guard let request = unshared else { return base }
-        unshared = nil
-        return request
+        if attempts.isEmpty, let request = plan.registered?.takeUnshared() { return request }
+        return base
     }
 
     /// Records an attempt.

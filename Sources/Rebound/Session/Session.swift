@@ -67,6 +67,8 @@ public final class Session: Sendable {
 
     let clock: SessionClock
     let roles: ChainRoles
+    /// Whether the session's chain may adapt requests: it has adapters, or an interceptor (which adapts too).
+    let adapts: Bool
 
     /// Creates a session.
     ///
@@ -115,6 +117,7 @@ public final class Session: Sendable {
         self.redirectHandler = redirectHandler
         self.clock = SessionClock(clock)
         self.roles = ChainRoles(observers: observers, gates: gates)
+        self.adapts = !adapters.isEmpty || interceptor != nil
     }
 
     /// Sends `request`, retrying as the interceptors decide, and returns the successful response.
@@ -209,8 +212,10 @@ public final class Session: Sendable {
         observers: [any AttemptObserver], gates: [any RetryGate], validator: (any ResponseValidator)?,
         deadline: Duration?, attemptTimeout: Duration?, redirectHandler: (any RedirectHandler)?
     ) -> RequestRun {
+        // Only for a chain that may adapt: the first attempt's request is kept in its record, and one that no
+        // adapter changed would be a second request for nothing.
         let unshared =
-            headers.isEmpty && (self.interceptor != nil || !adapters.isEmpty || interceptor != nil)
+            headers.isEmpty && (adapts || !adapters.isEmpty || interceptor != nil)
             ? URLRequest(url: url, method: method, body: body) : nil
         return run(
             URLRequest(url: url, method: method, headers: headers, body: body), unshared: consume unshared,
@@ -238,8 +243,7 @@ public final class Session: Sendable {
                     ? .none : ChainRoles(observers: observers, gates: gates),
                 validator: validator ?? self.validator, deadline: deadline ?? self.deadline,
                 attemptTimeout: attemptTimeout ?? self.attemptTimeout,
-                redirectHandler: redirectHandler ?? self.redirectHandler),
-            unshared: consume unshared)
+                redirectHandler: redirectHandler ?? self.redirectHandler, unshared: consume unshared))
     }
 
     /// Traps on an attempt timeout of zero or less, naming the setting.
