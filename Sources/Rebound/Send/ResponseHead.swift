@@ -133,12 +133,20 @@ public struct ResponseHead: Sendable {
     }
 
     /// A head made of fields, with the `HTTPURLResponse` built from them once asked for.
-    private final class Fields: Sendable {
+    ///
+    /// `@unchecked Sendable`: every stored property is a `let` but `built`, which is read and written only while
+    /// ``buildLock`` is held. One lock for every head rather than one each: a head made per response (one per
+    /// attempt on AsyncHTTPClient) costs one allocation, and only code that asks for an `HTTPURLResponse`, which the
+    /// session itself never does, takes the lock.
+    private final class Fields: @unchecked Sendable {
         let url: URL
         let statusCode: Int
         let httpVersion: String
         let fields: [(name: String, value: String)]
-        private let built = Locked<HTTPURLResponse?>(nil)
+        private var built: HTTPURLResponse?
+
+        /// Guards `built` of every field-made head.
+        private static let buildLock = Locked(())
 
         init(url: URL, statusCode: Int, httpVersion: String, fields: [(name: String, value: String)]) {
             self.url = url
@@ -147,20 +155,22 @@ public struct ResponseHead: Sendable {
             self.fields = fields
         }
 
-        var isBuilt: Bool { built.withLock { $0 != nil } }
+        var isBuilt: Bool { Self.buildLock.withLock { _ in built != nil } }
 
+        /// Built outside the lock (it takes microseconds, and the lock is every head's); of two threads that build
+        /// it at once, the first to store it wins and both return that one.
         var httpURLResponse: HTTPURLResponse {
-            built.withLock { built in
+            if let built = Self.buildLock.withLock({ _ in built }) { return built }
+            let combined = ResponseHead.combined(fields)
+            // `HTTPURLResponse`'s initializer fails only for a status outside 100...999 in some Foundations; such a
+            // status is kept as the head's own and the response gets the nearest valid one.
+            let response =
+                HTTPURLResponse(url: url, statusCode: statusCode, httpVersion: httpVersion, headerFields: combined)
+                ?? HTTPURLResponse(
+                    url: url, statusCode: min(max(statusCode, 100), 999), httpVersion: httpVersion,
+                    headerFields: combined)!
+            return Self.buildLock.withLock { _ in
                 if let built { return built }
-                let combined = ResponseHead.combined(fields)
-                // `HTTPURLResponse`'s initializer fails only for a status outside 100...999 in some Foundations;
-                // such a status is kept as the head's own and the response gets the nearest valid one.
-                let response =
-                    HTTPURLResponse(
-                        url: url, statusCode: statusCode, httpVersion: httpVersion, headerFields: combined)
-                    ?? HTTPURLResponse(
-                        url: url, statusCode: min(max(statusCode, 100), 999), httpVersion: httpVersion,
-                        headerFields: combined)!
                 built = response
                 return response
             }
