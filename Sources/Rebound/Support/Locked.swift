@@ -22,8 +22,11 @@ package struct Locked<State: Sendable>: @unchecked Sendable {
     // cross threads. (The standard library makes no `ManagedBuffer` subclass `Sendable`, so the buffer cannot say it.)
     private let buffer: LockedBuffer<State>
 
-    /// Creates a lock guarding `state`.
+    /// Creates a lock guarding `state`, which must not be of zero size (`Void`): such a state would share its address
+    /// with the mutex, and the thread sanitizer reports every access to it as a race. A lock that guards something
+    /// else holds a placeholder, an `Int`.
     package init(_ state: State) {
+        precondition(MemoryLayout<State>.size > 0, "Locked needs a state of non-zero size; use a placeholder Int")
         buffer = LockedBuffer.make(state)
     }
 
