@@ -26,20 +26,7 @@ struct CannedTransport: HTTPTransport {
 func inMemoryCost(of interceptor: any RequestInterceptor, url: URL, rounds: Int, count: Int) async throws -> Double {
     let transport = try await CannedTransport(answeringLike: URLRequest(url: url))
     let session = Session(transport: transport, interceptor: interceptor)
-    let direct = Contender(name: "direct") { count in
-        try await measure(count: count) {
-            for _ in 0..<count {
-                _ = try await transport.send(requestWithRealisticHeaders(to: url))
-            }
-        }
-    }
-    let chain = Contender(name: "chain") { count in
-        try await measure(count: count) {
-            for _ in 0..<count { _ = try await session.send(url) }
-        }
-    }
-    _ = try await direct.run(count)
-    _ = try await chain.run(count)
-    let samples = try await interleaved(rounds: rounds, count: count, [direct, chain])
-    return max(samples["chain"]!.medianWall - samples["direct"]!.medianWall, 0)
+    return try await extraWallPerCall(
+        of: { _ = try await session.send(url) },
+        over: { _ = try await transport.send(requestWithRealisticHeaders(to: url)) }, rounds: rounds, count: count)
 }

@@ -99,11 +99,7 @@ func endToEnd(base: URL, rounds: Int, count: Int) async throws -> Section {
     for inFlight in [1, 64] {
         let samples = try await interleaved(
             rounds: rounds, count: count,
-            operations.map { name, operation in
-                Contender(name: name) { count in
-                    try await measure(count: count) { try await concurrently(count, inFlight: inFlight, operation) }
-                }
-            })
+            operations.map { name, operation in Contender.concurrent(name, inFlight: inFlight, operation) })
         let plainSamples = samples["URLSession"]!
         for (name, _) in operations {
             let these = samples[name]!
@@ -161,14 +157,7 @@ func retryPath(base: URL, rounds: Int, count: Int) async throws -> Section {
 
     let samples = try await interleaved(
         rounds: rounds, count: count,
-        [
-            Contender(name: "hand") { count in
-                try await measure(count: count) { try await concurrently(count, inFlight: 1, handWritten) }
-            },
-            Contender(name: "Session") { count in
-                try await measure(count: count) { try await concurrently(count, inFlight: 1, rebound) }
-            },
-        ])
+        [Contender.concurrent("hand", inFlight: 1, handWritten), Contender.concurrent("Session", inFlight: 1, rebound)])
     let hand = samples["hand"]!
     let reboundSamples = samples["Session"]!
     let roundRatios = zip(hand, reboundSamples).map { $1.operationsPerSecond / $0.operationsPerSecond }

@@ -56,11 +56,7 @@ func transportCost(base: URL, rounds: Int, count: Int) async throws -> Section {
     for inFlight in [1, 64] {
         let samples = try await interleaved(
             rounds: rounds, count: count,
-            operations.map { name, operation in
-                Contender(name: name) { count in
-                    try await measure(count: count) { try await concurrently(count, inFlight: inFlight, operation) }
-                }
-            })
+            operations.map { name, operation in Contender.concurrent(name, inFlight: inFlight, operation) })
         let former = samples[formerName]!
         for (name, _) in operations {
             let these = samples[name]!

@@ -57,6 +57,36 @@ public struct Contender {
         self.name = name
         self.run = run
     }
+
+    /// A contender whose run is `count` calls of `operation`, `inFlight` at a time (``concurrently(_:inFlight:_:)``),
+    /// measured as a whole.
+    public static func concurrent(
+        _ name: String, inFlight: Int, _ operation: @escaping @Sendable () async throws -> Void
+    ) -> Contender {
+        Contender(name: name) { count in
+            try await measure(count: count) { try await concurrently(count, inFlight: inFlight, operation) }
+        }
+    }
+}
+
+/// What `work` costs per call over `baseline`, in nanoseconds (never below zero), both called one at a time in a
+/// loop: the median wall time per call of each over `rounds` interleaved rounds of `count` calls, after one warm-up
+/// run of each. A chain's own work in memory, measured as the difference between a session on an in-memory
+/// transport and that transport called directly.
+public func extraWallPerCall(
+    of work: @escaping @Sendable () async throws -> Void, over baseline: @escaping @Sendable () async throws -> Void,
+    rounds: Int, count: Int
+) async throws -> Double {
+    let direct = Contender(name: "baseline") { count in
+        try await measure(count: count) { for _ in 0..<count { try await baseline() } }
+    }
+    let chain = Contender(name: "work") { count in
+        try await measure(count: count) { for _ in 0..<count { try await work() } }
+    }
+    _ = try await direct.run(count)
+    _ = try await chain.run(count)
+    let samples = try await interleaved(rounds: rounds, count: count, [direct, chain])
+    return max(samples["work"]!.medianWall - samples["baseline"]!.medianWall, 0)
 }
 
 /// Runs every contender once per round and returns each one's samples; medians of interleaved rounds are what the

@@ -73,16 +73,10 @@ func inMemoryWork(url: URL, settings: Settings) async throws -> Duration {
     let transport = InMemoryTransport()
     let session = realisticSession(on: transport)
     let request = URLRequest(url: url)
-    let direct = SideBySide.Contender(name: "direct") { count in
-        try await measure(count: count) { for _ in 0..<count { _ = try await transport.exchange(request) } }
-    }
-    let chain = SideBySide.Contender(name: "chain") { count in
-        try await measure(count: count) { for _ in 0..<count { _ = try await session.send(url) } }
-    }
-    let count = settings.quick ? 2_000 : 20_000
-    _ = try await chain.run(count)
-    let samples = try await interleaved(rounds: 5, count: count, [direct, chain])
-    return .nanoseconds(Int64(max(samples["chain"]!.medianWall - samples["direct"]!.medianWall, 0)))
+    let nanoseconds = try await extraWallPerCall(
+        of: { _ = try await session.send(url) }, over: { _ = try await transport.exchange(request) }, rounds: 5,
+        count: settings.quick ? 2_000 : 20_000)
+    return .nanoseconds(Int64(nanoseconds))
 }
 
 /// Plain AsyncHTTPClient first (the baseline), then Rebound on it bare and with the realistic chain, then Rebound's
@@ -171,11 +165,7 @@ func rounds(_ contenders: [Contender], inFlight: Int, settings: Settings) async 
     for contender in contenders { try await concurrently(inFlight * 4, inFlight: inFlight, contender.send) }
     let samples = try await interleaved(
         rounds: settings.rounds, count: settings.perRound,
-        contenders.map { contender in
-            SideBySide.Contender(name: contender.name) { count in
-                try await measure(count: count) { try await concurrently(count, inFlight: inFlight, contender.send) }
-            }
-        })
+        contenders.map { SideBySide.Contender.concurrent($0.name, inFlight: inFlight, $0.send) })
     let plain = samples[contenders[0].name]!
     let runs = contenders.map { samples[$0.name]! }
     return (
