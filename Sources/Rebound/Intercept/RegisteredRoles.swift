@@ -249,11 +249,9 @@ struct RegisteredRoles: Sendable {
     /// Whether any observer registered so far.
     var hasObservers: Bool { state.withLock { $0.observerCount > 0 } }
 
-    /// The registrations to look through for accountants: none when none registered. A snapshot, which
-    /// registrations made later do not change; reading it allocates nothing.
-    var withAccountants: [Registration] { state.withLock { $0.accountantCount == 0 ? [] : $0.registrations } }
-
-    /// ``withAccountants`` and ``hasObservers`` under one lock: what the session reads after every attempt.
+    /// The registrations to look through for accountants (none when none registered; a snapshot, which
+    /// registrations made later do not change, and reading it allocates nothing) and ``hasObservers``, under one
+    /// lock: what the session reads after every attempt.
     var accountantsAndObservers: (registrations: [Registration], hasObservers: Bool) {
         state.withLock { ($0.accountantCount == 0 ? [] : $0.registrations, $0.observerCount > 0) }
     }

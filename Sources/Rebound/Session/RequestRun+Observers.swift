@@ -31,7 +31,9 @@ extension RequestRun {
     /// attempt: a part keeps something for a request only once it granted it a retry.)
     @inline(never)
     mutating func endAccounts() {
-        guard let registered = plan.registered?.withAccountants, !registered.isEmpty else { return }
+        guard let registered = plan.registered?.accountantsAndObservers.registrations, !registered.isEmpty else {
+            return
+        }
         for registration in registered {
             if case .accountant(let part, _) = registration.entry { part.requestEnded(plan.requestID) }
         }
@@ -51,30 +53,6 @@ extension RequestRun {
         }
     }
 
-    /// Tells the observers how the last attempt succeeded, then that the request did: ``report(_:decision:)`` and
-    /// ``finish(_:)`` in one call, with one look at the registered observers and one clock read.
-    @inline(never)
-    mutating func reportSuccess(_ result: AttemptResult) async {
-        let registered = plan.registeredObservers
-        let elapsed = plan.session.clock.now() - start
-        guard let outcome = outcome(data: result.data, decision: .succeeded, elapsed: elapsed) else { return }
-        let ending = requestOutcome(.succeeded, elapsed: elapsed)
-        for observer in plan.roles.observers {
-            await observer.attemptDidFinish(outcome)
-        }
-        for registration in registered {
-            guard case .observer(let observer) = registration.entry else { continue }
-            await observer.attemptDidFinish(outcome)
-        }
-        for observer in plan.roles.observers {
-            await observer.requestDidFinish(ending)
-        }
-        for registration in registered {
-            guard case .observer(let observer) = registration.entry else { continue }
-            await observer.requestDidFinish(ending)
-        }
-    }
-
     /// Tells the observers how the request ended.
     @inline(never)
     mutating func finish(_ decision: AttemptDecision) async {
@@ -91,20 +69,19 @@ extension RequestRun {
 
     /// What the observers are told of the request's end.
     @inline(never)
-    mutating func requestOutcome(_ decision: AttemptDecision, elapsed: Duration? = nil) -> RequestOutcome {
+    mutating func requestOutcome(_ decision: AttemptDecision) -> RequestOutcome {
         RequestOutcome(
             requestID: plan.requestID, label: plan.label, originalRequest: plan.originalRequest, attempts: attempts,
-            elapsed: elapsed ?? plan.session.clock.now() - start, decision: decision,
-            error: decision == .failed ? failure : nil)
+            elapsed: plan.session.clock.now() - start, decision: decision, error: decision == .failed ? failure : nil)
     }
 
     /// What the observers are told of the last recorded attempt.
     @inline(never)
-    mutating func outcome(data: Data?, decision: AttemptDecision, elapsed: Duration? = nil) -> AttemptOutcome? {
+    mutating func outcome(data: Data?, decision: AttemptDecision) -> AttemptOutcome? {
         guard let attempt = attempts.last else { return nil }
         return AttemptOutcome(
             requestID: plan.requestID, label: plan.label, originalRequest: plan.originalRequest, attempt: attempt,
-            data: data, elapsed: elapsed ?? plan.session.clock.now() - start, decision: decision,
+            data: data, elapsed: plan.session.clock.now() - start, decision: decision,
             error: decision == .failed ? failure : nil)
     }
 }

@@ -57,17 +57,13 @@ struct RequestRun {
                 let result = await attemptOnce()
                 let decision = await decision(after: result)
                 let observed = settle(result, decision: decision)
-                // Nothing that observes, no call: each of these makes a frame of its own. A success is told in one
-                // call: how the attempt ended, then how the request did.
-                if case .succeeded = decision {
-                    if observed { await reportSuccess(result) }
-                    if attempts.count > 1 { endAccounts() }
-                    return response(to: result)
-                }
+                // Nothing that observes, no call: each of these makes a frame of its own.
                 if observed { await report(result, decision: decision) }
                 switch decision {
                 case .succeeded:
-                    break  // Told and returned above.
+                    if observed { await finish(.succeeded) }
+                    if attempts.count > 1 { endAccounts() }
+                    return response(to: result)
                 case .cancelled:
                     throw CancellationError()
                 case .failed:
