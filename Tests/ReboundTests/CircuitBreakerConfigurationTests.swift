@@ -1,5 +1,11 @@
+import Foundation
 import Rebound
+import ReboundTesting
 import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 @Suite("CircuitBreaker.Configuration")
 struct CircuitBreakerConfigurationTests {
@@ -97,5 +103,75 @@ struct CircuitBreakerConfigurationTests {
 
         expectStandardError(
             of: result, contains: "CircuitBreaker.Configuration.openDuration must be longer than zero, got 0.0 seconds")
+    }
+
+    @Test func theDefaultClassifyIsTheDefaultVerdict() {
+        func response(_ status: Int) -> HTTPURLResponse? {
+            HTTPURLResponse(
+                url: URL(string: "https://example.com/a")!, statusCode: status, httpVersion: nil, headerFields: nil)
+        }
+        let request = URLRequest(url: URL(string: "https://example.com/a")!)
+        let outcomes = [
+            AttemptOutcome(
+                originalRequest: request,
+                attempt: Attempt(number: 1, request: request, response: response(503), failure: nil, duration: .zero),
+                decision: .failed),
+            AttemptOutcome(
+                originalRequest: request,
+                attempt: Attempt(number: 1, request: request, response: response(404), failure: nil, duration: .zero),
+                decision: .failed),
+            AttemptOutcome(
+                originalRequest: request,
+                attempt: Attempt(
+                    number: 1, request: request, response: nil,
+                    failure: .transportFailed(error: URLError(.timedOut)), duration: .zero),
+                decision: .failed),
+            AttemptOutcome(
+                originalRequest: request,
+                attempt: Attempt(
+                    number: 1, request: nil, response: nil, failure: .adaptationFailed(error: URLError(.unknown)),
+                    duration: .zero),
+                decision: .failed),
+        ]
+        let verdicts = outcomes.map(CircuitBreaker.Configuration.default.classify)
+        #expect(verdicts == [.failure, .success, .failure, .ignored])
+        #expect(verdicts == outcomes.map(CircuitBreaker.Configuration().classify))
+        #expect(verdicts == outcomes.map(CircuitBreaker.defaultVerdict(for:)))
+    }
+
+    /// A `classify` of the caller's own is given the whole outcome, on both paths where a breaker counts an attempt:
+    /// a success settled after the attempt, and a failure counted when its retry is asked for.
+    @Test func aClassifyOfItsOwnIsGivenTheWholeOutcome() async throws {
+        let seen = Locked<[(label: String?, decision: AttemptDecision, status: Int?, original: URL?)]>([])
+        let configuration = CircuitBreaker.Configuration(
+            tripCondition: .consecutiveFailures(3),
+            classify: { outcome in
+                seen.withLock {
+                    $0.append((outcome.label, outcome.decision, outcome.statusCode, outcome.originalRequest.url))
+                }
+                // A 200 labelled "poisoned" counts as a failure; everything else as by default.
+                return outcome.label == "poisoned" ? .failure : CircuitBreaker.defaultVerdict(for: outcome)
+            })
+        let breaker = CircuitBreaker(configuration: configuration, clock: ManualClock())
+        let statuses = Locked([503, 200, 200, 200, 200])
+        let transport = ScriptedTransport { _, _ in .status(statuses.withLock { $0.removeFirst() }) }
+        let session = Session(
+            transport: transport, adapters: [breaker], retriers: [RetryPolicy(backoff: .none)], clock: ManualClock())
+        let url = URL(string: "https://example.com/a")!
+
+        _ = try await session.send(url, label: "first")
+        for _ in 0..<3 {
+            #expect(breaker.state == .closed)
+            _ = try await session.send(url, label: "poisoned")
+        }
+
+        let calls = seen.withLock { $0 }
+        // Each attempt once: the 503 when its retry was asked for, each 200 when it was settled.
+        #expect(calls.map(\.status) == [503, 200, 200, 200, 200])
+        #expect(calls.map(\.label) == ["first", "first", "poisoned", "poisoned", "poisoned"])
+        #expect(calls.map(\.decision) == [.retry(after: .zero), .succeeded, .succeeded, .succeeded, .succeeded])
+        #expect(calls.allSatisfy { $0.original == url })
+        // Three poisoned successes in a row.
+        #expect(breaker.state == .open)
     }
 }

@@ -61,7 +61,7 @@ extension CircuitBreaker {
         public static let `default` = Configuration(
             checked: defaultTripCondition, breakDuration: defaultBreakDuration,
             halfOpenTrialCalls: defaultHalfOpenTrialCalls, trialTimeout: defaultTrialTimeout, retryAfter: .default,
-            classify: CircuitBreaker.defaultVerdict)
+            classify: nil)
 
         /// The default ``breakDuration`` with its jitter drawn from `random`: a seeded source makes runs repeatable.
         public static func defaultBreakDuration(using random: RandomSource) -> BackoffStrategy {
@@ -84,7 +84,11 @@ extension CircuitBreaker {
         /// ``RetryAfter/default`` (429 and 503, at most 60 s) by default.
         public let retryAfter: RetryAfter
         /// Decides how an attempt counts; ``CircuitBreaker/defaultVerdict(for:)`` by default.
-        public let classify: @Sendable (AttemptOutcome) -> Verdict
+        public var classify: @Sendable (AttemptOutcome) -> Verdict { classifier ?? CircuitBreaker.defaultVerdict }
+
+        /// The caller's `classify`; `nil` for the default, which the breaker applies to the attempt directly, without
+        /// building an ``AttemptOutcome`` for it.
+        private let classifier: (@Sendable (AttemptOutcome) -> Verdict)?
 
         /// How long the breaker stays open the first time, without jitter: 0.5 s by default.
         public var openDuration: Duration { breakDuration.withoutJitter.delay(forRetryCount: 0) }
@@ -105,14 +109,14 @@ extension CircuitBreaker {
         ///   - trialTimeout: How long a trial's permit lasts without a report, longer than zero; 30 s by default.
         ///   - retryAfter: Which `Retry-After` headers lengthen the open time of a breaker their failure trips;
         ///     ``RetryAfter/default`` by default, ``RetryAfter/ignored`` for none.
-        ///   - classify: How an attempt counts; ``CircuitBreaker/defaultVerdict(for:)`` by default.
+        ///   - classify: How an attempt counts; `nil` (the default) for ``CircuitBreaker/defaultVerdict(for:)``.
         public init(
             tripCondition: TripCondition = defaultTripCondition,
             breakDuration: BackoffStrategy = defaultBreakDuration,
             halfOpenTrialCalls: Int = defaultHalfOpenTrialCalls,
             trialTimeout: Duration = defaultTrialTimeout,
             retryAfter: RetryAfter = .default,
-            classify: @escaping @Sendable (AttemptOutcome) -> Verdict = CircuitBreaker.defaultVerdict
+            classify: (@Sendable (AttemptOutcome) -> Verdict)? = nil
         ) {
             ConfigurationError.trapIfInvalid { () throws(ConfigurationError) in
                 try Self.check(
@@ -133,14 +137,14 @@ extension CircuitBreaker {
         ///   - halfOpenTrialCalls: How many trial calls a half-open breaker lets through, at least 1; 1 by default.
         ///   - trialTimeout: How long a trial's permit lasts without a report, longer than zero; 30 s by default.
         ///   - retryAfter: Which `Retry-After` headers lengthen the open time; ``RetryAfter/default`` by default.
-        ///   - classify: How an attempt counts; ``CircuitBreaker/defaultVerdict(for:)`` by default.
+        ///   - classify: How an attempt counts; `nil` (the default) for ``CircuitBreaker/defaultVerdict(for:)``.
         public init(
             tripCondition: TripCondition = defaultTripCondition,
             openDuration: Duration,
             halfOpenTrialCalls: Int = defaultHalfOpenTrialCalls,
             trialTimeout: Duration = defaultTrialTimeout,
             retryAfter: RetryAfter = .default,
-            classify: @escaping @Sendable (AttemptOutcome) -> Verdict = CircuitBreaker.defaultVerdict
+            classify: (@Sendable (AttemptOutcome) -> Verdict)? = nil
         ) {
             ConfigurationError.trapIfInvalid { () throws(ConfigurationError) in
                 try Self.check(openDuration: openDuration)
@@ -163,7 +167,7 @@ extension CircuitBreaker {
             halfOpenTrialCalls: Int = defaultHalfOpenTrialCalls,
             trialTimeout: Duration = defaultTrialTimeout,
             retryAfter: RetryAfter = .default,
-            classify: @escaping @Sendable (AttemptOutcome) -> Verdict = CircuitBreaker.defaultVerdict
+            classify: (@Sendable (AttemptOutcome) -> Verdict)? = nil
         ) throws(ConfigurationError) -> Configuration {
             try check(
                 tripCondition: tripCondition, breakDuration: breakDuration, halfOpenTrialCalls: halfOpenTrialCalls,
@@ -183,7 +187,7 @@ extension CircuitBreaker {
             halfOpenTrialCalls: Int = defaultHalfOpenTrialCalls,
             trialTimeout: Duration = defaultTrialTimeout,
             retryAfter: RetryAfter = .default,
-            classify: @escaping @Sendable (AttemptOutcome) -> Verdict = CircuitBreaker.defaultVerdict
+            classify: (@Sendable (AttemptOutcome) -> Verdict)? = nil
         ) throws(ConfigurationError) -> Configuration {
             try check(openDuration: openDuration)
             return try validated(
@@ -254,14 +258,24 @@ extension CircuitBreaker {
 
         private init(
             checked tripCondition: TripCondition, breakDuration: BackoffStrategy, halfOpenTrialCalls: Int,
-            trialTimeout: Duration, retryAfter: RetryAfter, classify: @escaping @Sendable (AttemptOutcome) -> Verdict
+            trialTimeout: Duration, retryAfter: RetryAfter, classify: (@Sendable (AttemptOutcome) -> Verdict)?
         ) {
             self.retryAfter = retryAfter
             self.tripCondition = tripCondition
             self.breakDuration = breakDuration
             self.halfOpenTrialCalls = halfOpenTrialCalls
             self.trialTimeout = trialTimeout
-            self.classify = classify
+            self.classifier = classify
+        }
+
+        /// Whether `classify` is the default, a pure function of the attempt.
+        var classifiesByDefault: Bool { classifier == nil }
+
+        /// How `attempt` counts: the default verdict read from the attempt itself, or the caller's `classify` given
+        /// the outcome `outcome` builds (only then).
+        func verdict(for attempt: Attempt, outcome: () -> AttemptOutcome) -> Verdict {
+            guard let classifier else { return CircuitBreaker.defaultVerdict(for: attempt) }
+            return classifier(outcome())
         }
     }
 
@@ -274,10 +288,15 @@ extension CircuitBreaker {
     /// (other 4xx included, and a 2xx that a validator rejected) is a success, because the upstream
     /// answered; cancellations and adapter failures are ignored, because the upstream was not reached.
     @Sendable public static func defaultVerdict(for outcome: AttemptOutcome) -> Verdict {
-        if let statusCode = outcome.statusCode {
+        defaultVerdict(for: outcome.attempt)
+    }
+
+    /// The default verdict of an attempt, which depends on the attempt alone.
+    static func defaultVerdict(for attempt: Attempt) -> Verdict {
+        if let statusCode = attempt.responseHead?.statusCode {
             return isFailureStatus(statusCode) ? .failure : .success
         }
-        switch outcome.failure {
+        switch attempt.failure {
         case .transportFailed(let error):
             return error is CancellationError ? .ignored : .failure
         case .retryAborted(_, let original), .deadlineExceeded(_, let original):

@@ -213,10 +213,11 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
     public func admitRetry(_ request: RetryRequest, dueTo error: ReboundError, after delay: Duration) -> (any Error)? {
         guard let attempt = request.attempts.last else { return nil }
         let attemptKey = AttemptKey(requestID: request.requestID, attempt: attempt.number)
-        let outcome = AttemptOutcome(
-            requestID: request.requestID, label: request.label, originalRequest: request.originalRequest,
-            attempt: attempt, data: request.data, decision: .retry(after: delay))
-        let verdict = configuration.classify(outcome)
+        let verdict = configuration.verdict(for: attempt) {
+            AttemptOutcome(
+                requestID: request.requestID, label: request.label, originalRequest: request.originalRequest,
+                attempt: attempt, data: request.data, decision: .retry(after: delay))
+        }
         let openAtLeast =
             verdict == .failure ? attempt.responseHead.flatMap(configuration.retryAfter.delay(for:)) ?? .zero : .zero
         let (refusal, transitions) = update { storage, now, transitions -> CircuitBreakerOpenError? in
@@ -239,7 +240,7 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
     ///
     /// A failure that opens the breaker keeps it open at least as long as the response's honoured `Retry-After`.
     public func attemptDidFinish(_ outcome: AttemptOutcome) async {
-        _ = finish(outcome)
+        _ = finish(outcome.attempt, of: outcome.requestID) { outcome }
     }
 
     /// Forgets the request's backoff wait, if it kept one.
@@ -255,13 +256,17 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
         }
     }
 
-    /// Counts the outcome if this breaker let the attempt through; returns whether it did.
-    func finish(_ outcome: AttemptOutcome) -> Bool {
-        let attemptKey = AttemptKey(requestID: outcome.requestID, attempt: outcome.attempt.number)
-        let verdict = configuration.classify(outcome)
+    /// Counts `attempt` of request `requestID` if this breaker let it through (its outcome, which `outcome` builds, is
+    /// asked for only by a configuration's own `classify`); returns whether it did.
+    func finish(_ attempt: Attempt, of requestID: UUID, outcome: () -> AttemptOutcome) -> Bool {
+        let attemptKey = AttemptKey(requestID: requestID, attempt: attempt.number)
+        // A `classify` of the caller's own is asked only about an attempt still to count (one whose failure was
+        // counted when its retry was asked for is not asked about again), outside the lock.
+        if !configuration.classifiesByDefault, !storage.withLock({ $0.permits[attemptKey] != nil }) { return false }
+        let verdict = configuration.verdict(for: attempt, outcome: outcome)
         // Only a failure can open the breaker: a success's headers are not read.
         let openAtLeast =
-            verdict == .failure ? outcome.responseHead.flatMap(configuration.retryAfter.delay(for:)) ?? .zero : .zero
+            verdict == .failure ? attempt.responseHead.flatMap(configuration.retryAfter.delay(for:)) ?? .zero : .zero
         let (found, transitions) = update { storage, now, transitions -> Bool in
             guard let permit = storage.permits.removeValue(forKey: attemptKey) else { return false }
             storage.machine.record(
@@ -328,8 +333,8 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
 // The session tells a breaker how the attempts it let through end directly, without the observers' machinery: it
 // settles each at once (as `attemptDidFinish(_:)` does) and forgets the request's wait at its end.
 extension CircuitBreaker: AttemptAccountant {
-    func settle(_ outcome: AttemptOutcome) {
-        _ = finish(outcome)
+    func settle(_ attempt: Attempt, of requestID: UUID, outcome: () -> AttemptOutcome) {
+        _ = finish(attempt, of: requestID, outcome: outcome)
     }
 
     func requestEnded(_ requestID: UUID) {

@@ -21,8 +21,9 @@ protocol RegisteredRetrier: AnyObject, Sendable {
 /// synchronously, after the decision and before the observers, without the observers' machinery; also the request's
 /// gate unless the lists hold it as one.
 protocol AttemptAccountant: RetryGate, AnyObject, Sendable {
-    /// Settles the attempt `outcome` tells of, if this part let it through.
-    func settle(_ outcome: AttemptOutcome)
+    /// Settles `attempt` of request `requestID`, if this part let it through; `outcome` builds the attempt's
+    /// ``AttemptOutcome``, for a part that needs more than the attempt (the same instance for every part).
+    func settle(_ attempt: Attempt, of requestID: UUID, outcome: () -> AttemptOutcome)
     /// Forgets whatever it keeps for the request that ended; not called for a request that succeeded at its first
     /// attempt, so a part may keep something for a request only once it granted it a retry.
     func requestEnded(_ requestID: UUID)

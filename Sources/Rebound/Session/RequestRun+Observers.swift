@@ -19,9 +19,18 @@ extension RequestRun {
         guard let (registrations, registeredObservers) = plan.registered?.accountantsAndObservers else {
             return !plan.roles.observers.isEmpty
         }
-        if !registrations.isEmpty, let outcome = outcome(data: result.data, decision: decision) {
+        if !registrations.isEmpty, let attempt = attempts.last {
+            // Built once, and only for a part that asks for it (a breaker with a `classify` of its own).
+            var built: AttemptOutcome?
+            let requestID = plan.requestID
             for registration in registrations {
-                if case .accountant(let part, _) = registration.entry { part.settle(outcome) }
+                guard case .accountant(let part, _) = registration.entry else { continue }
+                part.settle(attempt, of: requestID) {
+                    if let built { return built }
+                    let outcome = outcome(of: attempt, data: result.data, decision: decision)
+                    built = outcome
+                    return outcome
+                }
             }
         }
         return registeredObservers || !plan.roles.observers.isEmpty
@@ -79,7 +88,13 @@ extension RequestRun {
     @inline(never)
     mutating func outcome(data: Data?, decision: AttemptDecision) -> AttemptOutcome? {
         guard let attempt = attempts.last else { return nil }
-        return AttemptOutcome(
+        return outcome(of: attempt, data: data, decision: decision)
+    }
+
+    /// What the observers are told of `attempt`, the last recorded.
+    @inline(never)
+    mutating func outcome(of attempt: Attempt, data: Data?, decision: AttemptDecision) -> AttemptOutcome {
+        AttemptOutcome(
             requestID: plan.requestID, label: plan.label, originalRequest: plan.originalRequest, attempt: attempt,
             data: data, elapsed: plan.session.clock.now() - start, decision: decision,
             error: decision == .failed ? failure : nil)
