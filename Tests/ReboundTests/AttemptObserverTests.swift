@@ -33,6 +33,8 @@ final class RecordingObserver: AttemptObserver, RequestInterceptor {
 
     var outcomes: [AttemptOutcome] { entries.withLock { $0 } }
 
+    var requestOutcomes: [RequestOutcome] { requestEnds.withLock { $0 } }
+
     /// `#1 503 retry 1 s`, `#2 200 succeeded`, `#1 - cancelled`…
     var lines: [String] {
         outcomes.map { outcome in

@@ -216,6 +216,42 @@ struct SessionTests {
         #expect(response.attempts.map { $0.request?.value(forHTTPHeaderField: "X-Adapters") } == ["a", "a", "a"])
     }
 
+    /// A request sent as a URL to a chain that adapts is kept as its URL, method and body (the session builds it only
+    /// when read): every record of the request gives back the request as given, and the failure's description names it.
+    @Test func everyRecordOfARequestSentAsAURLGivesBackTheRequestAsGiven() async throws {
+        let observer = RecordingObserver()
+        let asked = Locked<[(original: URLRequest, method: HTTPMethod)]>([])
+        let session = Session(
+            transport: ScriptedTransport([.status(503), .status(503)]),
+            adapters: [.modifying { request, _ in request.setValue("yes", forHTTPHeaderField: "X-Adapted") }],
+            retriers: [
+                Retrier { request, _ in
+                    asked.withLock { $0.append((request.originalRequest, request.method)) }
+                    return request.retryCount < 1 ? .retry : .doNotRetry
+                }
+            ],
+            observers: [observer], clock: FastForwardClock())
+        let url = URL(string: "https://example.com/items?token=secret")!
+
+        let error = try await #require(throws: ReboundError.self) {
+            try await session.send(url, method: .put, body: Data("body".utf8))
+        }
+
+        func isAsGiven(_ request: URLRequest) -> Bool {
+            request.url == url && request.httpMethod == "PUT" && request.httpBody == Data("body".utf8)
+                && request.value(forHTTPHeaderField: "X-Adapted") == nil
+        }
+        #expect(isAsGiven(error.originalRequest))
+        #expect(error.lastRequest?.value(forHTTPHeaderField: "X-Adapted") == "yes")
+        #expect(asked.withLock { $0 }.allSatisfy { isAsGiven($0.original) && $0.method == .put })
+        #expect(asked.withLock { $0.count } == 2)
+        #expect(observer.outcomes.count == 2)
+        #expect(observer.outcomes.allSatisfy { isAsGiven($0.originalRequest) })
+        #expect(observer.requestOutcomes.allSatisfy { isAsGiven($0.originalRequest) })
+        #expect(observer.requestOutcomes.count == 1)
+        #expect(error.description.hasPrefix("PUT https://example.com/items?token=<redacted>: attempt 2 failed"))
+    }
+
     @Test func adaptersSeeTheRequestIDAttemptAndLabel() async throws {
         let contexts = Log()
         let session = Session(

@@ -36,6 +36,10 @@ private func interceptor(named contender: String) -> (any RequestInterceptor)? {
     }
 }
 
+/// The contenders of `ab` and `cold` sent a URL, as the README sends one: the chains whose adapters set the headers,
+/// and `url`, a bare session.
+private let sentAURL: Set = ["adapters", "realistic", "issue23", "header", "url"]
+
 /// A request to `url`, with the realistic headers unless the contender's adapters add them.
 private func request(to url: URL, for contender: String) -> URLRequest {
     ["adapters", "realistic", "copied"].contains(contender)
@@ -118,6 +122,8 @@ func compare(_ contenders: [String], rounds: Int) async throws {
                     for (name, value) in realisticHeaders { copy.setValue(value, forHTTPHeaderField: name) }
                     _ = try await session.send(copy)
                     withExtendedLifetime(request) {}
+                } else if sentAURL.contains(contender) {
+                    _ = try await session.send(url)
                 } else {
                     _ = try await session.send(request)
                 }
@@ -242,7 +248,7 @@ func cold(_ contenders: [String], count: Int) async throws {
         // `built`: a bare session whose request is built with the realistic headers inside the timed part, as plain
         // URLSession's is end to end: what the chains that set those headers themselves compare with.
         if contender == "built" { return { _ = try await session.send(requestWithRealisticHeaders(to: url)) } }
-        if ["adapters", "realistic", "issue23", "header", "url"].contains(contender) {
+        if sentAURL.contains(contender) {
             return { _ = try await session.send(url) }
         }
         let request = requestWithRealisticHeaders(to: url)

@@ -215,7 +215,7 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
         let attemptKey = AttemptKey(requestID: request.requestID, attempt: attempt.number)
         let verdict = configuration.verdict(for: attempt) {
             AttemptOutcome(
-                requestID: request.requestID, label: request.label, originalRequest: request.originalRequest,
+                requestID: request.requestID, label: request.label, original: request.original,
                 attempt: attempt, data: request.data, decision: .retry(after: delay))
         }
         let openAtLeast =

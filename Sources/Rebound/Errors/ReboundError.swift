@@ -44,7 +44,7 @@ public struct ReboundError: Error, Sendable {
     /// Why the request failed.
     public var reason: Reason { storage.value.reason }
     /// The request as the caller passed it to the session, before any adapter ran.
-    public var originalRequest: URLRequest { storage.value.originalRequest }
+    public var originalRequest: URLRequest { storage.value.original.request }
     /// The last request sent to the transport, after adaptation; `nil` if no attempt got that far.
     public var lastRequest: URLRequest? { storage.value.lastRequest }
     /// The response of the last attempt; `nil` if the last attempt got no response. Built from ``responseHead`` on
@@ -61,7 +61,7 @@ public struct ReboundError: Error, Sendable {
     /// holds a copy; one reference keeps those frames, and so the memory of a waiting request, small.
     private struct Fields: Sendable {
         let reason: Reason
-        let originalRequest: URLRequest
+        let original: OriginalRequest
         let lastRequest: URLRequest?
         let response: ResponseHead?
         let data: Data?
@@ -76,18 +76,18 @@ public struct ReboundError: Error, Sendable {
         response: HTTPURLResponse? = nil, data: Data? = nil, attempts: [Attempt] = []
     ) {
         self.init(
-            reason: reason, originalRequest: originalRequest, lastRequest: lastRequest,
+            reason: reason, original: .request(originalRequest), lastRequest: lastRequest,
             responseHead: response.map(ResponseHead.init), data: data, attempts: attempts)
     }
 
     init(
-        reason: Reason, originalRequest: URLRequest, lastRequest: URLRequest?, responseHead response: ResponseHead?,
+        reason: Reason, original: OriginalRequest, lastRequest: URLRequest?, responseHead response: ResponseHead?,
         data: Data?, attempts: [Attempt]
     ) {
         storage = Box(
             Fields(
-                reason: reason, originalRequest: originalRequest, lastRequest: lastRequest, response: response,
-                data: data, attempts: attempts))
+                reason: reason, original: original, lastRequest: lastRequest, response: response, data: data,
+                attempts: attempts))
     }
 
     /// How many attempts were made.
@@ -221,8 +221,8 @@ extension ReboundError: CustomStringConvertible {
     ///
     /// The URL is redacted as ``Redaction/default`` redacts it.
     public var description: String {
-        let method = (lastRequest ?? originalRequest).method
-        let url = Redaction.default.string(for: originalRequest.url)
+        let method = lastRequest?.method ?? storage.value.original.method
+        let url = Redaction.default.string(for: storage.value.original.url)
         let count = attemptCount == 1 ? "1 attempt" : "\(attemptCount) attempts"
         let failed = reason.original
         let what: String =

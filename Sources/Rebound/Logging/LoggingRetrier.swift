@@ -212,7 +212,7 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
         guard outcome.isCancelled, let last = outcome.attempts.last, last.retryDelay != nil else { return }
         log(
             AttemptOutcome(
-                requestID: outcome.requestID, label: outcome.label, originalRequest: outcome.originalRequest,
+                requestID: outcome.requestID, label: outcome.label, original: outcome.original,
                 attempt: last, elapsed: outcome.elapsed, decision: .cancelled))
     }
 

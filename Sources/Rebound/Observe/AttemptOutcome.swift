@@ -11,7 +11,7 @@ public struct AttemptOutcome: Sendable {
     /// The label the caller gave the request; `nil` if none.
     public var label: String? { storage.value.label }
     /// The request as the caller passed it to the session, before any adapter ran.
-    public var originalRequest: URLRequest { storage.value.originalRequest }
+    public var originalRequest: URLRequest { storage.value.original.request }
     /// The record of this attempt: what was sent, what came back, why it failed, how long it took.
     ///
     /// For an attempt cut short by cancellation, ``Attempt/failure`` and ``Attempt/response`` are `nil`.
@@ -30,7 +30,7 @@ public struct AttemptOutcome: Sendable {
     private struct Fields: Sendable {
         let requestID: UUID
         let label: String?
-        let originalRequest: URLRequest
+        let original: OriginalRequest
         let attempt: Attempt
         let data: Data?
         let elapsed: Duration
@@ -45,11 +45,23 @@ public struct AttemptOutcome: Sendable {
         requestID: UUID = UUID(), label: String? = nil, originalRequest: URLRequest, attempt: Attempt,
         data: Data? = nil, elapsed: Duration? = nil, decision: AttemptDecision, error: ReboundError? = nil
     ) {
+        self.init(
+            requestID: requestID, label: label, original: .request(originalRequest), attempt: attempt, data: data,
+            elapsed: elapsed, decision: decision, error: error)
+    }
+
+    init(
+        requestID: UUID, label: String?, original: OriginalRequest, attempt: Attempt, data: Data? = nil,
+        elapsed: Duration? = nil, decision: AttemptDecision, error: ReboundError? = nil
+    ) {
         storage = Box(
             Fields(
-                requestID: requestID, label: label, originalRequest: originalRequest, attempt: attempt, data: data,
+                requestID: requestID, label: label, original: original, attempt: attempt, data: data,
                 elapsed: elapsed ?? attempt.duration, decision: decision, error: error))
     }
+
+    /// The caller's request, or what it is made of.
+    var original: OriginalRequest { storage.value.original }
 
     /// The request sent in this attempt, or the original request when an adapter failed before it could be sent.
     public var request: URLRequest { attempt.request ?? originalRequest }

@@ -11,7 +11,7 @@ public struct RequestOutcome: Sendable {
     /// The label the caller gave the request; `nil` if none.
     public var label: String? { storage.value.label }
     /// The request as the caller passed it to the session, before any adapter ran.
-    public var originalRequest: URLRequest { storage.value.originalRequest }
+    public var originalRequest: URLRequest { storage.value.original.request }
     /// Every attempt made, in order; empty when the request was cancelled or timed out before its first attempt.
     public var attempts: [Attempt] { storage.value.attempts }
     /// The time from the start of the request to its end, on the session's clock.
@@ -25,7 +25,7 @@ public struct RequestOutcome: Sendable {
     private struct Fields: Sendable {
         let requestID: UUID
         let label: String?
-        let originalRequest: URLRequest
+        let original: OriginalRequest
         let attempts: [Attempt]
         let elapsed: Duration
         let decision: AttemptDecision
@@ -39,11 +39,23 @@ public struct RequestOutcome: Sendable {
         requestID: UUID = UUID(), label: String? = nil, originalRequest: URLRequest, attempts: [Attempt],
         elapsed: Duration = .zero, decision: AttemptDecision, error: ReboundError? = nil
     ) {
+        self.init(
+            requestID: requestID, label: label, original: .request(originalRequest), attempts: attempts,
+            elapsed: elapsed, decision: decision, error: error)
+    }
+
+    init(
+        requestID: UUID, label: String?, original: OriginalRequest, attempts: [Attempt], elapsed: Duration,
+        decision: AttemptDecision, error: ReboundError?
+    ) {
         storage = Box(
             Fields(
-                requestID: requestID, label: label, originalRequest: originalRequest, attempts: attempts,
-                elapsed: elapsed, decision: decision, error: error))
+                requestID: requestID, label: label, original: original, attempts: attempts, elapsed: elapsed,
+                decision: decision, error: error))
     }
+
+    /// The caller's request, or what it is made of.
+    var original: OriginalRequest { storage.value.original }
 
     /// The last attempt's response; `nil` if it got none.
     public var response: HTTPURLResponse? { attempts.last?.response }

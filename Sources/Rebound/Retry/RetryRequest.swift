@@ -11,7 +11,7 @@ public struct RetryRequest: Sendable {
     /// The label the caller gave the request, for retriers that treat kinds of request differently; `nil` if none.
     public var label: String? { storage.value.label }
     /// The request as the caller passed it to the session, before any adapter ran.
-    public var originalRequest: URLRequest { storage.value.originalRequest }
+    public var originalRequest: URLRequest { storage.value.original.request }
     /// The request sent in the failed attempt; `nil` if an adapter failed before it could be sent.
     public var lastRequest: URLRequest? { storage.value.lastRequest }
     /// The failed attempt's response; `nil` if it got none. Built from ``responseHead`` on first use when the transport
@@ -28,7 +28,7 @@ public struct RetryRequest: Sendable {
     private struct Fields: Sendable {
         let requestID: UUID
         let label: String?
-        let originalRequest: URLRequest
+        let original: OriginalRequest
         let lastRequest: URLRequest?
         let response: ResponseHead?
         let data: Data?
@@ -44,19 +44,22 @@ public struct RetryRequest: Sendable {
         response: HTTPURLResponse? = nil, data: Data? = nil, attempts: [Attempt] = []
     ) {
         self.init(
-            requestID: requestID, label: label, originalRequest: originalRequest, lastRequest: lastRequest,
+            requestID: requestID, label: label, original: .request(originalRequest), lastRequest: lastRequest,
             responseHead: response.map(ResponseHead.init), data: data, attempts: attempts, roles: nil)
     }
 
     init(
-        requestID: UUID, label: String?, originalRequest: URLRequest, lastRequest: URLRequest?,
+        requestID: UUID, label: String?, original: OriginalRequest, lastRequest: URLRequest?,
         responseHead response: ResponseHead?, data: Data?, attempts: [Attempt], roles: RegisteredRoles?
     ) {
         storage = Box(
             Fields(
-                requestID: requestID, label: label, originalRequest: originalRequest, lastRequest: lastRequest,
+                requestID: requestID, label: label, original: original, lastRequest: lastRequest,
                 response: response, data: data, attempts: attempts, roles: roles))
     }
+
+    /// The caller's request, or what it is made of.
+    var original: OriginalRequest { storage.value.original }
 
     /// The failed attempt's context, through which a retrier registers as an observer or a gate for the rest of the
     /// request (see ``RequestContext/observe(_:)``); one made outside a session registers nothing.
@@ -75,5 +78,5 @@ public struct RetryRequest: Sendable {
     public var request: URLRequest { lastRequest ?? originalRequest }
 
     /// The failed request's method, `GET` when it sets none.
-    public var method: HTTPMethod { request.method }
+    public var method: HTTPMethod { lastRequest?.method ?? storage.value.original.method }
 }

@@ -8,7 +8,8 @@ import Foundation
 /// from await to await hold a reference instead of all of it.
 final class RequestPlan: Sendable {
     let session: Session
-    let originalRequest: URLRequest
+    /// The request as the caller gave it (see ``OriginalRequest``).
+    let original: OriginalRequest
     let label: String?
     /// The session's interceptor followed by the request's, as one: each attempt makes one call to adapt and at most
     /// one to retry, whose frames hold one interceptor rather than two.
@@ -28,12 +29,12 @@ final class RequestPlan: Sendable {
     /// Out of line: its temporaries would otherwise stay in the frame of `Session.send` for the whole request.
     @inline(never)
     init(
-        session: Session, originalRequest: URLRequest, label: String?, requestInterceptor: (any RequestInterceptor)?,
+        session: Session, original: OriginalRequest, label: String?, requestInterceptor: (any RequestInterceptor)?,
         requestRoles: ChainRoles, validator: any ResponseValidator, deadline: Duration?, attemptTimeout: Duration?,
         redirectHandler: any RedirectHandler, unshared: consuming URLRequest? = nil
     ) {
         self.session = session
-        self.originalRequest = originalRequest
+        self.original = original
         self.label = label
         switch (session.interceptor, requestInterceptor) {
         case (let sessions?, let requests?): self.chain = SessionThenRequest(session: sessions, request: requests)
@@ -48,6 +49,9 @@ final class RequestPlan: Sendable {
         self.roles = session.roles.followed(by: requestRoles)
         self.registered = chain == nil ? nil : RegisteredRoles(besides: roles, unshared: unshared)
     }
+
+    /// The request as the caller gave it, built anew each time when it is kept as parts.
+    var originalRequest: URLRequest { original.request }
 
     /// The registrations that hold the observers parts registered so far, in order (told after the session's and
     /// the request's); none when no observer registered.

@@ -50,8 +50,8 @@ extension RequestRun {
         guard case .failure(let reason) = failed.kind else { preconditionFailure("only failures are asked about") }
         let error = failure(reason, response: failed.response, data: failed.data)
         let request = RetryRequest(
-            requestID: plan.requestID, label: plan.label, originalRequest: plan.originalRequest,
-            lastRequest: failed.sent, responseHead: failed.response, data: failed.data, attempts: attempts,
+            requestID: plan.requestID, label: plan.label, original: plan.original, lastRequest: failed.sent,
+            responseHead: failed.response, data: failed.data, attempts: attempts,
             roles: plan.registered)
         return Question(request: request, error: error, isOffered: !reason.isNonRetryable)
     }
@@ -73,7 +73,7 @@ extension RequestRun {
         }
         // A stream in the request adapters start from was consumed by this attempt: a retry would send it empty or
         // half. (A stream an adapter sets is made anew for each attempt; one a retrier hands over is taken as fresh.)
-        if result.request == nil, base.httpBodyStream != nil {
+        if result.request == nil, base.map({ $0.httpBodyStream != nil }) ?? plan.original.hasBodyStream {
             return fail(
                 with: failure(
                     .retryAborted(error: StreamBodyNotReplayable(), original: reason), response: error.responseHead,
@@ -136,7 +136,7 @@ extension RequestRun {
         -> ReboundError
     {
         ReboundError(
-            reason: reason, originalRequest: plan.originalRequest, lastRequest: lastSentRequest,
+            reason: reason, original: plan.original, lastRequest: lastSentRequest,
             responseHead: response, data: data, attempts: attempts)
     }
 

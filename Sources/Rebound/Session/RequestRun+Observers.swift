@@ -80,7 +80,7 @@ extension RequestRun {
     @inline(never)
     mutating func requestOutcome(_ decision: AttemptDecision) -> RequestOutcome {
         RequestOutcome(
-            requestID: plan.requestID, label: plan.label, originalRequest: plan.originalRequest, attempts: attempts,
+            requestID: plan.requestID, label: plan.label, original: plan.original, attempts: attempts,
             elapsed: plan.session.clock.now() - start, decision: decision, error: decision == .failed ? failure : nil)
     }
 
@@ -95,7 +95,7 @@ extension RequestRun {
     @inline(never)
     mutating func outcome(of attempt: Attempt, data: Data?, decision: AttemptDecision) -> AttemptOutcome {
         AttemptOutcome(
-            requestID: plan.requestID, label: plan.label, originalRequest: plan.originalRequest, attempt: attempt,
+            requestID: plan.requestID, label: plan.label, original: plan.original, attempt: attempt,
             data: data, elapsed: plan.session.clock.now() - start, decision: decision,
             error: decision == .failed ? failure : nil)
     }

@@ -23,15 +23,14 @@ struct RequestRun {
     let plan: RequestPlan
     var attempts: [Attempt] = []
     var lastSentRequest: URLRequest?
-    /// The request adapters start from: the caller's, until a retrier answers `retryWithRequest`.
-    var base: URLRequest
+    /// The request adapters start from once a retrier answered `retryWithRequest`; `nil`: the caller's.
+    var base: URLRequest?
     var start: Duration = .zero
     /// The error the request ends with, once a decision is ``AttemptDecision/failed``.
     var failure: ReboundError?
 
     init(_ plan: RequestPlan) {
         self.plan = plan
-        self.base = plan.originalRequest
     }
 
     /// How an attempt the deadline cut short is recorded.
@@ -146,7 +145,7 @@ struct RequestRun {
     @inline(never)
     mutating func nextBase() -> URLRequest {
         if attempts.isEmpty, let request = plan.registered?.takeUnshared() { return request }
-        return base
+        return base ?? plan.originalRequest
     }
 
     /// Records an attempt.
@@ -175,6 +174,6 @@ struct RequestRun {
         }
         return Response(
             data: result.data ?? Data(), head: response, request: sent,
-            originalRequest: plan.originalRequest, attempts: attempts)
+            original: plan.original, attempts: attempts)
     }
 }

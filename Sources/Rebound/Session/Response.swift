@@ -16,9 +16,12 @@ public struct Response: Sendable {
     /// The request sent in the successful attempt, after adaptation.
     public let request: URLRequest
     /// The request as the caller passed it to the session, before any adapter ran.
-    public let originalRequest: URLRequest
+    public var originalRequest: URLRequest { original.request }
     /// Every attempt made, in order; the last one is the successful one.
     public let attempts: [Attempt]
+
+    /// The caller's request, or what it is made of (see ``OriginalRequest``).
+    private let original: OriginalRequest
 
     /// Creates a response; the session creates these, and test code may too.
     public init(
@@ -26,15 +29,15 @@ public struct Response: Sendable {
         attempts: [Attempt]
     ) {
         self.init(
-            data: data, head: ResponseHead(httpResponse), request: request, originalRequest: originalRequest,
+            data: data, head: ResponseHead(httpResponse), request: request, original: .request(originalRequest),
             attempts: attempts)
     }
 
-    init(data: Data, head: ResponseHead, request: URLRequest, originalRequest: URLRequest, attempts: [Attempt]) {
+    init(data: Data, head: ResponseHead, request: URLRequest, original: OriginalRequest, attempts: [Attempt]) {
         self.data = data
         self.head = head
         self.request = request
-        self.originalRequest = originalRequest
+        self.original = original
         self.attempts = attempts
     }
 
@@ -60,7 +63,7 @@ public struct Response: Sendable {
             return try decoder.decode(type, from: data)
         } catch {
             throw ReboundError(
-                reason: .decodingFailed(error: error), originalRequest: originalRequest, lastRequest: request,
+                reason: .decodingFailed(error: error), original: original, lastRequest: request,
                 responseHead: head, data: data, attempts: attempts)
         }
     }

@@ -153,7 +153,7 @@ public final class Session: Sendable {
         redirectHandler: (any RedirectHandler)? = nil
     ) async throws -> Response {
         var run = run(
-            request, label: label, adapters: adapters, retriers: retriers, interceptor: interceptor,
+            .request(request), label: label, adapters: adapters, retriers: retriers, interceptor: interceptor,
             observers: observers, gates: gates, validator: validator, deadline: deadline,
             attemptTimeout: attemptTimeout, redirectHandler: redirectHandler)
         return try await run.execute()
@@ -213,12 +213,17 @@ public final class Session: Sendable {
         deadline: Duration?, attemptTimeout: Duration?, redirectHandler: (any RedirectHandler)?
     ) -> RequestRun {
         // Only for a chain that may adapt: the first attempt's request is kept in its record, and one that no
-        // adapter changed would be a second request for nothing.
+        // adapter changed would be a second request for nothing. Then the caller's request is kept as its parts,
+        // built only if something reads it.
         let unshared =
             headers.isEmpty && (adapts || !adapters.isEmpty || interceptor != nil)
             ? URLRequest(url: url, method: method, body: body) : nil
+        let original: OriginalRequest =
+            unshared == nil
+            ? .request(URLRequest(url: url, method: method, headers: headers, body: body))
+            : .parts(url: url, method: method, body: body)
         return run(
-            URLRequest(url: url, method: method, headers: headers, body: body), unshared: consume unshared,
+            original, unshared: consume unshared,
             label: label, adapters: adapters, retriers: retriers, interceptor: interceptor, observers: observers,
             gates: gates, validator: validator, deadline: deadline, attemptTimeout: attemptTimeout,
             redirectHandler: redirectHandler)
@@ -228,7 +233,8 @@ public final class Session: Sendable {
     /// session's defaults) stay out of the frame of `send`, which lasts as long as the request.
     @inline(never)
     private func run(
-        _ request: URLRequest, unshared: consuming URLRequest? = nil, label: String?, adapters: [any RequestAdapter],
+        _ original: OriginalRequest, unshared: consuming URLRequest? = nil, label: String?,
+        adapters: [any RequestAdapter],
         retriers: [any RequestRetrier],
         interceptor: (any RequestInterceptor)?, observers: [any AttemptObserver], gates: [any RetryGate],
         validator: (any ResponseValidator)?, deadline: Duration?, attemptTimeout: Duration?,
@@ -237,7 +243,7 @@ public final class Session: Sendable {
         Self.check(attemptTimeout: attemptTimeout)
         return RequestRun(
             RequestPlan(
-                session: self, originalRequest: request, label: label,
+                session: self, original: original, label: label,
                 requestInterceptor: Self.chain(adapters: adapters, retriers: retriers, interceptor: interceptor),
                 requestRoles: observers.isEmpty && gates.isEmpty
                     ? .none : ChainRoles(observers: observers, gates: gates),
