@@ -145,6 +145,28 @@ struct AttemptObserverTests {
         #expect(shared.outcomes.count == 1)
     }
 
+    /// The session's `observers:` and a request's own are told, the session's first; another request of the same
+    /// session hears only the session's; one instance in both is told once.
+    @Test func aRequestsOwnObserversFollowTheSessionsAndStayItsOwn() async throws {
+        let log = Log()
+        struct Named: AttemptObserver {
+            let name: String
+            let log: Log
+            func attemptDidFinish(_ outcome: AttemptOutcome) async { log.append("\(name) #\(outcome.attempt.number)") }
+        }
+        let both = RecordingObserver("both")
+        let session = Session(
+            transport: ScriptedTransport([.status(503), .status(200), .status(200)]),
+            retriers: [retryAnything(limit: 1)], observers: [Named(name: "session", log: log), both],
+            clock: FastForwardClock())
+
+        _ = try await session.send(request(), observers: [Named(name: "request", log: log), both])
+        _ = try await session.send(request())
+
+        #expect(log.all == ["session #1", "request #1", "session #2", "request #2", "session #1"])
+        #expect(both.lines == ["#1 503 retry 0.0 seconds", "#2 200 succeeded", "#1 200 succeeded"])
+    }
+
     @Test func anObserverInBothTheSessionsAndTheRequestsInterceptorIsToldOnce() async throws {
         let shared = RecordingObserver("shared")
         let own = RecordingObserver("own")

@@ -9,7 +9,7 @@ extension RequestRun {
     /// Whether any observer is to be told: one the session or the request was given, or one that registered so far.
     @inline(never)
     mutating func hasObservers() -> Bool {
-        !plan.roles.observers.isEmpty || plan.registered?.hasObservers == true
+        plan.listsObservers || plan.registered?.hasObservers == true
     }
 
     /// Has the parts that let the last recorded attempt through settle it (``AttemptAccountant``), at once and in
@@ -17,7 +17,7 @@ extension RequestRun {
     @inline(never)
     mutating func settle(_ result: AttemptResult, decision: AttemptDecision) -> Bool {
         guard let (registrations, registeredObservers) = plan.registered?.accountantsAndObservers else {
-            return !plan.roles.observers.isEmpty
+            return plan.listsObservers
         }
         if !registrations.isEmpty, let attempt = attempts.last {
             // Built once, and only for a part that asks for it (a breaker with a `classify` of its own).
@@ -33,7 +33,7 @@ extension RequestRun {
                 }
             }
         }
-        return registeredObservers || !plan.roles.observers.isEmpty
+        return registeredObservers || plan.listsObservers
     }
 
     /// Tells the parts that settle their attempts that the request ended. (Not called for a success at the first

@@ -246,10 +246,10 @@ public final class Session: Sendable {
                 session: self, original: original, label: label,
                 requestInterceptor: Self.chain(adapters: adapters, retriers: retriers, interceptor: interceptor),
                 requestRoles: observers.isEmpty && gates.isEmpty
-                    ? .none : ChainRoles(observers: observers, gates: gates),
-                validator: validator ?? self.validator, deadline: deadline ?? self.deadline,
-                attemptTimeout: attemptTimeout ?? self.attemptTimeout,
-                redirectHandler: redirectHandler ?? self.redirectHandler, unshared: consume unshared))
+                    ? nil : ChainRoles(observers: observers, gates: gates),
+                validator: validator, deadline: deadline ?? self.deadline,
+                attemptTimeout: attemptTimeout ?? self.attemptTimeout, redirectHandler: redirectHandler,
+                unshared: consume unshared))
     }
 
     /// Traps on an attempt timeout of zero or less, naming the setting.
