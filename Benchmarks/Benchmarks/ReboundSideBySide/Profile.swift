@@ -129,6 +129,10 @@ func compare(_ contenders: [String], rounds: Int) async throws {
                 }
             }
         }
+        // `REBOUND_IN_FLIGHT=N`: N requests of each contender at a time instead of one.
+        if let inFlight = ProcessInfo.processInfo.environment["REBOUND_IN_FLIGHT"].flatMap(Int.init), inFlight > 1 {
+            return Contender.concurrent(contender, inFlight: inFlight) { try await run(1) }
+        }
         return Contender(name: contender) { count in
             try await Task.detached { try await measure(count: count) { try await run(count) } }.value
         }
