@@ -223,7 +223,7 @@ public final class Session: Sendable {
             ? .request(URLRequest(url: url, method: method, headers: headers, body: body))
             : .parts(url: url, method: method, body: body)
         return run(
-            original, unshared: consume unshared,
+            consume original, unshared: consume unshared,
             label: label, adapters: adapters, retriers: retriers, interceptor: interceptor, observers: observers,
             gates: gates, validator: validator, deadline: deadline, attemptTimeout: attemptTimeout,
             redirectHandler: redirectHandler)
@@ -233,7 +233,7 @@ public final class Session: Sendable {
     /// session's defaults) stay out of the frame of `send`, which lasts as long as the request.
     @inline(never)
     private func run(
-        _ original: OriginalRequest, unshared: consuming URLRequest? = nil, label: String?,
+        _ original: consuming OriginalRequest, unshared: consuming URLRequest? = nil, label: String?,
         adapters: [any RequestAdapter],
         retriers: [any RequestRetrier],
         interceptor: (any RequestInterceptor)?, observers: [any AttemptObserver], gates: [any RetryGate],
@@ -241,9 +241,19 @@ public final class Session: Sendable {
         redirectHandler: (any RedirectHandler)?
     ) -> RequestRun {
         Self.check(attemptTimeout: attemptTimeout)
+        // Most requests bring nothing of their own: then none of the existentials above is touched (compared with
+        // `nil` only, which copies nothing).
+        if adapters.isEmpty, retriers.isEmpty, interceptor == nil, observers.isEmpty, gates.isEmpty, validator == nil,
+            redirectHandler == nil
+        {
+            return RequestRun(
+                RequestPlan(
+                    session: self, original: consume original, label: label, deadline: deadline ?? self.deadline,
+                    attemptTimeout: attemptTimeout ?? self.attemptTimeout, unshared: consume unshared))
+        }
         return RequestRun(
             RequestPlan(
-                session: self, original: original, label: label,
+                session: self, original: consume original, label: label,
                 requestInterceptor: Self.chain(adapters: adapters, retriers: retriers, interceptor: interceptor),
                 requestRoles: observers.isEmpty && gates.isEmpty
                     ? nil : ChainRoles(observers: observers, gates: gates),
