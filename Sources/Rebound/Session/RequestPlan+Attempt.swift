@@ -42,7 +42,11 @@ extension RequestPlan {
         let adapted: URLRequest
         do {
             // Through the combined chain (the session's adapters, then the request's); none, no call.
-            if let chain { adapted = try await chain.adapt(consume base, context: context) } else { adapted = base }
+            if hasChain, let chain {
+                adapted = try await chain.adapt(consume base, context: context)
+            } else {
+                adapted = base
+            }
         } catch {
             return Self.failed(.adaptationFailed(error: error), sent: nil)
         }

@@ -24,6 +24,8 @@ final class RequestPlan: Sendable {
     private let ownRoles: ChainRoles?
     /// The roles parts register through the contexts they are handed; `nil` without a chain, which has no parts.
     let registered: RegisteredRoles?
+    /// Whether the request has a chain, the session's or its own: read before `chain`, whose existential is copied.
+    let hasChain: Bool
     let deadline: Duration?
     let attemptTimeout: Duration?
     /// Whether attempts race a time limit: with a deadline or an attempt timeout.
@@ -49,8 +51,8 @@ final class RequestPlan: Sendable {
         self.deadline = deadline
         self.attemptTimeout = attemptTimeout
         self.isRaced = deadline != nil || attemptTimeout != nil
-        self.registered =
-            session.interceptor == nil ? nil : RegisteredRoles(besides: session.roles, unshared: unshared)
+        self.hasChain = session.hasChain
+        self.registered = hasChain ? RegisteredRoles(besides: session.roles, unshared: unshared) : nil
     }
 
     /// The plan of a request with parts of its own: each of `requestInterceptor`, `requestRoles`, `validator` and
@@ -78,9 +80,8 @@ final class RequestPlan: Sendable {
         self.deadline = deadline
         self.attemptTimeout = attemptTimeout
         self.isRaced = deadline != nil || attemptTimeout != nil
-        self.registered =
-            ownChain == nil && session.interceptor == nil
-            ? nil : RegisteredRoles(besides: ownRoles ?? session.roles, unshared: unshared)
+        self.hasChain = ownChain != nil || session.hasChain
+        self.registered = hasChain ? RegisteredRoles(besides: ownRoles ?? session.roles, unshared: unshared) : nil
     }
 
     /// The session's interceptor followed by the request's, as one: each attempt makes one call to adapt and at most

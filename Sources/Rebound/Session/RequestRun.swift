@@ -25,12 +25,14 @@ struct RequestRun {
     var lastSentRequest: URLRequest?
     /// The request adapters start from once a retrier answered `retryWithRequest`; `nil`: the caller's.
     var base: URLRequest?
-    var start: Duration = .zero
+    /// When the request started, on the session's clock: read when the run is made, just before it executes.
+    var start: Duration
     /// The error the request ends with, once a decision is ``AttemptDecision/failed``.
     var failure: ReboundError?
 
     init(_ plan: RequestPlan) {
         self.plan = plan
+        self.start = plan.session.clock.now()
     }
 
     /// How an attempt the deadline cut short is recorded.
@@ -49,7 +51,6 @@ struct RequestRun {
     /// their sum, and this frame, which lasts the whole request, stays small.
     @inline(__always)
     mutating func execute() async throws -> Response {
-        start = plan.session.clock.now()
         do {
             while true {
                 if Task.isCancelled { throw CancellationError() }

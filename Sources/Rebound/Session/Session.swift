@@ -67,8 +67,9 @@ public final class Session: Sendable {
 
     let clock: SessionClock
     let roles: ChainRoles
-    /// Whether the session's chain may adapt requests: it has adapters, or an interceptor (which adapts too).
-    let adapts: Bool
+    /// Whether the session has a chain (adapters, retriers or an interceptor, which may all adapt): `interceptor` is
+    /// not `nil`. Read on every request instead of the existential, which comparing would copy.
+    let hasChain: Bool
 
     /// Creates a session.
     ///
@@ -117,7 +118,7 @@ public final class Session: Sendable {
         self.redirectHandler = redirectHandler
         self.clock = SessionClock(clock)
         self.roles = ChainRoles(observers: observers, gates: gates)
-        self.adapts = !adapters.isEmpty || interceptor != nil
+        self.hasChain = interceptor != nil
     }
 
     /// Sends `request`, retrying as the interceptors decide, and returns the successful response.
@@ -216,7 +217,7 @@ public final class Session: Sendable {
         // adapter changed would be a second request for nothing. Then the caller's request is kept as its parts,
         // built only if something reads it.
         let unshared =
-            headers.isEmpty && (adapts || !adapters.isEmpty || interceptor != nil)
+            headers.isEmpty && (hasChain || !adapters.isEmpty || interceptor != nil)
             ? URLRequest(url: url, method: method, body: body) : nil
         let original: OriginalRequest =
             unshared == nil
