@@ -136,10 +136,11 @@ struct RequestRun {
         return result
     }
 
-    /// The request the next attempt's adapters start from: for the first attempt, a request equal to `base` with
+    /// The request the next attempt's adapters start from: for the first attempt, a request equal to the caller's with
     /// storage of its own if the session made one (``RegisteredRoles/takeUnshared()``), so that an adapter setting a
-    /// header changes it in place (`base` shares its storage with the caller's request, and Foundation copies shared
-    /// storage on the first change: about 2 µs on Linux, a copy that normalizes the method again); `base` otherwise.
+    /// header changes it in place (the caller's request shares its storage, and Foundation copies shared storage on
+    /// the first change: about 2 µs on Linux, a copy that normalizes the method again); otherwise `base`, or the
+    /// caller's request when no retrier replaced it.
     /// Returned owned, so that the unshared request's only reference travels to the adapters. (Kept with the
     /// registrations rather than here: 16 bytes more in this struct would grow the frame that lasts the whole
     /// request.)

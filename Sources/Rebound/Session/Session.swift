@@ -204,7 +204,7 @@ public final class Session: Sendable {
     }
 
     /// The run of a request built from a URL, out of line like the other; its adapters get a request of their own to
-    /// change in place (see `RequestRun.unshared`): one more request to build, cheaper than the copy a change would
+    /// change in place (see `RequestRun.nextBase()`): one more request to build, cheaper than the copy a change would
     /// make; not with headers, which would cost as much to set again.
     @inline(never)
     private func run(
