@@ -37,51 +37,58 @@ final class RequestPlan: Sendable {
     /// a bare session's work with cold caches). Out of line: its temporaries would otherwise stay in the frame of
     /// `Session.send` for the whole request.
     @inline(never)
-    init(
+    convenience init(
         session: Session, original: consuming OriginalRequest, label: String?, deadline: Duration?,
         attemptTimeout: Duration?, unshared: consuming URLRequest? = nil
     ) {
-        self.session = session
-        self.original = original
-        self.label = label
-        self.ownChain = nil
-        self.ownValidator = nil
-        self.ownRedirectHandler = nil
-        self.ownRoles = nil
-        self.deadline = deadline
-        self.attemptTimeout = attemptTimeout
-        self.isRaced = deadline != nil || attemptTimeout != nil
-        self.hasChain = session.hasChain
-        self.registered = hasChain ? RegisteredRoles(besides: session.roles, unshared: unshared) : nil
+        self.init(
+            session: session, original: original, label: label, ownChain: nil, ownValidator: nil,
+            ownRedirectHandler: nil, ownRoles: nil, deadline: deadline, attemptTimeout: attemptTimeout,
+            unshared: unshared)
     }
 
     /// The plan of a request with parts of its own: each of `requestInterceptor`, `requestRoles`, `validator` and
     /// `redirectHandler` is the request's own, `nil` for the session's.
     @inline(never)
-    init(
+    convenience init(
         session: Session, original: consuming OriginalRequest, label: String?,
         requestInterceptor: (any RequestInterceptor)?, requestRoles: ChainRoles?, validator: (any ResponseValidator)?,
         deadline: Duration?, attemptTimeout: Duration?, redirectHandler: (any RedirectHandler)?,
         unshared: consuming URLRequest? = nil
     ) {
+        let ownChain: (any RequestInterceptor)? =
+            if let requestInterceptor {
+                session.interceptor.map { SessionThenRequest(session: $0, request: requestInterceptor) }
+                    ?? requestInterceptor
+            } else {
+                nil
+            }
+        self.init(
+            session: session, original: original, label: label, ownChain: ownChain, ownValidator: validator,
+            ownRedirectHandler: redirectHandler, ownRoles: requestRoles.map { session.roles.followed(by: $0) },
+            deadline: deadline, attemptTimeout: attemptTimeout, unshared: unshared)
+    }
+
+    /// Stores the request's own parts (`nil` for the session's) and makes its registrations if it has a chain.
+    private init(
+        session: Session, original: consuming OriginalRequest, label: String?,
+        ownChain: consuming (any RequestInterceptor)?, ownValidator: consuming (any ResponseValidator)?,
+        ownRedirectHandler: consuming (any RedirectHandler)?, ownRoles: consuming ChainRoles?, deadline: Duration?,
+        attemptTimeout: Duration?, unshared: consuming URLRequest?
+    ) {
         self.session = session
         self.original = original
         self.label = label
-        if let requestInterceptor {
-            self.ownChain =
-                session.interceptor.map { SessionThenRequest(session: $0, request: requestInterceptor) }
-                ?? requestInterceptor
-        } else {
-            self.ownChain = nil
-        }
-        self.ownValidator = validator
-        self.ownRedirectHandler = redirectHandler
-        self.ownRoles = requestRoles.map { session.roles.followed(by: $0) }
+        self.ownChain = ownChain
+        self.ownValidator = ownValidator
+        self.ownRedirectHandler = ownRedirectHandler
+        self.ownRoles = ownRoles
         self.deadline = deadline
         self.attemptTimeout = attemptTimeout
         self.isRaced = deadline != nil || attemptTimeout != nil
-        self.hasChain = ownChain != nil || session.hasChain
-        self.registered = hasChain ? RegisteredRoles(besides: ownRoles ?? session.roles, unshared: unshared) : nil
+        self.hasChain = self.ownChain != nil || session.hasChain
+        self.registered =
+            hasChain ? RegisteredRoles(besides: self.ownRoles ?? session.roles, unshared: unshared) : nil
     }
 
     /// The session's interceptor followed by the request's, as one: each attempt makes one call to adapt and at most
