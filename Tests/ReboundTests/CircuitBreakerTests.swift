@@ -447,7 +447,7 @@ struct CircuitBreakerRegistryTests {
         // And every combination of pieces chosen for their edge cases.
         let schemes = ["http", "HTTPS", "x-y.z+w", ""]
         let hosts = ["a", "Example.COM", "127.0.0.1", "[::1]", "h%41", "us:er@host", "", "x-y_z", "\u{E9}t\u{E9}.fr"]
-        let ports = ["", ":", ":0", ":080", ":65535", ":99999"]
+        let ports = ["", ":", ":0", ":00", ":1", ":080", ":8080", ":65535", ":99999", ":123456789"]
         let rests = ["", "/", "/p?q=1", "?q", "#f", "/a:b@c"]
         for scheme in schemes {
             for host in hosts {

@@ -73,6 +73,40 @@ struct ModifyingTests {
         #expect(adapted.value(forHTTPHeaderField: "X-Order") == "ab-awaitedcd")
     }
 
+    @Test func aClosureThatDoesNotAwaitIsCalledWithoutSuspending() {
+        let now = Adapter.modifying { request, _ in request.setValue("1", forHTTPHeaderField: "X-Now") }
+        let source = HeaderSource()
+        let awaiting = Adapter.modifying { request, _ in
+            request.setValue(await source.value(), forHTTPHeaderField: "X-Awaited")
+        }
+        let handler: Adapter.ModifyHandler = { request, _ in request.setValue("1", forHTTPHeaderField: "X-Later") }
+
+        #expect(now.modifyNow != nil)
+        #expect(awaiting.modifyNow == nil)
+        #expect(Adapter.modifying(handler).modifyNow == nil)
+        #expect(Adapter.bodyStream { InputStream(data: Data()) }.modifyNow != nil)
+        #expect(Adapter { request, _ in request }.modifyNow == nil)
+    }
+
+    @Test func aWrapperAroundAnAdapterThatDoesNotAwaitRunsItInItsPlace() async throws {
+        let interceptor = Interceptor(adapters: [
+            .modifying { request, _ in request.setValue("a", forHTTPHeaderField: "X-Order") },
+            ForwardingAdapter(
+                wrapped: Adapter.modifying { request, _ in
+                    request.setValue(
+                        (request.value(forHTTPHeaderField: "X-Order") ?? "") + "b", forHTTPHeaderField: "X-Order")
+                }),
+            .modifying { request, _ in
+                request.setValue(
+                    (request.value(forHTTPHeaderField: "X-Order") ?? "") + "c", forHTTPHeaderField: "X-Order")
+            },
+        ])
+
+        let adapted = try await interceptor.adapt(request(), context: RequestContext())
+
+        #expect(adapted.value(forHTTPHeaderField: "X-Order") == "abc")
+    }
+
     @Test func aThrowingStepStopsTheChain() async throws {
         let reached = Atomic<Int>(0)
         let interceptor = Interceptor(adapters: [
@@ -84,6 +118,15 @@ struct ModifyingTests {
             _ = try await interceptor.adapt(request(), context: RequestContext())
         }
         #expect(reached.load(ordering: .relaxed) == 0)
+    }
+}
+
+/// An adapter that forwards to another, as a user's decorator would.
+private struct ForwardingAdapter: RequestAdapter {
+    let wrapped: any RequestAdapter
+
+    func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
+        try await wrapped.adapt(request, context: context)
     }
 }
 

@@ -27,9 +27,9 @@ public typealias AdaptHandler = @Sendable (consuming URLRequest, RequestContext)
 
 /// An adapter made from a closure, for one-off behaviour.
 ///
-/// To change a few fields, prefer ``RequestAdapter/modifying(_:)``: its closure mutates the request in place. A closure
-/// that starts with `var request = request` works the same, but on Linux it copies the request first (about a
-/// microsecond).
+/// To change a few fields, prefer ``RequestAdapter/modifying(_:)-(Adapter.ModifyNowHandler)``: its closure mutates
+/// the request in place. A closure that starts with `var request = request` works the same, but on Linux it copies the
+/// request first (about a microsecond).
 ///
 /// ```swift
 /// let interceptor = Interceptor(adapters: [
@@ -44,10 +44,14 @@ public struct Adapter: RequestAdapter {
     /// The signature of a closure that changes the request in place; it may `await`, or not.
     public typealias ModifyHandler = @Sendable (inout URLRequest, RequestContext) async throws -> Void
 
+    /// The signature of a closure that changes the request in place without suspending.
+    public typealias ModifyNowHandler = @Sendable (inout URLRequest, RequestContext) throws -> Void
+
     /// What the adapter runs.
     fileprivate enum Body: Sendable {
         case adapt(AdaptHandler)
         case modify(ModifyHandler)
+        case modifyNow(ModifyNowHandler)
     }
 
     private let body: Body
@@ -70,7 +74,18 @@ public struct Adapter: RequestAdapter {
             var request = request
             try await modify(&request, context)
             return request
+        case .modifyNow(let modify):
+            var request = request
+            try modify(&request, context)
+            return request
         }
+    }
+
+    /// The closure of an adapter that changes the request without suspending, which an ``Interceptor`` calls
+    /// directly instead of through ``adapt(_:context:)``; `nil` for any other adapter.
+    var modifyNow: ModifyNowHandler? {
+        if case .modifyNow(let modify) = body { return modify }
+        return nil
     }
 }
 
@@ -88,7 +103,7 @@ extension RequestAdapter where Self == Adapter {
     /// let response = try await session.send(request, adapters: [upload])
     /// ```
     public static func bodyStream(_ makeStream: @escaping @Sendable () throws -> InputStream) -> Adapter {
-        Adapter(body: .modify { request, _ in request.httpBodyStream = try makeStream() })
+        Adapter(body: .modifyNow { request, _ in request.httpBodyStream = try makeStream() })
     }
 
     /// An adapter whose closure changes the request in place, without copying it; the closure may `await`.
@@ -98,7 +113,17 @@ extension RequestAdapter where Self == Adapter {
     ///     request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
     /// }
     /// ```
+    ///
+    /// A closure that does not `await` gets ``modifying(_:)-(Adapter.ModifyNowHandler)`` instead, which behaves the
+    /// same.
     public static func modifying(_ modify: @escaping Adapter.ModifyHandler) -> Adapter {
         Adapter(body: .modify(modify))
+    }
+
+    /// An adapter whose closure changes the request in place, without copying it and without suspending: the
+    /// compiler picks this one for a closure that does not `await`, and an ``Interceptor`` calls it directly rather
+    /// than through an asynchronous call (a few hundred nanoseconds less per adapter between two network round trips).
+    public static func modifying(_ modify: @escaping Adapter.ModifyNowHandler) -> Adapter {
+        Adapter(body: .modifyNow(modify))
     }
 }

@@ -146,28 +146,26 @@ enum HostKey {
             }
             let hostEnd = colon < 0 ? index : colon
             guard hostEnd > hostStart else { return nil }
-            var port: Int?
+            // The key is the string's own bytes, the host lower-cased: "host" or "host:port" (a port written with
+            // leading zeros is Foundation's to read; an empty one is left out).
+            var keyEnd = hostEnd
             if colon >= 0, colon + 1 < index {
-                guard index - colon - 1 <= 9 else { return nil }
-                var value = 0
-                for position in (colon + 1)..<index {
-                    let digit = bytes[position] &- UInt8(ascii: "0")
-                    guard digit < 10 else { return nil }
-                    value = value * 10 + Int(digit)
+                guard index - colon - 1 <= 9, bytes[colon + 1] != UInt8(ascii: "0") || index - colon == 2 else {
+                    return nil
                 }
-                port = value
+                for position in (colon + 1)..<index {
+                    guard bytes[position] &- UInt8(ascii: "0") < 10 else { return nil }
+                }
+                keyEnd = index
             }
-            let hostBytes = UnsafeBufferPointer(rebasing: bytes[hostStart..<hostEnd])
-            let host =
-                hasUppercase
-                ? String(unsafeUninitializedCapacity: hostBytes.count) { buffer in
-                    for (offset, byte) in hostBytes.enumerated() {
-                        buffer[offset] = (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 : byte
-                    }
-                    return hostBytes.count
-                } : String(decoding: hostBytes, as: UTF8.self)
-            guard let port else { return host }
-            return host + ":" + String(port)
+            let keyBytes = UnsafeBufferPointer(rebasing: bytes[hostStart..<keyEnd])
+            guard hasUppercase else { return String(decoding: keyBytes, as: UTF8.self) }
+            return String(unsafeUninitializedCapacity: keyBytes.count) { buffer in
+                for (offset, byte) in keyBytes.enumerated() {
+                    buffer[offset] = (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 : byte
+                }
+                return keyBytes.count
+            }
         }
     }
 

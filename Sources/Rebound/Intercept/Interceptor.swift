@@ -43,6 +43,15 @@ public struct Interceptor: RequestInterceptor {
 
     /// The observers and gates, registered with each request; `nil` without any.
     private let group: RoleGroup?
+    /// The adapters as they run: an adapter made with ``RequestAdapter/modifying(_:)-(Adapter.ModifyNowHandler)`` has
+    /// its closure called directly, every other one through `adapt`.
+    private let steps: [AdaptStep]
+
+    /// One adapter of the chain, as it runs.
+    private enum AdaptStep: Sendable {
+        case now(Adapter.ModifyNowHandler)
+        case adapter(any RequestAdapter)
+    }
 
     /// Creates an interceptor from adapters, retriers, other interceptors, observers and gates.
     ///
@@ -60,6 +69,10 @@ public struct Interceptor: RequestInterceptor {
         gates: [any RetryGate] = []
     ) {
         self.adapters = adapters + interceptors.map { $0 as any RequestAdapter }
+        // The only look at an adapter's type: it changes how the same closure is called, never what runs.
+        self.steps = self.adapters.map { adapter in
+            (adapter as? Adapter)?.modifyNow.map(AdaptStep.now) ?? .adapter(adapter)
+        }
         self.retriers = retriers + interceptors.map { $0 as any RequestRetrier }
         let roles = ChainRoles(observers: observers, gates: gates)
         self.group = roles.isEmpty ? nil : RoleGroup(roles)
@@ -80,8 +93,11 @@ public struct Interceptor: RequestInterceptor {
     public func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
         if let group { context.register(group) }
         var request = request
-        for adapter in adapters {
-            request = try await adapter.adapt(consume request, context: context)
+        for step in steps {
+            switch step {
+            case .now(let modify): try modify(&request, context)
+            case .adapter(let adapter): request = try await adapter.adapt(consume request, context: context)
+            }
         }
         return request
     }
