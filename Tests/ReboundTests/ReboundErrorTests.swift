@@ -43,6 +43,19 @@ struct ReboundErrorTests {
                     original: .unacceptableStatusCode(503)),
                 "retryBudgetExhausted"
             ),
+            (
+                .adaptationFailed(
+                    error: AdaptiveThrottleRejection(
+                        key: "a.example", rejectionProbability: 0.5, requests: 20, accepts: 4)),
+                "throttled"
+            ),
+            (
+                .retryAborted(
+                    error: AdaptiveThrottleRejection(
+                        key: "a.example", rejectionProbability: 0.5, requests: 20, accepts: 4),
+                    original: .unacceptableStatusCode(503)),
+                "throttled"
+            ),
             (.retryAborted(error: TestError("quota"), original: .unacceptableStatusCode(429)), "retryAborted"),
             (.deadlineExceeded(deadline: .seconds(1), last: .unacceptableStatusCode(503)), "deadlineExceeded"),
         ])

@@ -145,7 +145,8 @@ struct RetryBudgetRatioTests {
 }
 
 /// A gate that denies every retry.
-private struct DenyingGate: RetryGate {
+/// A gate that denies every retry.
+struct DenyingGate: RetryGate {
     struct Denied: Error {}
     func admitRetry(_ request: RetryRequest, dueTo error: ReboundError, after delay: Duration) -> (any Error)? {
         Denied()

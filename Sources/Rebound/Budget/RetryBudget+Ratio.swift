@@ -74,47 +74,22 @@ extension RetryBudget {
     }
 }
 
-/// A host's requests and retries over the last window, in ten slots of a tenth of the window each.
+/// A host's requests and retries over the last window.
 struct RatioWindow: Sendable {
-    private struct Slot: Sendable {
-        var index: Int64
-        var requests = 0
-        var retries = 0
-    }
-
-    static let slotCount = 10
-    private var slots: [Slot] = []
-
-    /// The slot `now` falls in, counted from the clock's origin.
-    private static func slotIndex(_ now: Duration, window: Duration) -> Int64 {
-        let slot = window / slotCount
-        return Int64(now / slot)
-    }
-
-    /// Drops the slots that left the window and returns the current slot's position, adding it if needed.
-    private mutating func current(_ now: Duration, window: Duration) -> Int {
-        let index = Self.slotIndex(now, window: window)
-        slots.removeAll { $0.index <= index - Int64(Self.slotCount) || $0.index > index }
-        if let last = slots.indices.last, slots[last].index == index { return last }
-        slots.append(Slot(index: index))
-        return slots.count - 1
-    }
+    private var tally = SlidingTally()
 
     mutating func addRequest(at now: Duration, window: Duration) {
-        slots[current(now, window: window)].requests += 1
+        tally.add(first: 1, at: now, window: window)
     }
 
     mutating func addRetry(_ count: Int, at now: Duration, window: Duration) {
-        slots[current(now, window: window)].retries += count
+        tally.add(second: count, at: now, window: window)
     }
 
     /// The retries still allowed in the window: the share of its requests plus the floor, less its retries. Reading
     /// changes nothing.
     func available(at now: Duration, ratio: RetryBudget.Ratio) -> Double {
-        let index = Self.slotIndex(now, window: ratio.window)
-        let live = slots.filter { $0.index > index - Int64(Self.slotCount) && $0.index <= index }
-        let requests = live.reduce(0) { $0 + $1.requests }
-        let retries = live.reduce(0) { $0 + $1.retries }
+        let (requests, retries) = tally.totals(at: now, window: ratio.window)
         return Double(requests) * ratio.percent / 100 + ratio.floorPerWindow - Double(retries)
     }
 }

@@ -171,18 +171,21 @@ extension ReboundError.Reason {
     /// The status code for ``unacceptableStatusCode(_:)`` (`"503"`); the `URLError` code's name for a transport
     /// failure (`timedOut`, `networkConnectionLost`, `cannotConnectToHost`, `cannotFindHost`, … as Swift spells it;
     /// `URLError` for a code without a listed name), or `transport` for another error; `adaptation`, `validation`,
-    /// `decoding`; `circuitOpen` for a breaker's refusal, also of a retry; `retryBudgetExhausted`; `retryAborted` for
+    /// `decoding`; `circuitOpen` for a breaker's refusal, also of a retry; `retryBudgetExhausted`; `throttled` for an
+    /// ``AdaptiveThrottle``'s rejection, of an attempt or of a retry; `retryAborted` for
     /// any other error a retrier or a gate stopped the request with; `deadlineExceeded`.
     public var errorType: String {
         switch self {
         case .unacceptableStatusCode(let code): "\(code)"
         case .transportFailed(let error): (error as? URLError).map { $0.code.name ?? "URLError" } ?? "transport"
+        case .adaptationFailed(is AdaptiveThrottleRejection): "throttled"
         case .adaptationFailed: "adaptation"
         case .validationFailed: "validation"
         case .decodingFailed: "decoding"
         case .circuitOpen: "circuitOpen"
         case .retryAborted(is CircuitBreakerOpenError, _): "circuitOpen"
         case .retryAborted(is RetryBudgetExhausted, _): "retryBudgetExhausted"
+        case .retryAborted(is AdaptiveThrottleRejection, _): "throttled"
         case .retryAborted: "retryAborted"
         case .deadlineExceeded: "deadlineExceeded"
         }

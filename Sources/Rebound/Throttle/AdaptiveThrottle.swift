@@ -1,0 +1,341 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Rejects part of a host's requests on the client while the host keeps failing or throttling, before they cost it
+/// anything: the client-side throttling of Google's SRE book ("Handling Overload").
+///
+/// **The rule.** For each host (``CircuitBreakerRegistry/hostKey(for:)`` by default) the throttle counts, over a
+/// sliding ``Configuration/window``, the attempts it was asked to let through (*requests*, the ones it rejected
+/// included) and those the host accepted (*accepts*: any response but a 5xx, 408 or 429, as a breaker counts them;
+/// an attempt that was never sent counts for nothing). It rejects each attempt with probability
+///
+///     max(0, (requests − multiplier × accepts) / (requests + 1))
+///
+/// capped at ``Configuration/maximumRejection``, and rejects nothing while the window holds fewer than
+/// ``Configuration/minimumRequests``. With the default multiplier of 2, a host that accepts half the requests or more
+/// sees every one of them; one that accepts a third sees about a third fewer; one that accepts nothing sees a tenth
+/// (the cap). The rejected requests never leave the client, so a struggling host gets the room to recover, and the
+/// throttle lets more through as soon as what it lets through is accepted again.
+///
+/// **A rejection** fails the attempt with ``AdaptiveThrottleRejection`` (as
+/// ``ReboundError/Reason/adaptationFailed(error:)``; its ``ReboundError/Reason/errorType`` is `throttled`), which
+/// ``RetryPolicy`` does not retry. A retry is drawn for once, when it is granted: the throttle is also the request's
+/// ``RetryGate``, so a retry it would reject is refused before its backoff (as
+/// ``ReboundError/Reason/retryAborted(error:original:)``), and a granted one is not drawn for again when it is sent.
+///
+/// **Placement and sharing.** Put it in a chain's adapters, before a ``CircuitBreakerRegistry`` (a request the
+/// throttle rejects then takes no trial of a half-open breaker). It registers through the request's context to hear
+/// how the attempts it let through end, so it keeps working inside any wrapper that forwards `adapt`. One throttle
+/// holds the counts of every host it sees, behind one lock: share one instance between the sessions that talk to the
+/// same hosts, as you share a ``RetryBudget``.
+///
+/// ```swift
+/// let throttle = AdaptiveThrottle()
+/// let session = Session(adapters: [throttle, CircuitBreakerRegistry()], retriers: [RetryPolicy()])
+/// ```
+public final class AdaptiveThrottle: RequestAdapter, RetryGate {
+    /// The throttle's numbers.
+    public struct Configuration: Sendable, Equatable {
+        /// The SRE book's rule with a multiplier of 2 over a 10 s window, rejecting at most 90% and nothing below 10
+        /// requests.
+        public static let `default` = Configuration(
+            checkedMultiplier: 2, window: .seconds(10), maximumRejection: 0.9, minimumRequests: 10)
+
+        /// How many requests per accepted one the host may be sent before the throttle rejects any (the book's K);
+        /// `2` by default. Lower rejects sooner; 1 rejects as soon as anything fails.
+        public let multiplier: Double
+        /// The sliding window requests and accepts are counted over; 10 s by default (the book uses two minutes for
+        /// traffic between backends; a shorter window forgets an outage sooner).
+        public let window: Duration
+        /// The highest probability of rejection; `0.9` by default, so that a tenth of the requests still reach a host
+        /// that accepted nothing. The rule alone tends to 1 in a total outage, and then finds the recovered host only
+        /// after many windows, since it counts its own rejections as requests.
+        public let maximumRejection: Double
+        /// The fewest requests in the window before anything is rejected; `10` by default, so that a quiet client's
+        /// one failure is not taken for a pattern.
+        public let minimumRequests: Int
+
+        /// Creates the numbers from values written in code; an invalid one traps.
+        ///
+        /// - Parameters:
+        ///   - multiplier: At least 1; 2 by default.
+        ///   - window: At least 1 ms; 10 s by default.
+        ///   - maximumRejection: Between 0 and 1; 0.9 by default.
+        ///   - minimumRequests: 0 or more; 10 by default.
+        public init(
+            multiplier: Double = 2, window: Duration = .seconds(10), maximumRejection: Double = 0.9,
+            minimumRequests: Int = 10
+        ) {
+            ConfigurationError.trapIfInvalid { () throws(ConfigurationError) in
+                try Self.check(
+                    multiplier: multiplier, window: window, maximumRejection: maximumRejection,
+                    minimumRequests: minimumRequests)
+            }
+            self.init(
+                checkedMultiplier: multiplier, window: window, maximumRejection: maximumRejection,
+                minimumRequests: minimumRequests)
+        }
+
+        /// Creates the numbers from values that arrive at run time, throwing ``ConfigurationError`` for an invalid
+        /// one; the parameters are those of ``init(multiplier:window:maximumRejection:minimumRequests:)``.
+        public static func validated(
+            multiplier: Double = 2, window: Duration = .seconds(10), maximumRejection: Double = 0.9,
+            minimumRequests: Int = 10
+        ) throws(ConfigurationError) -> Configuration {
+            try check(
+                multiplier: multiplier, window: window, maximumRejection: maximumRejection,
+                minimumRequests: minimumRequests)
+            return Configuration(
+                checkedMultiplier: multiplier, window: window, maximumRejection: maximumRejection,
+                minimumRequests: minimumRequests)
+        }
+
+        private static func check(
+            multiplier: Double, window: Duration, maximumRejection: Double, minimumRequests: Int
+        ) throws(ConfigurationError) {
+            guard multiplier.isFinite, multiplier >= 1 else {
+                throw ConfigurationError(
+                    field: "AdaptiveThrottle.Configuration.multiplier", problem: "must be at least 1, got \(multiplier)"
+                )
+            }
+            guard window >= .milliseconds(1) else {
+                throw ConfigurationError(
+                    field: "AdaptiveThrottle.Configuration.window", problem: "must be at least 1 ms, got \(window)")
+            }
+            guard maximumRejection.isFinite, (0...1).contains(maximumRejection) else {
+                throw ConfigurationError(
+                    field: "AdaptiveThrottle.Configuration.maximumRejection",
+                    problem: "must be between 0 and 1, got \(maximumRejection)")
+            }
+            guard minimumRequests >= 0 else {
+                throw ConfigurationError(
+                    field: "AdaptiveThrottle.Configuration.minimumRequests",
+                    problem: "must be 0 or more, got \(minimumRequests)")
+            }
+        }
+
+        private init(checkedMultiplier: Double, window: Duration, maximumRejection: Double, minimumRequests: Int) {
+            self.multiplier = checkedMultiplier
+            self.window = window
+            self.maximumRejection = maximumRejection
+            self.minimumRequests = minimumRequests
+        }
+
+        /// The probability of rejecting a request, given the window's counts.
+        func rejectionProbability(requests: Int, accepts: Int) -> Double {
+            guard requests >= minimumRequests, requests > 0 else { return 0 }
+            let rule = (Double(requests) - multiplier * Double(accepts)) / (Double(requests) + 1)
+            return min(max(rule, 0), maximumRejection)
+        }
+    }
+
+    /// What the throttle counts for one host now: a pure read, for a gauge.
+    public struct Snapshot: Sendable, Equatable {
+        /// The requests in the window, rejected ones included.
+        public let requests: Int
+        /// The requests in the window the host accepted.
+        public let accepts: Int
+        /// The probability that the next request is rejected.
+        public let rejectionProbability: Double
+    }
+
+    private struct State: Sendable {
+        /// Each host's requests (first) and accepts (second).
+        var tallies: [String: SlidingTally] = [:]
+        /// For each request asked about a retry: the number of the failed attempt, counted when the retry was asked
+        /// for (so that it is not counted again when it is settled), whose retry was drawn for then (so that it is not
+        /// drawn for again when it is sent).
+        var granted: [UUID: Int] = [:]
+    }
+
+    /// The throttle's numbers.
+    public let configuration: Configuration
+
+    private let keyFunction: CircuitBreakerRegistry.KeyFunction
+    private let classify: (@Sendable (AttemptOutcome) -> CircuitBreaker.Verdict)?
+    private let random: RandomSource
+    private let state = Locked(State())
+    private let now: @Sendable () -> Duration
+
+    /// Creates a throttle.
+    ///
+    /// - Parameters:
+    ///   - configuration: The rule's numbers; ``Configuration/default`` by default.
+    ///   - key: Picks the host whose counts a request joins, or `nil` for a request never throttled;
+    ///     ``CircuitBreakerRegistry/hostKey(for:)`` (the host, and the port when the URL names one) by default.
+    ///   - clock: The clock the window slides on; `ContinuousClock` by default.
+    ///   - random: Where the draws come from; ``RandomSource/system`` by default (``RandomSource/seeded(_:)`` makes
+    ///     them reproducible).
+    ///   - classify: Whether an attempt the throttle let through was accepted (``CircuitBreaker/Verdict/success``),
+    ///     not accepted (``CircuitBreaker/Verdict/failure``) or is not counted (``CircuitBreaker/Verdict/ignored``);
+    ///     asked only about attempts that were sent. `nil`, the default, is ``CircuitBreaker/defaultVerdict(for:)``.
+    public init<C: Clock>(
+        configuration: Configuration = .default,
+        key: @escaping CircuitBreakerRegistry.KeyFunction = CircuitBreakerRegistry.hostKey,
+        clock: C = ContinuousClock(), random: RandomSource = .system,
+        classify: (@Sendable (AttemptOutcome) -> CircuitBreaker.Verdict)? = nil
+    ) where C.Duration == Duration {
+        self.configuration = configuration
+        self.keyFunction = key
+        self.classify = classify
+        self.random = random
+        self.now = SessionClock(clock).now
+    }
+
+    /// The counts of `key`'s window and the probability of rejecting its next request; reading changes nothing.
+    public func snapshot(for key: String) -> Snapshot {
+        let now = now()
+        let (requests, accepts) = state.withLock { state in
+            state.tallies[key]?.totals(at: now, window: configuration.window) ?? (0, 0)
+        }
+        return Snapshot(
+            requests: requests, accepts: accepts,
+            rejectionProbability: configuration.rejectionProbability(requests: requests, accepts: accepts))
+    }
+
+    /// The snapshot of the host a request to `url` counts for; `nil` for a request never throttled.
+    public func snapshot(for url: URL) -> Snapshot? {
+        keyFunction(URLRequest(url: url)).map { snapshot(for: $0) }
+    }
+
+    /// Lets the attempt through and registers, through the context, to hear how it ends, or throws
+    /// ``AdaptiveThrottleRejection``, counting the rejected request.
+    public func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
+        guard let key = keyFunction(request) else { return request }
+        if let rejection = admit(key, requestID: context.requestID, attempt: context.attempt) { throw rejection }
+        context.settleAndAdmitRetries(through: self)
+        return request
+    }
+
+    /// Draws for an attempt of `key`'s host (unless it is a retry drawn for when it was granted), counting it as a
+    /// request if it is rejected; returns the rejection, or `nil` to let it through.
+    private func admit(_ key: String, requestID: UUID, attempt: Int) -> AdaptiveThrottleRejection? {
+        let now = now()
+        return state.withLock { state in
+            if attempt > 1, !state.granted.isEmpty, state.granted[requestID] == attempt - 1 {
+                state.granted[requestID] = nil
+                return nil
+            }
+            return Self.draw(key, in: &state, now: now, configuration: configuration, random: random)
+        }
+    }
+
+    /// How an attempt that was sent counts: accepted, not accepted, or not at all (`nil`); `outcome` builds its
+    /// ``AttemptOutcome`` for a `classify` of the caller's own.
+    private func accepted(_ attempt: Attempt, outcome: () -> AttemptOutcome) -> Bool? {
+        switch classify.map({ $0(outcome()) }) ?? CircuitBreaker.defaultVerdict(for: attempt) {
+        case .success: true
+        case .failure: false
+        case .ignored: nil
+        }
+    }
+
+    /// Draws for a request of `key`'s host with the window's probability; a rejected one is counted as a request.
+    private static func draw(
+        _ key: String, in state: inout State, now: Duration, configuration: Configuration, random: RandomSource
+    ) -> AdaptiveThrottleRejection? {
+        let (requests, accepts) = state.tallies[key]?.totals(at: now, window: configuration.window) ?? (0, 0)
+        let probability = configuration.rejectionProbability(requests: requests, accepts: accepts)
+        guard probability > 0, random.unitInterval() < probability else { return nil }
+        add(requests: 1, accepts: 0, for: key, to: &state, now: now, window: configuration.window)
+        return AdaptiveThrottleRejection(
+            key: key, rejectionProbability: probability, requests: requests + 1, accepts: accepts)
+    }
+
+    /// Adds to `key`'s counts; a host seen for the first time makes the throttle forget the hosts whose windows are
+    /// empty, so that the table holds only hosts heard from within a window.
+    private static func add(
+        requests: Int, accepts: Int, for key: String, to state: inout State, now: Duration, window: Duration
+    ) {
+        if state.tallies[key] == nil {
+            state.tallies = state.tallies.filter { !$0.value.isEmpty(at: now, window: window) }
+        }
+        state.tallies[key, default: SlidingTally()].add(first: requests, second: accepts, at: now, window: window)
+    }
+
+    /// How many requests' retries the throttle keeps a record of; for tests that check nothing is kept.
+    package var grantsKept: Int { state.withLock { $0.granted.count } }
+
+    /// How many hosts' counts the throttle keeps; for tests that check it forgets.
+    package var hostsKept: Int { state.withLock { $0.tallies.count } }
+}
+
+// The session tells the throttle how the attempts it let through end directly (see `AttemptAccountant`), and asks it
+// about the request's retries.
+extension AdaptiveThrottle: AttemptAccountant {
+    /// Counts the failed attempt, then draws for the retry with the probability that results, so that a retry the
+    /// throttle would reject is refused before its backoff rather than after it; a granted retry is not drawn for
+    /// again when it is sent.
+    public func admitRetry(_ request: RetryRequest, dueTo error: ReboundError, after delay: Duration) -> (any Error)? {
+        guard let key = keyFunction(request.request), let failed = request.attempts.last else { return nil }
+        let counted =
+            failed.request == nil
+            ? nil
+            : accepted(failed) {
+                AttemptOutcome(
+                    requestID: request.requestID, label: request.label, original: request.original, attempt: failed,
+                    data: request.data, decision: .retry(after: delay))
+            }
+        let now = now()
+        return state.withLock { state -> AdaptiveThrottleRejection? in
+            if let counted {
+                Self.add(
+                    requests: 1, accepts: counted ? 1 : 0, for: key, to: &state, now: now,
+                    window: configuration.window)
+            }
+            // Kept whatever the draw: the failed attempt is settled after this, and must not be counted again.
+            state.granted[request.requestID] = failed.number
+            return Self.draw(key, in: &state, now: now, configuration: configuration, random: random)
+        }
+    }
+
+    func settle(_ attempt: Attempt, of requestID: UUID, outcome: () -> AttemptOutcome) {
+        // Only an attempt that was sent tells anything about the host; a rejected one was counted when it was.
+        guard let sent = attempt.request, let key = keyFunction(sent) else { return }
+        // A failed attempt whose retry was asked for was counted then.
+        if state.withLock({ !$0.granted.isEmpty && $0.granted[requestID] == attempt.number }) { return }
+        guard let counted = accepted(attempt, outcome: outcome) else { return }
+        let now = now()
+        state.withLock { state in
+            Self.add(
+                requests: 1, accepts: counted ? 1 : 0, for: key, to: &state, now: now, window: configuration.window)
+        }
+    }
+
+    func requestEnded(_ requestID: UUID) {
+        state.withLock { state in
+            if !state.granted.isEmpty { state.granted[requestID] = nil }
+        }
+    }
+}
+
+/// The error of an attempt or a retry that an ``AdaptiveThrottle`` rejected on the client.
+public struct AdaptiveThrottleRejection: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The host's key, usually the host.
+    public let key: String
+    /// The probability of rejection the request was drawn against.
+    public let rejectionProbability: Double
+    /// The requests in the window, this one included.
+    public let requests: Int
+    /// The requests in the window the host accepted.
+    public let accepts: Int
+
+    /// Creates the error; throttles create these, and test code may too.
+    public init(key: String, rejectionProbability: Double, requests: Int, accepts: Int) {
+        self.key = key
+        self.rejectionProbability = rejectionProbability
+        self.requests = requests
+        self.accepts = accepts
+    }
+
+    /// For example `request to api.example.com rejected by the client's adaptive throttle (probability 0.62: 40
+    /// requests, 7 accepted in its window)`.
+    public var description: String {
+        let probability = (rejectionProbability * 100).rounded() / 100
+        return "request to \(key) rejected by the client's adaptive throttle (probability \(probability): "
+            + "\(requests) requests, \(accepts) accepted in its window)"
+    }
+}
