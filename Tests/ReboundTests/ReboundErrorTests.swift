@@ -56,6 +56,12 @@ struct ReboundErrorTests {
                     original: .unacceptableStatusCode(503)),
                 "throttled"
             ),
+            (
+                .adaptationFailed(
+                    error: ConcurrencyLimitExceeded(
+                        key: "a.example", limitHit: .queue, limit: 4, inFlight: 4, queued: 8)),
+                "concurrencyLimit"
+            ),
             (.retryAborted(error: TestError("quota"), original: .unacceptableStatusCode(429)), "retryAborted"),
             (.deadlineExceeded(deadline: .seconds(1), last: .unacceptableStatusCode(503)), "deadlineExceeded"),
         ])

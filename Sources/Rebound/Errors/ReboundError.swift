@@ -172,13 +172,15 @@ extension ReboundError.Reason {
     /// failure (`timedOut`, `networkConnectionLost`, `cannotConnectToHost`, `cannotFindHost`, … as Swift spells it;
     /// `URLError` for a code without a listed name), or `transport` for another error; `adaptation`, `validation`,
     /// `decoding`; `circuitOpen` for a breaker's refusal, also of a retry; `retryBudgetExhausted`; `throttled` for an
-    /// ``AdaptiveThrottle``'s rejection, of an attempt or of a retry; `retryAborted` for
+    /// ``AdaptiveThrottle``'s rejection, of an attempt or of a retry; `concurrencyLimit` for a
+    /// ``ConcurrencyLimiter``'s refusal; `retryAborted` for
     /// any other error a retrier or a gate stopped the request with; `deadlineExceeded`.
     public var errorType: String {
         switch self {
         case .unacceptableStatusCode(let code): "\(code)"
         case .transportFailed(let error): (error as? URLError).map { $0.code.name ?? "URLError" } ?? "transport"
         case .adaptationFailed(is AdaptiveThrottleRejection): "throttled"
+        case .adaptationFailed(is ConcurrencyLimitExceeded): "concurrencyLimit"
         case .adaptationFailed: "adaptation"
         case .validationFailed: "validation"
         case .decodingFailed: "decoding"

@@ -1,0 +1,423 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Limits the attempts in flight to each host, shared by every session it is given to: a bulkhead, so that one slow
+/// host cannot take every connection and task of the app, and an overloaded one is not sent more than it can serve.
+///
+/// **The rule.** An attempt takes one of its host's places when it is adapted and gives it back when it ends, on every
+/// path (a failure, a cancellation, an attempt that a later adapter or an open breaker stopped). When every place is
+/// taken, the attempt waits in the host's queue, first come first served, for at most
+/// ``Configuration/queueTimeout``; when the queue is full too (or has no room, ``Configuration/maximumQueued`` being
+/// 0, the default), it fails at once. Either way the error is ``ConcurrencyLimitExceeded``, which says which limit was
+/// hit; it is a ``NonRetryableError``, so no retrier retries it against the same limit at once.
+///
+/// **The limit** is ``ConcurrencyLimit/fixed(_:)`` (64 by default), or adapts to the host: ``ConcurrencyLimit/aimd(_:)``
+/// grows by one while the host keeps up and shrinks by a tenth after a failure; ``ConcurrencyLimit/gradient(_:)``
+/// follows the ratio of the host's long-term latency to its latest. An adaptive limit learns from every attempt that
+/// was sent, on the limiter's clock.
+///
+/// **Placement and sharing.** Put it in a chain's adapters, after the adapters that may refuse a request cheaply (an
+/// ``AdaptiveThrottle``, a breaker), so that a refused request takes no place; it registers through the request's
+/// context to give its place back, so it keeps working inside any wrapper that forwards `adapt`. One limiter keeps
+/// every host's places behind one lock: share one instance between the sessions that must share the limit.
+///
+/// ```swift
+/// let limiter = ConcurrencyLimiter(configuration: .init(limit: .fixed(16), maximumQueued: 32))
+/// let session = Session(adapters: [limiter], retriers: [RetryPolicy()])
+/// ```
+public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
+    /// The limiter's numbers.
+    public struct Configuration: Sendable, Equatable {
+        /// 64 attempts in flight per host, no queue.
+        public static let `default` = Configuration(
+            checkedLimit: .fixed(64), maximumQueued: 0, queueTimeout: .seconds(1))
+
+        /// How many attempts may be in flight to one host; `.fixed(64)` by default.
+        public let limit: ConcurrencyLimit
+        /// How many attempts may wait for a place, per host; 0 by default (a full host refuses at once).
+        public let maximumQueued: Int
+        /// How long an attempt waits in the queue before it fails; 1 s by default.
+        public let queueTimeout: Duration
+
+        /// Creates the numbers from values written in code; an invalid one traps.
+        ///
+        /// - Parameters:
+        ///   - limit: A fixed limit of at least 1, or an adaptive one; `.fixed(64)` by default.
+        ///   - maximumQueued: 0 or more; 0 by default.
+        ///   - queueTimeout: Longer than zero; 1 s by default.
+        public init(limit: ConcurrencyLimit = .fixed(64), maximumQueued: Int = 0, queueTimeout: Duration = .seconds(1))
+        {
+            ConfigurationError.trapIfInvalid { () throws(ConfigurationError) in
+                try Self.check(limit: limit, maximumQueued: maximumQueued, queueTimeout: queueTimeout)
+            }
+            self.init(checkedLimit: limit, maximumQueued: maximumQueued, queueTimeout: queueTimeout)
+        }
+
+        /// Creates the numbers from values that arrive at run time, throwing ``ConfigurationError`` for an invalid
+        /// one; the parameters are those of ``init(limit:maximumQueued:queueTimeout:)``.
+        public static func validated(
+            limit: ConcurrencyLimit = .fixed(64), maximumQueued: Int = 0, queueTimeout: Duration = .seconds(1)
+        ) throws(ConfigurationError) -> Configuration {
+            try check(limit: limit, maximumQueued: maximumQueued, queueTimeout: queueTimeout)
+            return Configuration(checkedLimit: limit, maximumQueued: maximumQueued, queueTimeout: queueTimeout)
+        }
+
+        private static func check(
+            limit: ConcurrencyLimit, maximumQueued: Int, queueTimeout: Duration
+        ) throws(ConfigurationError) {
+            try ConcurrencyLimit.check(limit)
+            guard maximumQueued >= 0 else {
+                throw ConfigurationError(
+                    field: "ConcurrencyLimiter.Configuration.maximumQueued",
+                    problem: "must be 0 or more, got \(maximumQueued)")
+            }
+            guard queueTimeout > .zero else {
+                throw ConfigurationError(
+                    field: "ConcurrencyLimiter.Configuration.queueTimeout",
+                    problem: "must be longer than zero, got \(queueTimeout)")
+            }
+        }
+
+        private init(checkedLimit: ConcurrencyLimit, maximumQueued: Int, queueTimeout: Duration) {
+            self.limit = checkedLimit
+            self.maximumQueued = maximumQueued
+            self.queueTimeout = queueTimeout
+        }
+    }
+
+    /// One host's places now: a pure read, for a gauge.
+    public struct Snapshot: Sendable, Equatable {
+        /// The attempts allowed in flight.
+        public let limit: Int
+        /// The attempts in flight.
+        public let inFlight: Int
+        /// The attempts waiting for a place.
+        public let queued: Int
+    }
+
+    /// An attempt's place: its host, when it took it, and how many were in flight then (itself included).
+    private struct Place: Sendable {
+        let key: String
+        let since: Duration
+        let inFlight: Int
+    }
+
+    /// An attempt waiting for a place.
+    private struct Waiter: Sendable {
+        let id: Int
+        let attempt: AttemptKey
+        let continuation: CheckedContinuation<Void, any Error>
+        /// The task that ends the wait at the queue timeout, attached once started.
+        var timer: Task<Void, Never>?
+    }
+
+    private struct AttemptKey: Hashable, Sendable {
+        let requestID: UUID
+        let attempt: Int
+    }
+
+    private struct Host: Sendable {
+        var limit: LimitState
+        var inFlight = 0
+        var queue: [Waiter] = []
+    }
+
+    private struct State: Sendable {
+        var hosts: [String: Host] = [:]
+        var places: [AttemptKey: Place] = [:]
+        var nextWaiter = 0
+    }
+
+    /// The limiter's numbers.
+    public let configuration: Configuration
+
+    private let keyFunction: CircuitBreakerRegistry.KeyFunction
+    private let classify: (@Sendable (AttemptOutcome) -> CircuitBreaker.Verdict)?
+    private let clock: SessionClock
+    private let state = Locked(State())
+
+    /// Creates a limiter.
+    ///
+    /// - Parameters:
+    ///   - configuration: The limit, the queue and its timeout; ``Configuration/default`` (64 per host, no queue).
+    ///   - key: Picks the host whose places a request takes, or `nil` for a request never limited;
+    ///     ``CircuitBreakerRegistry/hostKey(for:)`` (the host, and the port when the URL names one) by default.
+    ///   - clock: The clock the queue timeout and an adaptive limit's latencies are measured on; `ContinuousClock` by
+    ///     default.
+    ///   - classify: Whether an attempt that was sent failed in a way that tells an adaptive limit the host is
+    ///     overloaded (``CircuitBreaker/Verdict/failure``); `nil`, the default, is
+    ///     ``CircuitBreaker/defaultVerdict(for:)`` (5xx, 408, 429, transport failures).
+    public init<C: Clock>(
+        configuration: Configuration = .default,
+        key: @escaping CircuitBreakerRegistry.KeyFunction = CircuitBreakerRegistry.hostKey,
+        clock: C = ContinuousClock(), classify: (@Sendable (AttemptOutcome) -> CircuitBreaker.Verdict)? = nil
+    ) where C.Duration == Duration {
+        self.configuration = configuration
+        self.keyFunction = key
+        self.classify = classify
+        self.clock = SessionClock(clock)
+    }
+
+    /// The places of `key`'s host now; reading changes nothing.
+    public func snapshot(for key: String) -> Snapshot {
+        state.withLock { state in
+            guard let host = state.hosts[key] else {
+                return Snapshot(limit: LimitState(configuration.limit).current, inFlight: 0, queued: 0)
+            }
+            return Snapshot(limit: host.limit.current, inFlight: host.inFlight, queued: host.queue.count)
+        }
+    }
+
+    /// The places of the host a request to `url` takes one of; `nil` for a request never limited.
+    public func snapshot(for url: URL) -> Snapshot? {
+        keyFunction(URLRequest(url: url)).map { snapshot(for: $0) }
+    }
+
+    /// Takes one of the host's places for the attempt, waiting in its queue if there is room there, and registers
+    /// through the context to give it back when the attempt ends; throws ``ConcurrencyLimitExceeded`` when the host has
+    /// no place and no room in its queue, or the wait times out, and `CancellationError` when the task is cancelled
+    /// while it waits.
+    public func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
+        guard let key = keyFunction(request) else { return request }
+        // A context that cannot register would never give its place back: such an attempt goes through unlimited.
+        guard context.canRegister else { return request }
+        let attempt = AttemptKey(requestID: context.requestID, attempt: context.attempt)
+        switch take(key, for: attempt) {
+        case .taken:
+            break
+        case .refused(let error):
+            throw error
+        case .mustWait:
+            try await wait(key, for: attempt)
+        }
+        context.settleAndAdmitRetries(through: self)
+        return request
+    }
+
+    private enum Taking {
+        case taken
+        case refused(ConcurrencyLimitExceeded)
+        case mustWait
+    }
+
+    /// Takes a place at once if there is one (or lets an abandoned attempt through without one), else says whether the
+    /// attempt may wait.
+    private func take(_ key: String, for attempt: AttemptKey) -> Taking {
+        let now = clock.now()
+        return state.withLock { state in
+            // A cancelled attempt (abandoned at its deadline, whose end may have been told already) takes no place:
+            // nothing might give it back. Checked under the lock, as the breaker does.
+            if Task.isCancelled { return .taken }
+            // A breaker-like part held twice is asked twice for one attempt: it already has its place.
+            if state.places[attempt] != nil { return .taken }
+            var host = state.hosts[key] ?? Host(limit: LimitState(configuration.limit))
+            defer { state.hosts[key] = host }
+            if host.inFlight < host.limit.current, host.queue.isEmpty {
+                host.inFlight += 1
+                state.places[attempt] = Place(key: key, since: now, inFlight: host.inFlight)
+                return .taken
+            }
+            guard host.queue.count < configuration.maximumQueued else {
+                return .refused(
+                    ConcurrencyLimitExceeded(
+                        key: key, limitHit: configuration.maximumQueued == 0 ? .inFlight : .queue,
+                        limit: host.limit.current, inFlight: host.inFlight, queued: host.queue.count))
+            }
+            return .mustWait
+        }
+    }
+
+    /// Waits in `key`'s queue until a place is handed over, the queue timeout passes or the task is cancelled.
+    private func wait(_ key: String, for attempt: AttemptKey) async throws {
+        let id = state.withLock { state in
+            state.nextWaiter += 1
+            return state.nextWaiter
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let now = clock.now()
+                let queued: Result<Bool, ConcurrencyLimitExceeded> = state.withLock { state in
+                    var host = state.hosts[key] ?? Host(limit: LimitState(configuration.limit))
+                    defer { state.hosts[key] = host }
+                    // Places may have been given back, or the queue filled up, since `take`.
+                    if host.inFlight < host.limit.current, host.queue.isEmpty {
+                        host.inFlight += 1
+                        state.places[attempt] = Place(key: key, since: now, inFlight: host.inFlight)
+                        return .success(false)
+                    }
+                    guard host.queue.count < configuration.maximumQueued else {
+                        return .failure(
+                            ConcurrencyLimitExceeded(
+                                key: key, limitHit: .queue, limit: host.limit.current, inFlight: host.inFlight,
+                                queued: host.queue.count))
+                    }
+                    host.queue.append(Waiter(id: id, attempt: attempt, continuation: continuation, timer: nil))
+                    return .success(true)
+                }
+                switch queued {
+                case .success(true): break
+                case .success(false): return continuation.resume()
+                case .failure(let refusal): return continuation.resume(throwing: refusal)
+                }
+                let timeout = configuration.queueTimeout
+                let clock = clock
+                let timer = Task { [weak self] in
+                    guard (try? await clock.sleep(timeout)) != nil else { return }
+                    self?.endWait(id, of: key, with: .timedOut)
+                }
+                let attached: Bool = state.withLock { state in
+                    guard let index = state.hosts[key]?.queue.firstIndex(where: { $0.id == id }) else { return false }
+                    state.hosts[key]?.queue[index].timer = timer
+                    return true
+                }
+                if !attached {
+                    timer.cancel()
+                } else if Task.isCancelled {
+                    // Cancelled before the waiter was stored: the handler found nothing to end.
+                    endWait(id, of: key, with: .cancelled)
+                }
+            }
+        } onCancel: {
+            endWait(id, of: key, with: .cancelled)
+        }
+    }
+
+    private enum WaitEnding {
+        case timedOut
+        case cancelled
+    }
+
+    /// Ends a wait still in the queue: with ``ConcurrencyLimitExceeded`` at the queue timeout, `CancellationError` when
+    /// the task is cancelled. A wait that was handed a place or ended already is left alone.
+    private func endWait(_ id: Int, of key: String, with ending: WaitEnding) {
+        let ended: (Waiter, ConcurrencyLimitExceeded)? = state.withLock { state in
+            guard var host = state.hosts[key], let index = host.queue.firstIndex(where: { $0.id == id }) else {
+                return nil
+            }
+            let waiter = host.queue.remove(at: index)
+            state.hosts[key] = host
+            return (
+                waiter,
+                ConcurrencyLimitExceeded(
+                    key: key, limitHit: .queueTimeout, limit: host.limit.current, inFlight: host.inFlight,
+                    queued: host.queue.count)
+            )
+        }
+        guard let (waiter, timedOut) = ended else { return }
+        waiter.timer?.cancel()
+        switch ending {
+        case .timedOut: waiter.continuation.resume(throwing: timedOut)
+        case .cancelled: waiter.continuation.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Gives back the place of `attempt`, if it holds one, teaching an adaptive limit whether the attempt says the host
+    /// is overloaded (`verdict` answers `true`), keeping up (`false`) or nothing (`nil`), and hands the freed places to
+    /// the first waiters.
+    private func giveBack(_ attempt: AttemptKey, verdict: () -> Bool?) {
+        let now = clock.now()
+        let handed: [Waiter] = state.withLock { state in
+            guard let place = state.places.removeValue(forKey: attempt), var host = state.hosts[place.key] else {
+                return []
+            }
+            host.inFlight -= 1
+            if let dropped = verdict() {
+                host.limit.update(latency: now - place.since, inFlight: place.inFlight, dropped: dropped)
+            }
+            var handed: [Waiter] = []
+            while host.inFlight < host.limit.current, !host.queue.isEmpty {
+                let waiter = host.queue.removeFirst()
+                host.inFlight += 1
+                state.places[waiter.attempt] = Place(key: place.key, since: now, inFlight: host.inFlight)
+                handed.append(waiter)
+            }
+            if host.inFlight == 0, host.queue.isEmpty, host.limit.isFixed {
+                // An idle host with a fixed limit has nothing to remember.
+                state.hosts[place.key] = nil
+            } else {
+                state.hosts[place.key] = host
+            }
+            return handed
+        }
+        for waiter in handed {
+            waiter.timer?.cancel()
+            waiter.continuation.resume()
+        }
+    }
+
+    /// Never refuses a retry: the retry's attempt takes a place, or waits or fails, when it is adapted.
+    public func admitRetry(_ request: RetryRequest, dueTo error: ReboundError, after delay: Duration) -> (any Error)? {
+        nil
+    }
+
+    /// How many attempts hold a place; for tests that check every place comes back.
+    package var placesHeld: Int { state.withLock { $0.places.count } }
+
+    /// How many hosts the limiter keeps; for tests that check it forgets idle ones.
+    package var hostsKept: Int { state.withLock { $0.hosts.count } }
+}
+
+// The session tells the limiter how the attempts it let through end directly (see `AttemptAccountant`).
+extension ConcurrencyLimiter: AttemptAccountant {
+    func settle(_ attempt: Attempt, of requestID: UUID, outcome: () -> AttemptOutcome) {
+        giveBack(AttemptKey(requestID: requestID, attempt: attempt.number)) {
+            // Only an attempt that was sent says anything about the host.
+            guard attempt.request != nil else { return nil }
+            switch classify.map({ $0(outcome()) }) ?? CircuitBreaker.defaultVerdict(for: attempt) {
+            case .success: return false
+            case .failure: return true
+            case .ignored: return nil
+            }
+        }
+    }
+
+    func requestEnded(_ requestID: UUID) {}
+}
+
+/// The error of an attempt a ``ConcurrencyLimiter`` refused: its host had no place for it and no room in its queue,
+/// or it waited in the queue longer than the queue timeout.
+public struct ConcurrencyLimitExceeded: NonRetryableError, Sendable, Equatable, CustomStringConvertible {
+    /// Which limit the attempt hit.
+    public enum LimitHit: String, Sendable, Equatable {
+        /// Every place was taken and the limiter has no queue.
+        case inFlight
+        /// Every place was taken and the queue was full.
+        case queue
+        /// The attempt waited in the queue for the whole queue timeout.
+        case queueTimeout
+    }
+
+    /// The host's key, usually the host.
+    public let key: String
+    /// Which limit the attempt hit.
+    public let limitHit: LimitHit
+    /// The host's limit at the time.
+    public let limit: Int
+    /// The attempts in flight to the host at the time.
+    public let inFlight: Int
+    /// The attempts waiting in the host's queue at the time.
+    public let queued: Int
+
+    /// Creates the error; limiters create these, and test code may too.
+    public init(key: String, limitHit: LimitHit, limit: Int, inFlight: Int, queued: Int) {
+        self.key = key
+        self.limitHit = limitHit
+        self.limit = limit
+        self.inFlight = inFlight
+        self.queued = queued
+    }
+
+    /// For example `concurrency limit for api.example.com reached (queue full): 16 of 16 in flight, 32 queued`.
+    public var description: String {
+        let what =
+            switch limitHit {
+            case .inFlight: "no place"
+            case .queue: "queue full"
+            case .queueTimeout: "queue timeout"
+            }
+        return "concurrency limit for \(key) reached (\(what)): \(inFlight) of \(limit) in flight, \(queued) queued"
+    }
+}
