@@ -228,7 +228,7 @@ public final class AuthenticationInterceptor<A: Authenticator>: RequestIntercept
     private func startRefresh(of credential: A.Credential) {
         let refresh = state.withLock { $0.refresh }
         let limit = refreshTimeout
-        let timer = Task { [sleep] in
+        let timer = Spawn.task { [sleep] in
             do {
                 try await sleep(limit)
             } catch {
@@ -239,7 +239,7 @@ public final class AuthenticationInterceptor<A: Authenticator>: RequestIntercept
         state.withLock { state in
             if state.refresh == refresh, state.refreshing { state.timer = timer } else { timer.cancel() }
         }
-        Task {
+        Spawn.task { [self] in
             let result: Result<A.Credential, any Error>
             do {
                 result = .success(try await authenticator.refresh(credential))

@@ -77,7 +77,10 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
         var permits: [AttemptKey: CircuitBreakerMachine.Permit] = [:]
         /// The backoff waits of the retries it granted, by request, until the retry is admitted, the request ends or
         /// the breaker opens (which ends them all).
-        var waits: [UUID: BackoffWait] = [:]
+        var waits: [UUID: (grant: Int, wait: BackoffWait)] = [:]
+        /// How many waits it has kept: each wait's number, so that an opening ends them in the order they were granted
+        /// (a dictionary's order changes from run to run, and a simulation's must not).
+        var grants = 0
     }
 
     struct AttemptKey: Hashable, Sendable {
@@ -227,7 +230,10 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
             }
             guard let retryAfter = storage.machine.refusalOfRetry(now: now) else {
                 // Granted: the wait is kept so that an opening ends it (a zero delay has none to end).
-                if delay > .zero, let wait = request.backoffWait { storage.waits[request.requestID] = wait }
+                if delay > .zero, let wait = request.backoffWait {
+                    storage.grants += 1
+                    storage.waits[request.requestID] = (storage.grants, wait)
+                }
                 return nil
             }
             return CircuitBreakerOpenError(key: key, state: storage.machine.state, retryAfter: retryAfter)
@@ -298,7 +304,7 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
                 // The retries granted while it was closed would be refused: their waits end now, outside the lock.
                 let retryAfter = storage.machine.refusalOfRetry(now: now) ?? nil
                 ended = (
-                    Array(storage.waits.values),
+                    storage.waits.values.sorted { $0.grant < $1.grant }.map(\.wait),
                     CircuitBreakerOpenError(key: key, state: storage.machine.state, retryAfter: retryAfter)
                 )
                 storage.waits = [:]

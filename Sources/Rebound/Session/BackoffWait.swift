@@ -59,7 +59,7 @@ final class BackoffWait: Sendable {
                     continuation.resume(returning: early)
                     return
                 }
-                let sleeper = Task {
+                let sleeper = Spawn.task {
                     let slept: Bool
                     do {
                         try await clock.sleep(delay)

@@ -42,8 +42,8 @@ final class Race<Value: Sendable>: Sendable {
                     continuation.resume(returning: .cancelled)
                     return
                 }
-                let work = Task { race.decide(.finished(await operation())) }
-                let timer = Task {
+                let work = Spawn.task { race.decide(.finished(await operation())) }
+                let timer = Spawn.task {
                     do {
                         try await clock.sleep(limit)
                     } catch {

@@ -264,7 +264,7 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
                 }
                 let timeout = configuration.queueTimeout
                 let clock = clock
-                let timer = Task { [weak self] in
+                let timer = Spawn.task { [weak self] in
                     guard (try? await clock.sleep(timeout)) != nil else { return }
                     self?.endWait(id, of: key, with: .timedOut)
                 }
