@@ -3,7 +3,7 @@ import PackageDescription
 
 let examples = [
     "Demo", "LoggingExample", "JSONBodyExample", "CircuitBreakerExample", "AuthenticationExample", "RetrySafetyExample",
-    "BackoffChart",
+    "BackoffChart", "StormSimulator",
 ]
 
 let package = Package(

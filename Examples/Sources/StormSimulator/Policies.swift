@@ -1,0 +1,53 @@
+import Foundation
+import Rebound
+
+/// The client-side policies the simulator compares, from none to the whole chain, each built from Rebound's real types.
+enum Policy: CaseIterable, Sendable {
+    case none
+    case naive
+    case alamofire
+    case jittered
+    case budget
+    case breaker
+    case throttle
+
+    /// The name in the table and the chart.
+    var name: String {
+        switch self {
+        case .none: "no retries"
+        case .naive: "immediate retries (3)"
+        case .alamofire: "RetryPolicy() (Alamofire's defaults)"
+        case .jittered: "jittered backoff"
+        case .budget: "+ ratio budget"
+        case .breaker: "+ circuit breaker"
+        case .throttle: "+ adaptive throttle"
+        }
+    }
+
+    /// Every client gives up on an attempt after this long, and a policy that retries retries it.
+    static let attemptTimeout = Duration.seconds(1)
+
+    /// One client's session: its own parts, as each app instance has its own, drawing from `random` and timed on
+    /// `clock`, every attempt ending at ``attemptTimeout``.
+    func session<C: Clock>(transport: any HTTPTransport, clock: C, random: RandomSource) -> Session
+    where C.Duration == Duration {
+        let jittered = RetryPolicy(backoff: RetryPolicy().backoff.fullJitter(using: random))
+        let breakers = CircuitBreakerRegistry(
+            configuration: .init(breakDuration: CircuitBreaker.Configuration.defaultBreakDuration(using: random)),
+            clock: clock)
+        let budget = RetryBudget(ratio: .default, clock: clock)
+        let (adapters, retriers): ([any RequestAdapter], [any RequestRetrier]) =
+            switch self {
+            case .none: ([], [])
+            case .naive: ([], [Retrier { request, _ in request.retryCount < 3 ? .retryWithDelay(.zero) : .doNotRetry }])
+            case .alamofire: ([], [RetryPolicy()])
+            case .jittered: ([], [jittered])
+            case .budget: ([budget], [jittered])
+            case .breaker: ([breakers, budget], [jittered])
+            case .throttle: ([AdaptiveThrottle(clock: clock, random: random), breakers, budget], [jittered])
+            }
+        return Session(
+            transport: transport, adapters: adapters, retriers: retriers, attemptTimeout: Self.attemptTimeout,
+            clock: clock)
+    }
+}

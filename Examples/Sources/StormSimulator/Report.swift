@@ -1,0 +1,173 @@
+import Foundation
+
+/// The simulator's table and chart, written the same way on every run (fixed decimals, no dates).
+struct Report {
+    let model: ServerModel
+    let clients: Int
+    private var sections: [(scenario: Scenario, outcomes: [Outcome])] = []
+
+    init(model: ServerModel, clients: Int) {
+        self.model = model
+        self.clients = clients
+    }
+
+    mutating func add(_ scenario: Scenario, _ outcomes: [Outcome]) {
+        sections.append((scenario, outcomes))
+    }
+
+    private static func fixed(_ value: Double, _ decimals: Int) -> String {
+        String(format: "%.\(decimals)f", value)
+    }
+
+    private static func milliseconds(_ duration: Duration) -> String {
+        "\(Int((duration.seconds * 1_000).rounded())) ms"
+    }
+
+    var markdown: String {
+        let outage = model.outage
+        var text = """
+            # The storm simulator
+
+            <!-- Written by `swift run --package-path Examples -c release StormSimulator --output Docs`: edit \
+            Examples/Sources/StormSimulator, not this file. CI runs it again and fails when this file or storm.svg differ. -->
+
+            What each of Rebound's parts does to a struggling server, in numbers: many clients send to one server that \
+            fails everything for a while, each client with a policy made of Rebound's real types (`Session`, \
+            `RetryPolicy`, `RetryBudget`, `CircuitBreakerRegistry`, `AdaptiveThrottle`) on a simulated transport and a \
+            `ManualClock`. It runs on `ReboundTesting`'s `Simulation`, one job at a time in a fixed order, so every run \
+            gives the same numbers, to the last digit, on every machine.
+
+            ```sh
+            swift run --package-path Examples -c release StormSimulator                   # this page's tables, about 20 s
+            swift run --package-path Examples -c release StormSimulator --clients 100000  # as many clients as you like
+            ```
+
+            **The model.** \(clients) clients send to one server that serves \(Int(model.capacity)) requests a second \
+            (\(model.workers) workers, \(Self.milliseconds(model.service)) each; more at once share the workers and take \
+            longer, and past \(model.maximumInFlight) in flight the excess fails at once; work whose client gave up \
+            goes on to its end). The server fails everything, in 5 ms, from \(Int(outage.lowerBound.seconds)) s to \
+            \(Int(outage.upperBound.seconds)) s. Requests arrive as a Poisson process, each to a client at random; \
+            each client has its own session and parts, seeded, and gives up on an attempt after \
+            \(Self.milliseconds(Policy.attemptTimeout)).
+
+            ![Requests reaching the server per second over time, one line per policy, with the outage shaded](storm.svg)
+
+            - **during** / **after**: attempts that reached the server per request offered, during the outage and in the \
+            10 s after it.
+            - **back to normal**: how long after the outage the server stays out of overload for good (overload: down, \
+            failing the excess, or holding more than one and a half times its workers).
+            - **success**: the share of all requests that succeeded; **after**: of those that arrived in the 5 s after \
+            the outage.
+            - **p50 / p99 / p99.9**: the latency of the requests that succeeded, from arrival to response.
+
+            Each client's parts learn only from its own traffic: with many clients that each send little, a budget, a \
+            breaker or a throttle per client sees too few requests to act (try `--clients 100000`), and only the shape \
+            of the retries is left to protect the server.
+
+            """
+        for (scenario, outcomes) in sections {
+            text += """
+
+                ## \(scenario.name.prefix(1).uppercased() + scenario.name.dropFirst())
+
+                \(Int(scenario.offered.rounded())) requests a second for \(Int(scenario.duration.seconds)) s.
+
+                | policy | during | after | back to normal | success | after | p50 | p99 | p99.9 |
+                |---|---|---|---|---|---|---|---|---|
+
+                """
+            let recovery = outage.upperBound..<outage.upperBound + .seconds(5)
+            for outcome in outcomes {
+                let cells = [
+                    outcome.policy.name, Self.fixed(outcome.duringOutage, 2), Self.fixed(outcome.afterOutage, 2),
+                    Self.fixed(outcome.backToNormal.seconds, 1) + " s",
+                    Self.fixed(outcome.success(in: .zero..<scenario.duration) * 100, 1) + "%",
+                    Self.fixed(outcome.success(in: recovery) * 100, 1) + "%",
+                    Self.milliseconds(outcome.latency(50)), Self.milliseconds(outcome.latency(99)),
+                    Self.milliseconds(outcome.latency(99.9)),
+                ]
+                text += "| " + cells.joined(separator: " | ") + " |\n"
+            }
+        }
+        return text
+    }
+
+    /// The server's load over time in the first scenario, one line per policy, in requests a second per 500 ms.
+    var svg: String {
+        guard let (scenario, outcomes) = sections.first else { return "" }
+        let width = 860.0
+        let height = 460.0
+        let left = 70.0
+        let right = 250.0
+        let top = 48.0
+        let bottom = 50.0
+        let perPoint = 5  // 100 ms buckets per point: 500 ms
+        let series = outcomes.map { outcome in
+            stride(from: 0, to: outcome.attemptsPerBucket.count, by: perPoint).map { start in
+                Double(
+                    outcome.attemptsPerBucket[start..<min(start + perPoint, outcome.attemptsPerBucket.count)].reduce(
+                        0, +))
+                    / (SimulatedServer.bucket.seconds * Double(perPoint))
+            }
+        }
+        let peak = max(series.flatMap { $0 }.max() ?? 1, model.capacity)
+        let scale = (peak / 500).rounded(.up) * 500
+        let seconds = scenario.duration.seconds
+        func x(_ time: Double) -> Double { left + (width - left - right) * time / seconds }
+        func y(_ rate: Double) -> Double { top + (height - top - bottom) * (1 - rate / scale) }
+        func number(_ value: Double) -> String { Self.fixed(value, 1) }
+        let colors = ["#7f7f7f", "#d62728", "#ff7f0e", "#bcbd22", "#2ca02c", "#1f77b4", "#9467bd"]
+        var svg = """
+            <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(width))" height="\(Int(height))" \
+            viewBox="0 0 \(Int(width)) \(Int(height))" font-family="-apple-system, Helvetica, Arial, sans-serif" \
+            font-size="12">
+            <rect width="100%" height="100%" fill="white"/>
+            <text x="\(Int(left))" y="26" font-size="15" font-weight="bold">Requests reaching the server per second, \
+            \(clients) clients, \(Int(scenario.offered.rounded())) offered a second</text>
+            <rect x="\(number(x(model.outage.lowerBound.seconds)))" y="\(number(top))" \
+            width="\(number(x(model.outage.upperBound.seconds) - x(model.outage.lowerBound.seconds)))" \
+            height="\(number(height - top - bottom))" fill="#f2dede"/>
+            <text x="\(number((x(model.outage.lowerBound.seconds) + x(model.outage.upperBound.seconds)) / 2))" \
+            y="\(number(top + 14))" text-anchor="middle" fill="#a94442">outage</text>
+
+            """
+        for tick in stride(from: 0.0, through: scale, by: scale / 5) {
+            svg += """
+                <line x1="\(number(left))" y1="\(number(y(tick)))" x2="\(number(width - right))" y2="\(number(y(tick)))" \
+                stroke="#e5e5e5"/>
+                <text x="\(number(left - 6))" y="\(number(y(tick) + 4))" text-anchor="end">\(Int(tick))</text>
+
+                """
+        }
+        for second in stride(from: 0, through: Int(seconds), by: 5) {
+            svg += """
+                <text x="\(number(x(Double(second))))" y="\(number(height - bottom + 18))" \
+                text-anchor="middle">\(second) s</text>
+
+                """
+        }
+        svg += """
+            <line x1="\(number(left))" y1="\(number(y(model.capacity)))" x2="\(number(width - right))" \
+            y2="\(number(y(model.capacity)))" stroke="black" stroke-dasharray="4 3"/>
+            <text x="\(number(width - right + 6))" y="\(number(y(model.capacity) + 4))">capacity</text>
+
+            """
+        for (index, points) in series.enumerated() {
+            let line = points.enumerated().map { point, rate in
+                "\(number(x(Double(point * perPoint) * SimulatedServer.bucket.seconds))),\(number(y(rate)))"
+            }.joined(separator: " ")
+            let color = colors[index % colors.count]
+            svg += """
+                <polyline points="\(line)" fill="none" stroke="\(color)" stroke-width="1.5"/>
+                <line x1="\(number(width - right + 10))" y1="\(number(top + 40 + Double(index) * 20))" \
+                x2="\(number(width - right + 30))" y2="\(number(top + 40 + Double(index) * 20))" stroke="\(color)" \
+                stroke-width="2"/>
+                <text x="\(number(width - right + 36))" y="\(number(top + 44 + Double(index) * 20))">\
+                \(outcomes[index].policy.name)</text>
+
+                """
+        }
+        svg += "</svg>\n"
+        return svg
+    }
+}

@@ -1,0 +1,133 @@
+import Foundation
+import Rebound
+import ReboundTesting
+import Synchronization
+
+/// One scenario: a server, the clients that share its traffic, and the load they offer.
+struct Scenario: Sendable {
+    var name: String
+    var model = ServerModel()
+    /// How many clients (app instances), each with its own session and parts; each request goes to one at random.
+    var clients = 1_000
+    /// Requests a second offered in all, arriving as a Poisson process.
+    var offered: Double
+    /// How long the run lasts.
+    var duration = Duration.seconds(40)
+    var seed: UInt64 = 1
+}
+
+/// What one policy did in one scenario.
+struct Outcome: Sendable {
+    let policy: Policy
+    let scenario: Scenario
+    /// Each request's arrival, and its latency if it succeeded.
+    let requests: [(arrival: Duration, latency: Duration?)]
+    let attemptsPerBucket: [Int]
+    let duringOutage: Double
+    let afterOutage: Double
+    let backToNormal: Duration
+    let noRetriesBackToNormal: Duration?
+
+    /// The share of the requests that arrived in `range` and succeeded.
+    func success(in range: Range<Duration>) -> Double {
+        let arrived = requests.filter { range.contains($0.arrival) }
+        return Double(arrived.filter { $0.latency != nil }.count) / Double(max(arrived.count, 1))
+    }
+
+    /// The `p`th percentile (0 to 100) of the latency of the requests that succeeded, the nearest rank.
+    func latency(_ p: Double) -> Duration {
+        let sorted = requests.compactMap(\.latency).sorted()
+        guard !sorted.isEmpty else { return .zero }
+        return sorted[min(sorted.count - 1, Int((p / 100 * Double(sorted.count)).rounded(.up)) - 1)]
+    }
+}
+
+/// The records of the requests of one run, in the order they ended.
+@available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, *)
+private final class Records: Sendable {
+    private let records = Mutex<[(index: Int, latency: Duration?)]>([])
+
+    func add(_ index: Int, latency: Duration?) {
+        records.withLock { $0.append((index, latency)) }
+    }
+
+    /// The latency of each request by its index; `nil` for one that failed.
+    func latencies(count: Int) -> [Duration?] {
+        var latencies = [Duration?](repeating: nil, count: count)
+        for record in records.withLock({ $0 }) { latencies[record.index] = record.latency }
+        return latencies
+    }
+}
+
+/// Runs `policy` through `scenario` on a `Simulation`: every event (an arrival, the end of a service time, a backoff,
+/// a breaker's break) one instant at a time on a manual clock, after everything the previous one set off has settled.
+@available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, *)
+func simulate(_ policy: Policy, in scenario: Scenario) async -> (
+    outcome: [(Duration, Duration?)], server: SimulatedServer
+) {
+    let simulation = Simulation()
+    return await simulation.run {
+        let clock = ManualClock()
+        let server = SimulatedServer(model: scenario.model, clock: clock, executor: simulation.executor)
+        var sessions = [Session?](repeating: nil, count: scenario.clients)
+        let records = Records()
+        let arrivals = RandomSource.seeded(scenario.seed)
+        var requests: [Duration] = []
+        var time = Duration.zero
+        let url = URL(string: "https://server.example/work")!
+        while true {
+            time += .nanoseconds(Int64(-log(1 - arrivals.unitInterval()) / scenario.offered * 1e9))
+            guard time < scenario.duration else { break }
+            while let deadline = clock.nextDeadline, deadline.offset <= time {
+                clock.advance(to: deadline)
+                await simulation.settle()
+            }
+            clock.advance(to: TestInstant(offset: time))
+            let client = min(Int(arrivals.unitInterval() * Double(scenario.clients)), scenario.clients - 1)
+            let session =
+                sessions[client]
+                ?? policy.session(
+                    transport: server, clock: clock, random: .seeded(scenario.seed &* 7_919 &+ UInt64(client)))
+            sessions[client] = session
+            let index = requests.count
+            let arrival = time
+            requests.append(arrival)
+            Task(executorPreference: simulation.executor) {
+                let succeeded = (try? await session.send(url)) != nil
+                records.add(index, latency: succeeded ? clock.now.offset - arrival : nil)
+            }
+            await simulation.settle()
+        }
+        while let deadline = clock.nextDeadline {
+            clock.advance(to: deadline)
+            await simulation.settle()
+        }
+        let latencies = records.latencies(count: requests.count)
+        return (Array(zip(requests, latencies)), server)
+    }
+}
+
+/// Runs every policy through `scenario` and measures them.
+@available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, *)
+func outcomes(of scenario: Scenario) async -> [Outcome] {
+    let outage = scenario.model.outage
+    let after = outage.upperBound..<outage.upperBound + .seconds(10)
+    var results: [Outcome] = []
+    var noRetries: Duration?
+    for policy in Policy.allCases {
+        let (requests, server) = await simulate(policy, in: scenario)
+        func amplification(_ range: Range<Duration>) -> Double {
+            let offered = requests.filter { range.contains($0.0) }.count
+            return Double(server.attempts(in: range)) / Double(max(offered, 1))
+        }
+        let backToNormal = server.backToNormal(after: outage.upperBound, end: scenario.duration)
+        if policy == .none { noRetries = backToNormal }
+        results.append(
+            Outcome(
+                policy: policy, scenario: scenario, requests: requests.map { ($0.0, $0.1) },
+                attemptsPerBucket: server.attemptsPerBucket(until: scenario.duration),
+                duringOutage: amplification(outage), afterOutage: amplification(after), backToNormal: backToNormal,
+                noRetriesBackToNormal: noRetries))
+    }
+    return results
+}

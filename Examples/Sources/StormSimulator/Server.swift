@@ -1,0 +1,121 @@
+import Foundation
+import Rebound
+import ReboundTesting
+import Synchronization
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// What the simulated server can do, and when it is down.
+struct ServerModel: Sendable {
+    /// Requests it serves at once at full speed.
+    var workers = 50
+    /// How long a request takes when it has a worker to itself.
+    var service = Duration.milliseconds(50)
+    /// The most requests it holds at once; past that it fails the excess at once.
+    var maximumInFlight = 2_000
+    /// When it fails everything.
+    var outage = Duration.seconds(10)..<Duration.seconds(20)
+
+    /// Requests a second it serves at full speed.
+    var capacity: Double { Double(workers) / service.seconds }
+}
+
+/// One server on the simulation's manual clock, as every client's transport.
+///
+/// Up to `workers` requests are served in `service`; above that they share the workers and take proportionally
+/// longer (served slowly), up to `maximumInFlight`, past which a request fails with 503 after a millisecond (the excess
+/// failed). A request whose client gave up (an attempt timeout) is still served to the end, as a server that does not
+/// hear of it would: abandoned work keeps its place. During the outage every request fails with 503 after 5 ms. It
+/// counts, per 100 ms bucket, the requests that reached it and whether it was overloaded: down, failing the excess, or
+/// holding more than one and a half times its workers.
+@available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, *)
+final class SimulatedServer: HTTPTransport {
+    static let bucket = Duration.milliseconds(100)
+
+    struct Bucket: Sendable {
+        var attempts = 0
+        var overloaded = false
+    }
+
+    let model: ServerModel
+    let clock: ManualClock
+    /// Where the server's work runs, so that it goes on when the client gives up.
+    let executor: any TaskExecutor
+    private let state = Mutex((inFlight: 0, buckets: [Int: Bucket]()))
+
+    init(model: ServerModel, clock: ManualClock, executor: any TaskExecutor) {
+        self.model = model
+        self.clock = clock
+        self.executor = executor
+    }
+
+    func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        let now = clock.now.offset
+        let bucket = Int(now / Self.bucket)
+        if model.outage.contains(now) {
+            state.withLock { state in
+                state.buckets[bucket, default: Bucket()].attempts += 1
+                state.buckets[bucket, default: Bucket()].overloaded = true
+            }
+            try await clock.sleep(for: .milliseconds(5))
+            return answer(503, to: request)
+        }
+        let inFlight = state.withLock { state in
+            state.inFlight += 1
+            state.buckets[bucket, default: Bucket()].attempts += 1
+            if state.inFlight * 2 > model.workers * 3 { state.buckets[bucket, default: Bucket()].overloaded = true }
+            return state.inFlight
+        }
+        let time =
+            inFlight > model.maximumInFlight
+            ? Duration.milliseconds(1) : model.service * (Double(max(inFlight, model.workers)) / Double(model.workers))
+        // The work runs in a task of its own, which the client's cancellation does not reach.
+        await Task(executorPreference: executor) { [self] in
+            try? await clock.sleep(for: time)
+            leave()
+        }.value
+        return answer(inFlight > model.maximumInFlight ? 503 : 200, to: request)
+    }
+
+    /// Frees the place of a request that was served.
+    private func leave() {
+        state.withLock { $0.inFlight -= 1 }
+    }
+
+    private func answer(_ status: Int, to request: URLRequest) -> (Data, HTTPURLResponse) {
+        (Data(), HTTPURLResponse(url: request.url!, statusCode: status, httpVersion: nil, headerFields: nil)!)
+    }
+
+    /// The requests that reached the server in `range`.
+    func attempts(in range: Range<Duration>) -> Int {
+        let buckets = state.withLock { $0.buckets }
+        return (Int(range.lowerBound / Self.bucket)..<Int(range.upperBound / Self.bucket)).reduce(0) {
+            $0 + (buckets[$1]?.attempts ?? 0)
+        }
+    }
+
+    /// The requests that reached the server in each bucket from the start to `end`.
+    func attemptsPerBucket(until end: Duration) -> [Int] {
+        let buckets = state.withLock { $0.buckets }
+        return (0..<Int(end / Self.bucket)).map { buckets[$0]?.attempts ?? 0 }
+    }
+
+    /// How long after `from` the server stays out of overload for good, to `end`.
+    func backToNormal(after from: Duration, end: Duration) -> Duration {
+        let buckets = state.withLock { $0.buckets }
+        let first = Int(from / Self.bucket)
+        var normalFrom = Int(end / Self.bucket)
+        for index in (first..<Int(end / Self.bucket)).reversed() {
+            guard buckets[index]?.overloaded != true else { break }
+            normalFrom = index
+        }
+        return Self.bucket * normalFrom - from
+    }
+}
+
+extension Duration {
+    /// The duration in seconds.
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}

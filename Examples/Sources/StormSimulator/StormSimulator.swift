@@ -1,0 +1,48 @@
+import Foundation
+import Rebound
+
+/// The storm simulator: many clients send to one server that fails everything for a while, each client with a policy
+/// built from Rebound's real types, on a manual clock and a simulated transport, one job at a time so that every run
+/// is the same. Prints its page (a table per scenario); with `--output DIR`, also writes it as `DIR/StormSimulator.md`
+/// with `DIR/storm.svg` (the server's load over time per policy), which `Docs/` holds and CI regenerates.
+///
+/// `swift run --package-path Examples -c release StormSimulator [--clients N] [--output Docs]`
+@main
+enum StormSimulator {
+    static func main() async {
+        guard #available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, *) else {
+            print("The storm simulator needs task executors: macOS 15, iOS 18 or later, or Linux.")
+            return
+        }
+        let arguments = CommandLine.arguments
+        func value(after flag: String) -> String? {
+            arguments.firstIndex(of: flag).flatMap { arguments.indices.contains($0 + 1) ? arguments[$0 + 1] : nil }
+        }
+        let clients = value(after: "--clients").flatMap(Int.init) ?? 1_000
+        guard clients >= 1 else {
+            print("--clients must be at least 1")
+            return
+        }
+        let model = ServerModel()
+        let scenarios = [
+            Scenario(
+                name: "offered load half the capacity (2× headroom)", clients: clients, offered: model.capacity / 2),
+            Scenario(
+                name: "offered load two thirds of the capacity (1.5× headroom)", clients: clients,
+                offered: model.capacity / 1.5),
+        ]
+        var report = Report(model: model, clients: clients)
+        for scenario in scenarios {
+            report.add(scenario, await outcomes(of: scenario))
+        }
+        print(report.markdown, terminator: "")
+        if let directory = value(after: "--output") {
+            do {
+                try report.markdown.write(toFile: directory + "/StormSimulator.md", atomically: true, encoding: .utf8)
+                try report.svg.write(toFile: directory + "/storm.svg", atomically: true, encoding: .utf8)
+            } catch {
+                print("could not write to \(directory): \(error)")
+            }
+        }
+    }
+}
