@@ -113,6 +113,30 @@ struct AdaptiveThrottleTests {
         #expect(throttle.snapshot(for: exampleURL)?.accepts == 0)
     }
 
+    @Test("Rejections not counted: the probability follows what reached the host, and falls as soon as it accepts")
+    func rejectionsNotCounted() async throws {
+        let clock = ManualClock()
+        let configuration = AdaptiveThrottle.Configuration(minimumRequests: 0, countsRejections: false)
+        let counted = AdaptiveThrottle(configuration: .init(minimumRequests: 0), clock: clock, random: alwaysRejects)
+        let notCounted = AdaptiveThrottle(configuration: configuration, clock: clock, random: alwaysRejects)
+        for throttle in [counted, notCounted] {
+            let session = session(throttle, ScriptedTransport([.status(503)]))
+            _ = try? await session.send(request())
+            // Rejected ten times at p = 0.5: counted, they push the probability to 11/12 (capped at 0.9).
+            for _ in 0..<10 { _ = try? await session.send(request()) }
+        }
+        #expect(counted.snapshot(for: exampleURL)?.requests == 11)
+        #expect(counted.snapshot(for: exampleURL)?.rejectionProbability == 0.9)
+        #expect(notCounted.snapshot(for: exampleURL)?.requests == 1)
+        #expect(notCounted.snapshot(for: exampleURL)?.rejectionProbability == 0.5)
+        let error = try await #require(throws: ReboundError.self) {
+            try await session(notCounted, ScriptedTransport([])).send(request())
+        }
+        #expect(
+            error.underlyingError as? AdaptiveThrottleRejection
+                == .init(key: "api.example.com", rejectionProbability: 0.5, requests: 1, accepts: 0))
+    }
+
     @Test("What counts as accepted: any response but 5xx, 408 and 429; cancellations count for nothing")
     func whatCountsAsAccepted() async throws {
         let throttle = AdaptiveThrottle(configuration: Self.bare, clock: ManualClock(), random: neverRejects)

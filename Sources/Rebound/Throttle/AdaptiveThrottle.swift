@@ -42,7 +42,8 @@ public final class AdaptiveThrottle: RequestAdapter, RetryGate {
         /// The SRE book's rule with a multiplier of 2 over a 10 s window, rejecting at most 90% and nothing below 10
         /// requests.
         public static let `default` = Configuration(
-            checkedMultiplier: 2, window: .seconds(10), maximumRejection: 0.9, minimumRequests: 10)
+            checkedMultiplier: 2, window: .seconds(10), maximumRejection: 0.9, minimumRequests: 10,
+            countsRejections: true)
 
         /// How many requests per accepted one the host may be sent before the throttle rejects any (the book's K);
         /// `2` by default. Lower rejects sooner; 1 rejects as soon as anything fails.
@@ -57,6 +58,14 @@ public final class AdaptiveThrottle: RequestAdapter, RetryGate {
         /// The fewest requests in the window before anything is rejected; `10` by default, so that a quiet client's
         /// one failure is not taken for a pattern.
         public let minimumRequests: Int
+        /// Whether a request the throttle rejects counts as a request, as the book's rule has it; `true` by default.
+        ///
+        /// Counted, rejections keep the probability up while the host refuses, and after the host recovers the
+        /// throttle lets more through only as fast as what it lets through is accepted: about twice as many each
+        /// window, from a tenth. Not counted (Envoy's admission control counts only what reached the host), the
+        /// probability follows the host's own answers and falls as soon as the host accepts as many as it refused
+        /// within the window.
+        public let countsRejections: Bool
 
         /// Creates the numbers from values written in code; an invalid one traps.
         ///
@@ -65,9 +74,10 @@ public final class AdaptiveThrottle: RequestAdapter, RetryGate {
         ///   - window: At least 1 ms; 10 s by default.
         ///   - maximumRejection: Between 0 and 1; 0.9 by default.
         ///   - minimumRequests: 0 or more; 10 by default.
+        ///   - countsRejections: Whether rejected requests count as requests; `true` by default.
         public init(
             multiplier: Double = 2, window: Duration = .seconds(10), maximumRejection: Double = 0.9,
-            minimumRequests: Int = 10
+            minimumRequests: Int = 10, countsRejections: Bool = true
         ) {
             ConfigurationError.trapIfInvalid { () throws(ConfigurationError) in
                 try Self.check(
@@ -76,21 +86,22 @@ public final class AdaptiveThrottle: RequestAdapter, RetryGate {
             }
             self.init(
                 checkedMultiplier: multiplier, window: window, maximumRejection: maximumRejection,
-                minimumRequests: minimumRequests)
+                minimumRequests: minimumRequests, countsRejections: countsRejections)
         }
 
         /// Creates the numbers from values that arrive at run time, throwing ``ConfigurationError`` for an invalid
-        /// one; the parameters are those of ``init(multiplier:window:maximumRejection:minimumRequests:)``.
+        /// one; the parameters are those of
+        /// ``init(multiplier:window:maximumRejection:minimumRequests:countsRejections:)``.
         public static func validated(
             multiplier: Double = 2, window: Duration = .seconds(10), maximumRejection: Double = 0.9,
-            minimumRequests: Int = 10
+            minimumRequests: Int = 10, countsRejections: Bool = true
         ) throws(ConfigurationError) -> Configuration {
             try check(
                 multiplier: multiplier, window: window, maximumRejection: maximumRejection,
                 minimumRequests: minimumRequests)
             return Configuration(
                 checkedMultiplier: multiplier, window: window, maximumRejection: maximumRejection,
-                minimumRequests: minimumRequests)
+                minimumRequests: minimumRequests, countsRejections: countsRejections)
         }
 
         private static func check(
@@ -117,11 +128,15 @@ public final class AdaptiveThrottle: RequestAdapter, RetryGate {
             }
         }
 
-        private init(checkedMultiplier: Double, window: Duration, maximumRejection: Double, minimumRequests: Int) {
+        private init(
+            checkedMultiplier: Double, window: Duration, maximumRejection: Double, minimumRequests: Int,
+            countsRejections: Bool
+        ) {
             self.multiplier = checkedMultiplier
             self.window = window
             self.maximumRejection = maximumRejection
             self.minimumRequests = minimumRequests
+            self.countsRejections = countsRejections
         }
 
         /// The probability of rejecting a request, given the window's counts.
@@ -240,6 +255,10 @@ public final class AdaptiveThrottle: RequestAdapter, RetryGate {
         let (requests, accepts) = state.tallies[key]?.totals(at: now, window: configuration.window) ?? (0, 0)
         let probability = configuration.rejectionProbability(requests: requests, accepts: accepts)
         guard probability > 0, random.unitInterval() < probability else { return nil }
+        guard configuration.countsRejections else {
+            return AdaptiveThrottleRejection(
+                key: key, rejectionProbability: probability, requests: requests, accepts: accepts)
+        }
         add(requests: 1, accepts: 0, for: key, to: &state, now: now, window: configuration.window)
         return AdaptiveThrottleRejection(
             key: key, rejectionProbability: probability, requests: requests + 1, accepts: accepts)
@@ -318,7 +337,7 @@ public struct AdaptiveThrottleRejection: Error, Sendable, Equatable, CustomStrin
     public let key: String
     /// The probability of rejection the request was drawn against.
     public let rejectionProbability: Double
-    /// The requests in the window, this one included.
+    /// The requests in the window, this one included when the throttle counts its rejections.
     public let requests: Int
     /// The requests in the window the host accepted.
     public let accepts: Int
