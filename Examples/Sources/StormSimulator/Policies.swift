@@ -10,6 +10,7 @@ enum Policy: CaseIterable, Sendable {
     case budget
     case breaker
     case throttle
+    case preset
 
     /// The name in the table and the chart.
     var name: String {
@@ -21,6 +22,7 @@ enum Policy: CaseIterable, Sendable {
         case .budget: "+ ratio budget"
         case .breaker: "+ circuit breaker"
         case .throttle: "+ adaptive throttle"
+        case .preset: "Session(resilience:) (the preset)"
         }
     }
 
@@ -36,6 +38,11 @@ enum Policy: CaseIterable, Sendable {
             configuration: .init(breakDuration: CircuitBreaker.Configuration.defaultBreakDuration(using: random)),
             clock: clock)
         let budget = RetryBudget(ratio: .default, clock: clock)
+        if self == .preset {
+            return Session(
+                transport: transport, resilience: Resilience(clock: clock, random: random),
+                attemptTimeout: Self.attemptTimeout, clock: clock)
+        }
         let (adapters, retriers): ([any RequestAdapter], [any RequestRetrier]) =
             switch self {
             case .none: ([], [])
@@ -45,6 +52,7 @@ enum Policy: CaseIterable, Sendable {
             case .budget: ([budget], [jittered])
             case .breaker: ([breakers, budget], [jittered])
             case .throttle: ([AdaptiveThrottle(clock: clock, random: random), breakers, budget], [jittered])
+            case .preset: ([], [])
             }
         return Session(
             transport: transport, adapters: adapters, retriers: retriers, attemptTimeout: Self.attemptTimeout,

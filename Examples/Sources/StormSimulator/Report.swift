@@ -33,7 +33,8 @@ struct Report {
 
             What each of Rebound's parts does to a struggling server, in numbers: many clients send to one server that \
             fails everything for a while, each client with a policy made of Rebound's real types (`Session`, \
-            `RetryPolicy`, `RetryBudget`, `CircuitBreakerRegistry`, `AdaptiveThrottle`) on a simulated transport and a \
+            `RetryPolicy`, `RetryBudget`, `CircuitBreakerRegistry`, `AdaptiveThrottle`, the `Resilience` preset) on a \
+            simulated transport and a \
             `ManualClock`. It runs on `ReboundTesting`'s `Simulation`, one job at a time in a fixed order, so every run \
             gives the same numbers, to the last digit, on every machine.
 
@@ -116,7 +117,7 @@ struct Report {
         func x(_ time: Double) -> Double { left + (width - left - right) * time / seconds }
         func y(_ rate: Double) -> Double { top + (height - top - bottom) * (1 - rate / scale) }
         func number(_ value: Double) -> String { Self.fixed(value, 1) }
-        let colors = ["#7f7f7f", "#d62728", "#ff7f0e", "#bcbd22", "#2ca02c", "#1f77b4", "#9467bd"]
+        let colors = ["#7f7f7f", "#d62728", "#ff7f0e", "#bcbd22", "#2ca02c", "#1f77b4", "#9467bd", "#000000"]
         var svg = """
             <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(width))" height="\(Int(height))" \
             viewBox="0 0 \(Int(width)) \(Int(height))" font-family="-apple-system, Helvetica, Arial, sans-serif" \

@@ -8,7 +8,7 @@ struct Scenario: Sendable {
     var name: String
     var model = ServerModel()
     /// How many clients (app instances), each with its own session and parts; each request goes to one at random.
-    var clients = 1_000
+    var clients = 100
     /// Requests a second offered in all, arriving as a Poisson process.
     var offered: Double
     /// How long the run lasts.

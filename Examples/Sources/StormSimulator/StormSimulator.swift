@@ -18,7 +18,7 @@ enum StormSimulator {
         func value(after flag: String) -> String? {
             arguments.firstIndex(of: flag).flatMap { arguments.indices.contains($0 + 1) ? arguments[$0 + 1] : nil }
         }
-        let clients = value(after: "--clients").flatMap(Int.init) ?? 1_000
+        let clients = value(after: "--clients").flatMap(Int.init) ?? 100
         guard clients >= 1 else {
             print("--clients must be at least 1")
             return
