@@ -15,8 +15,11 @@ struct ResilienceTests {
         let resilience = Resilience()
 
         #expect(resilience.deadline == .seconds(30))
-        #expect(resilience.throttle.configuration == .init(countsRejections: false))
+        #expect(resilience.throttle.configuration == .init(window: .seconds(5), countsRejections: false))
         #expect(resilience.breakers.configuration.tripCondition == .consecutiveFailures(5))
+        // A break of 0.25 to 0.5 s that does not grow.
+        let breaks = (0..<40).map { resilience.breakers.configuration.breakDuration.delay(forRetryCount: $0 % 20) }
+        #expect(breaks.allSatisfy { $0 >= .milliseconds(250) && $0 < .milliseconds(500) })
         #expect(resilience.budget.ratio == .default)
         #expect(resilience.retryPolicy.retryLimit == 2)
         #expect(resilience.adapters.count == 3)

@@ -24,11 +24,13 @@ public final class Resilience: Sendable {
     /// One `Resilience` with every default, shared by the whole process.
     public static let recommended = Resilience()
 
-    /// The adaptive throttle; by default Google SRE's rule (K = 2, a 10 s window, at most 90% rejected, nothing below
-    /// 10 requests) counting only what reached the host, so that a recovered host gets its traffic back at once.
+    /// The adaptive throttle; by default Google SRE's rule (K = 2, at most 90% rejected, nothing below 10 requests)
+    /// over a 5 s window, counting only what reached the host, so that a recovered host gets its traffic back within
+    /// seconds.
     public let throttle: AdaptiveThrottle
-    /// The circuit breakers, one per host; by default 5 consecutive failures trip one, for a short, growing, jittered
-    /// break.
+    /// The circuit breakers, one per host; by default 5 consecutive failures trip one, for a break of 0.25 to 0.5 s
+    /// that does not grow, so that a recovered host is found within half a second (``CircuitBreaker``'s own default
+    /// grows its break in a long outage, which sends less but finds the host later).
     public let breakers: CircuitBreakerRegistry
     /// The retry budget; by default retries are at most 10% of each host's requests over 10 s, plus one a second.
     public let budget: RetryBudget
@@ -50,9 +52,9 @@ public final class Resilience: Sendable {
     ) where C.Duration == Duration {
         self.init(
             throttle: AdaptiveThrottle(
-                configuration: .init(countsRejections: false), clock: clock, random: random),
+                configuration: .init(window: .seconds(5), countsRejections: false), clock: clock, random: random),
             breakers: CircuitBreakerRegistry(
-                configuration: .init(breakDuration: CircuitBreaker.Configuration.defaultBreakDuration(using: random)),
+                configuration: .init(breakDuration: .constant(.milliseconds(500)).equalJitter(using: random)),
                 clock: clock),
             budget: RetryBudget(ratio: .default, clock: clock),
             retryPolicy: RetryPolicy(backoff: RetryPolicy().backoff.fullJitter(using: random)),
