@@ -1,7 +1,6 @@
 import Foundation
 import Rebound
 import ReboundTesting
-import Synchronization
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -15,7 +14,7 @@ private final class SlowServer: HTTPTransport {
     let outage: Range<Duration>
     let capacity: Int
     let service: Duration
-    private let inFlight = Mutex(0)
+    private let inFlight = Locked(0)
 
     init(clock: ManualClock, outage: Range<Duration>, capacity: Int, service: Duration) {
         self.clock = clock

@@ -1,6 +1,5 @@
 import Foundation
 import ReboundTesting
-import Synchronization
 import Testing
 
 @testable import Rebound
@@ -12,7 +11,7 @@ import Testing
 /// A generator that answers a fixed value and counts how often it was asked: a throttle's draws, counted.
 private struct CountedStuck: RandomNumberGenerator, Sendable {
     final class Count: Sendable {
-        private let value = Mutex(0)
+        private let value = Locked(0)
         func increment() { value.withLock { $0 += 1 } }
         var current: Int { value.withLock { $0 } }
     }
@@ -153,7 +152,7 @@ struct AdaptiveThrottleTests {
 
     @Test("A classify of the caller's own decides, and is asked only about attempts that were sent")
     func aClassifyOfItsOwn() async throws {
-        let asked = Mutex<[Int]>([])
+        let asked = Locked<[Int]>([])
         let throttle = AdaptiveThrottle(
             configuration: Self.bare, clock: ManualClock(), random: neverRejects,
             classify: { outcome in
@@ -303,7 +302,7 @@ struct AdaptiveThrottleTests {
     func aLongOutageAndTheRecovery() async throws {
         let clock = ManualClock()
         let throttle = AdaptiveThrottle(clock: clock, random: .seeded(7))
-        let healthy = Mutex(true)
+        let healthy = Locked(true)
         let transport = ScriptedTransport { _, _ in healthy.withLock { $0 } ? .status(200) : .status(503) }
         let session = session(throttle, transport)
         /// Sends `seconds` of 100 requests a second; returns how many reached the host.

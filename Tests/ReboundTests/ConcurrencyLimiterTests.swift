@@ -1,6 +1,5 @@
 import Foundation
 import ReboundTesting
-import Synchronization
 import Testing
 
 @testable import Rebound
@@ -12,7 +11,7 @@ import Testing
 /// A transport that holds every request until its gate opens, and counts the requests in flight and the most at once.
 private final class HeldTransport: HTTPTransport {
     let gate = Gate()
-    private let counts = Mutex((inFlight: 0, most: 0, sent: 0))
+    private let counts = Locked((inFlight: 0, most: 0, sent: 0))
 
     var most: Int { counts.withLock { $0.most } }
     var sent: Int { counts.withLock { $0.sent } }

@@ -1,6 +1,7 @@
 import Foundation
 
 /// The simulator's table and chart, written the same way on every run (fixed decimals, no dates).
+@available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, *)
 struct Report {
     let model: ServerModel
     let clients: Int
