@@ -94,9 +94,28 @@ struct Report {
         return text
     }
 
-    /// The server's load over time in the first scenario, one line per policy, in requests a second per 500 ms.
+    /// The server's load over time, one panel per scenario, one line per policy, in requests a second per 500 ms.
     var svg: String {
-        guard let (scenario, outcomes) = sections.first else { return "" }
+        let width = 860
+        let height = 460 * sections.count
+        var svg = """
+            <svg xmlns="http://www.w3.org/2000/svg" width="\(width)" height="\(height)" \
+            viewBox="0 0 \(width) \(height)" font-family="-apple-system, Helvetica, Arial, sans-serif" \
+            font-size="12">
+            <rect width="100%" height="100%" fill="white"/>
+
+            """
+        for (index, section) in sections.enumerated() {
+            svg += "<g transform=\"translate(0,\(index * 460))\">\n"
+            svg += panel(section.scenario, section.outcomes)
+            svg += "</g>\n"
+        }
+        svg += "</svg>\n"
+        return svg
+    }
+
+    /// One scenario's chart, 860 × 460.
+    private func panel(_ scenario: Scenario, _ outcomes: [Outcome]) -> String {
         let width = 860.0
         let height = 460.0
         let left = 70.0
@@ -120,10 +139,6 @@ struct Report {
         func number(_ value: Double) -> String { Self.fixed(value, 1) }
         let colors = ["#7f7f7f", "#d62728", "#ff7f0e", "#bcbd22", "#2ca02c", "#1f77b4", "#9467bd", "#000000"]
         var svg = """
-            <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(width))" height="\(Int(height))" \
-            viewBox="0 0 \(Int(width)) \(Int(height))" font-family="-apple-system, Helvetica, Arial, sans-serif" \
-            font-size="12">
-            <rect width="100%" height="100%" fill="white"/>
             <text x="\(Int(left))" y="26" font-size="15" font-weight="bold">Requests reaching the server per second, \
             \(clients) clients, \(Int(scenario.offered.rounded())) offered a second</text>
             <rect x="\(number(x(model.outage.lowerBound.seconds)))" y="\(number(top))" \
@@ -169,7 +184,6 @@ struct Report {
 
                 """
         }
-        svg += "</svg>\n"
         return svg
     }
 }
