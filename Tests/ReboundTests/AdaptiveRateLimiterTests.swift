@@ -104,20 +104,11 @@ struct AdaptiveRateLimiterTests {
         let clock = ManualClock()
         let limiter = AdaptiveRateLimiter(clock: clock)
         let session = Session(
-            transport: ScriptedTransport { _, _ in .status(429) }, adapters: [PacedWrapper(wrapped: limiter)],
+            transport: ScriptedTransport { _, _ in .status(429) }, adapters: [ForwardingAdapter(wrapped: limiter)],
             clock: clock)
         _ = try? await session.send(request())
 
         #expect(limiter.snapshot(for: exampleURL)?.isPacing == true)
         #expect(limiter.snapshot(for: "other.example.com").isPacing == false)
-    }
-}
-
-/// An adapter that forwards to another, as a user's decorator would.
-private struct PacedWrapper: RequestAdapter {
-    let wrapped: any RequestAdapter
-
-    func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
-        try await wrapped.adapt(request, context: context)
     }
 }

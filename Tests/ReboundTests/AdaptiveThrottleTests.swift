@@ -382,12 +382,3 @@ struct AdaptiveThrottleTests {
             of: result, contains: "AdaptiveThrottle.Configuration.maximumRejection must be between 0 and 1, got 2.0")
     }
 }
-
-/// An adapter that forwards to another, as a user's decorator would.
-private struct ForwardingAdapter: RequestAdapter {
-    let wrapped: any RequestAdapter
-
-    func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
-        try await wrapped.adapt(request, context: context)
-    }
-}

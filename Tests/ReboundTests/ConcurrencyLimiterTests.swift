@@ -239,7 +239,7 @@ struct ConcurrencyLimiterTests {
     func behindAWrapper() async throws {
         let limiter = limiter(.fixed(1))
         let session = Session(
-            transport: ScriptedTransport { _, _ in .status(503) }, adapters: [Forwarding(wrapped: limiter)],
+            transport: ScriptedTransport { _, _ in .status(503) }, adapters: [ForwardingAdapter(wrapped: limiter)],
             retriers: [RetryPolicy(backoff: .none)], clock: FastForwardClock())
         for _ in 0..<3 { _ = try? await session.send(request()) }
         #expect(limiter.placesHeld == 0)
@@ -337,14 +337,5 @@ struct ConcurrencyLimiterTests {
         }
 
         expectStandardError(of: result, contains: "ConcurrencyLimit.fixed must be at least 1, got 0")
-    }
-}
-
-/// An adapter that forwards to another, as a user's decorator would.
-private struct Forwarding: RequestAdapter {
-    let wrapped: any RequestAdapter
-
-    func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
-        try await wrapped.adapt(request, context: context)
     }
 }

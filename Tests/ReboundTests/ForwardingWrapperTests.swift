@@ -9,14 +9,6 @@ import Testing
 
 // Wrappers written as a user would: each forwards the one method of the protocol it conforms to, and nothing else.
 
-/// Forwards `adapt`, the only requirement of `RequestAdapter`.
-private struct ForwardingAdapter: RequestAdapter {
-    let wrapped: any RequestAdapter
-    func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
-        try await wrapped.adapt(request, context: context)
-    }
-}
-
 /// Forwards `retry(_:dueTo:)`, the only requirement of `RequestRetrier`.
 private struct ForwardingRetrier: RequestRetrier {
     let wrapped: any RequestRetrier

@@ -121,15 +121,6 @@ struct ModifyingTests {
     }
 }
 
-/// An adapter that forwards to another, as a user's decorator would.
-private struct ForwardingAdapter: RequestAdapter {
-    let wrapped: any RequestAdapter
-
-    func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
-        try await wrapped.adapt(request, context: context)
-    }
-}
-
 /// Something an adapter awaits.
 private actor HeaderSource {
     func value() -> String { "awaited" }

@@ -111,3 +111,12 @@ extension Locked where State == Int {
         }
     }
 }
+
+/// Forwards `adapt`, the only requirement of `RequestAdapter`: a wrapper written as a user would, which must keep
+/// every role the wrapped part registers through the context.
+struct ForwardingAdapter: RequestAdapter {
+    let wrapped: any RequestAdapter
+    func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
+        try await wrapped.adapt(request, context: context)
+    }
+}
