@@ -83,11 +83,6 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
         var grants = 0
     }
 
-    struct AttemptKey: Hashable, Sendable {
-        let requestID: UUID
-        let attempt: Int
-    }
-
     /// The key this breaker was created with, usually the host it guards; `nil` if none.
     public let key: String?
     /// The breaker's configuration.
@@ -346,4 +341,11 @@ extension CircuitBreaker: AttemptAccountant {
     func requestEnded(_ requestID: UUID) {
         forgetWait(of: requestID)
     }
+}
+
+/// One attempt of one request: the key of what a part holds for an attempt it let through until the attempt is
+/// settled (a breaker's permit, a concurrency limiter's place).
+struct AttemptKey: Hashable, Sendable {
+    let requestID: UUID
+    let attempt: Int
 }

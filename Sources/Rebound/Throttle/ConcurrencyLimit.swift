@@ -195,6 +195,12 @@ public enum ConcurrencyLimit: Sendable, Equatable {
         }
     }
 
+    /// Whether the limit never moves, so that nothing is learnt from an attempt's end.
+    var isFixed: Bool {
+        if case .fixed = self { return true }
+        return false
+    }
+
     /// Checks a limit written or read as a whole: a fixed one must be at least 1.
     static func check(_ limit: ConcurrencyLimit) throws(ConfigurationError) {
         if case .fixed(let value) = limit, value < 1 {
@@ -225,10 +231,7 @@ struct LimitState: Sendable {
     var current: Int { Int(estimate) }
 
     /// Whether the limit never moves, so that an idle host's state can be forgotten.
-    var isFixed: Bool {
-        if case .fixed = limit { return true }
-        return false
-    }
+    var isFixed: Bool { limit.isFixed }
 
     /// Learns from an attempt that took `latency`, ended with `inFlight` attempts in flight (itself included), and
     /// failed in a way that says the host is overloaded (`dropped`) or not.

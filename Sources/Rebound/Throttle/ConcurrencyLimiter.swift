@@ -114,11 +114,6 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
         var timer: Task<Void, Never>?
     }
 
-    private struct AttemptKey: Hashable, Sendable {
-        let requestID: UUID
-        let attempt: Int
-    }
-
     private struct Host: Sendable {
         var limit: LimitState
         var inFlight = 0
@@ -213,21 +208,27 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
             if Task.isCancelled { return .taken }
             // A breaker-like part held twice is asked twice for one attempt: it already has its place.
             if state.places[attempt] != nil { return .taken }
-            var host = state.hosts[key] ?? Host(limit: LimitState(configuration.limit))
-            defer { state.hosts[key] = host }
-            if host.inFlight < host.limit.current, host.queue.isEmpty {
-                host.inFlight += 1
-                state.places[attempt] = Place(key: key, since: now, inFlight: host.inFlight)
-                return .taken
-            }
-            guard host.queue.count < configuration.maximumQueued else {
-                return .refused(
-                    ConcurrencyLimitExceeded(
-                        key: key, limitHit: configuration.maximumQueued == 0 ? .inFlight : .queue,
-                        limit: host.limit.current, inFlight: host.inFlight, queued: host.queue.count))
-            }
-            return .mustWait
+            return admission(key, for: attempt, now: now, in: &state)
         }
+    }
+
+    /// Gives `attempt` a place of `key`'s host if one is free and nobody waits for one; otherwise refuses it when the
+    /// queue has no room, or says it may wait.
+    private func admission(_ key: String, for attempt: AttemptKey, now: Duration, in state: inout State) -> Taking {
+        var host = state.hosts[key] ?? Host(limit: LimitState(configuration.limit))
+        defer { state.hosts[key] = host }
+        if host.inFlight < host.limit.current, host.queue.isEmpty {
+            host.inFlight += 1
+            state.places[attempt] = Place(key: key, since: now, inFlight: host.inFlight)
+            return .taken
+        }
+        guard host.queue.count < configuration.maximumQueued else {
+            return .refused(
+                ConcurrencyLimitExceeded(
+                    key: key, limitHit: configuration.maximumQueued == 0 ? .inFlight : .queue,
+                    limit: host.limit.current, inFlight: host.inFlight, queued: host.queue.count))
+        }
+        return .mustWait
     }
 
     /// Waits in `key`'s queue until a place is handed over, the queue timeout passes or the task is cancelled.
@@ -239,28 +240,19 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let now = clock.now()
-                let queued: Result<Bool, ConcurrencyLimitExceeded> = state.withLock { state in
-                    var host = state.hosts[key] ?? Host(limit: LimitState(configuration.limit))
-                    defer { state.hosts[key] = host }
-                    // Places may have been given back, or the queue filled up, since `take`.
-                    if host.inFlight < host.limit.current, host.queue.isEmpty {
-                        host.inFlight += 1
-                        state.places[attempt] = Place(key: key, since: now, inFlight: host.inFlight)
-                        return .success(false)
+                // Asked again: places may have been given back, or the queue filled up, since `take`.
+                let taking = state.withLock { state in
+                    let taking = admission(key, for: attempt, now: now, in: &state)
+                    if case .mustWait = taking {
+                        state.hosts[key]?.queue.append(
+                            Waiter(id: id, attempt: attempt, continuation: continuation, timer: nil))
                     }
-                    guard host.queue.count < configuration.maximumQueued else {
-                        return .failure(
-                            ConcurrencyLimitExceeded(
-                                key: key, limitHit: .queue, limit: host.limit.current, inFlight: host.inFlight,
-                                queued: host.queue.count))
-                    }
-                    host.queue.append(Waiter(id: id, attempt: attempt, continuation: continuation, timer: nil))
-                    return .success(true)
+                    return taking
                 }
-                switch queued {
-                case .success(true): break
-                case .success(false): return continuation.resume()
-                case .failure(let refusal): return continuation.resume(throwing: refusal)
+                switch taking {
+                case .mustWait: break
+                case .taken: return continuation.resume()
+                case .refused(let refusal): return continuation.resume(throwing: refusal)
                 }
                 let timeout = configuration.queueTimeout
                 let clock = clock
@@ -315,16 +307,16 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
     }
 
     /// Gives back the place of `attempt`, if it holds one, teaching an adaptive limit whether the attempt says the host
-    /// is overloaded (`verdict` answers `true`), keeping up (`false`) or nothing (`nil`), and hands the freed places to
-    /// the first waiters.
-    private func giveBack(_ attempt: AttemptKey, verdict: () -> Bool?) {
+    /// is overloaded (`dropped` is `true`), keeping up (`false`) or nothing (`nil`), and hands the freed places to the
+    /// first waiters.
+    private func giveBack(_ attempt: AttemptKey, dropped: Bool?) {
         let now = clock.now()
         let handed: [Waiter] = state.withLock { state in
             guard let place = state.places.removeValue(forKey: attempt), var host = state.hosts[place.key] else {
                 return []
             }
             host.inFlight -= 1
-            if let dropped = verdict() {
+            if let dropped {
                 host.limit.update(latency: now - place.since, inFlight: place.inFlight, dropped: dropped)
             }
             var handed: [Waiter] = []
@@ -363,15 +355,17 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
 // The session tells the limiter how the attempts it let through end directly (see `AttemptAccountant`).
 extension ConcurrencyLimiter: AttemptAccountant {
     func settle(_ attempt: Attempt, of requestID: UUID, outcome: () -> AttemptOutcome) {
-        giveBack(AttemptKey(requestID: requestID, attempt: attempt.number)) {
-            // Only an attempt that was sent says anything about the host.
-            guard attempt.request != nil else { return nil }
+        // Asked outside the lock (a `classify` of the caller's own is their code), only for an adaptive limit, and only
+        // about an attempt that was sent: nothing else says anything about the host.
+        var dropped: Bool?
+        if !configuration.limit.isFixed, attempt.request != nil {
             switch classify.map({ $0(outcome()) }) ?? CircuitBreaker.defaultVerdict(for: attempt) {
-            case .success: return false
-            case .failure: return true
-            case .ignored: return nil
+            case .success: dropped = false
+            case .failure: dropped = true
+            case .ignored: dropped = nil
             }
         }
+        giveBack(AttemptKey(requestID: requestID, attempt: attempt.number), dropped: dropped)
     }
 
     func requestEnded(_ requestID: UUID) {}
