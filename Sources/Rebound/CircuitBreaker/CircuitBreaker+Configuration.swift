@@ -274,8 +274,7 @@ extension CircuitBreaker {
         /// How `attempt` counts: the default verdict read from the attempt itself, or the caller's `classify` given
         /// the outcome `outcome` builds (only then).
         func verdict(for attempt: Attempt, outcome: () -> AttemptOutcome) -> Verdict {
-            guard let classifier else { return CircuitBreaker.defaultVerdict(for: attempt) }
-            return classifier(outcome())
+            CircuitBreaker.verdict(for: attempt, classify: classifier, outcome: outcome)
         }
     }
 
@@ -289,6 +288,15 @@ extension CircuitBreaker {
     /// answered; cancellations and adapter failures are ignored, because the upstream was not reached.
     @Sendable public static func defaultVerdict(for outcome: AttemptOutcome) -> Verdict {
         defaultVerdict(for: outcome.attempt)
+    }
+
+    /// How `attempt` counts: by `classify` given the outcome `outcome` builds (only then), or by the default verdict,
+    /// read from the attempt itself, when there is none. What a breaker, a throttle and a limiter ask.
+    static func verdict(
+        for attempt: Attempt, classify: (@Sendable (AttemptOutcome) -> Verdict)?, outcome: () -> AttemptOutcome
+    ) -> Verdict {
+        guard let classify else { return defaultVerdict(for: attempt) }
+        return classify(outcome())
     }
 
     /// The default verdict of an attempt, which depends on the attempt alone.

@@ -241,7 +241,7 @@ public final class AdaptiveThrottle: RequestAdapter, RetryGate {
     /// How an attempt that was sent counts: accepted, not accepted, or not at all (`nil`); `outcome` builds its
     /// ``AttemptOutcome`` for a `classify` of the caller's own.
     private func accepted(_ attempt: Attempt, outcome: () -> AttemptOutcome) -> Bool? {
-        switch classify.map({ $0(outcome()) }) ?? CircuitBreaker.defaultVerdict(for: attempt) {
+        switch CircuitBreaker.verdict(for: attempt, classify: classify, outcome: outcome) {
         case .success: true
         case .failure: false
         case .ignored: nil

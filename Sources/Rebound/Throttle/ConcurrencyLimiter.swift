@@ -359,7 +359,7 @@ extension ConcurrencyLimiter: AttemptAccountant {
         // about an attempt that was sent: nothing else says anything about the host.
         var dropped: Bool?
         if !configuration.limit.isFixed, attempt.request != nil {
-            switch classify.map({ $0(outcome()) }) ?? CircuitBreaker.defaultVerdict(for: attempt) {
+            switch CircuitBreaker.verdict(for: attempt, classify: classify, outcome: outcome) {
             case .success: dropped = false
             case .failure: dropped = true
             case .ignored: dropped = nil
