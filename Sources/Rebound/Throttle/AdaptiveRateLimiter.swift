@@ -166,19 +166,18 @@ public final class AdaptiveRateLimiter: RequestAdapter, RetryGate {
         return request
     }
 
-    /// Takes a token for `key` and counts the request sent; returns how long to wait first when there is none.
+    /// Takes a token for `key` if its host is paced; returns how long to wait first when there is none.
     private func take(_ key: String) -> Duration? {
         let now = clock.now().seconds
         return state.withLock { state -> Duration? in
-            var host = state.hosts[key] ?? Host()
+            // A host that never throttled is not paced, and nothing is written for it here.
+            guard var host = state.hosts[key], host.pacing else { return nil }
             defer { state.hosts[key] = host }
-            if host.pacing {
-                host.fill(at: now)
-                guard host.tokens >= 1 else {
-                    return .nanoseconds(Int64(((1 - host.tokens) / host.rate * 1e9).rounded(.up)))
-                }
-                host.tokens -= 1
+            host.fill(at: now)
+            guard host.tokens >= 1 else {
+                return .nanoseconds(Int64(((1 - host.tokens) / host.rate * 1e9).rounded(.up)))
             }
+            host.tokens -= 1
             return nil
         }
     }
