@@ -143,8 +143,9 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
     ///   - clock: The clock the queue timeout and an adaptive limit's latencies are measured on; `ContinuousClock` by
     ///     default.
     ///   - classify: Whether an attempt that was sent failed in a way that tells an adaptive limit the host is
-    ///     overloaded (``CircuitBreaker/Verdict/failure``); `nil`, the default, is
-    ///     ``CircuitBreaker/defaultVerdict(for:)`` (5xx, 408, 429, transport failures).
+    ///     overloaded (``CircuitBreaker/Verdict/failure``); asked outside the limiter's lock, and never for a fixed
+    ///     limit, which learns nothing. `nil`, the default, is ``CircuitBreaker/defaultVerdict(for:)`` (5xx, 408,
+    ///     429, transport failures).
     public init<C: Clock>(
         configuration: Configuration = .default,
         key: @escaping CircuitBreakerRegistry.KeyFunction = CircuitBreakerRegistry.hostKey,
