@@ -26,13 +26,12 @@ import Rebound
 public final class Simulation: Sendable {
     /// The executor every job of the simulation runs on: for tasks the body starts itself, with
     /// `Task(executorPreference: simulation.executor) { … }`.
-    public let executor: any TaskExecutor
+    public var executor: any TaskExecutor { serial }
     private let serial: SerialJobQueue
 
     /// Creates a simulation with a thread of its own, which ends when the simulation is released and no job is left.
     public init() {
         serial = SerialJobQueue()
-        executor = serial
     }
 
     deinit {
