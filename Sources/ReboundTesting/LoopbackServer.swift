@@ -210,6 +210,12 @@ public final class LoopbackServer: Sendable {
         core.requests(path).count
     }
 
+    /// How many requests to `path` the client gave up on while their reply was delayed: it closed the connection
+    /// (as a client does when it cancels a request), and the server wrote nothing.
+    public func abandoned(_ path: String) -> Int {
+        core.abandoned(path)
+    }
+
     /// The requests `path` has received, in order.
     public func requests(_ path: String) -> [Request] {
         core.requests(path)
@@ -245,6 +251,7 @@ private final class ServerCore: Sendable {
         var routes: [String: Route] = [:]
         var unrouted: [String: [LoopbackServer.Request]] = [:]
         var connections: Set<Int32> = []
+        var abandoned: [String: Int] = [:]
         var stopped = false
     }
 
@@ -275,6 +282,10 @@ private final class ServerCore: Sendable {
     }
 
     var totalHits: Int { received.count }
+
+    func abandoned(_ path: String) -> Int {
+        state.withLock { $0.abandoned[path] ?? 0 }
+    }
 
     func stop() {
         let stopping = state.withLock { state -> Bool in
@@ -349,7 +360,13 @@ private final class ServerCore: Sendable {
                 let milliseconds = Int32(
                     clamping: reply.delay.components.seconds * 1000
                         + reply.delay.components.attoseconds / 1_000_000_000_000_000)
-                guard POSIXSocket.sleep(milliseconds: milliseconds, orWake: wake.read) else { return }
+                switch POSIXSocket.sleep(milliseconds: milliseconds, orWake: wake.read, watching: fd) {
+                case .elapsed: break
+                case .woken: return
+                case .peerClosed:
+                    state.withLock { $0.abandoned[path, default: 0] += 1 }
+                    return
+                }
             }
             if reply.dropsConnection { return }
             switch reply.fault {

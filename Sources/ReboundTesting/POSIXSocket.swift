@@ -103,6 +103,36 @@ enum POSIXSocket {
         }
     }
 
+    /// How a sleep that watches a connection ended.
+    enum WatchedSleep {
+        case elapsed, woken, peerClosed
+    }
+
+    /// Sleeps up to `milliseconds` while watching `fd`: ends early if `wake` becomes readable or the peer closes `fd`.
+    /// Bytes the peer sends meanwhile (a next request) are left in place, and the sleep goes on without watching.
+    static func sleep(milliseconds: Int32, orWake wake: Int32, watching fd: Int32) -> WatchedSleep {
+        var fds = [
+            pollfd(fd: wake, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
+        ]
+        var watching: nfds_t = 2
+        var left = Int64(milliseconds)
+        while true {
+            let started = ContinuousClock.now
+            let ready = poll(&fds, watching, Int32(clamping: left))
+            if ready < 0 && errno == EINTR { continue }
+            if ready == 0 { return .elapsed }
+            if ready < 0 || fds[0].revents != 0 { return .woken }
+            var byte: UInt8 = 0
+            let peeked = recv(fd, &byte, 1, Int32(MSG_PEEK))
+            if peeked <= 0 { return .peerClosed }
+            watching = 1
+            let elapsed = ContinuousClock.now - started
+            left -= elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000
+            if left <= 0 { return .elapsed }
+        }
+    }
+
     /// Reads what is available into `buffer`; returns `false` on end of stream or error.
     static func readAvailable(_ fd: Int32, into buffer: inout [UInt8]) -> Bool {
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)

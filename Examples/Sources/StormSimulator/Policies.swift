@@ -11,6 +11,14 @@ enum Policy: CaseIterable, Sendable {
     case breaker
     case throttle
     case preset
+    case hedged
+
+    /// The policies of the outage scenarios: every one but hedging, which is for slow tails.
+    static let outagePolicies: [Policy] = [.none, .naive, .alamofire, .jittered, .budget, .breaker, .throttle, .preset]
+    /// The policies of the slow-tail scenario.
+    static let tailPolicies: [Policy] = [.none, .preset, .hedged]
+    /// The hedging delay of ``hedged``: about the p97 of the slow-tail server's latency.
+    static let hedgingDelay = Duration.milliseconds(100)
 
     /// The name in the table and the chart.
     var name: String {
@@ -23,6 +31,7 @@ enum Policy: CaseIterable, Sendable {
         case .breaker: "+ circuit breaker"
         case .throttle: "+ adaptive throttle"
         case .preset: "Session(resilience:) (the preset)"
+        case .hedged: "the preset + hedging (100 ms)"
         }
     }
 
@@ -38,10 +47,11 @@ enum Policy: CaseIterable, Sendable {
             configuration: .init(breakDuration: CircuitBreaker.Configuration.defaultBreakDuration(using: random)),
             clock: clock)
         let budget = RetryBudget(ratio: .default, clock: clock)
-        if self == .preset {
+        if self == .preset || self == .hedged {
             return Session(
                 transport: transport, resilience: Resilience(clock: clock, random: random),
-                attemptTimeout: Self.attemptTimeout, clock: clock)
+                attemptTimeout: Self.attemptTimeout, hedging: self == .hedged ? Hedging(delay: Self.hedgingDelay) : nil,
+                clock: clock)
         }
         let (adapters, retriers): ([any RequestAdapter], [any RequestRetrier]) =
             switch self {
@@ -52,7 +62,7 @@ enum Policy: CaseIterable, Sendable {
             case .budget: ([budget], [jittered])
             case .breaker: ([breakers, budget], [jittered])
             case .throttle: ([AdaptiveThrottle(clock: clock, random: random), breakers, budget], [jittered])
-            case .preset: ([], [])
+            case .preset, .hedged: ([], [])
             }
         return Session(
             transport: transport, adapters: adapters, retriers: retriers, attemptTimeout: Self.attemptTimeout,

@@ -34,13 +34,13 @@ struct Report {
 
             What each of Rebound's parts does to a struggling server, in numbers: many clients send to one server that \
             fails everything for a while, each client with a policy made of Rebound's real types (`Session`, \
-            `RetryPolicy`, `RetryBudget`, `CircuitBreakerRegistry`, `AdaptiveThrottle`, the `Resilience` preset) on a \
-            simulated transport and a \
-            `ManualClock`. It runs on `ReboundTesting`'s `Simulation`, one job at a time in a fixed order, so every run \
+            `RetryPolicy`, `RetryBudget`, `CircuitBreakerRegistry`, `AdaptiveThrottle`, the `Resilience` preset, \
+            `Hedging`) on a simulated transport and a `ManualClock`; a last scenario has no outage but a slow tail, \
+            for hedging. It runs on `ReboundTesting`'s `Simulation`, one job at a time in a fixed order, so every run \
             gives the same numbers, to the last digit, on every machine.
 
             ```sh
-            swift run --package-path Examples -c release StormSimulator                   # this page's tables, about 20 s
+            swift run --package-path Examples -c release StormSimulator                   # this page's tables, about 45 s
             swift run --package-path Examples -c release StormSimulator --clients 100000  # as many clients as you like
             ```
 
@@ -67,7 +67,48 @@ struct Report {
             of the retries is left to protect the server.
 
             """
-        for (scenario, outcomes) in sections {
+        text += outageTables
+        for (scenario, outcomes) in sections where !scenario.hasOutage {
+            text += tail(scenario, outcomes)
+        }
+        return text
+    }
+
+    /// The table of a scenario without an outage, about the server's slow tail and what hedging does to it.
+    private func tail(_ scenario: Scenario, _ outcomes: [Outcome]) -> String {
+        let tail = scenario.model
+        var text = """
+
+            ## \(scenario.name.prefix(1).uppercased() + scenario.name.dropFirst())
+
+            \(Int(scenario.offered.rounded())) requests a second for \(Int(scenario.duration.seconds)) s to the same \
+            server without an outage, except that \(Self.fixed(tail.slowShare * 100, 0))% of the requests, drawn at \
+            random, take \(Self.milliseconds(tail.slowService)) instead of \(Self.milliseconds(tail.service)): a slow \
+            replica, a pause. Hedging starts a second attempt of a request that has not answered within \
+            \(Self.milliseconds(Policy.hedgingDelay)); the server goes on with the attempt the client dropped. **load**: \
+            attempts that reached the server per request offered.
+
+            | policy | load | success | p50 | p99 | p99.9 |
+            |---|---|---|---|---|---|
+
+            """
+        for outcome in outcomes {
+            let cells = [
+                outcome.policy.name, Self.fixed(outcome.load, 3),
+                Self.fixed(outcome.success(in: .zero..<scenario.duration) * 100, 1) + "%",
+                Self.milliseconds(outcome.latency(50)), Self.milliseconds(outcome.latency(99)),
+                Self.milliseconds(outcome.latency(99.9)),
+            ]
+            text += "| " + cells.joined(separator: " | ") + " |\n"
+        }
+        return text
+    }
+
+    /// The tables of the scenarios with an outage.
+    private var outageTables: String {
+        var text = ""
+        let outage = model.outage
+        for (scenario, outcomes) in sections where scenario.hasOutage {
             text += """
 
                 ## \(scenario.name.prefix(1).uppercased() + scenario.name.dropFirst())
@@ -96,6 +137,7 @@ struct Report {
 
     /// The server's load over time, one panel per scenario, one line per policy, in requests a second per 500 ms.
     var svg: String {
+        let sections = sections.filter(\.scenario.hasOutage)
         let width = 860
         let height = 460 * sections.count
         var svg = """

@@ -14,6 +14,11 @@ struct Scenario: Sendable {
     /// How long the run lasts.
     var duration = Duration.seconds(40)
     var seed: UInt64 = 1
+    /// The policies compared.
+    var policies = Policy.outagePolicies
+
+    /// Whether the server has an outage (otherwise the scenario is about its slow tail).
+    var hasOutage: Bool { !model.outage.isEmpty }
 }
 
 /// What one policy did in one scenario.
@@ -32,6 +37,11 @@ struct Outcome: Sendable {
     func success(in range: Range<Duration>) -> Double {
         let arrived = requests.filter { range.contains($0.arrival) }
         return Double(arrived.filter { $0.latency != nil }.count) / Double(max(arrived.count, 1))
+    }
+
+    /// Attempts that reached the server per request offered, over the whole run.
+    var load: Double {
+        Double(attemptsPerBucket.reduce(0, +)) / Double(max(requests.count, 1))
     }
 
     /// The `p`th percentile (0 to 100) of the latency of the requests that succeeded, the nearest rank.
@@ -114,7 +124,7 @@ func outcomes(of scenario: Scenario) async -> [Outcome] {
     let after = outage.upperBound..<outage.upperBound + .seconds(10)
     var results: [Outcome] = []
     var noRetries: Duration?
-    for policy in Policy.allCases {
+    for policy in scenario.policies {
         let (requests, server) = await simulate(policy, in: scenario)
         func amplification(_ range: Range<Duration>) -> Double {
             let offered = requests.filter { range.contains($0.0) }.count

@@ -15,8 +15,12 @@ struct ServerModel: Sendable {
     var service = Duration.milliseconds(50)
     /// The most requests it holds at once; past that it fails the excess at once.
     var maximumInFlight = 2_000
-    /// When it fails everything.
+    /// When it fails everything; an empty range for never.
     var outage = Duration.seconds(10)..<Duration.seconds(20)
+    /// The share of requests that take ``slowService`` instead of ``service`` (a slow replica, a pause): the slow tail.
+    var slowShare = 0.0
+    /// How long a request of the slow tail takes with a worker to itself.
+    var slowService = Duration.milliseconds(600)
 
     /// Requests a second it serves at full speed.
     var capacity: Double { Double(workers) / service.seconds }
@@ -27,7 +31,8 @@ struct ServerModel: Sendable {
 /// Up to `workers` requests are served in `service`; above that they share the workers and take proportionally
 /// longer (served slowly), up to `maximumInFlight`, past which a request fails with 503 after a millisecond (the excess
 /// failed). A request whose client gave up (an attempt timeout) is still served to the end, as a server that does not
-/// hear of it would: abandoned work keeps its place. During the outage every request fails with 503 after 5 ms. It
+/// hear of it would: abandoned work keeps its place. A share of the requests, drawn from a seeded source, take the slow
+/// service time instead (the slow tail). During the outage every request fails with 503 after 5 ms. It
 /// counts, per 100 ms bucket, the requests that reached it and whether it was overloaded: down, failing the excess, or
 /// holding more than one and a half times its workers.
 @available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, *)
@@ -44,6 +49,8 @@ final class SimulatedServer: HTTPTransport {
     /// Where the server's work runs, so that it goes on when the client gives up.
     let executor: any TaskExecutor
     private let state = Mutex((inFlight: 0, buckets: [Int: Bucket]()))
+    /// Which requests fall in the slow tail.
+    private let tail = RandomSource.seeded(17)
 
     init(model: ServerModel, clock: ManualClock, executor: any TaskExecutor) {
         self.model = model
@@ -68,9 +75,10 @@ final class SimulatedServer: HTTPTransport {
             if state.inFlight * 2 > model.workers * 3 { state.buckets[bucket, default: Bucket()].overloaded = true }
             return state.inFlight
         }
+        let service = model.slowShare > 0 && tail.unitInterval() < model.slowShare ? model.slowService : model.service
         let time =
             inFlight > model.maximumInFlight
-            ? Duration.milliseconds(1) : model.service * (Double(max(inFlight, model.workers)) / Double(model.workers))
+            ? Duration.milliseconds(1) : service * (Double(max(inFlight, model.workers)) / Double(model.workers))
         // The work runs in a task of its own, which the client's cancellation does not reach.
         await Task(executorPreference: executor) { [self] in
             try? await clock.sleep(for: time)

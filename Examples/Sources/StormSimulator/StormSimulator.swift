@@ -24,12 +24,16 @@ enum StormSimulator {
             return
         }
         let model = ServerModel()
+        let tail = ServerModel(outage: .zero..<Duration.zero, slowShare: 0.02)
         let scenarios = [
             Scenario(
                 name: "offered load half the capacity (2× headroom)", clients: clients, offered: model.capacity / 2),
             Scenario(
                 name: "offered load two thirds of the capacity (1.5× headroom)", clients: clients,
                 offered: model.capacity / 1.5),
+            Scenario(
+                name: "a slow tail, no outage: 2% of requests take 600 ms", model: tail, clients: clients,
+                offered: model.capacity / 2, duration: .seconds(20), policies: Policy.tailPolicies),
         ]
         var report = Report(model: model, clients: clients)
         for scenario in scenarios {

@@ -63,9 +63,10 @@ public struct RequestContext: Sendable {
         roles?.add(gate: gate)
     }
 
-    /// ``observe(_:)`` and ``admitRetries(through:)`` at once, for a part that plays both roles: one lock, not two.
-    func observeAndAdmitRetries(through part: some AttemptObserver & RetryGate & AnyObject) {
-        roles?.add(observerAndGate: part)
+    /// Registers a budget: asked before every retry and every hedge of the request, and told how its attempts end if
+    /// `observes`.
+    func admitRetriesAndHedges(through part: some AttemptObserver & RetryGate & HedgeGate, observes: Bool) {
+        roles?.add(budget: part, observes: observes)
     }
 
     /// Has `part` settle the attempts it let through, told at once when each ends, and admit the request's retries:

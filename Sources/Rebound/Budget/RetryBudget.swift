@@ -228,7 +228,7 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
     public func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
         // A token bucket rewards successes, so it hears every request's end; a ratio budget registers as an observer
         // when it grants a retry (see `admitRetry`).
-        if ratio == nil { context.observeAndAdmitRetries(through: self) } else { context.admitRetries(through: self) }
+        context.admitRetriesAndHedges(through: self, observes: ratio == nil)
         if let ratio, context.attempt == 1, let key = keyFunction(request) {
             let now = now()
             state.withLock { $0.windows[key, default: RatioWindow()].addRequest(at: now, window: ratio.window) }
@@ -363,5 +363,34 @@ public struct RetryBudgetExhausted: Error, Sendable, Equatable, CustomStringConv
     /// For example `retry budget for api.example.com exhausted: 3 tokens left, a retry costs 5`.
     public var description: String {
         "retry budget for \(key) exhausted: \(availableTokens) tokens left, a retry costs \(retryCost)"
+    }
+}
+
+// Before a hedge: a hedge spends from the host's budget as a retry does.
+extension RetryBudget: HedgeGate {
+    /// Spends one retry's cost from the host's budget for a hedge, or refuses it with ``RetryBudgetExhausted``; a hedge
+    /// that starts is sent, so nothing is refunded.
+    func admitHedge(_ request: URLRequest, of requestID: UUID, attempt: Int) -> (any Error)? {
+        guard let key = keyFunction(request) else { return nil }
+        let now = now()
+        if let ratio {
+            return state.withLock { state -> RetryBudgetExhausted? in
+                let available = state.windows[key]?.available(at: now, ratio: ratio) ?? ratio.floorPerWindow
+                guard available >= 1 else {
+                    return RetryBudgetExhausted(key: key, availableTokens: Int(max(available, 0)), retryCost: 1)
+                }
+                state.windows[key, default: RatioWindow()].addRetry(1, at: now, window: ratio.window)
+                return nil
+            }
+        }
+        let cost = configuration.retryCost
+        return state.withLock { state -> RetryBudgetExhausted? in
+            let available = state.tokens[key] ?? configuration.initialTokens
+            guard available >= cost else {
+                return RetryBudgetExhausted(key: key, availableTokens: available, retryCost: cost)
+            }
+            state.tokens[key] = available - cost
+            return nil
+        }
     }
 }

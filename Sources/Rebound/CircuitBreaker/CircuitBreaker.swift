@@ -341,6 +341,17 @@ extension CircuitBreaker: AttemptAccountant {
     func requestEnded(_ requestID: UUID) {
         forgetWait(of: requestID)
     }
+
+    /// Lets a hedge start only while the breaker is closed (the rule for retries): an open breaker refuses it at once,
+    /// and a half-open one keeps its trials for fresh requests. The hedge takes its permit when it is adapted.
+    func admitHedge(_ request: URLRequest, of requestID: UUID, attempt: Int) -> (any Error)? {
+        let (refusal, transitions) = update { storage, now, _ -> CircuitBreakerOpenError? in
+            guard let retryAfter = storage.machine.refusalOfRetry(now: now) else { return nil }
+            return CircuitBreakerOpenError(key: key, state: storage.machine.state, retryAfter: retryAfter)
+        }
+        announce(transitions)
+        return refusal
+    }
 }
 
 /// One attempt of one request: the key of what a part holds for an attempt it let through until the attempt is

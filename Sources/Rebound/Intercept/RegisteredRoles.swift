@@ -20,7 +20,7 @@ protocol RegisteredRetrier: AnyObject, Sendable {
 /// A part that let an attempt through and must settle it when the attempt ends (a breaker's permit): told at once,
 /// synchronously, after the decision and before the observers, without the observers' machinery; also the request's
 /// gate unless the lists hold it as one.
-protocol AttemptAccountant: RetryGate, AnyObject, Sendable {
+protocol AttemptAccountant: RetryGate, HedgeGate, AnyObject, Sendable {
     /// Settles `attempt` of request `requestID`, if this part let it through; `outcome` builds the attempt's
     /// ``AttemptOutcome``, for a part that needs more than the attempt (the same instance for every part).
     func settle(_ attempt: Attempt, of requestID: UUID, outcome: () -> AttemptOutcome)
@@ -100,6 +100,8 @@ struct RegisteredRoles: Sendable {
         var bodyBeforeBackoff: Data?
         /// The request the first attempt's adapters get, until it takes it (`RequestRun.nextBase()`).
         var unshared: URLRequest?
+        /// The gates asked before a hedge besides the accountants (a budget), each once, in the order they registered.
+        var hedgeGates: [any HedgeGate] = []
     }
 
     /// A registered instance in one role.
@@ -137,12 +139,13 @@ struct RegisteredRoles: Sendable {
         state.withLock { Self.add(gate: gate, known: ObjectIdentifier(gate), to: &$0) }
     }
 
-    /// Adds a part that both hears how attempts end and is asked before retries (a breaker, a budget), under one lock.
-    func add(observerAndGate part: some AttemptObserver & RetryGate & AnyObject) {
+    /// Adds a budget: a gate (and an observer too if `observes`), asked before hedges as well, under one lock.
+    func add(budget part: some AttemptObserver & RetryGate & HedgeGate, observes: Bool) {
         let object = ObjectIdentifier(part)
         state.withLock { state in
-            Self.add(observer: part, known: object, to: &state)
+            if observes { Self.add(observer: part, known: object, to: &state) }
             Self.add(gate: part, known: object, to: &state)
+            if !state.hedgeGates.contains(where: { $0 === part }) { state.hedgeGates.append(part) }
         }
     }
 
@@ -269,6 +272,18 @@ struct RegisteredRoles: Sendable {
             case .accountant(let part, isGate: true): part
             default: nil
             }
+        }
+    }
+
+    /// The parts asked before a hedge starts, registered so far: those that settle their attempts (a throttle, a
+    /// breaker), in the order they registered, then the budgets.
+    var hedgeGates: [any HedgeGate] {
+        state.withLock { state in
+            var gates: [any HedgeGate] = []
+            for registration in state.registrations {
+                if case .accountant(let part, _) = registration.entry { gates.append(part) }
+            }
+            return gates + state.hedgeGates
         }
     }
 

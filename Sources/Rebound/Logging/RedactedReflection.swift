@@ -139,6 +139,7 @@ extension Attempt: CustomReflectable {
                 "failure": failure.map { RedactedFailure(description: $0.description) } as Any,
                 "duration": duration,
                 "retryDelay": retryDelay as Any,
+                "hedge": hedge,
             ], displayStyle: .struct)
     }
 }

@@ -15,7 +15,8 @@ import Foundation
 /// the whole process. Make a `Resilience` of your own to keep a set of sessions apart, to time it on a test clock, or to
 /// change a part.
 ///
-/// Hedging is off: it is for requests that may be repeated, and a chain asks for it explicitly.
+/// Hedging is off: it is for requests that may be repeated, and a session asks for it with `hedging:` and a delay
+/// that suits its service (`Session(resilience: .recommended, hedging: Hedging(delay: .milliseconds(150)))`).
 ///
 /// ```swift
 /// let session = Session(resilience: .recommended)
@@ -102,6 +103,8 @@ extension Session {
     ///   - validator: Decides which responses are failures; 2xx passes by default.
     ///   - attemptTimeout: The time limit of each attempt; none by default.
     ///   - redirectHandler: Decides which redirects are followed; `Redirector.follow` by default.
+    ///   - hedging: When requests that may be repeated get another attempt beside a slow one (see ``Hedging``); off
+    ///     by default. Hedges spend from the chain's budget and pass its throttle and breakers.
     ///   - clock: The clock backoffs are slept on and attempts timed with; `ContinuousClock` by default (give the
     ///     parts of a test's `Resilience` the same clock).
     public convenience init<C: Clock>(
@@ -114,11 +117,12 @@ extension Session {
         validator: any ResponseValidator = .successfulStatusCodes,
         attemptTimeout: Duration? = nil,
         redirectHandler: any RedirectHandler = Redirector.follow,
+        hedging: Hedging? = nil,
         clock: C = ContinuousClock()
     ) where C.Duration == Duration {
         self.init(
             transport: transport, adapters: resilience.adapters + adapters, retriers: retriers + resilience.retriers,
             interceptor: interceptor, observers: observers, validator: validator, deadline: resilience.deadline,
-            attemptTimeout: attemptTimeout, redirectHandler: redirectHandler, clock: clock)
+            attemptTimeout: attemptTimeout, redirectHandler: redirectHandler, hedging: hedging, clock: clock)
     }
 }

@@ -21,20 +21,23 @@ public struct Attempt: Sendable {
     public let duration: Duration
     /// The delay slept before the next attempt; `nil` if there was no next attempt, `.zero` for an immediate retry.
     public internal(set) var retryDelay: Duration?
+    /// Which hedge of its round this attempt was: `0` for an attempt the request made on its own (its first, or a
+    /// retry), `1`, `2`, … for the hedges started beside it (see ``Hedging``).
+    public let hedge: Int
 
     /// Creates an attempt record; the session creates these, and test code may too.
     public init(
         number: Int, request: URLRequest?, response: HTTPURLResponse?, failure: ReboundError.Reason?,
-        duration: Duration, retryDelay: Duration? = nil
+        duration: Duration, retryDelay: Duration? = nil, hedge: Int = 0
     ) {
         self.init(
             number: number, request: request, responseHead: response.map(ResponseHead.init), failure: failure,
-            duration: duration, retryDelay: retryDelay)
+            duration: duration, retryDelay: retryDelay, hedge: hedge)
     }
 
     init(
         number: Int, request: URLRequest?, responseHead: ResponseHead?, failure: ReboundError.Reason?,
-        duration: Duration, retryDelay: Duration? = nil
+        duration: Duration, retryDelay: Duration? = nil, hedge: Int = 0
     ) {
         self.number = number
         self.request = request
@@ -42,25 +45,31 @@ public struct Attempt: Sendable {
         self.failure = failure
         self.duration = duration
         self.retryDelay = retryDelay
+        self.hedge = hedge
     }
 
     /// The response's status code, if there was a response.
     public var statusCode: Int? { responseHead?.statusCode }
 
-    /// Whether this attempt succeeded.
-    public var succeeded: Bool { failure == nil }
+    /// Whether this attempt succeeded: it got a response that passed validation.
+    public var succeeded: Bool { failure == nil && responseHead != nil }
+
+    /// Whether this attempt was cut short by cancellation: the caller's, or the session's when another hedge of its
+    /// round won (see ``Hedging``); such an attempt has neither a failure nor a response.
+    public var wasCancelled: Bool { failure == nil && responseHead == nil }
 }
 
 extension Attempt: CustomStringConvertible {
     /// One line for logs, for example `#2 GET https://example.com/items → 503 (unacceptable status code 503) in
-    /// 12 ms, retried after 1 s`; the URL is redacted as ``Redaction/default`` redacts it.
+    /// 12 ms, retried after 1 s`, or `#3 (hedge 1) GET …` for a hedge; the URL is redacted as ``Redaction/default``
+    /// redacts it.
     public var description: String {
         let target = request.map { "\($0.method) \(Redaction.default.string(for: $0.url))" } ?? "(not sent)"
-        var line = "#\(number) \(target) → "
+        var line = "#\(number)\(hedge > 0 ? " (hedge \(hedge))" : "") \(target) → "
         switch (failure, statusCode) {
         case (nil, let status?): line += "\(status)"
         case (let failure?, _): line += "\(failure)"
-        case (nil, nil): line += "done"
+        case (nil, nil): line += "cancelled"
         }
         line += " in \(duration.logDescription)"
         if let retryDelay { line += ", retried after \(retryDelay.logDescription)" }

@@ -18,12 +18,24 @@ final class AttemptResult: Sendable {
     let sent: URLRequest?
     let response: ResponseHead?
     let data: Data?
+    /// What the retriers answered about this failure, if they were asked already: a hedged round asks about each
+    /// failure as it comes (`RequestRun.hedgedAttempts(_:)`).
+    let answer: RetryResult?
 
-    init(_ kind: Kind, sent: URLRequest? = nil, response: ResponseHead? = nil, data: Data? = nil) {
+    init(
+        _ kind: Kind, sent: URLRequest? = nil, response: ResponseHead? = nil, data: Data? = nil,
+        answer: RetryResult? = nil
+    ) {
         self.kind = kind
         self.sent = sent
         self.response = response
         self.data = data
+        self.answer = answer
+    }
+
+    /// This result, with the retriers' answer about it.
+    func answered(_ answer: RetryResult) -> AttemptResult {
+        AttemptResult(kind, sent: sent, response: response, data: data, answer: answer)
     }
 
     static let deadlineReached = AttemptResult(.deadlineReached)

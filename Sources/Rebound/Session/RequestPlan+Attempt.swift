@@ -10,19 +10,25 @@ extension RequestPlan {
     /// Runs one attempt, started `elapsed` into the request, racing the deadline's time left and the attempt timeout,
     /// whichever comes first; the attempt is cancelled when its time runs out, and the run goes on at once even if the
     /// attempt ignores cancellation (its result is then dropped).
+    /// `onSend` hears the request handed to the transport (a hedged round's attempts report it).
     @inline(never)
-    func attempt(_ base: consuming URLRequest, number: Int, startedAfter elapsed: Duration) async -> AttemptResult {
+    func attempt(
+        _ base: consuming URLRequest, number: Int, startedAfter elapsed: Duration,
+        onSend: (@Sendable (URLRequest) -> Void)? = nil
+    ) async -> AttemptResult {
         let remaining = deadline.map { $0 - elapsed }
         if let remaining, remaining <= .zero { return .deadlineReached }
         // The attempt timeout applies when it comes before the deadline.
         let timeout = attemptTimeout.flatMap { timeout in remaining.map { timeout < $0 } ?? true ? timeout : nil }
-        guard let limit = timeout ?? remaining else { return await attempt(consume base, number: number) }
+        guard let limit = timeout ?? remaining else {
+            return await attempt(consume base, number: number, onSend: onSend)
+        }
         // What the attempt handed to the transport before its time ran out: a sent attempt is recorded as sent (a
         // budget charges it), though its result is dropped.
         let sending = Locked<URLRequest?>(nil)
         let base = consume base
         switch await Race.run(
-            limit, clock: session.clock, { await self.attempt(base, number: number, sending: sending) })
+            limit, clock: session.clock, { await self.attempt(base, number: number, sending: sending, onSend: onSend) })
         {
         case .finished(let result): return result
         case .limitReached:
@@ -34,10 +40,12 @@ extension RequestPlan {
         }
     }
 
-    /// Adapts `base`, sends and validates once; notes in `sending` the request it hands to the transport.
-    func attempt(_ base: consuming URLRequest, number: Int, sending: Locked<URLRequest?>? = nil) async
-        -> AttemptResult
-    {
+    /// Adapts `base`, sends and validates once; notes in `sending`, and tells `onSend`, the request it hands to the
+    /// transport.
+    func attempt(
+        _ base: consuming URLRequest, number: Int, sending: Locked<URLRequest?>? = nil,
+        onSend: (@Sendable (URLRequest) -> Void)? = nil
+    ) async -> AttemptResult {
         let context = RequestContext(requestID: requestID, attempt: number, label: label, roles: registered)
         let adapted: URLRequest
         do {
@@ -51,6 +59,7 @@ extension RequestPlan {
             return Self.failed(.adaptationFailed(error: error), sent: nil)
         }
         if let sending { sending.withLock { $0 = adapted } }
+        if let onSend { onSend(adapted) }
         do {
             let (data, response) = try await session.transport.exchange(adapted)
             if Redirection.isRedirect(response.statusCode) {

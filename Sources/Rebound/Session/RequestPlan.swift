@@ -30,6 +30,8 @@ final class RequestPlan: Sendable {
     let attemptTimeout: Duration?
     /// Whether attempts race a time limit: with a deadline or an attempt timeout.
     let isRaced: Bool
+    /// The hedging settings in effect, if they ever let a second attempt be in flight; `nil` otherwise.
+    let hedging: Hedging?
     let requestID = RequestIDs.next()
 
     /// The plan of a request with nothing of its own besides its label and time limits, the common case: nothing the
@@ -39,12 +41,12 @@ final class RequestPlan: Sendable {
     @inline(never)
     convenience init(
         session: Session, original: consuming OriginalRequest, label: String?, deadline: Duration?,
-        attemptTimeout: Duration?, unshared: consuming URLRequest? = nil
+        attemptTimeout: Duration?, hedging: Hedging?, unshared: consuming URLRequest? = nil
     ) {
         self.init(
             session: session, original: original, label: label, ownChain: nil, ownValidator: nil,
             ownRedirectHandler: nil, ownRoles: nil, deadline: deadline, attemptTimeout: attemptTimeout,
-            unshared: unshared)
+            hedging: hedging, unshared: unshared)
     }
 
     /// The plan of a request with parts of its own: each of `requestInterceptor`, `requestRoles`, `validator` and
@@ -53,7 +55,7 @@ final class RequestPlan: Sendable {
     convenience init(
         session: Session, original: consuming OriginalRequest, label: String?,
         requestInterceptor: (any RequestInterceptor)?, requestRoles: ChainRoles?, validator: (any ResponseValidator)?,
-        deadline: Duration?, attemptTimeout: Duration?, redirectHandler: (any RedirectHandler)?,
+        deadline: Duration?, attemptTimeout: Duration?, redirectHandler: (any RedirectHandler)?, hedging: Hedging?,
         unshared: consuming URLRequest? = nil
     ) {
         let ownChain: (any RequestInterceptor)? =
@@ -66,7 +68,7 @@ final class RequestPlan: Sendable {
         self.init(
             session: session, original: original, label: label, ownChain: ownChain, ownValidator: validator,
             ownRedirectHandler: redirectHandler, ownRoles: requestRoles.map { session.roles.followed(by: $0) },
-            deadline: deadline, attemptTimeout: attemptTimeout, unshared: unshared)
+            deadline: deadline, attemptTimeout: attemptTimeout, hedging: hedging, unshared: unshared)
     }
 
     /// Stores the request's own parts (`nil` for the session's) and makes its registrations if it has a chain.
@@ -74,7 +76,7 @@ final class RequestPlan: Sendable {
         session: Session, original: consuming OriginalRequest, label: String?,
         ownChain: consuming (any RequestInterceptor)?, ownValidator: consuming (any ResponseValidator)?,
         ownRedirectHandler: consuming (any RedirectHandler)?, ownRoles: consuming ChainRoles?, deadline: Duration?,
-        attemptTimeout: Duration?, unshared: consuming URLRequest?
+        attemptTimeout: Duration?, hedging: Hedging?, unshared: consuming URLRequest?
     ) {
         self.session = session
         self.original = original
@@ -86,6 +88,7 @@ final class RequestPlan: Sendable {
         self.deadline = deadline
         self.attemptTimeout = attemptTimeout
         self.isRaced = deadline != nil || attemptTimeout != nil
+        self.hedging = hedging.flatMap { $0.hedges ? $0 : nil }
         self.hasChain = self.ownChain != nil || session.hasChain
         self.registered =
             hasChain ? RegisteredRoles(besides: self.ownRoles ?? session.roles, unshared: unshared) : nil

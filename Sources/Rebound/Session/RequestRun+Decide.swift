@@ -11,6 +11,8 @@ extension RequestRun {
     @inline(never)
     mutating func afterFailure(_ failed: AttemptResult) async -> AttemptDecision {
         let question = question(about: failed)
+        // A hedged round asked already.
+        if let answer = failed.answer { return decide(after: answer, for: question.request, dueTo: question.error) }
         // A non-retryable failure (an open breaker, say) is not offered to the retriers at all.
         let result: RetryResult
         if !question.isOffered {
@@ -70,6 +72,12 @@ extension RequestRun {
                 failure(.retryAborted(error: $0, original: reason), response: error.responseHead, data: error.data)
             }
             return fail(with: aborted ?? error)
+        }
+        // Retries and hedges together stay within the hedging settings' attempts.
+        if let hedging = plan.hedging, attempts.count >= hedging.maximumAttempts,
+            mayBeRepeated(lastSentRequest ?? plan.originalRequest)
+        {
+            return fail(with: error)
         }
         // A stream in the request adapters start from was consumed by this attempt: a retry would send it empty or
         // half. (A stream an adapter sets is made anew for each attempt; one a retrier hands over is taken as fresh.)

@@ -119,9 +119,10 @@ struct RequestRun {
         }
     }
 
-    /// Makes one attempt and records it.
+    /// Makes one attempt and records it; a request to hedge makes a hedged round instead (``hedgedAttempts(_:)``).
     @inline(never)
     mutating func attemptOnce() async -> AttemptResult {
+        if let hedging = plan.hedging, !plan.original.hasBodyStream { return await hedgedAttempts(hedging) }
         let number = attempts.count + 1
         // The first attempt starts with the request, whose start was just read.
         let attemptStart = number == 1 ? start : plan.session.clock.now()
@@ -150,9 +151,9 @@ struct RequestRun {
         return base ?? plan.originalRequest
     }
 
-    /// Records an attempt.
+    /// Records an attempt, the `hedge`-th of its round.
     @inline(never)
-    mutating func record(_ result: AttemptResult, number: Int, since attemptStart: Duration) {
+    mutating func record(_ result: AttemptResult, number: Int, since attemptStart: Duration, hedge: Int = 0) {
         let duration = plan.session.clock.now() - attemptStart
         let failure: ReboundError.Reason? =
             switch result.kind {
@@ -165,7 +166,7 @@ struct RequestRun {
         attempts.append(
             Attempt(
                 number: number, request: result.sent, responseHead: result.response, failure: failure,
-                duration: duration))
+                duration: duration, hedge: hedge))
     }
 
     /// The response of a successful attempt.

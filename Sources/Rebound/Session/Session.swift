@@ -64,6 +64,9 @@ public final class Session: Sendable {
     public let attemptTimeout: Duration?
     /// Decides which redirects requests follow, for requests that do not bring their own handler.
     public let redirectHandler: any RedirectHandler
+    /// When requests that may be repeated get a second attempt beside the first, for requests that do not bring their
+    /// own settings; `nil` for no hedging.
+    public let hedging: Hedging?
 
     let clock: SessionClock
     let roles: ChainRoles
@@ -93,6 +96,8 @@ public final class Session: Sendable {
     ///     attempt ignores cancellation. Zero or less traps.
     ///   - redirectHandler: Decides which redirects requests follow and how; ``Redirector/follow`` (every redirect, up
     ///     to 20 hops per attempt, credentials dropped across origins) by default.
+    ///   - hedging: When requests that may be repeated (idempotent, or with an `Idempotency-Key`) get more attempts in
+    ///     flight beside the first (see ``Hedging``); none by default.
     ///   - clock: The clock that backoff delays are slept on and attempts are timed with; `ContinuousClock` by
     ///     default. Tests pass a `ManualClock` or an `FastForwardClock` from `ReboundTesting`.
     public init<C: Clock>(
@@ -106,6 +111,7 @@ public final class Session: Sendable {
         deadline: Duration? = nil,
         attemptTimeout: Duration? = nil,
         redirectHandler: any RedirectHandler = Redirector.follow,
+        hedging: Hedging? = nil,
         clock: C = ContinuousClock()
     ) where C.Duration == Duration {
         let interceptor = Self.chain(adapters: adapters, retriers: retriers, interceptor: interceptor)
@@ -116,6 +122,7 @@ public final class Session: Sendable {
         self.deadline = deadline
         self.attemptTimeout = attemptTimeout
         self.redirectHandler = redirectHandler
+        self.hedging = hedging
         self.clock = SessionClock(clock)
         self.roles = ChainRoles(observers: observers, gates: gates)
         self.hasChain = interceptor != nil
@@ -138,6 +145,8 @@ public final class Session: Sendable {
     ///     default.
     ///   - redirectHandler: Decides which redirects this request follows, instead of the session's handler; the
     ///     session's by default.
+    ///   - hedging: This request's hedging settings, used instead of the session's (``Hedging/off`` for none); the
+    ///     session's by default.
     /// - Returns: The response of the first attempt that passed validation.
     /// - Throws: ``ReboundError`` when the request fails for good; `CancellationError` when the task is cancelled.
     public func send(
@@ -151,17 +160,18 @@ public final class Session: Sendable {
         validator: (any ResponseValidator)? = nil,
         deadline: Duration? = nil,
         attemptTimeout: Duration? = nil,
-        redirectHandler: (any RedirectHandler)? = nil
+        redirectHandler: (any RedirectHandler)? = nil,
+        hedging: Hedging? = nil
     ) async throws -> Response {
         var run = run(
             .request(request), label: label, adapters: adapters, retriers: retriers, interceptor: interceptor,
             observers: observers, gates: gates, validator: validator, deadline: deadline,
-            attemptTimeout: attemptTimeout, redirectHandler: redirectHandler)
+            attemptTimeout: attemptTimeout, redirectHandler: redirectHandler, hedging: hedging)
         return try await run.execute()
     }
 
     /// Sends a request built from a URL, a method, headers and a body; see
-    /// ``send(_:label:adapters:retriers:interceptor:observers:gates:validator:deadline:attemptTimeout:redirectHandler:)``.
+    /// ``send(_:label:adapters:retriers:interceptor:observers:gates:validator:deadline:attemptTimeout:redirectHandler:hedging:)``.
     ///
     /// - Parameters:
     ///   - url: The URL to request.
@@ -180,6 +190,8 @@ public final class Session: Sendable {
     ///     default.
     ///   - redirectHandler: Decides which redirects this request follows, instead of the session's handler; the
     ///     session's by default.
+    ///   - hedging: This request's hedging settings, used instead of the session's (``Hedging/off`` for none); the
+    ///     session's by default.
     public func send(
         _ url: URL,
         method: HTTPMethod = .get,
@@ -194,12 +206,13 @@ public final class Session: Sendable {
         validator: (any ResponseValidator)? = nil,
         deadline: Duration? = nil,
         attemptTimeout: Duration? = nil,
-        redirectHandler: (any RedirectHandler)? = nil
+        redirectHandler: (any RedirectHandler)? = nil,
+        hedging: Hedging? = nil
     ) async throws -> Response {
         var run = run(
             url, method: method, headers: headers, body: body, label: label, adapters: adapters, retriers: retriers,
             interceptor: interceptor, observers: observers, gates: gates, validator: validator, deadline: deadline,
-            attemptTimeout: attemptTimeout, redirectHandler: redirectHandler)
+            attemptTimeout: attemptTimeout, redirectHandler: redirectHandler, hedging: hedging)
         return try await run.execute()
     }
 
@@ -211,7 +224,7 @@ public final class Session: Sendable {
         _ url: URL, method: HTTPMethod, headers: [String: String], body: Data?, label: String?,
         adapters: [any RequestAdapter], retriers: [any RequestRetrier], interceptor: (any RequestInterceptor)?,
         observers: [any AttemptObserver], gates: [any RetryGate], validator: (any ResponseValidator)?,
-        deadline: Duration?, attemptTimeout: Duration?, redirectHandler: (any RedirectHandler)?
+        deadline: Duration?, attemptTimeout: Duration?, redirectHandler: (any RedirectHandler)?, hedging: Hedging?
     ) -> RequestRun {
         // Only for a chain that may adapt: the first attempt's request is kept in its record, and one that no
         // adapter changed would be a second request for nothing. Then the caller's request is kept as its parts,
@@ -227,7 +240,7 @@ public final class Session: Sendable {
             consume original, unshared: consume unshared,
             label: label, adapters: adapters, retriers: retriers, interceptor: interceptor, observers: observers,
             gates: gates, validator: validator, deadline: deadline, attemptTimeout: attemptTimeout,
-            redirectHandler: redirectHandler)
+            redirectHandler: redirectHandler, hedging: hedging)
     }
 
     /// A request's run, made out of line so that its temporaries (existentials, optionals resolved against the
@@ -239,7 +252,7 @@ public final class Session: Sendable {
         retriers: [any RequestRetrier],
         interceptor: (any RequestInterceptor)?, observers: [any AttemptObserver], gates: [any RetryGate],
         validator: (any ResponseValidator)?, deadline: Duration?, attemptTimeout: Duration?,
-        redirectHandler: (any RedirectHandler)?
+        redirectHandler: (any RedirectHandler)?, hedging: Hedging?
     ) -> RequestRun {
         Self.check(attemptTimeout: attemptTimeout)
         // Most requests bring nothing of their own: then none of the existentials above is touched (compared with
@@ -250,7 +263,8 @@ public final class Session: Sendable {
             return RequestRun(
                 RequestPlan(
                     session: self, original: consume original, label: label, deadline: deadline ?? self.deadline,
-                    attemptTimeout: attemptTimeout ?? self.attemptTimeout, unshared: consume unshared))
+                    attemptTimeout: attemptTimeout ?? self.attemptTimeout, hedging: hedging ?? self.hedging,
+                    unshared: consume unshared))
         }
         return RequestRun(
             RequestPlan(
@@ -260,7 +274,7 @@ public final class Session: Sendable {
                     ? nil : ChainRoles(observers: observers, gates: gates),
                 validator: validator, deadline: deadline ?? self.deadline,
                 attemptTimeout: attemptTimeout ?? self.attemptTimeout, redirectHandler: redirectHandler,
-                unshared: consume unshared))
+                hedging: hedging ?? self.hedging, unshared: consume unshared))
     }
 
     /// Traps on an attempt timeout of zero or less, naming the setting.

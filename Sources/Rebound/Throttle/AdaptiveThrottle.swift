@@ -164,6 +164,8 @@ public final class AdaptiveThrottle: RequestAdapter, RetryGate {
         /// for (so that it is not counted again when it is settled), whose retry was drawn for then (so that it is not
         /// drawn for again when it is sent).
         var granted: [UUID: Int] = [:]
+        /// The hedges drawn for when they were asked for, not drawn for again when they are adapted.
+        var hedges: Set<AttemptKey> = []
     }
 
     /// The throttle's numbers.
@@ -234,6 +236,11 @@ public final class AdaptiveThrottle: RequestAdapter, RetryGate {
                 state.granted[requestID] = nil
                 return nil
             }
+            if attempt > 1, !state.hedges.isEmpty,
+                state.hedges.remove(AttemptKey(requestID: requestID, attempt: attempt)) != nil
+            {
+                return nil
+            }
             return Self.draw(key, in: &state, now: now, configuration: configuration, random: random)
         }
     }
@@ -276,7 +283,7 @@ public final class AdaptiveThrottle: RequestAdapter, RetryGate {
     }
 
     /// How many requests' retries the throttle keeps a record of; for tests that check nothing is kept.
-    package var grantsKept: Int { state.withLock { $0.granted.count } }
+    package var grantsKept: Int { state.withLock { $0.granted.count + $0.hedges.count } }
 
     /// How many hosts' counts the throttle keeps; for tests that check it forgets.
     package var hostsKept: Int { state.withLock { $0.tallies.count } }
@@ -324,8 +331,23 @@ extension AdaptiveThrottle: AttemptAccountant {
         }
     }
 
+    /// Draws for a hedge as for a request, before it starts: a hedge the throttle would reject is not started (and is
+    /// counted as a rejected request, as any), and one drawn for is not drawn for again when it is adapted.
+    func admitHedge(_ request: URLRequest, of requestID: UUID, attempt: Int) -> (any Error)? {
+        guard let key = keyFunction(request) else { return nil }
+        let now = now()
+        return state.withLock { state -> AdaptiveThrottleRejection? in
+            if let rejection = Self.draw(key, in: &state, now: now, configuration: configuration, random: random) {
+                return rejection
+            }
+            state.hedges.insert(AttemptKey(requestID: requestID, attempt: attempt))
+            return nil
+        }
+    }
+
     func requestEnded(_ requestID: UUID) {
         state.withLock { state in
+            if !state.hedges.isEmpty { state.hedges = state.hedges.filter { $0.requestID != requestID } }
             if !state.granted.isEmpty { state.granted[requestID] = nil }
         }
     }

@@ -1,0 +1,22 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A part of the library's own that is asked before the session starts a hedge: a budget spends from the host's
+/// retries, a breaker refuses unless it is closed, a throttle draws as for a request.
+///
+/// Internal: the parts register for it through the request's context from `adapt`, as they do for their other roles,
+/// so that whatever forwards `adapt` keeps it; a gate of the user's own is asked about retries only.
+protocol HedgeGate: AnyObject, Sendable {
+    /// Returns `nil` to let attempt `attempt` of request `requestID` start as a hedge, or why it must not; `request` is
+    /// the last request of the round handed to the transport.
+    func admitHedge(_ request: URLRequest, of requestID: UUID, attempt: Int) -> (any Error)?
+}
+
+extension AttemptAccountant {
+    /// A part that settles its attempts lets every hedge start unless it says otherwise: a concurrency limiter's
+    /// places and a rate limiter's tokens are taken when the hedge is adapted, like any attempt's.
+    func admitHedge(_ request: URLRequest, of requestID: UUID, attempt: Int) -> (any Error)? { nil }
+}

@@ -1,0 +1,131 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// What a hedged round's loop hears, in the order it happened.
+enum HedgeEvent: Sendable {
+    /// Attempt `number` handed its request to the transport.
+    case sent(number: Int, request: URLRequest)
+    /// Attempt `number` ended.
+    case finished(number: Int, result: AttemptResult)
+    /// The hedging delay since the last hedge started passed.
+    case tick
+}
+
+/// The attempts of one hedged round and its timer, each in a task of its own, and the queue of what they report to
+/// the round's loop (`RequestRun.hedgedAttempts(_:)`), which reads them one at a time.
+///
+/// The tasks are unstructured (started through `Spawn`, like a race's), so that the loop goes on at once when an
+/// attempt wins, even if a loser ignores cancellation: the loser is cancelled and its report, if it ever comes, is
+/// dropped. Thread-safe: the tasks post from wherever they run.
+final class HedgeRound: Sendable {
+    private struct State: Sendable {
+        var events: [HedgeEvent] = []
+        var waiter: CheckedContinuation<HedgeEvent?, Never>?
+        var tasks: [Int: Task<Void, Never>] = [:]
+        var timer: Task<Void, Never>?
+        /// The requests the attempts in flight handed to the transport.
+        var sent: [Int: URLRequest] = [:]
+        /// The round ended (or its caller was cancelled): nothing is queued any more.
+        var ended = false
+    }
+
+    private let state = Locked(State())
+
+    /// Starts attempt `number` in a task of its own; `attempt` reports when it hands its request to the transport
+    /// through the function it is given.
+    func start(
+        _ number: Int,
+        _ attempt: @escaping @Sendable (_ onSend: @escaping @Sendable (URLRequest) -> Void) async -> AttemptResult
+    ) {
+        let task = Spawn.task {
+            let result = await attempt { request in self.post(.sent(number: number, request: request)) }
+            self.post(.finished(number: number, result: result))
+        }
+        let ended = state.withLock { state -> Bool in
+            if !state.ended { state.tasks[number] = task }
+            return state.ended
+        }
+        if ended { task.cancel() }
+    }
+
+    /// Posts ``HedgeEvent/tick`` after `delay` on `clock`, in place of any tick still to come.
+    func tick(after delay: Duration, clock: SessionClock) {
+        let timer = Spawn.task {
+            do {
+                try await clock.sleep(delay)
+            } catch {
+                return  // Cancelled: the round ended, or a hedge started and set the next tick.
+            }
+            self.post(.tick)
+        }
+        let replaced = state.withLock { state -> Task<Void, Never>? in
+            if state.ended { return timer }
+            defer { state.timer = timer }
+            return state.timer
+        }
+        replaced?.cancel()
+    }
+
+    /// The next event, waiting for one; `nil` once the calling task is cancelled.
+    func next() async -> HedgeEvent? {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let ready = state.withLock { state -> HedgeEvent?? in
+                    if state.ended { return .some(nil) }
+                    if !state.events.isEmpty { return state.events.removeFirst() }
+                    state.waiter = continuation
+                    return nil
+                }
+                if let ready { continuation.resume(returning: ready) }
+            }
+        } onCancel: {
+            let waiter = state.withLock { state in
+                state.ended = true
+                defer { state.waiter = nil }
+                return state.waiter
+            }
+            waiter?.resume(returning: nil)
+        }
+    }
+
+    /// What attempt `number` handed to the transport, if it did.
+    func sentRequest(_ number: Int) -> URLRequest? {
+        state.withLock { $0.sent[number] }
+    }
+
+    /// Ends the round: cancels the attempts still in flight and the timer, and drops whatever they report later.
+    func end() {
+        let tasks = state.withLock { state -> [Task<Void, Never>] in
+            state.ended = true
+            state.events = []
+            let tasks = Array(state.tasks.values) + (state.timer.map { [$0] } ?? [])
+            state.tasks = [:]
+            state.timer = nil
+            return tasks
+        }
+        for task in tasks { task.cancel() }
+    }
+
+    private func post(_ event: HedgeEvent) {
+        let waiter = state.withLock { state -> CheckedContinuation<HedgeEvent?, Never>? in
+            // Kept even after the end: a loser's record says whether it was sent.
+            if case .sent(let number, let request) = event { state.sent[number] = request }
+            guard !state.ended else { return nil }
+            switch event {
+            case .sent: break
+            case .finished(let number, _): state.tasks[number] = nil
+            case .tick: state.timer = nil
+            }
+            guard let waiter = state.waiter else {
+                state.events.append(event)
+                return nil
+            }
+            state.waiter = nil
+            return waiter
+        }
+        waiter?.resume(returning: event)
+    }
+}

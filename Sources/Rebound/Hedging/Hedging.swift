@@ -1,0 +1,102 @@
+/// When a session starts another attempt of a request while the first is still in flight: hedging, as gRPC (A6) and
+/// Polly v8 do it, for requests that may be repeated.
+///
+/// A hedged request starts its first attempt as usual. When no attempt has answered within ``delay``, the session
+/// starts another beside it, and so on every ``delay``, while fewer than ``maximumInFlight`` are in flight and the
+/// request has made fewer than ``maximumAttempts`` in all. A ``delay`` of zero starts them all at once. The first
+/// acceptable response wins and the others are cancelled; a response that no retrier would retry (a 404, say) ends them
+/// all and the request with it. An attempt that fails in a way the retriers would retry starts the next hedge at once,
+/// if one may start; when the last attempt in flight fails, the request goes on as without hedging: the retriers'
+/// delay, then a retry, itself hedged.
+///
+/// **Which requests.** Only those that may be repeated: an idempotent method (GET, HEAD, OPTIONS, TRACE, PUT,
+/// DELETE), or a request that carries an `Idempotency-Key` (``IdempotencyKeyAdapter`` adds the same key to every
+/// attempt, hedges included). A request whose body is a stream is never hedged. Every hedge goes through the adapters
+/// as any attempt does, and starts only once the attempt before it was handed to the transport.
+///
+/// **Load.** A hedge is extra load on a host that may be slow because it is loaded. Before each hedge the session asks
+/// the request's ``RetryBudget`` (a hedge spends from it as a retry does; an empty budget: no hedge), its
+/// ``CircuitBreaker`` (anything but closed: no hedge) and its ``AdaptiveThrottle`` (a hedge is drawn for as a request
+/// is); the first refusal ends the hedging of that round, and gates of your own are asked about retries only. Retries
+/// and hedges together never exceed ``maximumAttempts``: ``RetryPolicy`` counts hedges among the attempts before a
+/// retry too.
+///
+/// **What is reported.** Every attempt is recorded and told to the observers, with its ``Attempt/hedge`` number. An
+/// attempt that lost to another is told with ``AttemptDecision/cancelled``; one that failed while others were still in
+/// flight, with ``AttemptDecision/retry(after:)`` and no delay (the request goes on at once). The request still ends
+/// with exactly one outcome.
+///
+/// ```swift
+/// // A second attempt when the first has not answered in 150 ms (about the service's p95).
+/// let session = Session(retriers: [RetryPolicy()], hedging: Hedging(delay: .milliseconds(150)))
+/// ```
+public struct Hedging: Sendable, Hashable {
+    /// No hedging: for a request of a hedging session that must not be hedged, `hedging: .off`.
+    public static let off = Hedging(checkedDelay: .zero, maximumInFlight: 1, maximumAttempts: 1)
+    /// The default ``maximumInFlight``: 2, the first attempt and one hedge (Polly's default).
+    public static let defaultMaximumInFlight = 2
+    /// The default ``maximumAttempts``: 3, as many as ``RetryPolicy`` makes by default.
+    public static let defaultMaximumAttempts = 3
+    /// The most attempts in flight at once that any setting may ask for: 5, gRPC's cap.
+    public static let maximumInFlightCap = 5
+
+    /// How long the session waits for an answer before it starts the next hedge; zero starts them all at once. No
+    /// default: set it near the latency a response rarely exceeds (the service's p90 to p99), which no library can
+    /// know.
+    public let delay: Duration
+    /// How many attempts of one request may be in flight at once, the first included, from 1 (no hedging) to 5; 2 by
+    /// default.
+    public let maximumInFlight: Int
+    /// How many attempts one request makes at most, hedges and retries together; at least 1, 3 by default.
+    public let maximumAttempts: Int
+
+    /// Creates the settings from values written in code; an invalid one traps with a message that names it.
+    ///
+    /// - Parameters:
+    ///   - delay: The wait before each hedge, zero or more; zero starts every hedge at once.
+    ///   - maximumInFlight: The attempts in flight at once, first included, from 1 to 5; 2 by default.
+    ///   - maximumAttempts: The attempts of one request in all, hedges and retries together, at least 1; 3 by
+    ///     default.
+    public init(
+        delay: Duration, maximumInFlight: Int = defaultMaximumInFlight, maximumAttempts: Int = defaultMaximumAttempts
+    ) {
+        ConfigurationError.trapIfInvalid { () throws(ConfigurationError) in
+            try Self.check(delay: delay, maximumInFlight: maximumInFlight, maximumAttempts: maximumAttempts)
+        }
+        self.init(checkedDelay: delay, maximumInFlight: maximumInFlight, maximumAttempts: maximumAttempts)
+    }
+
+    /// Creates the settings from values that arrive at run time (remote configuration, say), throwing
+    /// ``ConfigurationError`` for an invalid one; the parameters are those of
+    /// ``init(delay:maximumInFlight:maximumAttempts:)``.
+    public static func validated(
+        delay: Duration, maximumInFlight: Int = defaultMaximumInFlight, maximumAttempts: Int = defaultMaximumAttempts
+    ) throws(ConfigurationError) -> Hedging {
+        try check(delay: delay, maximumInFlight: maximumInFlight, maximumAttempts: maximumAttempts)
+        return Hedging(checkedDelay: delay, maximumInFlight: maximumInFlight, maximumAttempts: maximumAttempts)
+    }
+
+    private static func check(delay: Duration, maximumInFlight: Int, maximumAttempts: Int) throws(ConfigurationError) {
+        guard delay >= .zero else {
+            throw ConfigurationError(field: "Hedging.delay", problem: "must be zero or more, got \(delay)")
+        }
+        guard (1...maximumInFlightCap).contains(maximumInFlight) else {
+            throw ConfigurationError(
+                field: "Hedging.maximumInFlight",
+                problem: "must be between 1 and \(maximumInFlightCap), got \(maximumInFlight)")
+        }
+        guard maximumAttempts >= 1 else {
+            throw ConfigurationError(
+                field: "Hedging.maximumAttempts", problem: "must be 1 or more, got \(maximumAttempts)")
+        }
+    }
+
+    private init(checkedDelay: Duration, maximumInFlight: Int, maximumAttempts: Int) {
+        self.delay = checkedDelay
+        self.maximumInFlight = maximumInFlight
+        self.maximumAttempts = maximumAttempts
+    }
+
+    /// Whether a request with these settings may ever have a second attempt in flight.
+    var hedges: Bool { maximumInFlight > 1 && maximumAttempts > 1 }
+}

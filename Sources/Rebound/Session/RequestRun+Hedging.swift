@@ -1,0 +1,173 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+// A hedged round: the attempts a request has in flight at once, in place of one attempt (see `Hedging`).
+extension RequestRun {
+    /// The attempts of a round in flight, by number: which hedge each is and when it started.
+    typealias InFlight = [Int: (hedge: Int, start: Duration)]
+
+    /// Runs one hedged round and returns the result the request goes on with, recorded last: the winner, the
+    /// failure that ended the round (with the retriers' answer if they were asked already), or what ended it
+    /// (cancellation, the deadline). Every other attempt of the round is recorded, settled and told to the observers
+    /// before it, a loser with ``AttemptDecision/cancelled``.
+    ///
+    /// The round starts its first attempt. Each time `delay` passes with no answer, and at once after a failure the
+    /// retriers would retry while others are in flight, it starts a hedge, once the newest attempt has handed its
+    /// request to the transport, if the settings, the request and the hedge gates allow. A success wins; a failure
+    /// with a response that no retrier would retry ends the round; so does the last attempt in flight failing.
+    @inline(never)
+    mutating func hedgedAttempts(_ hedging: Hedging) async -> AttemptResult {
+        let round = HedgeRound()
+        let roundBase = nextBase()
+        var inFlight: InFlight = [:]
+        var hedges = 0
+        // The newest attempt until it hands its request to the transport: no hedge starts before that.
+        var unsent: Int? = start(roundBase, hedge: 0, in: round, inFlight: &inFlight)
+        var newestSent: URLRequest?
+        var stopped = false
+        var due = hedging.delay == .zero
+        if !due { round.tick(after: hedging.delay, clock: plan.session.clock) }
+        while true {
+            guard let event = await round.next() else {
+                return await endRound(round, inFlight: inFlight, with: nil)
+            }
+            switch event {
+            case .tick:
+                due = true
+            case .sent(let number, let request):
+                if number == unsent { unsent = nil }
+                newestSent = request
+            case .finished(let number, let result):
+                guard let started = inFlight.removeValue(forKey: number) else { continue }
+                if number == unsent { unsent = nil }
+                record(result, number: number, since: started.start, hedge: started.hedge)
+                guard case .failure(let reason) = result.kind, !inFlight.isEmpty else {
+                    // A success, cancellation, the deadline, or the last attempt in flight failing: the round is over.
+                    return await endRound(round, inFlight: inFlight, with: result)
+                }
+                // Others are in flight: would the retriers retry this one?
+                let answer: RetryResult? = reason.isNonRetryable ? .doNotRetry : await askMidRound(about: result)
+                guard let answer else {
+                    // The deadline came, or the task was cancelled, while they decided: the run finds out.
+                    return await endRound(round, inFlight: inFlight, with: result)
+                }
+                if answer.delay == nil, result.response != nil {
+                    // A response no retrier would retry is the answer: it ends them all.
+                    return await endRound(round, inFlight: inFlight, with: result.answered(answer))
+                }
+                if let request = answer.request { base = request }
+                // The request goes on at once with the attempts in flight, and the next hedge if it may start.
+                if settle(result, decision: .retry(after: .zero)) {
+                    await report(result, decision: .retry(after: .zero))
+                }
+                if answer.delay != nil { due = true }
+            }
+            guard due, unsent == nil, !stopped, let sent = newestSent, mayStartAnother(hedging, inFlight: inFlight)
+            else { continue }
+            let number = attempts.count + inFlight.count + 1
+            guard admitsHedge(sent, number: number) else {
+                // Not a request to repeat, or a gate refused: no more hedges in this round.
+                stopped = true
+                continue
+            }
+            hedges += 1
+            unsent = start(base ?? roundBase, hedge: hedges, in: round, inFlight: &inFlight)
+            due = hedging.delay == .zero
+            if !due { round.tick(after: hedging.delay, clock: plan.session.clock) }
+        }
+    }
+
+    /// Starts the next attempt of the round in a task of its own and returns its number.
+    @inline(never)
+    mutating func start(_ base: URLRequest, hedge: Int, in round: HedgeRound, inFlight: inout InFlight) -> Int {
+        let number = attempts.count + inFlight.count + 1
+        // The request's first attempt starts with the request, whose start was just read.
+        let attemptStart = number == 1 ? start : plan.session.clock.now()
+        inFlight[number] = (hedge, attemptStart)
+        let plan = plan
+        let elapsed = attemptStart - start
+        round.start(number) { onSend in
+            if plan.isRaced {
+                await plan.attempt(base, number: number, startedAfter: elapsed, onSend: onSend)
+            } else {
+                await plan.attempt(base, number: number, onSend: onSend)
+            }
+        }
+        return number
+    }
+
+    /// Whether the settings and the time left let the round start another attempt.
+    @inline(never)
+    mutating func mayStartAnother(_ hedging: Hedging, inFlight: InFlight) -> Bool {
+        guard inFlight.count < hedging.maximumInFlight, attempts.count + inFlight.count < hedging.maximumAttempts,
+            !Task.isCancelled
+        else { return false }
+        guard let deadline = plan.deadline else { return true }
+        return plan.session.clock.now() - start < deadline
+    }
+
+    /// Whether attempt `number` may start as a hedge of `sent`, the newest request of the round: a request that may
+    /// be repeated, let through by every hedge gate registered (a throttle, a breaker, a budget), in order.
+    @inline(never)
+    mutating func admitsHedge(_ sent: URLRequest, number: Int) -> Bool {
+        guard mayBeRepeated(sent) else { return false }
+        for gate in plan.registered?.hedgeGates ?? [] {
+            if gate.admitHedge(sent, of: plan.requestID, attempt: number) != nil { return false }
+        }
+        return true
+    }
+
+    /// Whether a request may be sent more than once at a time: an idempotent method, or an `Idempotency-Key`; never a
+    /// stream body.
+    mutating func mayBeRepeated(_ request: URLRequest) -> Bool {
+        guard request.httpBodyStream == nil, !plan.original.hasBodyStream else { return false }
+        return RetryPolicy.defaultRetryableHTTPMethods.contains(request.method)
+            || request.value(forHTTPHeaderField: IdempotencyKeyAdapter.headerName) != nil
+    }
+
+    /// Asks the retriers about a failed attempt of a round while others are in flight (recorded already); `nil` when
+    /// the deadline came or the task was cancelled first.
+    @inline(never)
+    mutating func askMidRound(about failed: AttemptResult) async -> RetryResult? {
+        let question = question(about: failed)
+        if let deadline = plan.deadline {
+            return await plan.retryResult(for: question, racing: deadline - (plan.session.clock.now() - start))
+        }
+        let answer = await plan.retryResult(for: question.request, dueTo: question.error)
+        return Task.isCancelled ? nil : answer
+    }
+
+    /// Ends a round: cancels what is in flight, records each such attempt as cancelled, settles it and tells the
+    /// observers, then returns `result`, recorded after them. With no result (the task was cancelled), the newest
+    /// attempt in flight is the one the run goes on with, recorded last.
+    @inline(never)
+    mutating func endRound(_ round: HedgeRound, inFlight: InFlight, with result: AttemptResult?) async
+        -> AttemptResult
+    {
+        round.end()
+        var losers = inFlight.sorted { $0.key < $1.key }
+        let deciding: Attempt?
+        let ending: AttemptResult
+        if let result {
+            deciding = attempts.popLast()
+            ending = result
+        } else {
+            deciding = nil
+            guard let newest = losers.popLast() else { return .cancelledBeforeSending }
+            ending = AttemptResult(.cancelled, sent: round.sentRequest(newest.key))
+            losers.append(newest)
+        }
+        for (index, (number, started)) in losers.enumerated() {
+            let cancelled = AttemptResult(.cancelled, sent: round.sentRequest(number))
+            record(cancelled, number: number, since: started.start, hedge: started.hedge)
+            // Without a result, the newest is the run's to settle and report.
+            if result == nil && index == losers.count - 1 { break }
+            if settle(cancelled, decision: .cancelled) { await report(cancelled, decision: .cancelled) }
+        }
+        if let deciding { attempts.append(deciding) }
+        return ending
+    }
+}

@@ -1,0 +1,428 @@
+import Foundation
+import ReboundTesting
+import Testing
+
+@testable import Rebound
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Hears every attempt's hedge number and decision, and every request's end.
+private final class HedgeRecorder: AttemptObserver {
+    private let entries = Locked<[String]>([])
+    private let ends = Locked<[AttemptDecision]>([])
+
+    func attemptDidFinish(_ outcome: AttemptOutcome) async {
+        entries.withLock { $0.append("#\(outcome.attempt.number) hedge \(outcome.attempt.hedge) \(outcome.decision)") }
+    }
+
+    func requestDidFinish(_ outcome: RequestOutcome) async {
+        ends.withLock { $0.append(outcome.decision) }
+    }
+
+    var attempts: [String] { entries.withLock { $0 } }
+    var requestEnds: [AttemptDecision] { ends.withLock { $0 } }
+}
+
+/// A transport on a manual clock: each request sleeps the time `script` gives its number, then answers as it says;
+/// a request cancelled while it sleeps is logged.
+private func scripted(
+    _ clock: ManualClock, log: Log, _ script: @escaping @Sendable (Int) -> (Duration, ScriptedTransport.Step)
+) -> ScriptedTransport {
+    ScriptedTransport(clock: clock) { _, number in
+        let (delay, step) = script(number)
+        if delay > .zero {
+            do {
+                try await clock.sleep(for: delay)
+            } catch {
+                log.append("#\(number) cancelled")
+                throw error
+            }
+        }
+        log.append("#\(number) answered")
+        return step
+    }
+}
+
+/// A transport whose first request answers "slow" after 1 s, and every other "fast" at once.
+private func slowFirst(_ clock: ManualClock, log: Log) -> ScriptedTransport {
+    scripted(clock, log: log) { number in
+        number == 1 ? (.seconds(1), .response(body: "slow")) : (.zero, .response(body: "fast"))
+    }
+}
+
+/// Waits until `log` holds `entry`.
+private func waitFor(_ entry: String, in log: Log) async {
+    while !log.all.contains(entry) { await Task.yield() }
+}
+
+@Suite("Hedging", .timeLimit(.minutes(1)))
+struct HedgingTests {
+    @Test("A hedge starts when the first attempt has not answered within the delay; the first answer wins")
+    func hedgeWins() async throws {
+        let clock = ManualClock()
+        let log = Log()
+        let transport = slowFirst(clock, log: log)
+        let recorder = HedgeRecorder()
+        let session = Session(
+            transport: transport, observers: [recorder], hedging: Hedging(delay: .milliseconds(100)), clock: clock)
+        let task = Task { try await session.send(request()) }
+        try await clock.waitForSleepers(2)  // the first attempt in the transport, and the hedging delay
+        #expect(transport.requestCount == 1)
+
+        clock.advance(by: .milliseconds(100))
+        let response = try await task.value
+
+        #expect(String(decoding: response.data, as: UTF8.self) == "fast")
+        #expect(transport.requestCount == 2)
+        #expect(response.attempts.map(\.number) == [1, 2], "the loser is recorded before the winner")
+        #expect(response.attempts.map(\.hedge) == [0, 1])
+        #expect(response.attempts[0].wasCancelled && response.attempts[0].request != nil)
+        #expect(response.attempts[1].succeeded)
+        #expect(clock.now.offset == .milliseconds(100), "the request ended with the hedge, not the slow attempt")
+        await waitFor("#1 cancelled", in: log)
+        #expect(recorder.attempts == ["#1 hedge 0 cancelled", "#2 hedge 1 succeeded"])
+        #expect(recorder.requestEnds == [.succeeded])
+    }
+
+    @Test("No hedge starts when the first attempt answers within the delay, and the timer goes away")
+    func noHedgeWhenFast() async throws {
+        let clock = ManualClock()
+        let transport = scripted(clock, log: Log()) { _ in (.milliseconds(50), .response(body: "ok")) }
+        let session = Session(transport: transport, hedging: Hedging(delay: .milliseconds(100)), clock: clock)
+        let task = Task { try await session.send(request()) }
+        try await clock.waitForSleepers(2)
+
+        clock.advance(by: .milliseconds(50))
+        let response = try await task.value
+
+        #expect(response.attempts.count == 1 && response.attempts[0].hedge == 0)
+        #expect(transport.requestCount == 1)
+        while clock.pendingSleepCount > 0 { await Task.yield() }
+        clock.advance(by: .seconds(1))
+        #expect(transport.requestCount == 1)
+    }
+
+    @Test("A delay of zero starts every attempt at once, up to the most in flight, and the first answer wins")
+    func zeroDelayStartsAll() async throws {
+        let clock = ManualClock()
+        let log = Log()
+        let transport = scripted(clock, log: log) { number in
+            (.milliseconds(100 * (4 - number)), .response(body: "#\(number)"))
+        }
+        let session = Session(
+            transport: transport, hedging: Hedging(delay: .zero, maximumInFlight: 3), clock: clock)
+        let task = Task { try await session.send(request()) }
+        try await clock.waitForSleepers(3)
+        #expect(transport.requestCount == 3)
+
+        clock.advance(by: .milliseconds(100))
+        let response = try await task.value
+
+        #expect(String(decoding: response.data, as: UTF8.self) == "#3")
+        #expect(response.attempts.map(\.hedge) == [0, 1, 2])
+        await waitFor("#1 cancelled", in: log)
+        await waitFor("#2 cancelled", in: log)
+    }
+
+    @Test("Only requests that may be repeated are hedged: idempotent methods, or an Idempotency-Key on every hedge")
+    func onlyRepeatableRequests() async throws {
+        for (method, adapters, hedged) in [
+            (HTTPMethod.post, [any RequestAdapter](), false),
+            (.post, [IdempotencyKeyAdapter()], true),
+            (.put, [], true),
+            (.patch, [], false),
+        ] {
+            let clock = ManualClock()
+            let transport = slowFirst(clock, log: Log())
+            let session = Session(
+                transport: transport, adapters: adapters, hedging: Hedging(delay: .milliseconds(100)), clock: clock)
+            let task = Task { try await session.send(request(method)) }
+            try await clock.waitForSleepers(2)
+            clock.advance(by: .milliseconds(100))
+            if !hedged {
+                while clock.pendingSleepCount > 1 { await Task.yield() }
+                clock.advance(by: .seconds(1))
+            }
+            let response = try await task.value
+
+            #expect(transport.requestCount == (hedged ? 2 : 1), "\(method)")
+            let keys = Set(transport.requests.map { $0.value(forHTTPHeaderField: "Idempotency-Key") })
+            #expect(keys.count == 1, "one key for every attempt of \(method)")
+            #expect(String(decoding: response.data, as: UTF8.self) == (hedged ? "fast" : "slow"))
+        }
+    }
+
+    @Test("A request whose body is a stream is never hedged")
+    func streamBodyNeverHedged() async throws {
+        let clock = ManualClock()
+        let transport = scripted(clock, log: Log()) { _ in (.seconds(1), .response(body: "slow")) }
+        let session = Session(transport: transport, hedging: Hedging(delay: .milliseconds(100)), clock: clock)
+        var streamed = request(.put)
+        streamed.httpBodyStream = InputStream(data: Data("body".utf8))
+        let sent = streamed
+        let task = Task { try await session.send(sent) }
+        try await clock.waitForSleepers(1)
+        clock.advance(by: .milliseconds(100))
+        #expect(transport.requestCount == 1)
+        clock.advance(by: .seconds(1))
+        _ = try await task.value
+        #expect(transport.requestCount == 1)
+    }
+
+    @Test("A response no retrier would retry ends every attempt and the request with it")
+    func finalResponseEndsAll() async throws {
+        let clock = ManualClock()
+        let log = Log()
+        let transport = scripted(clock, log: log) { number in
+            number == 1 ? (.seconds(1), .response(body: "slow")) : (.zero, .status(404))
+        }
+        let session = Session(
+            transport: transport, retriers: [RetryPolicy()], hedging: Hedging(delay: .milliseconds(100)),
+            clock: clock)
+        let task = Task { try await session.send(request()) }
+        try await clock.waitForSleepers(2)
+        clock.advance(by: .milliseconds(100))
+
+        let error = try await #require(throws: ReboundError.self) { try await task.value }
+
+        #expect(error.statusCode == 404)
+        #expect(error.attempts.map(\.hedge) == [0, 1])
+        #expect(error.attempts[0].wasCancelled)
+        await waitFor("#1 cancelled", in: log)
+    }
+
+    @Test("A hedge that fails in a way the retriers would retry starts the next one at once, with no backoff")
+    func retryableFailureStartsNextHedge() async throws {
+        let clock = ManualClock()
+        let transport = scripted(clock, log: Log()) { number in
+            switch number {
+            case 1: (.seconds(1), .response(body: "slow"))
+            case 2: (.zero, .status(503))
+            default: (.zero, .response(body: "third"))
+            }
+        }
+        let recorder = HedgeRecorder()
+        let session = Session(
+            transport: transport, retriers: [RetryPolicy()], observers: [recorder],
+            hedging: Hedging(delay: .milliseconds(100)), clock: clock)
+        let task = Task { try await session.send(request()) }
+        try await clock.waitForSleepers(2)
+        clock.advance(by: .milliseconds(100))
+        let response = try await task.value
+
+        #expect(String(decoding: response.data, as: UTF8.self) == "third")
+        #expect(clock.now.offset == .milliseconds(100), "no backoff was slept")
+        #expect(
+            recorder.attempts == [
+                "#2 hedge 1 retry in 0 ms", "#1 hedge 0 cancelled", "#3 hedge 2 succeeded",
+            ])
+    }
+
+    @Test("Retries and hedges together never exceed the attempts the settings allow")
+    func attemptLimitIsShared() async throws {
+        let clock = ManualClock()
+        let transport = scripted(clock, log: Log()) { number in
+            number == 1 ? (.milliseconds(200), .status(503)) : (.zero, .status(503))
+        }
+        let session = Session(
+            transport: transport, retriers: [RetryPolicy(retryLimit: 5)],
+            hedging: Hedging(delay: .milliseconds(100), maximumAttempts: 2), clock: clock)
+        let task = Task { try await session.send(request()) }
+        try await clock.waitForSleepers(2)
+        clock.advance(by: .milliseconds(100))
+        while clock.pendingSleepCount > 1 { await Task.yield() }
+        clock.advance(by: .milliseconds(100))
+
+        let error = try await #require(throws: ReboundError.self) { try await task.value }
+
+        #expect(error.statusCode == 503)
+        #expect(error.attempts.count == 2)
+        #expect(transport.requestCount == 2)
+    }
+
+    @Test("A retry after a failed round is hedged too, within the attempt limit")
+    func retryRoundIsHedged() async throws {
+        let clock = ManualClock()
+        let transport = scripted(clock, log: Log()) { number in
+            switch number {
+            case 1: (.zero, .status(503))
+            case 2: (.seconds(1), .response(body: "slow"))
+            default: (.zero, .response(body: "fast"))
+            }
+        }
+        let session = Session(
+            transport: transport, retriers: [RetryPolicy()], hedging: Hedging(delay: .milliseconds(100)),
+            clock: clock)
+        let task = Task { try await session.send(request()) }
+        // The backoff after the first attempt's 503.
+        while !clock.sleeps.contains(.milliseconds(500)) || clock.pendingSleepCount != 1 { await Task.yield() }
+        clock.advance(by: .milliseconds(500))
+        try await clock.waitForSleepers(2)
+        clock.advance(by: .milliseconds(100))
+        let response = try await task.value
+
+        #expect(String(decoding: response.data, as: UTF8.self) == "fast")
+        #expect(response.attempts.map(\.hedge) == [0, 0, 1])
+        #expect(response.attempts[0].retryDelay == .milliseconds(500))
+    }
+
+    @Test("An empty budget starts no hedge, and a hedge spends from the budget as a retry does")
+    func budgetLimitsHedges() async throws {
+        for (percent, floor, hedged) in [(0.0, 0.0, false), (10.0, 1.0, true)] {
+            let clock = ManualClock()
+            let budget = RetryBudget(
+                ratio: .init(percent: percent, window: .seconds(10), minimumRetriesPerSecond: floor), clock: clock)
+            let transport = slowFirst(clock, log: Log())
+            let session = Session(
+                transport: transport, adapters: [ForwardingAdapter(wrapped: budget)],
+                hedging: Hedging(delay: .milliseconds(100)), clock: clock)
+            let before = budget.tokens(for: exampleURL) ?? -1
+            let task = Task { try await session.send(request()) }
+            try await clock.waitForSleepers(2)
+            clock.advance(by: .milliseconds(100))
+            if !hedged {
+                while clock.pendingSleepCount > 1 { await Task.yield() }
+                clock.advance(by: .seconds(1))
+            }
+            let response = try await task.value
+
+            #expect(transport.requestCount == (hedged ? 2 : 1))
+            #expect(String(decoding: response.data, as: UTF8.self) == (hedged ? "fast" : "slow"))
+            if hedged { #expect(budget.tokens(for: exampleURL) == before - 1, "one hedge spent from 10 s of floor") }
+        }
+    }
+
+    @Test("A breaker that is not closed starts no hedge; the attempt in flight goes on and gets its permit back")
+    func breakerLimitsHedges() async throws {
+        let clock = ManualClock()
+        let breaker = CircuitBreaker(clock: clock)
+        let transport = scripted(clock, log: Log()) { _ in (.seconds(1), .response(body: "slow")) }
+        let session = Session(
+            transport: transport, adapters: [breaker], hedging: Hedging(delay: .milliseconds(100)), clock: clock)
+        let task = Task { try await session.send(request()) }
+        try await clock.waitForSleepers(2)
+        breaker.forceOpen()
+        clock.advance(by: .milliseconds(100))
+        while clock.pendingSleepCount > 1 { await Task.yield() }
+        #expect(transport.requestCount == 1)
+        clock.advance(by: .seconds(1))
+        let response = try await task.value
+
+        #expect(response.attempts.count == 1)
+        #expect(transport.requestCount == 1)
+    }
+
+    @Test("A throttle draws for a hedge once, and keeps nothing once the request ended")
+    func throttleDrawsOnce() async throws {
+        let clock = ManualClock()
+        let throttle = AdaptiveThrottle(clock: clock, random: .seeded(1))
+        let transport = slowFirst(clock, log: Log())
+        let session = Session(
+            transport: transport, adapters: [throttle], hedging: Hedging(delay: .milliseconds(100)), clock: clock)
+        let task = Task { try await session.send(request()) }
+        try await clock.waitForSleepers(2)
+        clock.advance(by: .milliseconds(100))
+        let response = try await task.value
+
+        #expect(String(decoding: response.data, as: UTF8.self) == "fast")
+        #expect(throttle.grantsKept == 0)
+        let snapshot = throttle.snapshot(for: exampleURL)
+        #expect(snapshot?.requests == 1 && snapshot?.accepts == 1, "the winner counted; the loser was not heard")
+    }
+
+    @Test("Every place a limiter gave and every breaker permit comes back, on success, failure and cancellation")
+    func everythingGivenBack() async throws {
+        for ending in ["success", "cancel", "deadline"] {
+            let clock = ManualClock()
+            let breaker = CircuitBreaker(clock: clock)
+            let limiter = ConcurrencyLimiter(configuration: .init(limit: .fixed(10)), clock: clock)
+            let recorder = HedgeRecorder()
+            let transport = scripted(clock, log: Log()) { number in
+                number == 2 && ending == "success"
+                    ? (.zero, .response(body: "fast")) : (.seconds(10), .response(body: "slow"))
+            }
+            let session = Session(
+                transport: transport, adapters: [limiter, breaker], observers: [recorder],
+                deadline: ending == "deadline" ? .milliseconds(300) : nil,
+                hedging: Hedging(delay: .milliseconds(100), maximumInFlight: 3), clock: clock)
+            let task = Task { try await session.send(request()) }
+            try await clock.waitForSleepers(2)
+            if ending == "deadline" {
+                while clock.pendingSleepCount < 3 { await Task.yield() }
+            }
+            clock.advance(by: .milliseconds(100))
+            if ending != "success" {
+                while transport.requestCount < 2 { await Task.yield() }
+                while clock.pendingSleepCount < (ending == "deadline" ? 4 : 3) { await Task.yield() }
+                clock.advance(by: .milliseconds(100))
+                while transport.requestCount < 3 { await Task.yield() }
+            }
+            switch ending {
+            case "success":
+                _ = try await task.value
+            case "cancel":
+                task.cancel()
+                await #expect(throws: CancellationError.self) { try await task.value }
+            default:
+                while clock.pendingSleepCount < 4 { await Task.yield() }
+                clock.advance(by: .milliseconds(100))
+                let error = try await #require(throws: ReboundError.self) { try await task.value }
+                guard case .deadlineExceeded = error.reason else {
+                    Issue.record("\(error.reason)")
+                    continue
+                }
+            }
+            #expect(limiter.placesHeld == 0, "\(ending)")
+            #expect(breaker.permitsInFlight == 0, "\(ending)")
+            #expect(recorder.requestEnds.count == 1, "\(ending): exactly one outcome")
+            #expect(recorder.attempts.count == transport.requestCount, "\(ending): every attempt told")
+        }
+    }
+
+    @Test("A request's own settings replace the session's: off for one request, on for another")
+    func perRequestSettings() async throws {
+        for (sessionHedging, requestHedging, hedged) in [
+            (Hedging(delay: .milliseconds(100)), Hedging.off, false),
+            (nil, Hedging(delay: .milliseconds(100)), true),
+        ] {
+            let clock = ManualClock()
+            let transport = slowFirst(clock, log: Log())
+            let session = Session(transport: transport, hedging: sessionHedging, clock: clock)
+            let task = Task { try await session.send(request(), hedging: requestHedging) }
+            try await clock.waitForSleepers(hedged ? 2 : 1)
+            clock.advance(by: .milliseconds(100))
+            if !hedged { clock.advance(by: .seconds(1)) }
+            let response = try await task.value
+            #expect(transport.requestCount == (hedged ? 2 : 1))
+            #expect(response.attempts.count == (hedged ? 2 : 1))
+        }
+    }
+
+    @Test("Settings out of range are rejected with a message that names them")
+    func validation() {
+        #expect(throws: ConfigurationError.self) { try Hedging.validated(delay: .milliseconds(-1)) }
+        for inFlight in [0, 6] {
+            let error = #expect(throws: ConfigurationError.self) {
+                try Hedging.validated(delay: .zero, maximumInFlight: inFlight)
+            }
+            #expect(error?.message == "Hedging.maximumInFlight must be between 1 and 5, got \(inFlight)")
+        }
+        let error = #expect(throws: ConfigurationError.self) {
+            try Hedging.validated(delay: .zero, maximumAttempts: 0)
+        }
+        #expect(error?.message == "Hedging.maximumAttempts must be 1 or more, got 0")
+        #expect(throws: Never.self) { try Hedging.validated(delay: .milliseconds(20), maximumInFlight: 5) }
+    }
+
+    @Test("A hedge's record says which hedge it was, in its description and its reflection")
+    func attemptRecord() {
+        let attempt = Attempt(
+            number: 3, request: request(), response: nil, failure: nil, duration: .milliseconds(5), hedge: 2)
+        #expect(attempt.description.hasPrefix("#3 (hedge 2) GET"))
+        #expect(attempt.description.contains("cancelled"))
+        #expect(attempt.wasCancelled && !attempt.succeeded)
+        #expect(Mirror(reflecting: attempt).children.contains { $0.label == "hedge" && $0.value as? Int == 2 })
+    }
+}
