@@ -220,6 +220,51 @@ struct HedgingTests {
             ])
     }
 
+    @Test("The logging retrier names the hedge of every attempt it logs")
+    func loggingNamesHedges() async throws {
+        let clock = ManualClock()
+        let transport = scripted(clock, log: Log()) { number in
+            switch number {
+            case 1: (.seconds(1), .response(body: "slow"))
+            case 2: (.zero, .status(503))
+            default: (.zero, .response(body: "third"))
+            }
+        }
+        let events = Locked<[RetryLogEvent]>([])
+        let logger = LoggingRetrier(wrapping: RetryPolicy(), minimumLevel: .debug) { event in
+            events.withLock { $0.append(event) }
+        }
+        let session = Session(
+            transport: transport, retriers: [logger], hedging: Hedging(delay: .milliseconds(100)), clock: clock)
+        let task = Task { try await session.send(request()) }
+        try await clock.waitForSleepers(2)
+        clock.advance(by: .milliseconds(100))
+        _ = try await task.value
+
+        let logged = events.withLock { $0 }
+        #expect(logged.map(\.hedge) == [1, 0, 2])
+        #expect(logged.first?.message.contains("attempt 2 (hedge 1) failed with status 503; retry in 0 ms") == true)
+        #expect(logged.last?.message.contains("succeeded") == true)
+    }
+
+    @Test("With the preset, a hedge passes its throttle, breakers and budget, and spends from the budget")
+    func presetWithHedging() async throws {
+        let clock = ManualClock()
+        let resilience = Resilience(clock: clock, random: .seeded(3), deadline: .seconds(30))
+        let transport = slowFirst(clock, log: Log())
+        let session = Session(
+            transport: transport, resilience: resilience, hedging: Hedging(delay: .milliseconds(100)), clock: clock)
+        let before = try #require(resilience.budget.tokens(for: exampleURL))
+        let task = Task { try await session.send(request()) }
+        try await clock.waitForSleepers(3)  // the transport, the hedging delay and the deadline
+        clock.advance(by: .milliseconds(100))
+        let response = try await task.value
+
+        #expect(String(decoding: response.data, as: UTF8.self) == "fast")
+        #expect(resilience.budget.tokens(for: exampleURL) == before - 1)
+        #expect(resilience.throttle.grantsKept == 0)
+    }
+
     @Test("Retries and hedges together never exceed the attempts the settings allow")
     func attemptLimitIsShared() async throws {
         let clock = ManualClock()

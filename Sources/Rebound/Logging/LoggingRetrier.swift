@@ -275,6 +275,9 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
         let id = outcome.requestID.uuidString.prefix(8).lowercased()
         var message = "[\(id)\(outcome.label.map { " \($0)" } ?? "")] \(method) \(url): "
         let spent = outcome.elapsed.logDescription
+        let hedge = outcome.attempt.hedge
+        // "attempt 3 (hedge 1)" for a hedge.
+        let attempt = hedge > 0 ? "attempt \(number) (hedge \(hedge))" : "attempt \(number)"
         switch decision {
         case .succeeded:
             let status = outcome.statusCode.map { " with status \($0)" } ?? ""
@@ -282,19 +285,19 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
                 number == 1 ? "succeeded\(status) (\(spent))" : "succeeded\(status) after \(number) attempts (\(spent))"
         case .retry(let delay):
             message +=
-                "attempt \(number) failed with \(failure ?? "an error"); retry in \(delay.logDescription) (\(spent) so far)"
+                "\(attempt) failed with \(failure ?? "an error"); retry in \(delay.logDescription) (\(spent) so far)"
         case .failed:
             if let endReason {
                 message +=
-                    "attempt \(number) failed with \(failure ?? "an error"); failing with \(endReason) (\(spent))"
+                    "\(attempt) failed with \(failure ?? "an error"); failing with \(endReason) (\(spent))"
             } else {
                 message +=
-                    "attempt \(number) failed with \(failure ?? "an error"); giving up after \(number) attempt\(number == 1 ? "" : "s") (\(spent))"
+                    "\(attempt) failed with \(failure ?? "an error"); giving up after \(number) attempt\(number == 1 ? "" : "s") (\(spent))"
             }
         case .cancelled where outcome.attempt.retryDelay != nil:
             message += "cancelled while waiting to retry after attempt \(number) (\(spent))"
         case .cancelled:
-            message += "cancelled during attempt \(number) (\(spent))"
+            message += "cancelled during \(attempt) (\(spent))"
         }
         if answerDiffers, let wrappedName, let wrappedAnswer { message += "; \(wrappedName) answered \(wrappedAnswer)" }
         if !redirects.isEmpty { message += "; redirected: " + redirects.joined(separator: ", ") }
@@ -303,7 +306,9 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
         }
 
         return RetryLogEvent(
-            level: level, requestID: outcome.requestID, label: outcome.label, attempt: number, method: method, url: url,
+            level: level, requestID: outcome.requestID, label: outcome.label, attempt: number, hedge: hedge,
+            method: method,
+            url: url,
             requestHeaders: headers, statusCode: outcome.statusCode, failure: failure, decision: decision,
             endReason: endReason, wrappedAnswer: wrappedAnswer?.description,
             breakerState: outcome.error?.circuitBreakerOpenError?.state, redirects: redirects,

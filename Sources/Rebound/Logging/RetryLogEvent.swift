@@ -47,6 +47,9 @@ public struct RetryLogEvent: Sendable {
     public let label: String?
     /// The attempt's number, starting at 1.
     public let attempt: Int
+    /// Which hedge of its round the attempt was: `0` for an attempt the request made on its own, `1`, `2`, … for the
+    /// hedges started beside it (see ``Hedging``).
+    public let hedge: Int
     /// The HTTP method.
     public let method: String
     /// The URL, with its query values and any user-info redacted (as the logger's ``LoggingRetrier/redaction`` says).

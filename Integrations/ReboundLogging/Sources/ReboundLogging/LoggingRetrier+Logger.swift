@@ -107,7 +107,7 @@ extension RetryLogEvent {
     /// The event's fields as swift-log metadata, every value already redacted.
     ///
     /// Keys: `rebound.request_id` (the full identifier), `rebound.label` (when the request has one),
-    /// `rebound.attempt`, `http.request.method`, `url.full` (query values and user-info redacted),
+    /// `rebound.attempt`, `rebound.hedge` (for a hedge: which of its round, from 1), `http.request.method`, `url.full` (query values and user-info redacted),
     /// `http.response.status_code` (when the attempt got a response), `rebound.failure` (why the attempt failed),
     /// `rebound.decision` (`succeeded`, `retry`, `failed` or `cancelled`), `rebound.retry_delay` (seconds, for a
     /// retry), `rebound.end_reason`, `rebound.wrapped_answer`, `rebound.breaker.state` (the state of a breaker that
@@ -125,6 +125,7 @@ extension RetryLogEvent {
             "rebound.elapsed": .stringConvertible(elapsed.seconds),
         ]
         if let label { metadata["rebound.label"] = .string(label) }
+        if hedge > 0 { metadata["rebound.hedge"] = .stringConvertible(hedge) }
         if let statusCode { metadata["http.response.status_code"] = .stringConvertible(statusCode) }
         if let failure { metadata["rebound.failure"] = .string(failure) }
         if case .retry(let delay) = decision { metadata["rebound.retry_delay"] = .stringConvertible(delay.seconds) }

@@ -77,6 +77,26 @@ struct LoggerSinkTests {
         #expect(last.metadata["rebound.retry_delay"] == nil)
     }
 
+    @Test func aHedgeIsNamedInItsEntry() async throws {
+        let log = CapturedLog()
+        let transport = ScriptedTransport(clock: FastForwardClock()) { _, number in
+            switch number {
+            case 1: .hang
+            case 2: .status(503)
+            default: .status(200)
+            }
+        }
+        let session = Session(
+            transport: transport, retriers: [.logging(RetryPolicy(), logger: log.logger)],
+            hedging: Hedging(delay: .milliseconds(100)), clock: FastForwardClock())
+
+        _ = try await session.send(request())
+
+        let entries = log.entries
+        #expect(entries.map { $0.metadata["rebound.hedge"]?.description } == ["1", "2"])
+        #expect(entries.first?.message.description.contains("attempt 2 (hedge 1) failed with status 503") == true)
+    }
+
     @Test func theLoggersLevelIsTheRetriersMinimumLevel() async throws {
         let log = CapturedLog(level: .error)
         let retrier = LoggingRetrier(wrapping: RetryPolicy(retryLimit: 1, backoff: .none), logger: log.logger)
