@@ -164,8 +164,6 @@ public final class AdaptiveThrottle: RequestAdapter, RetryGate {
         /// for (so that it is not counted again when it is settled), whose retry was drawn for then (so that it is not
         /// drawn for again when it is sent).
         var granted: [UUID: Int] = [:]
-        /// The hedges drawn for when they were asked for, not drawn for again when they are adapted.
-        var hedges: Set<AttemptKey> = []
     }
 
     /// The throttle's numbers.
@@ -227,18 +225,14 @@ public final class AdaptiveThrottle: RequestAdapter, RetryGate {
         return request
     }
 
-    /// Draws for an attempt of `key`'s host (unless it is a retry drawn for when it was granted), counting it as a
-    /// request if it is rejected; returns the rejection, or `nil` to let it through.
+    /// Draws for a first attempt of `key`'s host (a retry was drawn for when it was granted, a hedge before it
+    /// started), counting it as a request if it is rejected; returns the rejection, or `nil` to let it through.
     private func admit(_ key: String, requestID: UUID, attempt: Int) -> AdaptiveThrottleRejection? {
         let now = now()
         return state.withLock { state in
-            if attempt > 1, !state.granted.isEmpty, state.granted[requestID] == attempt - 1 {
-                state.granted[requestID] = nil
-                return nil
-            }
-            if attempt > 1, !state.hedges.isEmpty,
-                state.hedges.remove(AttemptKey(requestID: requestID, attempt: attempt)) != nil
-            {
+            // Every later attempt was drawn for already: a retry when it was granted, a hedge before it started.
+            if attempt > 1 {
+                if !state.granted.isEmpty, state.granted[requestID] == attempt - 1 { state.granted[requestID] = nil }
                 return nil
             }
             return Self.draw(key, in: &state, now: now, configuration: configuration, random: random)
@@ -283,7 +277,7 @@ public final class AdaptiveThrottle: RequestAdapter, RetryGate {
     }
 
     /// How many requests' retries the throttle keeps a record of; for tests that check nothing is kept.
-    package var grantsKept: Int { state.withLock { $0.granted.count + $0.hedges.count } }
+    package var grantsKept: Int { state.withLock { $0.granted.count } }
 
     /// How many hosts' counts the throttle keeps; for tests that check it forgets.
     package var hostsKept: Int { state.withLock { $0.tallies.count } }
@@ -332,22 +326,18 @@ extension AdaptiveThrottle: AttemptAccountant {
     }
 
     /// Draws for a hedge as for a request, before it starts: a hedge the throttle would reject is not started (and is
-    /// counted as a rejected request, as any), and one drawn for is not drawn for again when it is adapted.
+    /// counted as a rejected request, as any), and one drawn for is not drawn for again when it is adapted (no attempt
+    /// after the first is).
     func admitHedge(_ request: URLRequest, of requestID: UUID, attempt: Int) -> (any Error)? {
         guard let key = keyFunction(request) else { return nil }
         let now = now()
-        return state.withLock { state -> AdaptiveThrottleRejection? in
-            if let rejection = Self.draw(key, in: &state, now: now, configuration: configuration, random: random) {
-                return rejection
-            }
-            state.hedges.insert(AttemptKey(requestID: requestID, attempt: attempt))
-            return nil
+        return state.withLock { state in
+            Self.draw(key, in: &state, now: now, configuration: configuration, random: random)
         }
     }
 
     func requestEnded(_ requestID: UUID) {
         state.withLock { state in
-            if !state.hedges.isEmpty { state.hedges = state.hedges.filter { $0.requestID != requestID } }
             if !state.granted.isEmpty { state.granted[requestID] = nil }
         }
     }
