@@ -18,7 +18,8 @@ import Tracing
 ///
 /// **Spans.** The request's span (kind `internal`, named after the request's label, or its method) is a child of the
 /// caller's current context (`InstrumentationContext.current`), and lasts from the first attempt to the request's end.
-/// Each attempt's span (kind `client`, named after the method) follows OpenTelemetry's HTTP client conventions:
+/// Each attempt's span (kind `client`, named after the method; a request's hedges in flight at once each have one, with
+/// `rebound.hedge`) follows OpenTelemetry's HTTP client conventions:
 /// `http.request.method`, `server.address`, `server.port`, `url.full` (query values and user-info redacted, as
 /// ``Redaction`` says), `http.response.status_code`, `http.request.resend_count` (from the second attempt on), and, for
 /// a failed attempt, `error.type` (`ReboundError.Reason.errorType`: the status code, or a closed set of names such
@@ -76,6 +77,7 @@ public final class TracingInterceptor: RequestAdapter, AttemptObserver {
         let (request, attempt) = spans.finishAttempt(of: outcome.requestID, number: outcome.attempt.number)
         if let attempt {
             if let status = outcome.statusCode { attempt.attributes["http.response.status_code"] = status }
+            if outcome.attempt.hedge > 0 { attempt.attributes["rebound.hedge"] = outcome.attempt.hedge }
             if let failure = outcome.failure {
                 attempt.attributes["error.type"] = failure.errorType
                 attempt.setStatus(SpanStatus(code: .error))
@@ -95,7 +97,7 @@ public final class TracingInterceptor: RequestAdapter, AttemptObserver {
 
     /// Adds a redirect event to the attempt's span.
     public func attemptWasRedirected(_ hop: RedirectHop) async {
-        guard let attempt = spans.attempt(of: hop.requestID) else { return }
+        guard let attempt = spans.attempt(hop.attempt, of: hop.requestID) else { return }
         attempt.addEvent(
             SpanEvent(
                 name: "rebound.redirect",
@@ -139,7 +141,8 @@ public final class TracingInterceptor: RequestAdapter, AttemptObserver {
         if let host = request.url?.host { span.attributes["server.address"] = host }
         if let port = request.url?.port ?? Self.defaultPort(of: request.url) { span.attributes["server.port"] = port }
         if context.retryCount > 0 { span.attributes["http.request.resend_count"] = context.retryCount }
-        // An attempt whose span was never ended (its outcome never came) ends when the next one starts.
+        // The same attempt adapted twice (the interceptor placed twice) keeps the newer span. Earlier attempts may still
+        // be in flight (hedges): their spans end with their outcomes, or with the request.
         spans.setAttempt(span, number: context.attempt, of: context.requestID)?.end()
         return span
     }
@@ -166,7 +169,8 @@ private struct HeaderInjector: Injector {
 private final class SpanTable: @unchecked Sendable {
     private struct Entry {
         let request: any Span
-        var attempt: (number: Int, span: any Span)?
+        /// The spans of the attempts in flight, by number: more than one while a request is hedged.
+        var attempts: [Int: any Span] = [:]
     }
 
     private let lock = NSLock()
@@ -182,34 +186,31 @@ private final class SpanTable: @unchecked Sendable {
         }
     }
 
-    /// Keeps `span` as the request's current attempt; returns the attempt span it replaces, if one was still open.
+    /// Keeps `span` as attempt `number` of the request; returns the span it replaces, if that attempt had one open.
     func setAttempt(_ span: any Span, number: Int, of id: UUID) -> (any Span)? {
         lock.withLock {
-            let previous = entries[id]?.attempt?.span
-            entries[id]?.attempt = (number, span)
-            return previous
+            guard entries[id] != nil else { return nil }
+            return entries[id]?.attempts.updateValue(span, forKey: number)
         }
     }
 
-    /// The current attempt's span of the request, if it has one open.
-    func attempt(of id: UUID) -> (any Span)? {
-        lock.withLock { entries[id]?.attempt?.span }
+    /// Attempt `number`'s span of the request, if it is open.
+    func attempt(_ number: Int, of id: UUID) -> (any Span)? {
+        lock.withLock { entries[id]?.attempts[number] }
     }
 
-    /// The request's span, and its attempt `number`'s span, taken out (the attempt's only if it is that one).
+    /// The request's span, and its attempt `number`'s span, taken out.
     func finishAttempt(of id: UUID, number: Int) -> (request: (any Span)?, attempt: (any Span)?) {
         lock.withLock {
             guard let entry = entries[id] else { return (nil, nil) }
-            guard let attempt = entry.attempt, attempt.number == number else { return (entry.request, nil) }
-            entries[id]?.attempt = nil
-            return (entry.request, attempt.span)
+            return (entry.request, entries[id]?.attempts.removeValue(forKey: number))
         }
     }
 
-    /// The request's span, taken out with its entry; an attempt span still open is ended.
+    /// The request's span, taken out with its entry; attempt spans still open are ended.
     func finishRequest(_ id: UUID) -> (any Span)? {
         let entry = lock.withLock { entries.removeValue(forKey: id) }
-        entry?.attempt?.span.end()
+        if let entry { for span in entry.attempts.values { span.end() } }
         return entry?.request
     }
 }

@@ -147,6 +147,30 @@ struct TracingInterceptorTests {
             transport.requests.allSatisfy { $0.value(forHTTPHeaderField: InMemoryTracer.spanIDKey) == attempt.spanID })
     }
 
+    @Test func hedgesInFlightAtOnceEachHaveASpanEndedWithTheirOutcome() async throws {
+        let clock = ManualClock()
+        let transport = ScriptedTransport(clock: clock) { _, number in
+            number == 1 ? .status(200).delayed(by: .seconds(1)) : .status(200)
+        }
+        let session = Session(
+            transport: transport, adapters: [TracingInterceptor(tracer: tracer)],
+            hedging: Hedging(delay: .milliseconds(100)), clock: clock)
+
+        let task = Task { try await session.send(request()) }
+        try await clock.waitForSleepers(2)
+        clock.advance(by: .milliseconds(100))
+        _ = try await task.value
+
+        #expect(tracer.activeSpans.isEmpty)
+        let requestSpan = try #require(tracer.finishedSpans.first { $0.kind == .internal })
+        let attempts = tracer.finishedSpans.filter { $0.kind == .client }
+        #expect(attempts.count == 2)
+        #expect(attempts.allSatisfy { $0.parentSpanID == requestSpan.spanID })
+        #expect(attempts.map { $0.attribute("rebound.hedge") } == [nil, .int64(1)], "the loser ends first")
+        #expect(attempts.last?.attribute("http.response.status_code") == .int64(200))
+        #expect(requestSpan.attribute("rebound.attempts") == .int64(2))
+    }
+
     @Test func aCancelledRequestEndsItsSpans() async throws {
         let clock = ManualClock()
         let session = Session(
