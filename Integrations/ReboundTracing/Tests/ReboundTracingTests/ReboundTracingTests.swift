@@ -149,8 +149,9 @@ struct TracingInterceptorTests {
 
     @Test func hedgesInFlightAtOnceEachHaveASpanEndedWithTheirOutcome() async throws {
         let clock = ManualClock()
+        // The first attempt wins at 150 ms, while the hedge started at 100 ms is still in flight.
         let transport = ScriptedTransport(clock: clock) { _, number in
-            number == 1 ? .status(200).delayed(by: .seconds(1)) : .status(200)
+            number == 1 ? .status(200).delayed(by: .milliseconds(150)) : .status(200).delayed(by: .seconds(1))
         }
         let session = Session(
             transport: transport, adapters: [TracingInterceptor(tracer: tracer)],
@@ -159,6 +160,8 @@ struct TracingInterceptorTests {
         let task = Task { try await session.send(request()) }
         try await clock.waitForSleepers(2)
         clock.advance(by: .milliseconds(100))
+        try await clock.waitForSleepers(2)  // the first attempt's answer and the hedge's
+        clock.advance(by: .milliseconds(50))
         _ = try await task.value
 
         #expect(tracer.activeSpans.isEmpty)
@@ -166,7 +169,10 @@ struct TracingInterceptorTests {
         let attempts = tracer.finishedSpans.filter { $0.kind == .client }
         #expect(attempts.count == 2)
         #expect(attempts.allSatisfy { $0.parentSpanID == requestSpan.spanID })
-        #expect(attempts.map { $0.attribute("rebound.hedge") } == [nil, .int64(1)], "the loser ends first")
+        // The loser (the hedge) ends first; the first attempt's span, still open when the hedge started, gets its
+        // status.
+        #expect(attempts.map { $0.attribute("rebound.hedge") } == [.int64(1), nil])
+        #expect(attempts.first?.attribute("http.response.status_code") == nil)
         #expect(attempts.last?.attribute("http.response.status_code") == .int64(200))
         #expect(requestSpan.attribute("rebound.attempts") == .int64(2))
     }
