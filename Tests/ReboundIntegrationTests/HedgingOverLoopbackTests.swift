@@ -15,25 +15,25 @@ struct HedgingOverLoopbackTests {
     func fastHedgeWins() async throws {
         let server = try LoopbackServer()
         defer { server.stop() }
-        let slow = Duration.seconds(30)  // far beyond any pause of a loaded machine: the fast hedge wins
+        // Never sent: the client drops the slow attempt first, however slow a loaded machine makes its connections.
+        let slow = Duration.seconds(50)
         server.route("/tail") { _, number in
             number == 1 ? .status(200, body: "slow").delayed(by: slow) : .status(200, body: "fast")
         }
         let session = Session(
             transport: URLSessionTransport(session: URLSession(configuration: .ephemeral)),
             hedging: Hedging(delay: .milliseconds(100)))
-        let clock = ContinuousClock()
-        let started = clock.now
 
         let response = try await session.send(server.url("/tail"))
 
-        let elapsed = clock.now - started
+        // The fast answer, with the slow one never written (timing targets belong in benchmarks, not in tests: that
+        // the slow reply was never sent is what shows that the client did not wait for it).
         #expect(String(decoding: response.data, as: UTF8.self) == "fast")
-        #expect(elapsed < slow, "the request waited for the slow attempt")
         #expect(response.attempts.map(\.hedge) == [0, 1])
         #expect(response.attempts[0].wasCancelled && response.attempts[1].succeeded)
         #expect(server.hits("/tail") == 2)
-        // The loser's connection is closed when its task is cancelled; the server notices within its delay.
+        // The loser's connection is closed when its task is cancelled; the server notices within its delay, and never
+        // writes the slow reply.
         while server.abandoned("/tail") < 1 { try await Task.sleep(for: .milliseconds(10)) }
         #expect(server.abandoned("/tail") == 1)
     }
@@ -51,7 +51,7 @@ struct HedgingOverLoopbackTests {
         #expect(server.hits("/pay") == 1)
 
         server.route("/pay") { _, number in
-            number == 1 ? .status(200, body: "first").delayed(by: .seconds(30)) : .status(200, body: "second")
+            number == 1 ? .status(200, body: "first").delayed(by: .seconds(50)) : .status(200, body: "second")
         }
         let keyed = Session(adapters: [IdempotencyKeyAdapter()], hedging: Hedging(delay: .milliseconds(50)))
         let keyedResponse = try await keyed.send(server.url("/pay"), method: .post, body: Data("{}".utf8))
