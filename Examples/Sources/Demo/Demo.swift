@@ -8,7 +8,7 @@ import ReboundTesting
 #endif
 
 /// Starts a loopback server with flaky routes and shows, line by line, requests being adapted, failing, backing
-/// off and succeeding, with timings. Offline; finishes in about four seconds.
+/// off and succeeding, and a slow request hedged, with timings. Offline; finishes in about four seconds.
 @main
 struct Demo {
     static func main() async throws {
@@ -31,6 +31,12 @@ struct Demo {
                 .status(200, headers: close, body: #"{"error_code": "RATE_LIMITED"}"#),
                 .status(200, headers: close, body: #"{"price": 12.5}"#),
             ])
+
+        server.route("/search") { _, number in
+            number == 1
+                ? .status(200, headers: close, body: #"{"hits": 3, "from": "slow replica"}"#).delayed(by: .seconds(3))
+                : .status(200, headers: close, body: #"{"hits": 3, "from": "fast replica"}"#)
+        }
 
         print("Rebound demo: a loopback server on 127.0.0.1:\(server.port) with flaky routes.\n")
 
@@ -77,9 +83,14 @@ struct Demo {
             return "\(response.statusCode) \(String(decoding: response.data, as: UTF8.self))"
         }
 
+        await narrator.scenario("GET /search: the first answer would take 3 s; a hedge after 200 ms answers first") {
+            let response = try await session.send(server.url("/search"), hedging: Hedging(delay: .milliseconds(200)))
+            return "\(response.statusCode) \(String(decoding: response.data, as: UTF8.self))"
+        }
+
         print(
             "Server hits: "
-                + ["/catalog", "/profile", "/orders", "/quote"].map { "\($0) \(server.hits($0))" }.joined(
+                + ["/catalog", "/profile", "/orders", "/quote", "/search"].map { "\($0) \(server.hits($0))" }.joined(
                     separator: ", "))
         server.stop()
     }
@@ -92,6 +103,10 @@ struct NarratedAttempts: AttemptObserver {
     let narrator: Narrator
 
     func attemptDidFinish(_ outcome: AttemptOutcome) async {
+        if outcome.attempt.wasCancelled {
+            narrator.say("attempt \(outcome.attempt.number) cancelled: another attempt answered first")
+            return
+        }
         guard let failure = outcome.failure else { return }
         let decision =
             switch outcome.decision {

@@ -48,6 +48,9 @@ public struct Hedging: Sendable, Hashable {
     /// default.
     public let maximumInFlight: Int
     /// How many attempts one request makes at most, hedges and retries together; at least 1, 3 by default.
+    ///
+    /// Settings that never let a second attempt start (this or ``maximumInFlight`` at 1, as ``off`` has) turn hedging
+    /// off altogether, this limit included: the retriers' own limits apply.
     public let maximumAttempts: Int
 
     /// Creates the settings from values written in code; an invalid one traps with a message that names it.
