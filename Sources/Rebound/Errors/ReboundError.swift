@@ -90,7 +90,7 @@ public struct ReboundError: Error, Sendable {
                 attempts: attempts))
     }
 
-    /// How many attempts were made.
+    /// How many attempts were made, hedges included.
     public var attemptCount: Int { attempts.count }
 
     /// Whether `other` is this very error (a copy of it), not merely an equal one.

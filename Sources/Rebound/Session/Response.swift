@@ -49,7 +49,7 @@ public struct Response: Sendable {
         head.value(forHTTPHeaderField: name)
     }
 
-    /// How many retries it took: `0` when the first attempt succeeded.
+    /// How many attempts came before the one that succeeded, hedges included: `0` when the first attempt succeeded.
     public var retryCount: Int { attempts.count - 1 }
 
     /// Decodes the body as JSON into `type`.
