@@ -426,6 +426,53 @@ struct HedgingTests {
         }
     }
 
+    @Test("Under heavy concurrency and cancellation, every hedged request ends once and gives everything back")
+    func heavyConcurrency() async throws {
+        let clock = FastForwardClock()
+        let breaker = CircuitBreaker(clock: clock)
+        let limiter = ConcurrencyLimiter(configuration: .init(limit: .fixed(1_000)), clock: clock)
+        let budget = RetryBudget(ratio: .default, clock: clock)
+        let recorder = HedgeRecorder()
+        // By request number: hang (until cancelled), fail with 503, or answer, some after a delay.
+        let transport = ScriptedTransport(clock: clock) { _, number in
+            switch number % 5 {
+            case 0: .hang
+            case 1: .status(503)
+            case 2: .status(200).delayed(by: .milliseconds(number % 7 * 40))
+            case 3: .status(404).delayed(by: .milliseconds(30))
+            default: .status(200)
+            }
+        }
+        let session = Session(
+            transport: transport, adapters: [limiter, breaker, budget], retriers: [RetryPolicy()],
+            observers: [recorder], deadline: .seconds(5),
+            hedging: Hedging(delay: .milliseconds(20), maximumInFlight: 3, maximumAttempts: 4), clock: clock)
+        let requests = 300
+        let endings = try await withThrowingTaskGroup(of: String.self) { group in
+            for index in 0..<requests {
+                group.addTask {
+                    let task = Task { try await session.send(request()) }
+                    if index % 3 == 0 { task.cancel() }
+                    do {
+                        _ = try await task.value
+                        return "response"
+                    } catch is ReboundError {
+                        return "error"
+                    } catch is CancellationError {
+                        return "cancelled"
+                    }
+                }
+            }
+            return try await group.reduce(into: [String]()) { $0.append($1) }
+        }
+
+        #expect(endings.count == requests)
+        #expect(recorder.requestEnds.count == requests, "exactly one end told per request")
+        #expect(limiter.placesHeld == 0)
+        #expect(breaker.permitsInFlight == 0)
+        #expect(budget.requestsWithGrants == 0)
+    }
+
     @Test("A request's own settings replace the session's: off for one request, on for another")
     func perRequestSettings() async throws {
         for (sessionHedging, requestHedging, hedged) in [
