@@ -6,7 +6,7 @@ import Rebound
     import FoundationNetworking
 #endif
 
-/// Counts what Rebound does through swift-metrics: attempts, retries by reason, requests, budget denials and breaker
+/// Counts what Rebound does through swift-metrics: attempts, hedges, retries by reason, requests, budget denials and breaker
 /// refusals, each attempt's duration, and the state of the breakers and budgets it is given.
 ///
 /// Give it to a session as an observer; it changes nothing about a request. Every metric's dimensions are bounded:
@@ -16,6 +16,7 @@ import Rebound
 /// | metric | kind | dimensions | what |
 /// |---|---|---|---|
 /// | `rebound_attempts_total` | counter | host, method, outcome | every attempt, by what followed it: `succeeded`, `retry`, `failed`, `cancelled` |
+/// | `rebound_hedges_total` | counter | host, method, outcome | every hedge (an attempt started beside another, see ``Hedging``), by what followed it: a `cancelled` hedge lost to another attempt |
 /// | `rebound_retries_total` | counter | host, method, reason | every retry, by the failure that caused it (`ReboundError.Reason.errorType`: `503`, `timedOut`, …) |
 /// | `rebound_requests_total` | counter | host, method, outcome | every request, by how it ended: `succeeded`, `failed`, `cancelled` |
 /// | `rebound_budget_denials_total` | counter | host | requests that ended because a ``RetryBudget`` denied their retry |
@@ -65,12 +66,17 @@ public final class MetricsObserver: AttemptObserver {
         self.factory = factory
     }
 
-    /// Counts the attempt, records its duration, counts a retry by its reason, and updates the host's gauges.
+    /// Counts the attempt (and the hedge, for one), records its duration, counts a retry by its reason, and updates the
+    /// host's gauges.
     public func attemptDidFinish(_ outcome: AttemptOutcome) async {
         let host = Self.host(of: outcome.request)
         let method = outcome.request.httpMethod ?? "GET"
         counter("attempts_total", [("host", host), ("method", method), ("outcome", outcome.decision.name)])
             .increment()
+        if outcome.attempt.hedge > 0 {
+            counter("hedges_total", [("host", host), ("method", method), ("outcome", outcome.decision.name)])
+                .increment()
+        }
         timer("attempt_duration_seconds", [("host", host), ("method", method)])
             .recordNanoseconds(Self.nanoseconds(outcome.attempt.duration))
         if case .retry = outcome.decision {

@@ -51,6 +51,29 @@ struct MetricsObserverTests {
         #expect(metrics.counters(label: "rebound_breaker_refusals_total").isEmpty)
     }
 
+    @Test func hedgesAreCountedByWhatFollowedThem() async throws {
+        let transport = ScriptedTransport(clock: FastForwardClock()) { _, number in
+            switch number {
+            case 1: .hang
+            case 2: .status(503)
+            default: .status(200)
+            }
+        }
+        let session = Session(
+            transport: transport, retriers: [RetryPolicy()], observers: [MetricsObserver(factory: metrics)],
+            hedging: Hedging(delay: .milliseconds(100)), clock: FastForwardClock())
+
+        _ = try await session.send(request())
+
+        let host = ("host", "api.example.com")
+        let method = ("method", "GET")
+        // The first attempt hangs; its first hedge fails with a 503 and the second answers: the first is cancelled.
+        #expect(try total("rebound_hedges_total", [host, method, ("outcome", "retry")]) == 1)
+        #expect(try total("rebound_hedges_total", [host, method, ("outcome", "succeeded")]) == 1)
+        #expect(try total("rebound_attempts_total", [host, method, ("outcome", "cancelled")]) == 1)
+        #expect(try total("rebound_attempts_total", [host, method, ("outcome", "retry")]) == 1)
+    }
+
     @Test func aBudgetDenialIsCountedAndTheTokensAreAGauge() async throws {
         let budget = RetryBudget(configuration: .init(initialTokens: 5, maximumTokens: 5, retryCost: 5))
         let session = Session(
