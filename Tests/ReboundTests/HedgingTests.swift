@@ -265,6 +265,34 @@ struct HedgingTests {
         #expect(resilience.throttle.grantsKept == 0)
     }
 
+    @Test("A hedge answered 401 refreshes the credential, and the next hedge starts at once with the new one")
+    func hedgeRefreshesCredential() async throws {
+        let clock = ManualClock()
+        let transport = scripted(clock, log: Log()) { number in
+            switch number {
+            case 1: (.seconds(1), .response(body: "slow"))
+            case 2: (.zero, .status(401))
+            default: (.zero, .response(body: "fresh"))
+            }
+        }
+        let authenticator = TokenAuthenticator()
+        let auth = AuthenticationInterceptor(authenticator: authenticator, credential: Token(value: 1), clock: clock)
+        let session = Session(
+            transport: transport, interceptor: auth, hedging: Hedging(delay: .milliseconds(100)), clock: clock)
+        let task = Task { try await session.send(request()) }
+        try await clock.waitForSleepers(2)
+        clock.advance(by: .milliseconds(100))
+        let response = try await task.value
+
+        #expect(String(decoding: response.data, as: UTF8.self) == "fresh")
+        #expect(response.attempts.map(\.hedge) == [1, 0, 2])
+        #expect(
+            transport.requests.map { $0.value(forHTTPHeaderField: "Authorization") } == [
+                "Bearer 1", "Bearer 1", "Bearer 2",
+            ])
+        #expect(authenticator.refreshes.withLock { $0 } == 1)
+    }
+
     @Test("Retries and hedges together never exceed the attempts the settings allow")
     func attemptLimitIsShared() async throws {
         let clock = ManualClock()
