@@ -45,11 +45,27 @@ private func scripted(
     }
 }
 
-/// A transport whose first request answers "slow" after 1 s, and every other "fast" at once.
-private func slowFirst(_ clock: ManualClock, log: Log) -> ScriptedTransport {
+/// A transport whose first request answers "slow" after 1 s; the next ones answer `then`, in order, and every one after
+/// them `last`, at once.
+private func slowFirst(
+    _ clock: ManualClock, log: Log, then: [ScriptedTransport.Step] = [],
+    last: ScriptedTransport.Step = .response(body: "fast")
+) -> ScriptedTransport {
     scripted(clock, log: log) { number in
-        number == 1 ? (.seconds(1), .response(body: "slow")) : (.zero, .response(body: "fast"))
+        if number == 1 { return (.seconds(1), .response(body: "slow")) }
+        return (.zero, then.indices.contains(number - 2) ? then[number - 2] : last)
     }
+}
+
+/// Sends `sent` through `session` in a task, waits for the first attempt's sleep in the transport and the hedging
+/// delay's, and lets 100 ms (the tests' hedging delay) pass.
+private func sendPastTheDelay(
+    _ session: Session, _ clock: ManualClock, _ sent: URLRequest = request()
+) async throws -> Task<Response, any Error> {
+    let task = Task { try await session.send(sent) }
+    try await clock.waitForSleepers(2)
+    clock.advance(by: .milliseconds(100))
+    return task
 }
 
 /// Waits until `log` holds `entry`.
@@ -138,9 +154,7 @@ struct HedgingTests {
             let transport = slowFirst(clock, log: Log())
             let session = Session(
                 transport: transport, adapters: adapters, hedging: Hedging(delay: .milliseconds(100)), clock: clock)
-            let task = Task { try await session.send(request(method)) }
-            try await clock.waitForSleepers(2)
-            clock.advance(by: .milliseconds(100))
+            let task = try await sendPastTheDelay(session, clock, request(method))
             if !hedged {
                 while clock.pendingSleepCount > 1 { await Task.yield() }
                 clock.advance(by: .seconds(1))
@@ -175,15 +189,11 @@ struct HedgingTests {
     func finalResponseEndsAll() async throws {
         let clock = ManualClock()
         let log = Log()
-        let transport = scripted(clock, log: log) { number in
-            number == 1 ? (.seconds(1), .response(body: "slow")) : (.zero, .status(404))
-        }
+        let transport = slowFirst(clock, log: log, last: .status(404))
         let session = Session(
             transport: transport, retriers: [RetryPolicy()], hedging: Hedging(delay: .milliseconds(100)),
             clock: clock)
-        let task = Task { try await session.send(request()) }
-        try await clock.waitForSleepers(2)
-        clock.advance(by: .milliseconds(100))
+        let task = try await sendPastTheDelay(session, clock)
 
         let error = try await #require(throws: ReboundError.self) { try await task.value }
 
@@ -196,20 +206,12 @@ struct HedgingTests {
     @Test("A hedge that fails in a way the retriers would retry starts the next one at once, with no backoff")
     func retryableFailureStartsNextHedge() async throws {
         let clock = ManualClock()
-        let transport = scripted(clock, log: Log()) { number in
-            switch number {
-            case 1: (.seconds(1), .response(body: "slow"))
-            case 2: (.zero, .status(503))
-            default: (.zero, .response(body: "third"))
-            }
-        }
+        let transport = slowFirst(clock, log: Log(), then: [.status(503)], last: .response(body: "third"))
         let recorder = HedgeRecorder()
         let session = Session(
             transport: transport, retriers: [RetryPolicy()], observers: [recorder],
             hedging: Hedging(delay: .milliseconds(100)), clock: clock)
-        let task = Task { try await session.send(request()) }
-        try await clock.waitForSleepers(2)
-        clock.advance(by: .milliseconds(100))
+        let task = try await sendPastTheDelay(session, clock)
         let response = try await task.value
 
         #expect(String(decoding: response.data, as: UTF8.self) == "third")
@@ -223,22 +225,14 @@ struct HedgingTests {
     @Test("The logging retrier names the hedge of every attempt it logs")
     func loggingNamesHedges() async throws {
         let clock = ManualClock()
-        let transport = scripted(clock, log: Log()) { number in
-            switch number {
-            case 1: (.seconds(1), .response(body: "slow"))
-            case 2: (.zero, .status(503))
-            default: (.zero, .response(body: "third"))
-            }
-        }
+        let transport = slowFirst(clock, log: Log(), then: [.status(503)], last: .response(body: "third"))
         let events = Locked<[RetryLogEvent]>([])
         let logger = LoggingRetrier(wrapping: RetryPolicy(), minimumLevel: .debug) { event in
             events.withLock { $0.append(event) }
         }
         let session = Session(
             transport: transport, retriers: [logger], hedging: Hedging(delay: .milliseconds(100)), clock: clock)
-        let task = Task { try await session.send(request()) }
-        try await clock.waitForSleepers(2)
-        clock.advance(by: .milliseconds(100))
+        let task = try await sendPastTheDelay(session, clock)
         _ = try await task.value
 
         let logged = events.withLock { $0 }
@@ -268,20 +262,12 @@ struct HedgingTests {
     @Test("A hedge answered 401 refreshes the credential, and the next hedge starts at once with the new one")
     func hedgeRefreshesCredential() async throws {
         let clock = ManualClock()
-        let transport = scripted(clock, log: Log()) { number in
-            switch number {
-            case 1: (.seconds(1), .response(body: "slow"))
-            case 2: (.zero, .status(401))
-            default: (.zero, .response(body: "fresh"))
-            }
-        }
+        let transport = slowFirst(clock, log: Log(), then: [.status(401)], last: .response(body: "fresh"))
         let authenticator = TokenAuthenticator()
         let auth = AuthenticationInterceptor(authenticator: authenticator, credential: Token(value: 1), clock: clock)
         let session = Session(
             transport: transport, interceptor: auth, hedging: Hedging(delay: .milliseconds(100)), clock: clock)
-        let task = Task { try await session.send(request()) }
-        try await clock.waitForSleepers(2)
-        clock.advance(by: .milliseconds(100))
+        let task = try await sendPastTheDelay(session, clock)
         let response = try await task.value
 
         #expect(String(decoding: response.data, as: UTF8.self) == "fresh")
@@ -302,9 +288,7 @@ struct HedgingTests {
         let session = Session(
             transport: transport, retriers: [RetryPolicy(retryLimit: 5)],
             hedging: Hedging(delay: .milliseconds(100), maximumAttempts: 2), clock: clock)
-        let task = Task { try await session.send(request()) }
-        try await clock.waitForSleepers(2)
-        clock.advance(by: .milliseconds(100))
+        let task = try await sendPastTheDelay(session, clock)
         while clock.pendingSleepCount > 1 { await Task.yield() }
         clock.advance(by: .milliseconds(100))
 
@@ -352,9 +336,7 @@ struct HedgingTests {
                 transport: transport, adapters: [ForwardingAdapter(wrapped: budget)],
                 hedging: Hedging(delay: .milliseconds(100)), clock: clock)
             let before = budget.tokens(for: exampleURL) ?? -1
-            let task = Task { try await session.send(request()) }
-            try await clock.waitForSleepers(2)
-            clock.advance(by: .milliseconds(100))
+            let task = try await sendPastTheDelay(session, clock)
             if !hedged {
                 while clock.pendingSleepCount > 1 { await Task.yield() }
                 clock.advance(by: .seconds(1))
@@ -394,9 +376,7 @@ struct HedgingTests {
         let transport = slowFirst(clock, log: Log())
         let session = Session(
             transport: transport, adapters: [throttle], hedging: Hedging(delay: .milliseconds(100)), clock: clock)
-        let task = Task { try await session.send(request()) }
-        try await clock.waitForSleepers(2)
-        clock.advance(by: .milliseconds(100))
+        let task = try await sendPastTheDelay(session, clock)
         let response = try await task.value
 
         #expect(String(decoding: response.data, as: UTF8.self) == "fast")

@@ -42,3 +42,11 @@ extension RequestAdapter where Self == IdempotencyKeyAdapter {
     /// An ``IdempotencyKeyAdapter`` for POST and PATCH requests.
     public static var idempotencyKey: IdempotencyKeyAdapter { IdempotencyKeyAdapter() }
 }
+
+extension URLRequest {
+    /// Whether the request may be sent more than once: its method is in `methods`, or it carries an `Idempotency-Key`
+    /// header. What ``RetryPolicy`` asks before a retry and the session before a hedge.
+    func isRepeatable(methods: Set<HTTPMethod>) -> Bool {
+        methods.contains(method) || value(forHTTPHeaderField: IdempotencyKeyAdapter.headerName) != nil
+    }
+}

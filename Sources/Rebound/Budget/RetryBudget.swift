@@ -248,37 +248,45 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
         if request.responseHead?.statusCode == 401 { return nil }
         let failed = request.attempts.count
         let failedWasSent = request.attempts.last?.request != nil
-        let now = now()
-        if let ratio {
-            let denial = state.withLock { state -> RetryBudgetExhausted? in
-                settle(&state, request.requestID, failed: failed, wasSent: failedWasSent, now: now)
-                let available = state.windows[key]?.available(at: now, ratio: ratio) ?? ratio.floorPerWindow
-                guard available >= 1 else {
-                    state.granted[request.requestID] = nil
-                    return RetryBudgetExhausted(key: key, availableTokens: Int(max(available, 0)), retryCost: 1)
-                }
-                state.windows[key, default: RatioWindow()].addRetry(1, at: now, window: ratio.window)
-                state.granted[request.requestID] = Grant(key: key, cost: 1, after: failed)
-                return nil
-            }
-            // A ratio budget hears how the request goes on only once it granted a retry: without a grant it has
-            // nothing to settle or refund, and a request that succeeds at once is told nothing.
-            if denial == nil { request.context.observe(self) }
-            return denial
-        }
+        // A ratio budget counts retries; a token bucket charges a timeout's retry its own cost.
         let cost =
-            error.reason.original.urlError?.code == .timedOut ? configuration.timeoutRetryCost : configuration.retryCost
-        return state.withLock { state -> RetryBudgetExhausted? in
+            ratio != nil
+            ? 1
+            : error.reason.original.urlError?.code == .timedOut
+                ? configuration.timeoutRetryCost : configuration.retryCost
+        let now = now()
+        let denial = state.withLock { state -> RetryBudgetExhausted? in
             settle(&state, request.requestID, failed: failed, wasSent: failedWasSent, now: now)
-            let available = state.tokens[key] ?? configuration.initialTokens
-            guard available >= cost else {
+            if let denial = take(cost, from: key, in: &state, now: now) {
                 state.granted[request.requestID] = nil
-                return RetryBudgetExhausted(key: key, availableTokens: available, retryCost: cost)
+                return denial
             }
-            state.tokens[key] = available - cost
             state.granted[request.requestID] = Grant(key: key, cost: cost, after: failed)
             return nil
         }
+        // A ratio budget hears how the request goes on only once it granted a retry: without a grant it has nothing to
+        // settle or refund, and a request that succeeds at once is told nothing.
+        if ratio != nil, denial == nil { request.context.observe(self) }
+        return denial
+    }
+
+    /// Takes `cost` from `key`'s budget (retries in the window, for a ratio budget; tokens, for a token bucket), or
+    /// returns the denial and takes nothing: what a retry and a hedge spend.
+    private func take(_ cost: Int, from key: String, in state: inout State, now: Duration) -> RetryBudgetExhausted? {
+        if let ratio {
+            let available = state.windows[key]?.available(at: now, ratio: ratio) ?? ratio.floorPerWindow
+            guard available >= Double(cost) else {
+                return RetryBudgetExhausted(key: key, availableTokens: Int(max(available, 0)), retryCost: cost)
+            }
+            state.windows[key, default: RatioWindow()].addRetry(cost, at: now, window: ratio.window)
+            return nil
+        }
+        let available = state.tokens[key] ?? configuration.initialTokens
+        guard available >= cost else {
+            return RetryBudgetExhausted(key: key, availableTokens: available, retryCost: cost)
+        }
+        state.tokens[key] = available - cost
+        return nil
     }
 
     /// Notes whether a granted retry's attempt was sent, and refunds the grant of one refused before it was sent.
@@ -372,25 +380,8 @@ extension RetryBudget: HedgeGate {
     /// that starts is sent, so nothing is refunded.
     func admitHedge(_ request: URLRequest, of requestID: UUID, attempt: Int) -> (any Error)? {
         guard let key = keyFunction(request) else { return nil }
+        let cost = ratio != nil ? 1 : configuration.retryCost
         let now = now()
-        if let ratio {
-            return state.withLock { state -> RetryBudgetExhausted? in
-                let available = state.windows[key]?.available(at: now, ratio: ratio) ?? ratio.floorPerWindow
-                guard available >= 1 else {
-                    return RetryBudgetExhausted(key: key, availableTokens: Int(max(available, 0)), retryCost: 1)
-                }
-                state.windows[key, default: RatioWindow()].addRetry(1, at: now, window: ratio.window)
-                return nil
-            }
-        }
-        let cost = configuration.retryCost
-        return state.withLock { state -> RetryBudgetExhausted? in
-            let available = state.tokens[key] ?? configuration.initialTokens
-            guard available >= cost else {
-                return RetryBudgetExhausted(key: key, availableTokens: available, retryCost: cost)
-            }
-            state.tokens[key] = available - cost
-            return nil
-        }
+        return state.withLock { take(cost, from: key, in: &$0, now: now) }
     }
 }

@@ -223,15 +223,13 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
                 storage.machine.record(
                     verdict, permit: permit, now: now, openAtLeast: openAtLeast, transitions: &transitions)
             }
-            guard let retryAfter = storage.machine.refusalOfRetry(now: now) else {
-                // Granted: the wait is kept so that an opening ends it (a zero delay has none to end).
-                if delay > .zero, let wait = request.backoffWait {
-                    storage.grants += 1
-                    storage.waits[request.requestID] = (storage.grants, wait)
-                }
-                return nil
+            if let refusal = refusalOfRetry(by: storage.machine, now: now) { return refusal }
+            // Granted: the wait is kept so that an opening ends it (a zero delay has none to end).
+            if delay > .zero, let wait = request.backoffWait {
+                storage.grants += 1
+                storage.waits[request.requestID] = (storage.grants, wait)
             }
-            return CircuitBreakerOpenError(key: key, state: storage.machine.state, retryAfter: retryAfter)
+            return nil
         }
         announce(transitions)
         return refusal
@@ -276,6 +274,11 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
         }
         announce(transitions)
         return found
+    }
+
+    /// The error that refuses a retry (or a hedge) now, unless `machine` is closed: the rule of ``admitRetry(_:dueTo:after:)``.
+    private func refusalOfRetry(by machine: CircuitBreakerMachine, now: Duration) -> CircuitBreakerOpenError? {
+        machine.refusalOfRetry(now: now).map { CircuitBreakerOpenError(key: key, state: machine.state, retryAfter: $0) }
     }
 
     /// Runs `body` on the storage under the lock, returning its result and the states entered, in order, with the
@@ -345,12 +348,8 @@ extension CircuitBreaker: AttemptAccountant {
     /// Lets a hedge start only while the breaker is closed (the rule for retries): an open breaker refuses it at once,
     /// and a half-open one keeps its trials for fresh requests. The hedge takes its permit when it is adapted.
     func admitHedge(_ request: URLRequest, of requestID: UUID, attempt: Int) -> (any Error)? {
-        let (refusal, transitions) = update { storage, now, _ -> CircuitBreakerOpenError? in
-            guard let retryAfter = storage.machine.refusalOfRetry(now: now) else { return nil }
-            return CircuitBreakerOpenError(key: key, state: storage.machine.state, retryAfter: retryAfter)
-        }
-        announce(transitions)
-        return refusal
+        let now = now()
+        return storage.withLock { refusalOfRetry(by: $0.machine, now: now) }
     }
 }
 

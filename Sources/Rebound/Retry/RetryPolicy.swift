@@ -193,8 +193,7 @@ public struct RetryPolicy: RequestRetrier {
 
     /// Whether the request may be sent again: its method is retryable, or it carries an `Idempotency-Key` header.
     public func isSafeToRetry(_ request: RetryRequest) -> Bool {
-        retryableHTTPMethods.contains(request.method)
-            || request.request.value(forHTTPHeaderField: IdempotencyKeyAdapter.headerName) != nil
+        request.request.isRepeatable(methods: retryableHTTPMethods)
     }
 
     /// Whether `error`, the failure of `request`'s last attempt, is one this policy retries, ignoring the retry limit.

@@ -89,12 +89,8 @@ extension RequestRun {
         inFlight[number] = (hedge, attemptStart)
         let plan = plan
         let elapsed = attemptStart - start
-        round.start(number) { onSend in
-            if plan.isRaced {
-                await plan.attempt(base, number: number, startedAfter: elapsed, onSend: onSend)
-            } else {
-                await plan.attempt(base, number: number, onSend: onSend)
-            }
+        // In a task of its own, the race's frame costs nothing to the request: no branch on `isRaced`.
+        round.start(number) { onSend in await plan.attempt(base, number: number, startedAfter: elapsed, onSend: onSend)
         }
         return number
     }
@@ -124,8 +120,7 @@ extension RequestRun {
     /// stream body.
     mutating func mayBeRepeated(_ request: URLRequest) -> Bool {
         guard request.httpBodyStream == nil, !plan.original.hasBodyStream else { return false }
-        return RetryPolicy.defaultRetryableHTTPMethods.contains(request.method)
-            || request.value(forHTTPHeaderField: IdempotencyKeyAdapter.headerName) != nil
+        return request.isRepeatable(methods: RetryPolicy.defaultRetryableHTTPMethods)
     }
 
     /// Asks the retriers about a failed attempt of a round while others are in flight (recorded already); `nil` when
@@ -148,26 +143,22 @@ extension RequestRun {
         -> AttemptResult
     {
         round.end()
-        var losers = inFlight.sorted { $0.key < $1.key }
-        let deciding: Attempt?
-        let ending: AttemptResult
+        let cancelled = inFlight.sorted { $0.key < $1.key }.map { number, started in
+            (number, started, AttemptResult(.cancelled, sent: round.sentRequest(number)))
+        }
+        // With a result, it was recorded last and stays last; without one, the newest attempt is the run's to settle
+        // and report.
+        let deciding = result == nil ? nil : attempts.popLast()
+        for (number, started, loser) in cancelled.dropLast(result == nil ? 1 : 0) {
+            record(loser, number: number, since: started.start, hedge: started.hedge)
+            if settle(loser, decision: .cancelled) { await report(loser, decision: .cancelled) }
+        }
         if let result {
-            deciding = attempts.popLast()
-            ending = result
-        } else {
-            deciding = nil
-            guard let newest = losers.popLast() else { return .cancelledBeforeSending }
-            ending = AttemptResult(.cancelled, sent: round.sentRequest(newest.key))
-            losers.append(newest)
+            if let deciding { attempts.append(deciding) }
+            return result
         }
-        for (index, (number, started)) in losers.enumerated() {
-            let cancelled = AttemptResult(.cancelled, sent: round.sentRequest(number))
-            record(cancelled, number: number, since: started.start, hedge: started.hedge)
-            // Without a result, the newest is the run's to settle and report.
-            if result == nil && index == losers.count - 1 { break }
-            if settle(cancelled, decision: .cancelled) { await report(cancelled, decision: .cancelled) }
-        }
-        if let deciding { attempts.append(deciding) }
-        return ending
+        guard let (number, started, newest) = cancelled.last else { return .cancelledBeforeSending }
+        record(newest, number: number, since: started.start, hedge: started.hedge)
+        return newest
     }
 }
