@@ -26,6 +26,8 @@ final class HedgeRound: Sendable {
         var waiter: CheckedContinuation<HedgeEvent?, Never>?
         var tasks: [Int: Task<Void, Never>] = [:]
         var timer: Task<Void, Never>?
+        /// How many timers were set: only the newest one's tick counts (one replaced as it fired is dropped).
+        var timers = 0
         /// The requests the attempts in flight handed to the transport.
         var sent: [Int: URLRequest] = [:]
         /// The round ended (or its caller was cancelled): nothing is queued any more.
@@ -53,16 +55,20 @@ final class HedgeRound: Sendable {
 
     /// Posts ``HedgeEvent/tick`` after `delay` on `clock`, in place of any tick still to come.
     func tick(after delay: Duration, clock: SessionClock) {
+        let id = state.withLock { state in
+            state.timers += 1
+            return state.timers
+        }
         let timer = Spawn.task {
             do {
                 try await clock.sleep(delay)
             } catch {
                 return  // Cancelled: the round ended, or a hedge started and set the next tick.
             }
-            self.post(.tick)
+            self.post(.tick, timer: id)
         }
         let replaced = state.withLock { state -> Task<Void, Never>? in
-            if state.ended { return timer }
+            if state.ended || state.timers != id { return timer }
             defer { state.timer = timer }
             return state.timer
         }
@@ -109,11 +115,13 @@ final class HedgeRound: Sendable {
         for task in tasks { task.cancel() }
     }
 
-    private func post(_ event: HedgeEvent) {
+    /// Queues `event` for the loop, or hands it to the loop waiting; a tick from `timer`, if that is not the newest
+    /// timer, is dropped.
+    private func post(_ event: HedgeEvent, timer: Int? = nil) {
         let waiter = state.withLock { state -> CheckedContinuation<HedgeEvent?, Never>? in
             // Kept even after the end: a loser's record says whether it was sent.
             if case .sent(let number, let request) = event { state.sent[number] = request }
-            guard !state.ended else { return nil }
+            guard !state.ended, timer == nil || timer == state.timers else { return nil }
             switch event {
             case .sent: break
             case .finished(let number, _): state.tasks[number] = nil
