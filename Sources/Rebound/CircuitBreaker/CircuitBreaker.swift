@@ -170,20 +170,22 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
     @inline(never)
     func admit(_ context: RequestContext) throws(CircuitBreakerOpenError) {
         let attemptKey = AttemptKey(requestID: context.requestID, attempt: context.attempt)
-        let (rejection, transitions) = update { machine, now, transitions -> CircuitBreakerOpenError? in
+        // Read before the lock: the closure below then captures no copy of the context.
+        let canRegister = context.canRegister
+        let (rejection, transitions) = update { machine, time, transitions -> CircuitBreakerOpenError? in
             // A breaker the chain holds twice is asked twice for one attempt: the attempt already has its permit.
             if machine.permits[attemptKey] != nil { return nil }
             // The retry this breaker granted is here: its wait is over.
-            if !machine.waits.isEmpty { machine.waits[context.requestID] = nil }
+            if !machine.waits.isEmpty { machine.waits[attemptKey.requestID] = nil }
             // An attempt abandoned at its deadline goes on in the background, cancelled, and its end was already
             // told: a permit taken now would never come back. Checked under the lock, so that an attempt abandoned
             // after this point has its permit stored before its end is told, and given back then.
             if Task.isCancelled { return nil }
-            switch machine.machine.admit(now: now, transitions: &transitions) {
-            case .admitted(let permit) where !context.canRegister:
+            switch machine.machine.admit(time: &time, transitions: &transitions) {
+            case .admitted(let permit) where !canRegister:
                 // Nothing would report how this attempt ends (a context made outside a session, or anew by a
                 // decorator): let it through uncounted rather than hold a permit, a trial's included, for good.
-                machine.machine.record(.ignored, permit: permit, now: now, transitions: &transitions)
+                machine.machine.record(.ignored, permit: permit, time: &time, transitions: &transitions)
                 return nil
             case .admitted(let permit):
                 machine.permits[attemptKey] = permit
@@ -218,12 +220,12 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
         }
         let openAtLeast =
             verdict == .failure ? attempt.responseHead.flatMap(configuration.retryAfter.delay(for:)) ?? .zero : .zero
-        let (refusal, transitions) = update { storage, now, transitions -> CircuitBreakerOpenError? in
+        let (refusal, transitions) = update { storage, time, transitions -> CircuitBreakerOpenError? in
             if let permit = storage.permits.removeValue(forKey: attemptKey) {
                 storage.machine.record(
-                    verdict, permit: permit, now: now, openAtLeast: openAtLeast, transitions: &transitions)
+                    verdict, permit: permit, time: &time, openAtLeast: openAtLeast, transitions: &transitions)
             }
-            if let refusal = refusalOfRetry(by: storage.machine, now: now) { return refusal }
+            if let refusal = refusalOfRetry(by: storage.machine, time: &time) { return refusal }
             // Granted: the wait is kept so that an opening ends it (a zero delay has none to end).
             if delay > .zero, let wait = request.backoffWait {
                 storage.grants += 1
@@ -266,10 +268,10 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
         // Only a failure can open the breaker: a success's headers are not read.
         let openAtLeast =
             verdict == .failure ? attempt.responseHead.flatMap(configuration.retryAfter.delay(for:)) ?? .zero : .zero
-        let (found, transitions) = update { storage, now, transitions -> Bool in
+        let (found, transitions) = update { storage, time, transitions -> Bool in
             guard let permit = storage.permits.removeValue(forKey: attemptKey) else { return false }
             storage.machine.record(
-                verdict, permit: permit, now: now, openAtLeast: openAtLeast, transitions: &transitions)
+                verdict, permit: permit, time: &time, openAtLeast: openAtLeast, transitions: &transitions)
             return true
         }
         announce(transitions)
@@ -277,21 +279,24 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
     }
 
     /// The error that refuses a retry (or a hedge) now, unless `machine` is closed: the rule of ``admitRetry(_:dueTo:after:)``.
-    private func refusalOfRetry(by machine: CircuitBreakerMachine, now: Duration) -> CircuitBreakerOpenError? {
-        machine.refusalOfRetry(now: now).map { CircuitBreakerOpenError(key: key, state: machine.state, retryAfter: $0) }
+    private func refusalOfRetry(by machine: CircuitBreakerMachine, time: inout LazyTime) -> CircuitBreakerOpenError? {
+        machine.refusalOfRetry(time: &time).map {
+            CircuitBreakerOpenError(key: key, state: machine.state, retryAfter: $0)
+        }
     }
 
     /// Runs `body` on the storage under the lock, returning its result and the states entered, in order, with the
-    /// state left before each. Streams are fed under the lock so that they see transitions in order.
+    /// state left before each. Streams are fed under the lock so that they see transitions in order. The clock is read
+    /// under the lock, at most once, and only if the time matters (see `LazyTime`).
     private func update<Result>(
-        _ body: (inout Storage, Duration, inout [State]) -> Result
+        _ body: (inout Storage, inout LazyTime, inout [State]) -> Result
     ) -> (Result, [Transition]) {
-        let now = now()
+        var time = LazyTime(now)
         var ended: (waits: [BackoffWait], error: CircuitBreakerOpenError)?
         let (result, transitions) = storage.withLock { storage in
             var before = storage.machine.state
             var entered: [State] = []
-            let result = body(&storage, now, &entered)
+            let result = body(&storage, &time, &entered)
             if !entered.isEmpty {
                 // Permits of an earlier generation count for nothing any more: forget them, so that attempts that never
                 // report cannot pile up.
@@ -300,7 +305,7 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
             }
             if entered.contains(where: { $0 == .open || $0 == .forcedOpen }), !storage.waits.isEmpty {
                 // The retries granted while it was closed would be refused: their waits end now, outside the lock.
-                let retryAfter = storage.machine.refusalOfRetry(now: now) ?? nil
+                let retryAfter = storage.machine.refusalOfRetry(time: &time) ?? nil
                 ended = (
                     storage.waits.values.sorted { $0.grant < $1.grant }.map(\.wait),
                     CircuitBreakerOpenError(key: key, state: storage.machine.state, retryAfter: retryAfter)
@@ -323,9 +328,9 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
     }
 
     private func update<Result>(
-        _ body: (inout CircuitBreakerMachine, Duration, inout [State]) -> Result
+        _ body: (inout CircuitBreakerMachine, inout LazyTime, inout [State]) -> Result
     ) -> (Result, [Transition]) {
-        update { (storage: inout Storage, now, transitions) in body(&storage.machine, now, &transitions) }
+        update { (storage: inout Storage, time, transitions) in body(&storage.machine, &time, &transitions) }
     }
 
     private func announce(_ transitions: [Transition]) {
@@ -348,8 +353,8 @@ extension CircuitBreaker: AttemptAccountant {
     /// Lets a hedge start only while the breaker is closed (the rule for retries): an open breaker refuses it at once,
     /// and a half-open one keeps its trials for fresh requests. The hedge takes its permit when it is adapted.
     func admitHedge(_ request: URLRequest, of requestID: UUID, attempt: Int) -> (any Error)? {
-        let now = now()
-        return storage.withLock { refusalOfRetry(by: $0.machine, now: now) }
+        var time = LazyTime(now)
+        return storage.withLock { refusalOfRetry(by: $0.machine, time: &time) }
     }
 }
 

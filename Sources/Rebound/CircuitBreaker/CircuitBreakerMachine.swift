@@ -67,8 +67,8 @@ struct CircuitBreakerMachine: Sendable {
     }
 
     /// Moves an open breaker whose time is up to half-open.
-    mutating func advance(now: Duration, transitions: inout [CircuitBreaker.State]) {
-        if case .open(let until) = phase, now >= until {
+    mutating func advance(time: inout LazyTime, transitions: inout [CircuitBreaker.State]) {
+        if case .open(let until) = phase, time.now() >= until {
             enter(.halfOpen(trials: []), transitions: &transitions)
         }
     }
@@ -77,24 +77,25 @@ struct CircuitBreakerMachine: Sendable {
     /// or let it compete for a trial whose place a fresh request should have; a half-open one keeps its trials for
     /// fresh requests. The refusal carries the time until the breaker lets a trial through (`nil` when forced open or
     /// half-open), or there is no refusal at all.
-    func refusalOfRetry(now: Duration) -> Duration?? {
+    func refusalOfRetry(time: inout LazyTime) -> Duration?? {
         switch phase {
         case .closed, .forcedClosed: nil
-        case .open(let until): .some(max(until - now, .zero))
+        case .open(let until): .some(max(until - time.now(), .zero))
         case .forcedOpen, .halfOpen: .some(nil)
         }
     }
 
-    mutating func admit(now: Duration, transitions: inout [CircuitBreaker.State]) -> Admission {
-        advance(now: now, transitions: &transitions)
+    mutating func admit(time: inout LazyTime, transitions: inout [CircuitBreaker.State]) -> Admission {
+        advance(time: &time, transitions: &transitions)
         switch phase {
         case .closed, .forcedClosed:
             return .admitted(Permit(generation: generation, trial: nil))
         case .open(let until):
-            return .rejected(retryAfter: until - now)
+            return .rejected(retryAfter: until - time.now())
         case .forcedOpen:
             return .rejected(retryAfter: nil)
         case .halfOpen(var trials):
+            let now = time.now()
             // A trial whose outcome never came gives its place up, so that the breaker cannot stay half-open for good.
             trials.removeAll { now - $0.issued >= configuration.trialTimeout }
             guard trials.count < configuration.halfOpenTrialCalls else {
@@ -112,7 +113,7 @@ struct CircuitBreakerMachine: Sendable {
     ///
     /// `openAtLeast` lengthens the open time when this verdict trips the breaker (a `Retry-After` the server sent).
     mutating func record(
-        _ verdict: CircuitBreaker.Verdict, permit: Permit, now: Duration, openAtLeast: Duration = .zero,
+        _ verdict: CircuitBreaker.Verdict, permit: Permit, time: inout LazyTime, openAtLeast: Duration = .zero,
         transitions: inout [CircuitBreaker.State]
     ) {
         // An attempt admitted before the last transition says nothing about the phase the breaker is in now.
@@ -123,7 +124,7 @@ struct CircuitBreakerMachine: Sendable {
             case .success:
                 enter(.closed, transitions: &transitions)
             case .failure:
-                trip(now: now, openAtLeast: openAtLeast, transitions: &transitions)
+                trip(time: &time, openAtLeast: openAtLeast, transitions: &transitions)
             case .ignored:
                 // The trial told us nothing: give its place back so that another call can try.
                 trials.removeAll { $0.id == permit.trial }
@@ -135,11 +136,11 @@ struct CircuitBreakerMachine: Sendable {
                 return
             case .success:
                 consecutiveFailures = 0
-                window.record(failed: false, now: now)
+                window.record(failed: false, time: &time)
             case .failure:
                 consecutiveFailures += 1
-                window.record(failed: true, now: now)
-                if shouldTrip(now: now) { trip(now: now, openAtLeast: openAtLeast, transitions: &transitions) }
+                window.record(failed: true, time: &time)
+                if shouldTrip(time: &time) { trip(time: &time, openAtLeast: openAtLeast, transitions: &transitions) }
             }
         case .open, .forcedOpen, .forcedClosed:
             // Open: nothing admitted in this generation can report. Forced closed: failures never trip it.
@@ -159,17 +160,18 @@ struct CircuitBreakerMachine: Sendable {
         enter(.closed, transitions: &transitions)
     }
 
-    private func shouldTrip(now: Duration) -> Bool {
+    private func shouldTrip(time: inout LazyTime) -> Bool {
         switch configuration.tripCondition {
         case .consecutiveFailures(let threshold):
             return consecutiveFailures >= threshold
         case .failureRate(let rate, _, let minimumCalls):
-            let (calls, failures) = window.totals(now: now)
+            let (calls, failures) = window.totals(time: &time)
             return calls >= minimumCalls && Double(failures) >= rate * Double(calls)
         }
     }
 
-    private mutating func trip(now: Duration, openAtLeast: Duration, transitions: inout [CircuitBreaker.State]) {
+    private mutating func trip(time: inout LazyTime, openAtLeast: Duration, transitions: inout [CircuitBreaker.State]) {
+        let now = time.now()
         let duration = configuration.breakDuration.delay(forRetryCount: openings)
         enter(.open(until: now + max(duration, openAtLeast)), transitions: &transitions)
         openings += 1
@@ -222,7 +224,7 @@ struct FailureWindow: Sendable {
         }
     }
 
-    mutating func record(failed: Bool, now: Duration) {
+    mutating func record(failed: Bool, time: inout LazyTime) {
         switch storage {
         case .none:
             return
@@ -236,7 +238,7 @@ struct FailureWindow: Sendable {
                 ring: ring, next: (next + 1) % ring.count, filled: min(filled + 1, ring.count), failures: failures)
         case .time(let width, var buckets):
             storage = .none
-            let slice = Self.slice(of: now, width: width)
+            let slice = Self.slice(of: time.now(), width: width)
             let index = Int(slice.magnitude % UInt64(Self.bucketCount))
             if buckets[index].slice != slice { buckets[index] = Bucket(slice: slice) }
             buckets[index].calls += 1
@@ -245,14 +247,14 @@ struct FailureWindow: Sendable {
         }
     }
 
-    func totals(now: Duration) -> (calls: Int, failures: Int) {
+    func totals(time: inout LazyTime) -> (calls: Int, failures: Int) {
         switch storage {
         case .none:
             return (0, 0)
         case .count(_, _, let filled, let failures):
             return (filled, failures)
         case .time(let width, let buckets):
-            let current = Self.slice(of: now, width: width)
+            let current = Self.slice(of: time.now(), width: width)
             let live = buckets.filter { $0.slice > current - Int64(Self.bucketCount) && $0.slice <= current }
             return (live.reduce(0) { $0 + $1.calls }, live.reduce(0) { $0 + $1.failures })
         }
@@ -262,5 +264,24 @@ struct FailureWindow: Sendable {
         let ratio = now / width
         guard ratio.isFinite else { return 0 }
         return Int64(max(min(ratio.rounded(.down), 1e18), -1e18))
+    }
+}
+
+/// The breaker's clock as one update reads it: on first use, and the same value after that. A closed breaker admits an
+/// attempt and counts a success without reading it (unless it counts failures in a time window).
+struct LazyTime {
+    private let read: () -> Duration
+    private var value: Duration?
+
+    init(_ read: @escaping () -> Duration) {
+        self.read = read
+    }
+
+    /// The time, read on first use.
+    mutating func now() -> Duration {
+        if let value { return value }
+        let now = read()
+        value = now
+        return now
     }
 }

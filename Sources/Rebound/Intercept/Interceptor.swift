@@ -47,10 +47,18 @@ public struct Interceptor: RequestInterceptor {
     /// its closure called directly, every other one through `adapt`.
     private let steps: [AdaptStep]
 
-    /// One adapter of the chain, as it runs.
-    private enum AdaptStep: Sendable {
-        case now(Adapter.ModifyNowHandler)
-        case adapter(any RequestAdapter)
+    /// One adapter of the chain, as it runs: its closure to call directly, or the adapter to call through `adapt`.
+    /// A class, so that running the chain retains each step instead of copying an enum with an existential payload
+    /// (an outlined copy per step and request, cold between two round trips).
+    private final class AdaptStep: Sendable {
+        /// The closure of an adapter made with ``RequestAdapter/modifying(_:)-(Adapter.ModifyNowHandler)``.
+        let now: Adapter.ModifyNowHandler?
+        let adapter: any RequestAdapter
+
+        init(_ adapter: any RequestAdapter) {
+            self.now = (adapter as? Adapter)?.modifyNow
+            self.adapter = adapter
+        }
     }
 
     /// Creates an interceptor from adapters, retriers, other interceptors, observers and gates.
@@ -70,9 +78,7 @@ public struct Interceptor: RequestInterceptor {
     ) {
         self.adapters = adapters + interceptors.map { $0 as any RequestAdapter }
         // The only look at an adapter's type: it changes how the same closure is called, never what runs.
-        self.steps = self.adapters.map { adapter in
-            (adapter as? Adapter)?.modifyNow.map(AdaptStep.now) ?? .adapter(adapter)
-        }
+        self.steps = self.adapters.map(AdaptStep.init)
         self.retriers = retriers + interceptors.map { $0 as any RequestRetrier }
         let roles = ChainRoles(observers: observers, gates: gates)
         self.group = roles.isEmpty ? nil : RoleGroup(roles)
@@ -94,9 +100,10 @@ public struct Interceptor: RequestInterceptor {
         if let group { context.register(group) }
         var request = request
         for step in steps {
-            switch step {
-            case .now(let modify): try modify(&request, context)
-            case .adapter(let adapter): request = try await adapter.adapt(consume request, context: context)
+            if let modify = step.now {
+                try modify(&request, context)
+            } else {
+                request = try await step.adapter.adapt(consume request, context: context)
             }
         }
         return request

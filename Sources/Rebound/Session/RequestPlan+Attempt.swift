@@ -50,7 +50,7 @@ extension RequestPlan {
         let adapted: URLRequest
         do {
             // Through the combined chain (the session's adapters, then the request's); none, no call.
-            if hasChain, let chain {
+            if let chain {
                 adapted = try await chain.adapt(consume base, context: context)
             } else {
                 adapted = base
@@ -61,7 +61,7 @@ extension RequestPlan {
         if let sending { sending.withLock { $0 = adapted } }
         if let onSend { onSend(adapted) }
         do {
-            let (data, response) = try await session.transport.exchange(adapted)
+            let (data, response) = try await session.exchange(adapted)
             if Redirection.isRedirect(response.statusCode) {
                 return await followRedirects(from: adapted, response: response, data: data, context: context)
             }
@@ -91,7 +91,7 @@ extension RequestPlan {
     func check(_ response: ResponseHead, data: Data, sent: URLRequest, context: RequestContext)
         -> AttemptResult
     {
-        if let reason = validator.reason(for: response, data: data, context: context) {
+        if let reason = reason(for: response, data: data, context: context) {
             return AttemptResult(.failure(reason), sent: sent, response: response, data: data)
         }
         for registration in registered?.withValidators ?? [] {

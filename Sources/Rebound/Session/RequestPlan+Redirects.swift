@@ -31,7 +31,7 @@ extension RequestPlan {
                     responseHead: response, next: next))
             if Task.isCancelled { return AttemptResult(.cancelled, sent: sent) }
             do {
-                (data, response) = try await session.transport.exchange(next)
+                (data, response) = try await session.exchange(next)
                 sent = next
             } catch {
                 return Self.failed(.transportFailed(error: error), sent: next)

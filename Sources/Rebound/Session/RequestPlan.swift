@@ -16,16 +16,12 @@ final class RequestPlan: Sendable {
     /// The request as the caller gave it (see ``OriginalRequest``).
     let original: OriginalRequest
     let label: String?
-    /// The session's interceptor followed by the request's own, as one; `nil` when the request has none of its own.
-    private let ownChain: (any RequestInterceptor)?
-    private let ownValidator: (any ResponseValidator)?
-    private let ownRedirectHandler: (any RedirectHandler)?
-    /// The session's observers and gates followed by the request's own; `nil` when the request has none of its own.
-    private let ownRoles: ChainRoles?
+    /// What the request brought of its own (chain, validator, redirect handler, observers and gates); `nil` for
+    /// none, the common case: one reference, which the plan stores and releases without a call through a value
+    /// witness, where four optional existentials cost four to copy and four to destroy.
+    private let own: RequestParts?
     /// The roles parts register through the contexts they are handed; `nil` without a chain, which has no parts.
     let registered: RegisteredRoles?
-    /// Whether the request has a chain, the session's or its own: read before `chain`, whose existential is copied.
-    let hasChain: Bool
     let deadline: Duration?
     let attemptTimeout: Duration?
     /// Whether attempts race a time limit: with a deadline or an attempt timeout.
@@ -44,9 +40,8 @@ final class RequestPlan: Sendable {
         attemptTimeout: Duration?, hedging: Hedging?, unshared: consuming URLRequest? = nil
     ) {
         self.init(
-            session: session, original: original, label: label, ownChain: nil, ownValidator: nil,
-            ownRedirectHandler: nil, ownRoles: nil, deadline: deadline, attemptTimeout: attemptTimeout,
-            hedging: hedging, unshared: unshared)
+            session: session, original: original, label: label, own: nil, deadline: deadline,
+            attemptTimeout: attemptTimeout, hedging: hedging, unshared: unshared)
     }
 
     /// The plan of a request with parts of its own: each of `requestInterceptor`, `requestRoles`, `validator` and
@@ -58,60 +53,60 @@ final class RequestPlan: Sendable {
         deadline: Duration?, attemptTimeout: Duration?, redirectHandler: (any RedirectHandler)?, hedging: Hedging?,
         unshared: consuming URLRequest? = nil
     ) {
-        let ownChain: (any RequestInterceptor)? =
+        let chain: ChainBox? =
             if let requestInterceptor {
-                session.interceptor.map { SessionThenRequest(session: $0, request: requestInterceptor) }
-                    ?? requestInterceptor
+                ChainBox(
+                    session.interceptor.map { SessionThenRequest(session: $0, request: requestInterceptor) }
+                        ?? requestInterceptor)
             } else {
                 nil
             }
+        let own = RequestParts(
+            chain: chain, validator: validator, redirectHandler: redirectHandler,
+            roles: requestRoles.map { session.roles.followed(by: $0) })
         self.init(
-            session: session, original: original, label: label, ownChain: ownChain, ownValidator: validator,
-            ownRedirectHandler: redirectHandler, ownRoles: requestRoles.map { session.roles.followed(by: $0) },
-            deadline: deadline, attemptTimeout: attemptTimeout, hedging: hedging, unshared: unshared)
+            session: session, original: original, label: label, own: own, deadline: deadline,
+            attemptTimeout: attemptTimeout, hedging: hedging, unshared: unshared)
     }
 
     /// Stores the request's own parts (`nil` for the session's) and makes its registrations if it has a chain.
     private init(
-        session: Session, original: consuming OriginalRequest, label: String?,
-        ownChain: consuming (any RequestInterceptor)?, ownValidator: consuming (any ResponseValidator)?,
-        ownRedirectHandler: consuming (any RedirectHandler)?, ownRoles: consuming ChainRoles?, deadline: Duration?,
-        attemptTimeout: Duration?, hedging: Hedging?, unshared: consuming URLRequest?
+        session: Session, original: consuming OriginalRequest, label: String?, own: RequestParts?,
+        deadline: Duration?, attemptTimeout: Duration?, hedging: Hedging?, unshared: consuming URLRequest?
     ) {
         self.session = session
         self.original = original
         self.label = label
-        self.ownChain = ownChain
-        self.ownValidator = ownValidator
-        self.ownRedirectHandler = ownRedirectHandler
-        self.ownRoles = ownRoles
+        self.own = own
         self.deadline = deadline
         self.attemptTimeout = attemptTimeout
         self.isRaced = deadline != nil || attemptTimeout != nil
         self.hedging = hedging.flatMap { $0.hedges ? $0 : nil }
-        self.hasChain = self.ownChain != nil || session.hasChain
-        self.registered =
-            hasChain ? RegisteredRoles(besides: self.ownRoles ?? session.roles, unshared: unshared) : nil
+        let hasChain = own?.chain != nil || session.chain != nil
+        self.registered = hasChain ? RegisteredRoles(besides: own?.roles ?? session.roles, unshared: unshared) : nil
     }
 
     /// The session's interceptor followed by the request's, as one: each attempt makes one call to adapt and at most
     /// one to retry, whose frames hold one interceptor rather than two.
-    var chain: (any RequestInterceptor)? { ownChain ?? session.interceptor }
-
-    /// The validator in effect: the request's, or the session's.
-    var validator: any ResponseValidator { ownValidator ?? session.validator }
+    var chain: ChainBox? { own?.chain ?? session.chain }
 
     /// The redirect handler in effect: the request's, or the session's.
-    var redirectHandler: any RedirectHandler { ownRedirectHandler ?? session.redirectHandler }
+    var redirectHandler: any RedirectHandler { own?.redirectHandler ?? session.redirectHandler }
 
     /// The observers and gates the session and the request were given, in that order.
-    var roles: ChainRoles { ownRoles ?? session.roles }
+    var roles: ChainRoles { own?.roles ?? session.roles }
 
     /// Whether the session or the request was given any observer (read after every attempt, without copying the
     /// roles).
     var listsObservers: Bool {
-        if let ownRoles { return !ownRoles.observers.isEmpty }
+        if let roles = own?.roles { return !roles.observers.isEmpty }
         return !session.roles.observers.isEmpty
+    }
+
+    /// What the validator in effect (the request's, or the session's) says of a response, called in place.
+    func reason(for response: ResponseHead, data: Data, context: RequestContext) -> ReboundError.Reason? {
+        if let own, own.hasValidator { return own.validator?.reason(for: response, data: data, context: context) }
+        return session.reason(for: response, data: data, context: context)
     }
 
     /// The request as the caller gave it, built anew each time when it is kept as parts.
@@ -140,5 +135,46 @@ private struct SessionThenRequest: RequestInterceptor {
         let result = await session.retry(retryRequest, dueTo: error)
         guard case .doNotRetry = result else { return result }
         return await request.retry(retryRequest, dueTo: error)
+    }
+}
+
+/// A chain held by reference, called through its methods: a request calls the existential in place instead of copying
+/// it (a copy is a call to an outlined function per attempt, cold between two round trips).
+final class ChainBox: Sendable {
+    let interceptor: any RequestInterceptor
+
+    init(_ interceptor: any RequestInterceptor) {
+        self.interceptor = interceptor
+    }
+
+    func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
+        try await interceptor.adapt(request, context: context)
+    }
+
+    func retry(_ request: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
+        await interceptor.retry(request, dueTo: error)
+    }
+}
+
+/// What a request brought of its own, each `nil` for the session's.
+final class RequestParts: Sendable {
+    /// The session's interceptor followed by the request's own, as one.
+    let chain: ChainBox?
+    let validator: (any ResponseValidator)?
+    /// Whether ``validator`` is set.
+    let hasValidator: Bool
+    let redirectHandler: (any RedirectHandler)?
+    /// The session's observers and gates followed by the request's own.
+    let roles: ChainRoles?
+
+    init(
+        chain: ChainBox?, validator: (any ResponseValidator)?, redirectHandler: (any RedirectHandler)?,
+        roles: ChainRoles?
+    ) {
+        self.chain = chain
+        self.validator = validator
+        self.hasValidator = validator != nil
+        self.redirectHandler = redirectHandler
+        self.roles = roles
     }
 }

@@ -70,9 +70,9 @@ public final class Session: Sendable {
 
     let clock: SessionClock
     let roles: ChainRoles
-    /// Whether the session has a chain (adapters, retriers or an interceptor, which may all adapt): `interceptor` is
-    /// not `nil`. Read on every request instead of the existential, which comparing would copy.
-    let hasChain: Bool
+    /// ``interceptor`` in a box that requests share and call in place (reading or comparing the existential would copy
+    /// it); `nil` without a chain.
+    let chain: ChainBox?
 
     /// Creates a session.
     ///
@@ -125,7 +125,18 @@ public final class Session: Sendable {
         self.hedging = hedging
         self.clock = SessionClock(clock)
         self.roles = ChainRoles(observers: observers, gates: gates)
-        self.hasChain = interceptor != nil
+        self.chain = interceptor.map(ChainBox.init)
+    }
+
+    /// Sends one request through the transport, called in place (reading ``transport`` into a request's frame would
+    /// copy the existential).
+    func exchange(_ request: URLRequest) async throws -> (Data, ResponseHead) {
+        try await transport.exchange(request)
+    }
+
+    /// What the session's validator says of a response, called in place.
+    func reason(for response: ResponseHead, data: Data, context: RequestContext) -> ReboundError.Reason? {
+        validator.reason(for: response, data: data, context: context)
     }
 
     /// Sends `request`, retrying as the interceptors decide, and returns the successful response.
@@ -230,7 +241,7 @@ public final class Session: Sendable {
         // adapter changed would be a second request for nothing. Then the caller's request is kept as its parts,
         // built only if something reads it.
         let unshared =
-            headers.isEmpty && (hasChain || !adapters.isEmpty || interceptor != nil)
+            headers.isEmpty && (chain != nil || !adapters.isEmpty || interceptor != nil)
             ? URLRequest(url: url, method: method, body: body) : nil
         let original: OriginalRequest =
             unshared == nil

@@ -25,9 +25,9 @@ package struct Locked<State: Sendable>: @unchecked Sendable {
     /// Creates a lock guarding `state`, which must not be of zero size (`Void`): such a state would share its address
     /// with the mutex, and the thread sanitizer reports every access to it as a race. A lock that guards something
     /// else holds a placeholder, an `Int`.
-    package init(_ state: State) {
+    package init(_ state: consuming State) {
         precondition(MemoryLayout<State>.size > 0, "Locked needs a state of non-zero size; use a placeholder Int")
-        buffer = LockedBuffer.make(state)
+        buffer = LockedBuffer.make(consume state)
     }
 
     /// Runs `body` with exclusive access to the state; `body` must not call back into this lock.
@@ -39,8 +39,10 @@ package struct Locked<State: Sendable>: @unchecked Sendable {
 /// The state (the header) and its mutex (the one element, whose address is stable for the object's life) in one
 /// object.
 private final class LockedBuffer<State: Sendable>: ManagedBuffer<State, pthread_mutex_t> {
-    static func make(_ state: State) -> LockedBuffer<State> {
-        let buffer = create(minimumCapacity: 1) { _ in state }
+    static func make(_ state: consuming State) -> LockedBuffer<State> {
+        // Moved into the buffer, not copied: a copy and a destruction of the state per lock made.
+        var state = Optional(state)
+        let buffer = create(minimumCapacity: 1) { _ in state.take()! }
         buffer.withUnsafeMutablePointerToElements { mutex in
             let result = pthread_mutex_init(mutex, nil)
             precondition(result == 0, "pthread_mutex_init failed with \(result)")
