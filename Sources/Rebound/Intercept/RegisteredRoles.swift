@@ -225,9 +225,13 @@ struct RegisteredRoles: Sendable {
     private static func add(_ entry: @autoclosure () -> Entry, as key: Key?, to state: inout State) -> Bool {
         if let key, state.registrations.contains(where: { $0.key == key }) { return false }
         let entry = entry()
-        // Room for a breaker's two roles, a logger's and one more, in one allocation.
-        if state.registrations.isEmpty { state.registrations.reserveCapacity(4) }
-        state.registrations.append(Registration(key: key, entry: entry))
+        if state.registrations.isEmpty {
+            // The first registration, usually the only one (a breaker's): an array of one, made as a literal is (the
+            // path every array literal takes, where reserving room goes through a slower, colder one).
+            state.registrations = [Registration(key: key, entry: entry)]
+        } else {
+            state.registrations.append(Registration(key: key, entry: entry))
+        }
         switch entry {
         case .validator: state.validatorCount += 1
         case .observer: state.observerCount += 1

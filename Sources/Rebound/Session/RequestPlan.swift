@@ -40,8 +40,8 @@ final class RequestPlan: Sendable {
         attemptTimeout: Duration?, hedging: Hedging?, unshared: consuming URLRequest? = nil
     ) {
         self.init(
-            session: session, original: original, label: label, own: nil, deadline: deadline,
-            attemptTimeout: attemptTimeout, hedging: hedging, unshared: unshared)
+            session: session, original: consume original, label: label, own: nil, deadline: deadline,
+            attemptTimeout: attemptTimeout, hedging: hedging, unshared: consume unshared)
     }
 
     /// The plan of a request with parts of its own: each of `requestInterceptor`, `requestRoles`, `validator` and
@@ -65,8 +65,8 @@ final class RequestPlan: Sendable {
             chain: chain, validator: validator, redirectHandler: redirectHandler,
             roles: requestRoles.map { session.roles.followed(by: $0) })
         self.init(
-            session: session, original: original, label: label, own: own, deadline: deadline,
-            attemptTimeout: attemptTimeout, hedging: hedging, unshared: unshared)
+            session: session, original: consume original, label: label, own: own, deadline: deadline,
+            attemptTimeout: attemptTimeout, hedging: hedging, unshared: consume unshared)
     }
 
     /// Stores the request's own parts (`nil` for the session's) and makes its registrations if it has a chain.
@@ -75,7 +75,7 @@ final class RequestPlan: Sendable {
         deadline: Duration?, attemptTimeout: Duration?, hedging: Hedging?, unshared: consuming URLRequest?
     ) {
         self.session = session
-        self.original = original
+        self.original = consume original
         self.label = label
         self.own = own
         self.deadline = deadline
@@ -83,7 +83,8 @@ final class RequestPlan: Sendable {
         self.isRaced = deadline != nil || attemptTimeout != nil
         self.hedging = hedging.flatMap { $0.hedges ? $0 : nil }
         let hasChain = own?.chain != nil || session.chain != nil
-        self.registered = hasChain ? RegisteredRoles(besides: own?.roles ?? session.roles, unshared: unshared) : nil
+        self.registered =
+            hasChain ? RegisteredRoles(besides: own?.roles ?? session.roles, unshared: consume unshared) : nil
     }
 
     /// The session's interceptor followed by the request's, as one: each attempt makes one call to adapt and at most
