@@ -173,14 +173,23 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
         // Read before the lock: the closure below then captures no copy of the context.
         let canRegister = context.canRegister
         let (rejection, transitions) = update { machine, time, transitions -> CircuitBreakerOpenError? in
-            // A breaker the chain holds twice is asked twice for one attempt: the attempt already has its permit.
-            if machine.permits[attemptKey] != nil { return nil }
             // The retry this breaker granted is here: its wait is over.
             if !machine.waits.isEmpty { machine.waits[attemptKey.requestID] = nil }
             // An attempt abandoned at its deadline goes on in the background, cancelled, and its end was already
             // told: a permit taken now would never come back. Checked under the lock, so that an attempt abandoned
             // after this point has its permit stored before its end is told, and given back then.
             if Task.isCancelled { return nil }
+            if canRegister, machine.machine.admitsFreely {
+                // Closed, the common case: admitting changes nothing, so the permit is stored and checked in one
+                // lookup. A breaker the chain holds twice is asked twice for one attempt: the first permit stays.
+                let permit = CircuitBreakerMachine.Permit(generation: machine.machine.generation, trial: nil)
+                if let held = machine.permits.updateValue(permit, forKey: attemptKey) {
+                    machine.permits[attemptKey] = held
+                }
+                return nil
+            }
+            // The attempt already has its permit (the breaker held twice): admitting again could take a trial.
+            if machine.permits[attemptKey] != nil { return nil }
             switch machine.machine.admit(time: &time, transitions: &transitions) {
             case .admitted(let permit) where !canRegister:
                 // Nothing would report how this attempt ends (a context made outside a session, or anew by a
@@ -293,16 +302,16 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
     ) -> (Result, [Transition]) {
         var time = LazyTime(now)
         var ended: (waits: [BackoffWait], error: CircuitBreakerOpenError)?
-        let (result, transitions) = storage.withLock { storage in
+        let (result, transitions) = storage.withLock { storage -> (Result, [Transition]) in
             var before = storage.machine.state
             var entered: [State] = []
             let result = body(&storage, &time, &entered)
-            if !entered.isEmpty {
-                // Permits of an earlier generation count for nothing any more: forget them, so that attempts that never
-                // report cannot pile up.
-                let generation = storage.machine.generation
-                storage.permits = storage.permits.filter { $0.value.generation == generation }
-            }
+            // Nothing entered, the common case: nothing to forget, end or tell.
+            if entered.isEmpty { return (result, []) }
+            // Permits of an earlier generation count for nothing any more: forget them, so that attempts that never
+            // report cannot pile up.
+            let generation = storage.machine.generation
+            storage.permits = storage.permits.filter { $0.value.generation == generation }
             if entered.contains(where: { $0 == .open || $0 == .forcedOpen }), !storage.waits.isEmpty {
                 // The retries granted while it was closed would be refused: their waits end now, outside the lock.
                 let retryAfter = storage.machine.refusalOfRetry(time: &time) ?? nil
@@ -334,7 +343,7 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
     }
 
     private func announce(_ transitions: [Transition]) {
-        guard let onTransition else { return }
+        guard !transitions.isEmpty, let onTransition else { return }
         transitions.forEach(onTransition)
     }
 }

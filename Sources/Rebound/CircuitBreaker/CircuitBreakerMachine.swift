@@ -66,6 +66,14 @@ struct CircuitBreakerMachine: Sendable {
         return state
     }
 
+    /// Whether an attempt is admitted now without a trial and without changing anything: closed, or forced closed.
+    var admitsFreely: Bool {
+        switch phase {
+        case .closed, .forcedClosed: true
+        case .open, .halfOpen, .forcedOpen: false
+        }
+    }
+
     /// Moves an open breaker whose time is up to half-open.
     mutating func advance(time: inout LazyTime, transitions: inout [CircuitBreaker.State]) {
         if case .open(let until) = phase, time.now() >= until {
