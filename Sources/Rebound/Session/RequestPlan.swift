@@ -106,7 +106,7 @@ final class RequestPlan: Sendable {
 
     /// What the validator in effect (the request's, or the session's) says of a response, called in place.
     func reason(for response: ResponseHead, data: Data, context: RequestContext) -> ReboundError.Reason? {
-        if let own, own.hasValidator { return own.validator?.reason(for: response, data: data, context: context) }
+        if let own, let validation = own.validation { return validation.check(response, data, context) }
         return session.reason(for: response, data: data, context: context)
     }
 
@@ -161,9 +161,8 @@ final class ChainBox: Sendable {
 final class RequestParts: Sendable {
     /// The session's interceptor followed by the request's own, as one.
     let chain: ChainBox?
-    let validator: (any ResponseValidator)?
-    /// Whether ``validator`` is set.
-    let hasValidator: Bool
+    /// The request's validator, resolved once (see `Validator.resolving(_:)`).
+    let validation: Validator?
     let redirectHandler: (any RedirectHandler)?
     /// The session's observers and gates followed by the request's own.
     let roles: ChainRoles?
@@ -173,8 +172,7 @@ final class RequestParts: Sendable {
         roles: ChainRoles?
     ) {
         self.chain = chain
-        self.validator = validator
-        self.hasValidator = validator != nil
+        self.validation = validator.map(Validator.resolving)
         self.redirectHandler = redirectHandler
         self.roles = roles
     }

@@ -163,10 +163,16 @@ struct RequestRun {
             case .success, .cancelled: nil
             }
         if case .failure = result.kind, let sent = result.sent { lastSentRequest = sent }
-        attempts.append(
-            Attempt(
-                number: number, request: result.sent, responseHead: result.response, failure: failure,
-                duration: duration, hedge: hedge))
+        let attempt = Attempt(
+            number: number, request: result.sent, responseHead: result.response, failure: failure,
+            duration: duration, hedge: hedge)
+        // The first attempt makes an array of one, as a literal does: appending to an empty array takes a slower,
+        // colder path (a generic copy and a metadata lookup).
+        if attempts.isEmpty {
+            attempts = [attempt]
+        } else {
+            attempts.append(attempt)
+        }
     }
 
     /// The response of a successful attempt.

@@ -70,6 +70,8 @@ public final class Session: Sendable {
 
     let clock: SessionClock
     let roles: ChainRoles
+    /// ``validator`` as a ``Validator``, resolved once: a request calls its check directly.
+    let validation: Validator
     /// ``interceptor`` in a box that requests share and call in place (reading or comparing the existential would copy
     /// it); `nil` without a chain.
     let chain: ChainBox?
@@ -118,6 +120,7 @@ public final class Session: Sendable {
         self.transport = transport
         self.interceptor = interceptor
         self.validator = validator
+        self.validation = Validator.resolving(validator)
         Self.check(attemptTimeout: attemptTimeout)
         self.deadline = deadline
         self.attemptTimeout = attemptTimeout
@@ -134,9 +137,9 @@ public final class Session: Sendable {
         try await transport.exchange(request)
     }
 
-    /// What the session's validator says of a response, called in place.
+    /// What the session's validator says of a response.
     func reason(for response: ResponseHead, data: Data, context: RequestContext) -> ReboundError.Reason? {
-        validator.reason(for: response, data: data, context: context)
+        validation.check(response, data, context)
     }
 
     /// Sends `request`, retrying as the interceptors decide, and returns the successful response.
