@@ -49,7 +49,11 @@ struct CircuitBreakerMachine: Sendable {
         self.window = FailureWindow(configuration.tripCondition)
     }
 
-    var state: CircuitBreaker.State {
+    /// The state the phase is in, kept beside it: reading it (on every update) and asking whether the breaker is
+    /// closed then need no look into the phase, an enum whose payloads make each switch on it a call into the runtime.
+    private(set) var state: CircuitBreaker.State = .closed
+
+    private static func state(of phase: Phase) -> CircuitBreaker.State {
         switch phase {
         case .closed: .closed
         case .open: .open
@@ -67,12 +71,7 @@ struct CircuitBreakerMachine: Sendable {
     }
 
     /// Whether an attempt is admitted now without a trial and without changing anything: closed, or forced closed.
-    var admitsFreely: Bool {
-        switch phase {
-        case .closed, .forcedClosed: true
-        case .open, .halfOpen, .forcedOpen: false
-        }
-    }
+    var admitsFreely: Bool { state == .closed || state == .forcedClosed }
 
     /// Moves an open breaker whose time is up to half-open.
     mutating func advance(time: inout LazyTime, transitions: inout [CircuitBreaker.State]) {
@@ -86,7 +85,8 @@ struct CircuitBreakerMachine: Sendable {
     /// fresh requests. The refusal carries the time until the breaker lets a trial through (`nil` when forced open or
     /// half-open), or there is no refusal at all.
     func refusalOfRetry(time: inout LazyTime) -> Duration?? {
-        switch phase {
+        if admitsFreely { return nil }
+        return switch phase {
         case .closed, .forcedClosed: nil
         case .open(let until): .some(max(until - time.now(), .zero))
         case .forcedOpen, .halfOpen: .some(nil)
@@ -94,6 +94,7 @@ struct CircuitBreakerMachine: Sendable {
     }
 
     mutating func admit(time: inout LazyTime, transitions: inout [CircuitBreaker.State]) -> Admission {
+        if admitsFreely { return .admitted(Permit(generation: generation, trial: nil)) }
         advance(time: &time, transitions: &transitions)
         switch phase {
         case .closed, .forcedClosed:
@@ -126,6 +127,10 @@ struct CircuitBreakerMachine: Sendable {
     ) {
         // An attempt admitted before the last transition says nothing about the phase the breaker is in now.
         guard permit.generation == generation else { return }
+        if state == .closed {
+            recordWhileClosed(verdict, time: &time, openAtLeast: openAtLeast, transitions: &transitions)
+            return
+        }
         switch phase {
         case .halfOpen(var trials):
             switch verdict {
@@ -139,20 +144,28 @@ struct CircuitBreakerMachine: Sendable {
                 phase = .halfOpen(trials: trials)
             }
         case .closed:
-            switch verdict {
-            case .ignored:
-                return
-            case .success:
-                consecutiveFailures = 0
-                window.record(failed: false, time: &time)
-            case .failure:
-                consecutiveFailures += 1
-                window.record(failed: true, time: &time)
-                if shouldTrip(time: &time) { trip(time: &time, openAtLeast: openAtLeast, transitions: &transitions) }
-            }
+            recordWhileClosed(verdict, time: &time, openAtLeast: openAtLeast, transitions: &transitions)
         case .open, .forcedOpen, .forcedClosed:
             // Open: nothing admitted in this generation can report. Forced closed: failures never trip it.
             return
+        }
+    }
+
+    /// Counts an attempt's verdict while closed: a failure may trip the breaker.
+    private mutating func recordWhileClosed(
+        _ verdict: CircuitBreaker.Verdict, time: inout LazyTime, openAtLeast: Duration,
+        transitions: inout [CircuitBreaker.State]
+    ) {
+        switch verdict {
+        case .ignored:
+            return
+        case .success:
+            consecutiveFailures = 0
+            window.record(failed: false, time: &time)
+        case .failure:
+            consecutiveFailures += 1
+            window.record(failed: true, time: &time)
+            if shouldTrip(time: &time) { trip(time: &time, openAtLeast: openAtLeast, transitions: &transitions) }
         }
     }
 
@@ -189,6 +202,7 @@ struct CircuitBreakerMachine: Sendable {
     private mutating func enter(_ next: Phase, transitions: inout [CircuitBreaker.State]) {
         let before = state
         phase = next
+        state = Self.state(of: next)
         generation += 1
         consecutiveFailures = 0
         // Closing (or a reset, or forcing) starts the break durations over; a failed trial's opening does not.
