@@ -19,6 +19,8 @@ private func interceptor(named contender: String) -> (any RequestInterceptor)? {
             Adapter.modifying { request, _ in request.setValue("4.2.0", forHTTPHeaderField: "X-Client-Version") }
         ])
     case "idempotency": Interceptor(adapters: [IdempotencyKeyAdapter()])
+    // A chain that does nothing on a success (its one retrier is never asked): what having a chain costs.
+    case "chain": Interceptor(retriers: [NoOpRetrier()])
     case "budget": Interceptor(adapters: [RetryBudget(ratio: .default)])
     case "tokens": Interceptor(adapters: [RetryBudget()])
     case "observer": Interceptor(observers: [NoOpObserver()])
@@ -235,10 +237,11 @@ func pieces() async {
 /// contender, the median time of that cold request, of the same request sent again at once (warm), and the median of
 /// the per-iteration differences over the first contender.
 ///
-/// Contenders: `direct` (the transport called directly), `session` (no interceptor), and the chains of `profile`
-/// (`adapters`, `breaker`, `logging`, `policy`, `realistic`, …) and `issue23`, the AsyncHTTPClient benchmark's realistic
-/// chain; chains whose adapters set the headers are sent a URL,
-/// as section 2 sends them, the others a request with the headers, made beforehand.
+/// Contenders: `direct` (the transport called directly), `session` (no interceptor), `chain` (a chain that does
+/// nothing on a success), and the chains of `profile` (`adapters`, `breaker`, `logging`, `policy`, `realistic`, …) and
+/// `issue23`, the AsyncHTTPClient benchmark's realistic chain; chains whose adapters set the headers are sent a URL,
+/// as section 2 sends them, the others a request with the headers, made beforehand. With `REBOUND_COLD_TWIN=1`, a
+/// twin of each contender sends a request first (see below).
 func cold(_ contenders: [String], count: Int) async throws {
     let url = try ChildServer.url().appendingPathComponent("ok")
     let urlSession = URLSession(configuration: .default)
@@ -258,6 +261,16 @@ func cold(_ contenders: [String], count: Int) async throws {
         let request = requestWithRealisticHeaders(to: url)
         return { _ = try await session.send(request) }
     }
+    // `REBOUND_COLD_TWIN=1`: each timed request follows, after the round trip, one sent by a twin of its contender (a
+    // session of its own, with parts of its own, to another path), which runs the same code on other objects. What
+    // the twin leaves cold is the contender's own data; the rest of the cold time is code and what every instance
+    // shares (Docs/Performance.md, section 2).
+    let twins: [@Sendable () async throws -> Void] = contenders.map { contender in
+        let session = Session(transport: transport, interceptor: interceptor(named: contender))
+        let request = requestWithRealisticHeaders(to: url.appendingPathComponent("twin"))
+        return { _ = try await session.send(request) }
+    }
+    let twin = ProcessInfo.processInfo.environment["REBOUND_COLD_TWIN"] == "1"
     let clock = ContinuousClock()
     @Sendable func nanoseconds(_ send: @Sendable () async throws -> Void) async throws -> Double {
         let start = clock.now
@@ -271,6 +284,7 @@ func cold(_ contenders: [String], count: Int) async throws {
         for _ in 0..<count {
             for (index, send) in sends.enumerated() {
                 _ = try await urlSession.data(for: requestWithRealisticHeaders(to: url))
+                if twin { try await twins[index]() }
                 cold[index].append(try await nanoseconds(send))
                 warm[index].append(try await nanoseconds(send))
             }
