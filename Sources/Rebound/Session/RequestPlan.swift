@@ -149,7 +149,7 @@ final class ChainBox: Sendable {
     }
 
     func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
-        try await interceptor.adapt(request, context: context)
+        try await interceptor.adapt(consume request, context: context)
     }
 
     func retry(_ request: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
