@@ -1,3 +1,13 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Android)
+    import Android
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// A clock reduced to the two things the pipeline needs, so that `Session` need not be generic over its clock.
 struct SessionClock: Sendable {
     /// The time elapsed since the clock was wrapped.
@@ -10,9 +20,16 @@ struct SessionClock: Sendable {
         // through witness tables, a few hundred nanoseconds per request with cold caches (two reads per request, more
         // with a breaker or a budget).
         if C.self == ContinuousClock.self {
-            let origin = ContinuousClock.now
-            now = { ContinuousClock.now - origin }
             sleep = { duration in try await ContinuousClock().sleep(for: duration) }
+            #if os(Linux) || os(Android) || canImport(Darwin)
+                // Read as nanoseconds from the system clock `ContinuousClock` reads, subtracted as integers: an
+                // `Instant` is 128-bit attoseconds, whose making and subtraction are calls into the runtime.
+                let origin = ContinuousNanoseconds.now()
+                now = { .nanoseconds(Int64(bitPattern: ContinuousNanoseconds.now() &- origin)) }
+            #else
+                let origin = ContinuousClock.now
+                now = { ContinuousClock.now - origin }
+            #endif
             return
         }
         let origin = clock.now
@@ -20,3 +37,19 @@ struct SessionClock: Sendable {
         sleep = { duration in try await clock.sleep(for: duration) }
     }
 }
+
+#if os(Linux) || os(Android) || canImport(Darwin)
+    /// `ContinuousClock`'s reading in nanoseconds, from the clock the Swift runtime reads for it: `CLOCK_BOOTTIME` on
+    /// Linux, `CLOCK_MONOTONIC_RAW` on Apple platforms.
+    enum ContinuousNanoseconds {
+        static func now() -> UInt64 {
+            #if canImport(Darwin)
+                return clock_gettime_nsec_np(CLOCK_MONOTONIC_RAW)
+            #else
+                var time = timespec()
+                clock_gettime(CLOCK_BOOTTIME, &time)
+                return UInt64(time.tv_sec) &* 1_000_000_000 &+ UInt64(time.tv_nsec)
+            #endif
+        }
+    }
+#endif
