@@ -40,20 +40,24 @@ let chains: [(name: String, interceptor: (any RequestInterceptor)?)] = [
     ("Session, no interceptor", nil),
     ("Session, 5 header adapters", Interceptor(adapters: headerAdapters)),
     ("Session, 5 adapters + RetryPolicy", Interceptor(adapters: headerAdapters, retriers: [RetryPolicy()])),
-    (
-        "Session, realistic chain",
-        Interceptor(
-            adapters: headerAdapters + [CircuitBreakerRegistry()],
-            retriers: [LoggingRetrier(wrapping: RetryPolicy(), sink: { _ in })])
-    ),
+    ("Session, realistic chain", realisticChain()),
 ]
+
+/// A new realistic chain, with a breaker registry of its own: five header adapters, a `CircuitBreakerRegistry`, and
+/// `RetryPolicy` in a silent `LoggingRetrier`.
+func realisticChain() -> Interceptor {
+    Interceptor(
+        adapters: headerAdapters + [CircuitBreakerRegistry()],
+        retriers: [LoggingRetrier(wrapping: RetryPolicy(), sink: { _ in })])
+}
 
 /// The names of section 2's calibration contenders: plain URLSession followed, per request, by some client work that
 /// is not on the network path. They tell what that much work costs end to end on this machine, whoever does it.
 let replayName = "URLSession, then a bare Session's work in memory"
 let busyName = "URLSession, then the realistic chain's time in busy work"
+let realisticReplayName = "URLSession, then the realistic chain's work in memory"
 
-func endToEnd(base: URL, rounds: Int, count: Int) async throws -> Section {
+func endToEnd(base: URL, rounds: Int, concurrentRounds: Int, count: Int) async throws -> Section {
     let url = base.appendingPathComponent("ok")
     // One URLSession for plain URLSession and the calibration contenders, and one URLSessionTransport() (the
     // session's default transport, with a URLSession of its own) shared by every Session contender: each side keeps
@@ -71,6 +75,14 @@ func endToEnd(base: URL, rounds: Int, count: Int) async throws -> Section {
         try await plain()
         _ = try await replaySession.send(replayRequest)
     }
+    // Calibration 3: the realistic chain's own code (a chain of its own, so that its breaker is not the contender's),
+    // on an in-memory transport, after each plain request: what running that code between two requests costs.
+    let realisticReplaySession = Session(
+        transport: try await CannedTransport(answeringLike: URLRequest(url: url)), interceptor: realisticChain())
+    let realisticReplay: @Sendable () async throws -> Void = {
+        try await plain()
+        _ = try await realisticReplaySession.send(url)
+    }
     // Calibration 2: as long a busy loop as the realistic chain takes in memory (its adapters setting the headers
     // included, less plain URLSession setting them itself).
     let chainWork = try await inMemoryCost(of: chains.last!.interceptor!, url: url, rounds: 5, count: 20_000)
@@ -79,7 +91,7 @@ func endToEnd(base: URL, rounds: Int, count: Int) async throws -> Section {
         busyWork(for: .nanoseconds(Int64(chainWork)))
     }
     var operations: [(name: String, operation: @Sendable () async throws -> Void)] = [
-        ("URLSession", plain), (replayName, replay), (busyName, busy),
+        ("URLSession", plain), (replayName, replay), (busyName, busy), (realisticReplayName, realisticReplay),
     ]
     for chain in chains {
         let session = Session(transport: transport, interceptor: chain.interceptor)
@@ -98,7 +110,7 @@ func endToEnd(base: URL, rounds: Int, count: Int) async throws -> Section {
     var ratios: [String: [Double]] = [:]
     for inFlight in [1, 64] {
         let samples = try await interleaved(
-            rounds: rounds, count: count,
+            rounds: inFlight == 1 ? rounds : concurrentRounds, count: count,
             operations.map { name, operation in Contender.concurrent(name, inFlight: inFlight, operation) })
         let plainSamples = samples["URLSession"]!
         for (name, _) in operations {
@@ -114,6 +126,7 @@ func endToEnd(base: URL, rounds: Int, count: Int) async throws -> Section {
                     figures: [
                         "requests/s": these.medianRate, "client CPU µs/req": these.medianCPU / 1_000,
                         "Session/URLSession": plain ? .nan : ratio,
+                        "± (standard error)": plain ? .nan : standardErrorOfMedian(roundRatios),
                         "ratio p25": plain ? .nan : percentile(roundRatios, 25),
                         "ratio p75": plain ? .nan : percentile(roundRatios, 75),
                     ], rounds: plain ? [:] : ["Session/URLSession": roundRatios]))
@@ -132,8 +145,11 @@ func endToEnd(base: URL, rounds: Int, count: Int) async throws -> Section {
             + "Session, no interceptor vs URLSession then its work in memory: \(pairs("Session, no interceptor", replayName)); "
             + "realistic chain vs URLSession then "
             + String(format: "%.2f µs", chainWork / 1_000)
-            + " of busy work: \(pairs("Session, realistic chain", busyName))",
-        columns: ["requests/s", "client CPU µs/req", "Session/URLSession", "ratio p25", "ratio p75"], rows: rows)
+            + " of busy work: \(pairs("Session, realistic chain", busyName)); realistic chain vs URLSession then "
+            + "its work in memory: \(pairs("Session, realistic chain", realisticReplayName))",
+        columns: [
+            "requests/s", "client CPU µs/req", "Session/URLSession", "± (standard error)", "ratio p25", "ratio p75",
+        ], rows: rows)
 }
 
 func retryPath(base: URL, rounds: Int, count: Int) async throws -> Section {

@@ -28,7 +28,7 @@ struct DataForTransport: HTTPTransport {
 }
 
 /// Section 6: `URLSessionTransport` (its own session, and a caller's session) against `URLSession.data(for:)`, each called directly, one at a time and 64 in flight.
-func transportCost(base: URL, rounds: Int, count: Int) async throws -> Section {
+func transportCost(base: URL, rounds: Int, concurrentRounds: Int, count: Int) async throws -> Section {
     let url = base.appendingPathComponent("ok")
     let formerName = "former transport: URLSession.data(for:)"
     let transports: [(name: String, transport: any HTTPTransport)] = [
@@ -55,7 +55,7 @@ func transportCost(base: URL, rounds: Int, count: Int) async throws -> Section {
     var ratios: [Double] = []
     for inFlight in [1, 64] {
         let samples = try await interleaved(
-            rounds: rounds, count: count,
+            rounds: inFlight == 1 ? rounds : concurrentRounds, count: count,
             operations.map { name, operation in Contender.concurrent(name, inFlight: inFlight, operation) })
         let former = samples[formerName]!
         for (name, _) in operations {
@@ -69,6 +69,7 @@ func transportCost(base: URL, rounds: Int, count: Int) async throws -> Section {
                     figures: [
                         "requests/s": these.medianRate, "client CPU µs/req": these.medianCPU / 1_000,
                         "ratio": isFormer ? .nan : median(roundRatios),
+                        "± (standard error)": isFormer ? .nan : standardErrorOfMedian(roundRatios),
                         "ratio p25": isFormer ? .nan : percentile(roundRatios, 25),
                         "ratio p75": isFormer ? .nan : percentile(roundRatios, 75),
                     ], rounds: isFormer ? [:] : ["ratio": roundRatios]))
@@ -79,5 +80,6 @@ func transportCost(base: URL, rounds: Int, count: Int) async throws -> Section {
         target: "requests per second of URLSessionTransport() / data(for:) ≥ 0.99",
         met: ratios.allSatisfy { $0 >= 0.99 },
         note: "each transport called directly, over loopback; the server runs in a child process",
-        columns: ["requests/s", "client CPU µs/req", "ratio", "ratio p25", "ratio p75"], rows: rows)
+        columns: ["requests/s", "client CPU µs/req", "ratio", "± (standard error)", "ratio p25", "ratio p75"],
+        rows: rows)
 }

@@ -123,6 +123,14 @@ public func percentile(_ values: [Double], _ p: Double) -> Double {
     return sorted[min(max(rank, 0), sorted.count - 1)]
 }
 
+/// The standard error of the median of `values`, estimated from their spread: 1.2533 σ / √n, with σ taken from the
+/// interquartile range (IQR / 1.349), so that a few wild rounds do not inflate it. NaN for fewer than four values.
+public func standardErrorOfMedian(_ values: [Double]) -> Double {
+    guard values.count >= 4 else { return .nan }
+    let sigma = (percentile(values, 75) - percentile(values, 25)) / 1.349
+    return 1.2533 * sigma / Double(values.count).squareRoot()
+}
+
 extension Array where Element == Sample {
     public var medianWall: Double { median(map(\.wallPerOperation)) }
     public var medianCPU: Double { median(map(\.cpuPerOperation)) }
