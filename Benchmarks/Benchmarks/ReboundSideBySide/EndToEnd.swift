@@ -75,6 +75,13 @@ func endToEnd(base: URL, rounds: Int, concurrentRounds: Int, count: Int) async t
         try await plain()
         _ = try await replaySession.send(replayRequest)
     }
+    // Calibration 2: as long a busy loop as the realistic chain takes in memory (its adapters setting the headers
+    // included, less plain URLSession setting them itself).
+    let chainWork = try await inMemoryCost(of: chains.last!.interceptor!, url: url, rounds: 5, count: 20_000)
+    let busy: @Sendable () async throws -> Void = {
+        try await plain()
+        busyWork(for: .nanoseconds(Int64(chainWork)))
+    }
     // Calibration 3: the realistic chain's own code (a chain of its own, so that its breaker is not the contender's),
     // on an in-memory transport, after each plain request: what running that code between two requests costs.
     let realisticReplaySession = Session(
@@ -82,13 +89,6 @@ func endToEnd(base: URL, rounds: Int, concurrentRounds: Int, count: Int) async t
     let realisticReplay: @Sendable () async throws -> Void = {
         try await plain()
         _ = try await realisticReplaySession.send(url)
-    }
-    // Calibration 2: as long a busy loop as the realistic chain takes in memory (its adapters setting the headers
-    // included, less plain URLSession setting them itself).
-    let chainWork = try await inMemoryCost(of: chains.last!.interceptor!, url: url, rounds: 5, count: 20_000)
-    let busy: @Sendable () async throws -> Void = {
-        try await plain()
-        busyWork(for: .nanoseconds(Int64(chainWork)))
     }
     var operations: [(name: String, operation: @Sendable () async throws -> Void)] = [
         ("URLSession", plain), (replayName, replay), (busyName, busy), (realisticReplayName, realisticReplay),
@@ -123,13 +123,9 @@ func endToEnd(base: URL, rounds: Int, concurrentRounds: Int, count: Int) async t
             rows.append(
                 Row(
                     name: "\(name), \(inFlight) in flight",
-                    figures: [
+                    figures: ratioFigures(plain ? nil : roundRatios, as: "Session/URLSession").merging([
                         "requests/s": these.medianRate, "client CPU µs/req": these.medianCPU / 1_000,
-                        "Session/URLSession": plain ? .nan : ratio,
-                        "± (standard error)": plain ? .nan : standardErrorOfMedian(roundRatios),
-                        "ratio p25": plain ? .nan : percentile(roundRatios, 25),
-                        "ratio p75": plain ? .nan : percentile(roundRatios, 75),
-                    ], rounds: plain ? [:] : ["Session/URLSession": roundRatios]))
+                    ]) { $1 }, rounds: plain ? [:] : ["Session/URLSession": roundRatios]))
         }
     }
     func pairs(_ name: String, _ calibration: String) -> String {
@@ -190,10 +186,8 @@ func retryPath(base: URL, rounds: Int, count: Int) async throws -> Section {
                 figures: ["requests/s": hand.medianRate, "client CPU µs/req": hand.medianCPU / 1_000]),
             Row(
                 name: "Session with RetryPolicy(backoff: .none)",
-                figures: [
+                figures: ratioFigures(roundRatios, as: "Session/hand").merging([
                     "requests/s": reboundSamples.medianRate, "client CPU µs/req": reboundSamples.medianCPU / 1_000,
-                    "Session/hand": ratio, "ratio p25": percentile(roundRatios, 25),
-                    "ratio p75": percentile(roundRatios, 75),
-                ], rounds: ["Session/hand": roundRatios]),
+                ]) { $1 }, rounds: ["Session/hand": roundRatios]),
         ])
 }

@@ -19,6 +19,18 @@ struct Row: Codable {
     }
 }
 
+/// The figures of a ratio measured round by round, under `column`: the median of the rounds' ratios, its standard
+/// error, and the rounds' quartiles; all NaN for the baseline row (`nil`), which has no ratio.
+func ratioFigures(_ roundRatios: [Double]?, as column: String) -> [String: Double] {
+    guard let roundRatios else {
+        return [column: .nan, "± (standard error)": .nan, "ratio p25": .nan, "ratio p75": .nan]
+    }
+    return [
+        column: median(roundRatios), "± (standard error)": standardErrorOfMedian(roundRatios),
+        "ratio p25": percentile(roundRatios, 25), "ratio p75": percentile(roundRatios, 75),
+    ]
+}
+
 /// One benchmark's results, with its target and whether this run met it.
 struct Section: Codable {
     let title: String

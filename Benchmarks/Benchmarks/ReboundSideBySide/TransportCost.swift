@@ -66,13 +66,9 @@ func transportCost(base: URL, rounds: Int, concurrentRounds: Int, count: Int) as
             rows.append(
                 Row(
                     name: "\(name), \(inFlight) in flight",
-                    figures: [
+                    figures: ratioFigures(isFormer ? nil : roundRatios, as: "ratio").merging([
                         "requests/s": these.medianRate, "client CPU µs/req": these.medianCPU / 1_000,
-                        "ratio": isFormer ? .nan : median(roundRatios),
-                        "± (standard error)": isFormer ? .nan : standardErrorOfMedian(roundRatios),
-                        "ratio p25": isFormer ? .nan : percentile(roundRatios, 25),
-                        "ratio p75": isFormer ? .nan : percentile(roundRatios, 75),
-                    ], rounds: isFormer ? [:] : ["ratio": roundRatios]))
+                    ]) { $1 }, rounds: isFormer ? [:] : ["ratio": roundRatios]))
         }
     }
     return Section(
