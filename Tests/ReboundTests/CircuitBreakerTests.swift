@@ -65,7 +65,7 @@ struct CircuitBreakerTests {
     }
 
     /// The session has the breaker settle the attempts it admitted directly; listed in `observers:` as well (whose
-    /// calls it also answers), it still counts each attempt once.
+    /// calls it ignores), it still counts each attempt once.
     @Test func aBreakerAlsoListedAsAnObserverCountsEachAttemptOnce() async throws {
         let transport = ScriptedTransport { _, _ in .status(503) }
         let breaker = CircuitBreaker(key: "api", configuration: .thirtySeconds, clock: clock)
@@ -391,6 +391,48 @@ struct CircuitBreakerRegistryTests {
         #expect(transport.requests.first?.url?.host == "b.example.com")
         #expect(registry.breaker(for: "a.example.com").state == .open)
         #expect(registry.breakers["b.example.com"] == nil)
+    }
+
+    /// Each request holds the permits its attempts were given, one per breaker and attempt, until the attempt is
+    /// settled: two breakers in one chain, and retries, each count exactly the attempts they let through.
+    @Test func twoBreakersInOneChainEachCountTheAttemptsTheyLetThrough() async throws {
+        let first = CircuitBreaker(
+            key: "first", configuration: .init(tripCondition: .consecutiveFailures(7), openDuration: .seconds(30)),
+            clock: clock)
+        let second = CircuitBreaker(
+            key: "second", configuration: .init(tripCondition: .consecutiveFailures(5), openDuration: .seconds(30)),
+            clock: clock)
+        let transport = ScriptedTransport { _, _ in .status(503) }
+        let session = Session(
+            transport: transport, adapters: [first, second],
+            retriers: [RetryPolicy(retryLimit: 1, backoff: .constant(.zero))], clock: clock)
+
+        // Two attempts each: both breakers count both.
+        await send(2, through: session)
+        #expect(first.state == .closed)
+        #expect(second.state == .closed)
+        #expect(first.permitsInFlight == 0)
+        #expect(second.permitsInFlight == 0)
+
+        // The second breaker's fifth failure opens it and refuses the retry; the first has counted five failures.
+        await send(1, through: session)
+        #expect(second.state == .open)
+        #expect(transport.requestCount == 5)
+
+        // Let through by the first breaker, refused by the second: an adapter's failure, which the first ignores.
+        await send(3, through: session)
+        #expect(transport.requestCount == 5)
+        #expect(first.state == .closed)
+        #expect(first.permitsInFlight == 0)
+        #expect(second.permitsInFlight == 0)
+
+        // Two more failures through the first alone reach its threshold of seven only if nothing was counted twice.
+        let alone = Session(transport: transport, adapters: [first], clock: clock)
+        await send(1, through: alone)
+        #expect(first.state == .closed)
+        await send(1, through: alone)
+        #expect(first.state == .open)
+        #expect(transport.requestCount == 7)
     }
 
     @Test func aRequestWithoutAKeyGoesThroughUntouched() async throws {

@@ -12,6 +12,10 @@ private func interceptor(named contender: String) -> (any RequestInterceptor)? {
     case "realistic": chains.last!.interceptor
     case "adapters": Interceptor(adapters: headerAdapters)
     case "breaker": Interceptor(adapters: [CircuitBreakerRegistry()])
+    // One breaker, without a registry: what the registry's key and table add to `breaker`.
+    case "single": Interceptor(adapters: [CircuitBreaker()])
+    // An adapter that changes nothing: what an adapter's call costs, without a breaker's work.
+    case "nothing": Interceptor(adapters: [Adapter.modifying { _, _ in }])
     case "logging": LoggingRetrier(wrapping: RetryPolicy(), sink: { _ in })
     case "policy": Interceptor(retriers: [RetryPolicy()])
     case "header":

@@ -73,8 +73,9 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
 
     private struct Storage: Sendable {
         var machine: CircuitBreakerMachine
-        /// Attempts let through and not yet reported, by request and attempt number.
-        var permits: [AttemptKey: CircuitBreakerMachine.Permit] = [:]
+        /// How many permits it gave are not settled yet. The permits themselves are held by the requests (see
+        /// `RegisteredRoles.HeldPermit`), so that the breaker keeps nothing per attempt in flight.
+        var permitsOut = 0
         /// The backoff waits of the retries it granted, by request, until the retry is admitted, the request ends or
         /// the breaker opens (which ends them all).
         var waits: [UUID: (grant: Int, wait: BackoffWait)] = [:]
@@ -132,8 +133,8 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
         return storage.withLock { $0.machine.state(at: now) }
     }
 
-    /// How many attempts it let through have not been reported yet; for tests that check nothing is kept.
-    package var permitsInFlight: Int { storage.withLock { $0.permits.count } }
+    /// How many attempts it let through have not been settled yet; for tests that check nothing is kept.
+    package var permitsInFlight: Int { storage.withLock { $0.permitsOut } }
 
     /// How many backoff waits of granted retries it keeps; for tests that check nothing is kept.
     package var backoffWaitsKept: Int { storage.withLock { $0.waits.count } }
@@ -166,46 +167,46 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
 
     /// Lets the attempt through or throws ``CircuitBreakerOpenError``; synchronous, so that a registry in front of
     /// the breaker makes no second async call. An attempt let through registers the breaker, through the context, to
-    /// hear how it ends: wrapped in anything that forwards `adapt`, the breaker still counts it and gets its permit back.
+    /// hear how it ends, and the request holds its permit until then: wrapped in anything that forwards `adapt`, the
+    /// breaker still counts it and gets its permit back.
     @inline(never)
     func admit(_ context: RequestContext) throws(CircuitBreakerOpenError) {
-        let attemptKey = AttemptKey(requestID: context.requestID, attempt: context.attempt)
-        // Read before the lock: the closure below then captures no copy of the context.
-        let canRegister = context.canRegister
-        let (rejection, transitions) = update { machine, time, transitions -> CircuitBreakerOpenError? in
+        let requestID = context.requestID
+        let attempt = context.attempt
+        let roles = context.roles
+        let (rejection, transitions) = update { storage, time, transitions -> CircuitBreakerOpenError? in
             // The retry this breaker granted is here: its wait is over.
-            if !machine.waits.isEmpty { machine.waits[attemptKey.requestID] = nil }
+            if !storage.waits.isEmpty { storage.waits[requestID] = nil }
             // An attempt abandoned at its deadline goes on in the background, cancelled, and its end was already
-            // told: a permit taken now would never come back. Checked under the lock, so that an attempt abandoned
-            // after this point has its permit stored before its end is told, and given back then.
+            // told: a permit taken now would never come back. Checked under the lock, and the permit is held by the
+            // request under it too, so that an attempt abandoned after this point holds its permit before its end is
+            // settled (which takes the permit under this lock as well), and gives it back then.
             if Task.isCancelled { return nil }
-            if canRegister, machine.machine.admitsFreely {
-                // Closed, the common case: admitting changes nothing, so the permit is stored and checked in one
-                // lookup. A breaker the chain holds twice is asked twice for one attempt: the first permit stays.
-                let permit = CircuitBreakerMachine.Permit(generation: machine.machine.generation, trial: nil)
-                if let held = machine.permits.updateValue(permit, forKey: attemptKey) {
-                    machine.permits[attemptKey] = held
-                }
+            if let roles, storage.machine.admitsFreely {
+                // Closed, the common case: admitting changes nothing. A breaker the chain holds twice is asked twice
+                // for one attempt: the first permit stays.
+                let permit = CircuitBreakerMachine.Permit(generation: storage.machine.generation, trial: nil)
+                if roles.add(accountant: self, holding: permit, for: attempt) { storage.permitsOut += 1 }
                 return nil
             }
             // The attempt already has its permit (the breaker held twice): admitting again could take a trial.
-            if machine.permits[attemptKey] != nil { return nil }
-            switch machine.machine.admit(time: &time, transitions: &transitions) {
-            case .admitted(let permit) where !canRegister:
-                // Nothing would report how this attempt ends (a context made outside a session, or anew by a
-                // decorator): let it through uncounted rather than hold a permit, a trial's included, for good.
-                machine.machine.record(.ignored, permit: permit, time: &time, transitions: &transitions)
-                return nil
+            if let roles, roles.holdsPermit(of: self, for: attempt) { return nil }
+            switch storage.machine.admit(time: &time, transitions: &transitions) {
             case .admitted(let permit):
-                machine.permits[attemptKey] = permit
+                guard let roles else {
+                    // Nothing would report how this attempt ends (a context made outside a session, or anew by a
+                    // decorator): let it through uncounted rather than hold a permit, a trial's included, for good.
+                    storage.machine.record(.ignored, permit: permit, time: &time, transitions: &transitions)
+                    return nil
+                }
+                if roles.add(accountant: self, holding: permit, for: attempt) { storage.permitsOut += 1 }
                 return nil
             case .rejected(let retryAfter):
-                return CircuitBreakerOpenError(key: key, state: machine.machine.state, retryAfter: retryAfter)
+                return CircuitBreakerOpenError(key: key, state: storage.machine.state, retryAfter: retryAfter)
             }
         }
         announce(transitions)
         if let rejection { throw rejection }
-        context.settleAndAdmitRetries(through: self)
     }
 
     /// Grants a retry only while the breaker is closed, and refuses it at once otherwise with
@@ -221,7 +222,7 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
     /// breaker refuses its own retry.
     public func admitRetry(_ request: RetryRequest, dueTo error: ReboundError, after delay: Duration) -> (any Error)? {
         guard let attempt = request.attempts.last else { return nil }
-        let attemptKey = AttemptKey(requestID: request.requestID, attempt: attempt.number)
+        let roles = request.roles
         let verdict = configuration.verdict(for: attempt) {
             AttemptOutcome(
                 requestID: request.requestID, label: request.label, original: request.original,
@@ -230,7 +231,8 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
         let openAtLeast =
             verdict == .failure ? attempt.responseHead.flatMap(configuration.retryAfter.delay(for:)) ?? .zero : .zero
         let (refusal, transitions) = update { storage, time, transitions -> CircuitBreakerOpenError? in
-            if let permit = storage.permits.removeValue(forKey: attemptKey) {
+            if let permit = roles?.takePermit(of: self, for: attempt.number) {
+                storage.permitsOut -= 1
                 storage.machine.record(
                     verdict, permit: permit, time: &time, openAtLeast: openAtLeast, transitions: &transitions)
             }
@@ -246,12 +248,9 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
         return refusal
     }
 
-    /// Counts the outcome of an attempt this breaker let through; other outcomes are ignored.
-    ///
-    /// A failure that opens the breaker keeps it open at least as long as the response's honoured `Retry-After`.
-    public func attemptDidFinish(_ outcome: AttemptOutcome) async {
-        _ = finish(outcome.attempt, of: outcome.requestID) { outcome }
-    }
+    /// Counts nothing: the session has the breaker settle each attempt it let through as soon as the attempt's fate is
+    /// decided, before any observer hears of it, so that a breaker also listed in `observers:` counts each attempt once.
+    public func attemptDidFinish(_ outcome: AttemptOutcome) async {}
 
     /// Forgets the request's backoff wait, if it kept one.
     public func requestDidFinish(_ outcome: RequestOutcome) async {
@@ -266,25 +265,24 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
         }
     }
 
-    /// Counts `attempt` of request `requestID` if this breaker let it through (its outcome, which `outcome` builds, is
-    /// asked for only by a configuration's own `classify`); returns whether it did.
-    func finish(_ attempt: Attempt, of requestID: UUID, outcome: () -> AttemptOutcome) -> Bool {
-        let attemptKey = AttemptKey(requestID: requestID, attempt: attempt.number)
+    /// Counts `attempt` if this breaker let it through (its outcome, which `outcome` builds, is asked for only by a
+    /// configuration's own `classify`), taking its permit from the request's registrations, `roles`.
+    func finish(_ attempt: Attempt, roles: RegisteredRoles, outcome: () -> AttemptOutcome) {
         // A `classify` of the caller's own is asked only about an attempt still to count (one whose failure was
         // counted when its retry was asked for is not asked about again), outside the lock.
-        if !configuration.classifiesByDefault, !storage.withLock({ $0.permits[attemptKey] != nil }) { return false }
+        if !configuration.classifiesByDefault, !roles.holdsPermit(of: self, for: attempt.number) { return }
         let verdict = configuration.verdict(for: attempt, outcome: outcome)
         // Only a failure can open the breaker: a success's headers are not read.
         let openAtLeast =
             verdict == .failure ? attempt.responseHead.flatMap(configuration.retryAfter.delay(for:)) ?? .zero : .zero
-        let (found, transitions) = update { storage, time, transitions -> Bool in
-            guard let permit = storage.permits.removeValue(forKey: attemptKey) else { return false }
+        // The permit is taken under the breaker's lock, which `admit` holds while the request takes it.
+        let ((), transitions) = update { storage, time, transitions in
+            guard let permit = roles.takePermit(of: self, for: attempt.number) else { return }
+            storage.permitsOut -= 1
             storage.machine.record(
                 verdict, permit: permit, time: &time, openAtLeast: openAtLeast, transitions: &transitions)
-            return true
         }
         announce(transitions)
-        return found
     }
 
     /// The error that refuses a retry (or a hedge) now, unless `machine` is closed: the rule of ``admitRetry(_:dueTo:after:)``.
@@ -308,10 +306,6 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
             let result = body(&storage, &time, &entered)
             // Nothing entered, the common case: nothing to forget, end or tell.
             if entered.isEmpty { return (result, []) }
-            // Permits of an earlier generation count for nothing any more: forget them, so that attempts that never
-            // report cannot pile up.
-            let generation = storage.machine.generation
-            storage.permits = storage.permits.filter { $0.value.generation == generation }
             if entered.contains(where: { $0 == .open || $0 == .forcedOpen }), !storage.waits.isEmpty {
                 // The retries granted while it was closed would be refused: their waits end now, outside the lock.
                 let retryAfter = storage.machine.refusalOfRetry(time: &time) ?? nil
@@ -349,10 +343,10 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
 }
 
 // The session tells a breaker how the attempts it let through end directly, without the observers' machinery: it
-// settles each at once (as `attemptDidFinish(_:)` does) and forgets the request's wait at its end.
+// settles each at once and forgets the request's wait at its end.
 extension CircuitBreaker: AttemptAccountant {
-    func settle(_ attempt: Attempt, of requestID: UUID, outcome: () -> AttemptOutcome) {
-        _ = finish(attempt, of: requestID, outcome: outcome)
+    func settle(_ attempt: Attempt, of requestID: UUID, roles: RegisteredRoles, outcome: () -> AttemptOutcome) {
+        finish(attempt, roles: roles, outcome: outcome)
     }
 
     func requestEnded(_ requestID: UUID) {
@@ -365,11 +359,4 @@ extension CircuitBreaker: AttemptAccountant {
         var time = LazyTime(now)
         return storage.withLock { refusalOfRetry(by: $0.machine, time: &time) }
     }
-}
-
-/// One attempt of one request: the key of what a part holds for an attempt it let through until the attempt is
-/// settled (a breaker's permit, a concurrency limiter's place).
-struct AttemptKey: Hashable, Sendable {
-    let requestID: UUID
-    let attempt: Int
 }

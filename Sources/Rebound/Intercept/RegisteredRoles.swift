@@ -21,9 +21,10 @@ protocol RegisteredRetrier: AnyObject, Sendable {
 /// synchronously, after the decision and before the observers, without the observers' machinery; also the request's
 /// gate unless the lists hold it as one.
 protocol AttemptAccountant: RetryGate, HedgeGate, AnyObject, Sendable {
-    /// Settles `attempt` of request `requestID`, if this part let it through; `outcome` builds the attempt's
-    /// ``AttemptOutcome``, for a part that needs more than the attempt (the same instance for every part).
-    func settle(_ attempt: Attempt, of requestID: UUID, outcome: () -> AttemptOutcome)
+    /// Settles `attempt` of request `requestID`, if this part let it through; `roles` are the request's registrations,
+    /// which hold the permits a breaker gave; `outcome` builds the attempt's ``AttemptOutcome``, for a part that needs
+    /// more than the attempt (the same instance for every part).
+    func settle(_ attempt: Attempt, of requestID: UUID, roles: RegisteredRoles, outcome: () -> AttemptOutcome)
     /// Forgets whatever it keeps for the request that ended; not called for a request that succeeded at its first
     /// attempt, so a part may keep something for a request only once it granted it a retry.
     func requestEnded(_ requestID: UUID)
@@ -58,15 +59,63 @@ final class RoleGroup: Sendable {
 /// (a nested ``Interceptor``, a ``LoggingRetrier``, a user's decorator) keeps the role: nothing looks at a part's type.
 ///
 /// One per request whose chain has adapters or retriers, made of one allocation (its ``Locked`` state); copies share
-/// it. Every registration is one element of one array, allocated on the first registration with room for four (a
-/// breaker's two roles, a logger's, one more), so that the realistic chain's registrations cost one allocation in all
-/// and reading them none: the readers iterate a snapshot of the array. A registration of a part the lists hold, or of
-/// one already registered, changes nothing and allocates nothing.
+/// it. The first registration is held inline and the others in one array (``Registrations``), so that the realistic
+/// chain's registration (its breaker's) allocates nothing, and reading them allocates nothing either: the readers
+/// iterate a snapshot. The permit of the attempt a breaker let through is held the same way (``HeldPermit``). A
+/// registration of a part the lists hold, or of one already registered, changes nothing and allocates nothing.
+///
+/// Its lock is the innermost: a breaker holds its own lock while it has the request hold or give back a permit, and
+/// nothing here calls out of this type under the lock.
 struct RegisteredRoles: Sendable {
     /// One registration: a part in one role, and the instance it is known by (`nil` for a value).
     struct Registration: Sendable {
         fileprivate let key: Key?
         let entry: Entry
+    }
+
+    /// Registrations in order, the first held inline: a request's first registration, usually its only one (a
+    /// breaker's), allocates nothing. A copy is a snapshot, which registrations made later do not change.
+    struct Registrations: Sequence, Sendable {
+        private var first: Registration?
+        private var rest: [Registration] = []
+
+        /// No registration.
+        static var none: Registrations { Registrations() }
+
+        var isEmpty: Bool { first == nil }
+
+        fileprivate mutating func append(_ registration: Registration) {
+            if first == nil {
+                first = registration
+            } else if rest.isEmpty {
+                // An array of one, made as a literal is (appending to an empty array takes a slower, colder path).
+                rest = [registration]
+            } else {
+                rest.append(registration)
+            }
+        }
+
+        func makeIterator() -> Iterator { Iterator(registrations: self) }
+
+        /// Reads the first registration, then the rest in order.
+        struct Iterator: IteratorProtocol {
+            fileprivate let registrations: Registrations
+            private var index = -1
+
+            fileprivate init(registrations: Registrations) {
+                self.registrations = registrations
+            }
+
+            mutating func next() -> Registration? {
+                if index < 0 {
+                    index = 0
+                    return registrations.first
+                }
+                guard index < registrations.rest.count else { return nil }
+                defer { index += 1 }
+                return registrations.rest[index]
+            }
+        }
     }
 
     /// A registered part in its role.
@@ -83,11 +132,19 @@ struct RegisteredRoles: Sendable {
         case group
     }
 
+    /// A permit a breaker gave an attempt it let through, held with the request until the attempt is settled: the
+    /// breaker keeps nothing for an attempt in flight, and a permit of a request that ended goes with it.
+    struct HeldPermit: Sendable {
+        let holder: ObjectIdentifier
+        let attempt: Int
+        let permit: CircuitBreakerMachine.Permit
+    }
+
     private struct State: Sendable {
         /// The class instances the lists hold as observers and as gates, which registering does not add again.
         let chain: ChainRoles
         /// In order; searched linearly for a key, as there are few.
-        var registrations: [Registration] = []
+        var registrations = Registrations.none
         /// How many entries are validators: the one role read on every attempt's response.
         var validatorCount = 0
         /// How many entries are observers: read after every attempt.
@@ -102,6 +159,10 @@ struct RegisteredRoles: Sendable {
         var unshared: URLRequest?
         /// The gates asked before a hedge besides the accountants (a budget), each once, in the order they registered.
         var hedgeGates: [any HedgeGate] = []
+        /// The permit of the one attempt in flight through one breaker, the common case, held without an allocation.
+        var permit: HeldPermit?
+        /// The other permits held: a hedged round's attempts, or more than one breaker.
+        var morePermits: [HeldPermit] = []
     }
 
     /// A registered instance in one role.
@@ -152,12 +213,63 @@ struct RegisteredRoles: Sendable {
     /// Adds a part that settles its own attempts and is a gate, in one entry (a gate only if the lists do not hold it
     /// as one).
     func add(accountant part: some AttemptAccountant) {
+        state.withLock { Self.add(accountant: part, to: &$0) }
+    }
+
+    /// Adds a breaker that let `attempt` through with `permit` as an accountant, and holds the permit until the attempt
+    /// is settled, under one lock; returns `false`, holding nothing, when the breaker holds a permit for that attempt
+    /// already (a breaker the chain holds twice is asked twice for one attempt: the first permit stays).
+    func add(
+        accountant part: some AttemptAccountant, holding permit: CircuitBreakerMachine.Permit, for attempt: Int
+    ) -> Bool {
+        let held = HeldPermit(holder: ObjectIdentifier(part), attempt: attempt, permit: permit)
+        return state.withLock { state in
+            Self.add(accountant: part, to: &state)
+            guard let first = state.permit else {
+                state.permit = held
+                return true
+            }
+            if first.holder == held.holder && first.attempt == attempt { return false }
+            if state.morePermits.contains(where: { $0.holder == held.holder && $0.attempt == attempt }) { return false }
+            state.morePermits.append(held)
+            return true
+        }
+    }
+
+    private static func add(accountant part: some AttemptAccountant, to state: inout State) {
         let object = ObjectIdentifier(part)
-        state.withLock { state in
-            // Not a gate a second time: the lists hold it as one, or it registered as one (an `Interceptor`'s gates).
-            let gate = Key(object: object, role: .gate)
-            let isGate = !state.chain.holdsGate(object) && !state.registrations.contains { $0.key == gate }
-            Self.add(.accountant(part, isGate: isGate), as: Key(object: object, role: .accountant), to: &state)
+        let key = Key(object: object, role: .accountant)
+        // Registered already, the case of every attempt after the first: nothing more to check.
+        if state.registrations.contains(where: { $0.key == key }) { return }
+        // Not a gate a second time: the lists hold it as one, or it registered as one (an `Interceptor`'s gates).
+        let gate = Key(object: object, role: .gate)
+        let isGate = !state.chain.holdsGate(object) && !state.registrations.contains { $0.key == gate }
+        add(.accountant(part, isGate: isGate), as: key, to: &state)
+    }
+
+    /// Whether `part` holds a permit for `attempt` of the request.
+    func holdsPermit(of part: some AttemptAccountant, for attempt: Int) -> Bool {
+        let holder = ObjectIdentifier(part)
+        return state.withLock { state in
+            if let first = state.permit, first.holder == holder, first.attempt == attempt { return true }
+            return state.morePermits.contains { $0.holder == holder && $0.attempt == attempt }
+        }
+    }
+
+    /// Takes the permit `part` gave `attempt` of the request, if it holds one: the attempt is settled.
+    func takePermit(of part: some AttemptAccountant, for attempt: Int) -> CircuitBreakerMachine.Permit? {
+        let holder = ObjectIdentifier(part)
+        return state.withLock { state in
+            if let first = state.permit, first.holder == holder, first.attempt == attempt {
+                // The next held permit, if any, takes the inline place.
+                state.permit = state.morePermits.isEmpty ? nil : state.morePermits.removeFirst()
+                return first.permit
+            }
+            guard let index = state.morePermits.firstIndex(where: { $0.holder == holder && $0.attempt == attempt })
+            else {
+                return nil
+            }
+            return state.morePermits.remove(at: index).permit
         }
     }
 
@@ -225,13 +337,7 @@ struct RegisteredRoles: Sendable {
     private static func add(_ entry: @autoclosure () -> Entry, as key: Key?, to state: inout State) -> Bool {
         if let key, state.registrations.contains(where: { $0.key == key }) { return false }
         let entry = entry()
-        if state.registrations.isEmpty {
-            // The first registration, usually the only one (a breaker's): an array of one, made as a literal is (the
-            // path every array literal takes, where reserving room goes through a slower, colder one).
-            state.registrations = [Registration(key: key, entry: entry)]
-        } else {
-            state.registrations.append(Registration(key: key, entry: entry))
-        }
+        state.registrations.append(Registration(key: key, entry: entry))
         switch entry {
         case .validator: state.validatorCount += 1
         case .observer: state.observerCount += 1
@@ -248,11 +354,11 @@ struct RegisteredRoles: Sendable {
     }
 
     /// Every registration so far, in order: a snapshot, which registrations made later do not change.
-    var registrations: [Registration] { state.withLock { $0.registrations } }
+    var registrations: Registrations { state.withLock { $0.registrations } }
 
     /// The registrations to look through for observers: none when no observer registered. A snapshot, which
     /// registrations made later do not change.
-    var withObservers: [Registration] { state.withLock { $0.observerCount == 0 ? [] : $0.registrations } }
+    var withObservers: Registrations { state.withLock { $0.observerCount == 0 ? .none : $0.registrations } }
 
     /// Whether any observer registered so far.
     var hasObservers: Bool { state.withLock { $0.observerCount > 0 } }
@@ -260,13 +366,13 @@ struct RegisteredRoles: Sendable {
     /// The registrations to look through for accountants (none when none registered; a snapshot, which
     /// registrations made later do not change, and reading it allocates nothing) and ``hasObservers``, under one
     /// lock: what the session reads after every attempt.
-    var accountantsAndObservers: (registrations: [Registration], hasObservers: Bool) {
-        state.withLock { ($0.accountantCount == 0 ? [] : $0.registrations, $0.observerCount > 0) }
+    var accountantsAndObservers: (registrations: Registrations, hasObservers: Bool) {
+        state.withLock { ($0.accountantCount == 0 ? .none : $0.registrations, $0.observerCount > 0) }
     }
 
     /// The registrations to look through for validators: none when no validator registered (the common case, read on
     /// every response).
-    var withValidators: [Registration] { state.withLock { $0.validatorCount == 0 ? [] : $0.registrations } }
+    var withValidators: Registrations { state.withLock { $0.validatorCount == 0 ? .none : $0.registrations } }
 
     /// The gates registered so far that the lists do not hold.
     var gates: [any RetryGate] {

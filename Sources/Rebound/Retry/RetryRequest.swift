@@ -68,6 +68,9 @@ public struct RetryRequest: Sendable {
             requestID: requestID, attempt: Swift.max(attempts.count, 1), label: label, roles: storage.value.roles)
     }
 
+    /// The request's registrations; `nil` for a retry request made outside a session.
+    var roles: RegisteredRoles? { storage.value.roles }
+
     /// The request's backoff wait, which a gate that grants a retry keeps to end it early; `nil` outside a session.
     var backoffWait: BackoffWait? { storage.value.roles?.makeBackoffWait() }
 

@@ -94,7 +94,7 @@ extension RequestPlan {
         if let reason = reason(for: response, data: data, context: context) {
             return AttemptResult(.failure(reason), sent: sent, response: response, data: data)
         }
-        for registration in registered?.withValidators ?? [] {
+        for registration in registered?.withValidators ?? .none {
             guard case .validator(let validator) = registration.entry else { continue }
             if let reason = validator.reason(for: response, data: data, context: context) {
                 return AttemptResult(.failure(reason), sent: sent, response: response, data: data)

@@ -115,7 +115,7 @@ final class RequestPlan: Sendable {
 
     /// The registrations that hold the observers parts registered so far, in order (told after the session's and
     /// the request's); none when no observer registered.
-    var registeredObservers: [RegisteredRoles.Registration] { registered?.withObservers ?? [] }
+    var registeredObservers: RegisteredRoles.Registrations { registered?.withObservers ?? .none }
 
     /// The gates registered so far that the chain does not hold: asked after the chain's.
     var registeredGates: [any RetryGate] { registered?.gates ?? [] }

@@ -16,16 +16,15 @@ extension RequestRun {
     /// order, before any observer hears of it; returns whether any observer is to be told of it (one lock for both).
     @inline(never)
     mutating func settle(_ result: AttemptResult, decision: AttemptDecision) -> Bool {
-        guard let (registrations, registeredObservers) = plan.registered?.accountantsAndObservers else {
-            return plan.listsObservers
-        }
+        guard let roles = plan.registered else { return plan.listsObservers }
+        let (registrations, registeredObservers) = roles.accountantsAndObservers
         if !registrations.isEmpty, let attempt = attempts.last {
             // Built once, and only for a part that asks for it (a breaker with a `classify` of its own).
             var built: AttemptOutcome?
             let requestID = plan.requestID
             for registration in registrations {
                 guard case .accountant(let part, _) = registration.entry else { continue }
-                part.settle(attempt, of: requestID) {
+                part.settle(attempt, of: requestID, roles: roles) {
                     if let built { return built }
                     let outcome = outcome(of: attempt, data: result.data, decision: decision)
                     built = outcome

@@ -190,7 +190,7 @@ public final class AdaptiveRateLimiter: RequestAdapter, RetryGate {
 
 // The session tells the limiter how the attempts it let through end directly (see `AttemptAccountant`).
 extension AdaptiveRateLimiter: AttemptAccountant {
-    func settle(_ attempt: Attempt, of requestID: UUID, outcome: () -> AttemptOutcome) {
+    func settle(_ attempt: Attempt, of requestID: UUID, roles: RegisteredRoles, outcome: () -> AttemptOutcome) {
         // Only a response tells whether the host throttles.
         guard let sent = attempt.request, attempt.responseHead != nil, let key = keyFunction(sent) else { return }
         let throttled = isThrottling(attempt)

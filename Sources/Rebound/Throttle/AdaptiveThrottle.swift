@@ -312,7 +312,7 @@ extension AdaptiveThrottle: AttemptAccountant {
         }
     }
 
-    func settle(_ attempt: Attempt, of requestID: UUID, outcome: () -> AttemptOutcome) {
+    func settle(_ attempt: Attempt, of requestID: UUID, roles: RegisteredRoles, outcome: () -> AttemptOutcome) {
         // Only an attempt that was sent tells anything about the host; a rejected one was counted when it was.
         guard let sent = attempt.request, let key = keyFunction(sent) else { return }
         // A failed attempt whose retry was asked for was counted then.

@@ -355,7 +355,7 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
 
 // The session tells the limiter how the attempts it let through end directly (see `AttemptAccountant`).
 extension ConcurrencyLimiter: AttemptAccountant {
-    func settle(_ attempt: Attempt, of requestID: UUID, outcome: () -> AttemptOutcome) {
+    func settle(_ attempt: Attempt, of requestID: UUID, roles: RegisteredRoles, outcome: () -> AttemptOutcome) {
         // Asked outside the lock (a `classify` of the caller's own is their code), only for an adaptive limit, and only
         // about an attempt that was sent: nothing else says anything about the host.
         var dropped: Bool?
@@ -415,4 +415,11 @@ public struct ConcurrencyLimitExceeded: NonRetryableError, Sendable, Equatable, 
             }
         return "concurrency limit for \(key) reached (\(what)): \(inFlight) of \(limit) in flight, \(queued) queued"
     }
+}
+
+/// One attempt of one request: the key of what a part holds for an attempt it let through until the attempt is
+/// settled (a concurrency limiter's place).
+struct AttemptKey: Hashable, Sendable {
+    let requestID: UUID
+    let attempt: Int
 }

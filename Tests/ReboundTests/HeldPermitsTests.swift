@@ -1,0 +1,56 @@
+import Foundation
+import Testing
+
+@testable import Rebound
+
+/// The permits a request holds for the breakers that let its attempts through, until each attempt is settled.
+@Suite("Permits held by a request")
+struct HeldPermitsTests {
+    typealias Permit = CircuitBreakerMachine.Permit
+
+    @Test func eachBreakerAndAttemptHoldsOnePermitTakenBackInAnyOrder() {
+        let roles = RegisteredRoles(besides: .none)
+        let first = CircuitBreaker()
+        let second = CircuitBreaker()
+
+        #expect(roles.add(accountant: first, holding: Permit(generation: 1, trial: nil), for: 1))
+        #expect(roles.add(accountant: second, holding: Permit(generation: 2, trial: 7), for: 1))
+        #expect(roles.add(accountant: first, holding: Permit(generation: 3, trial: nil), for: 2))
+        // The breaker held twice by the chain: the first permit of an attempt stays.
+        #expect(!roles.add(accountant: first, holding: Permit(generation: 9, trial: nil), for: 2))
+        #expect(!roles.add(accountant: second, holding: Permit(generation: 9, trial: nil), for: 1))
+
+        #expect(roles.holdsPermit(of: second, for: 1))
+        #expect(!roles.holdsPermit(of: second, for: 2))
+        #expect(roles.takePermit(of: first, for: 2) == Permit(generation: 3, trial: nil))
+        #expect(roles.takePermit(of: second, for: 1) == Permit(generation: 2, trial: 7))
+        #expect(roles.takePermit(of: second, for: 1) == nil)
+        #expect(roles.takePermit(of: first, for: 1) == Permit(generation: 1, trial: nil))
+        #expect(roles.takePermit(of: first, for: 1) == nil)
+        #expect(!roles.holdsPermit(of: first, for: 2))
+
+        // Each breaker registered once, as an accountant and the request's gate.
+        #expect(Array(roles.registrations).count == 2)
+        #expect(roles.gates.count == 2)
+    }
+
+    @Test func registrationsReadInTheOrderTheyWereMadeTheFirstHeldInline() {
+        let roles = RegisteredRoles(besides: .none)
+        #expect(roles.registrations.isEmpty)
+        let budgets = (0..<3).map { _ in RetryBudget() }
+        let breaker = CircuitBreaker()
+
+        roles.add(gate: budgets[0])
+        let snapshot = roles.registrations
+        roles.add(gate: budgets[1])
+        _ = roles.add(accountant: breaker, holding: Permit(generation: 0, trial: nil), for: 1)
+        roles.add(gate: budgets[2])
+        roles.add(gate: budgets[1])
+
+        let gates = roles.gates.map { ObjectIdentifier($0 as AnyObject) }
+        #expect(gates == [budgets[0], budgets[1], breaker, budgets[2]].map { ObjectIdentifier($0 as AnyObject) })
+        // A snapshot taken earlier does not change.
+        #expect(Array(snapshot).count == 1)
+        #expect(!snapshot.isEmpty)
+    }
+}
