@@ -14,6 +14,11 @@ private func interceptor(named contender: String) -> (any RequestInterceptor)? {
     case "breaker": Interceptor(adapters: [CircuitBreakerRegistry()])
     // One breaker, without a registry: what the registry's key and table add to `breaker`.
     case "single": Interceptor(adapters: [CircuitBreaker()])
+    // A breaker of its own per request: `single`'s work on state no other request shares.
+    case "unshared":
+        Interceptor(adapters: [
+            Adapter { request, context in try await CircuitBreaker().adapt(request, context: context) }
+        ])
     // An adapter that changes nothing: what an adapter's call costs, without a breaker's work.
     case "nothing": Interceptor(adapters: [Adapter.modifying { _, _ in }])
     case "logging": LoggingRetrier(wrapping: RetryPolicy(), sink: { _ in })
