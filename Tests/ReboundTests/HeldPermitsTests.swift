@@ -29,9 +29,13 @@ struct HeldPermitsTests {
         #expect(roles.takePermit(of: first, for: 1) == nil)
         #expect(!roles.holdsPermit(of: first, for: 2))
 
-        // Each breaker registered once, as an accountant and the request's gate.
+        // Each breaker registered once, as an accountant and the request's gate, in order.
         #expect(Array(roles.registrations).count == 2)
         #expect(roles.gates.count == 2)
+        let order = [ObjectIdentifier(first), ObjectIdentifier(second)]
+        #expect(roles.accountantsAndObservers.accountants.map { ObjectIdentifier($0) } == order)
+        #expect(roles.hedgeGates.map { ObjectIdentifier($0) } == order)
+        #expect(!roles.accountantsAndObservers.hasObservers)
     }
 
     @Test func registrationsReadInTheOrderTheyWereMadeTheFirstHeldInline() {
@@ -52,5 +56,28 @@ struct HeldPermitsTests {
         // A snapshot taken earlier does not change.
         #expect(Array(snapshot).count == 1)
         #expect(!snapshot.isEmpty)
+    }
+}
+
+/// The list that holds a request's registrations and accountants, its first element inline.
+@Suite("InlineList")
+struct InlineListTests {
+    @Test func readsItsElementsInOrderAndCopiesAreSnapshots() {
+        var list = InlineList<Int>.none
+        #expect(list.isEmpty)
+        #expect(Array(list).isEmpty)
+        #expect(!list.contains { _ in true })
+
+        list.append(1)
+        let one = list
+        list.append(2)
+        list.append(3)
+
+        #expect(Array(list) == [1, 2, 3])
+        #expect(list.contains { $0 == 3 })
+        #expect(list.contains { $0 == 1 })
+        #expect(!list.contains { $0 == 4 })
+        #expect(Array(one) == [1])
+        #expect(!list.isEmpty)
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Rebound
 import SideBySide
+import Synchronization
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -106,8 +107,9 @@ func profile(_ contender: String, count: Int) async throws {
 /// interleaved rounds of 256 requests; prints each one's median client CPU per request and its difference from the
 /// first, with the spread of the per-round differences: what a part of the chain costs end to end, to a microsecond.
 /// Besides `profile`'s contenders: `registry+policy`, `adapters+policy`, `copied` (a bare session sent a copy of a
-/// request that the caller keeps, with the headers set on the copy: what an adapter's first change costs) and `allocN`
-/// (a bare session, then N small objects that live until after the next request).
+/// request that the caller keeps, with the headers set on the copy: what an adapter's first change costs), `allocN`
+/// (a bare session, then N small objects that live until after the next request) and `handbreaker` (a bare session
+/// inside a breaker written by hand: a lock, a failure count and an open flag).
 func compare(_ contenders: [String], rounds: Int) async throws {
     let url = try ChildServer.url().appendingPathComponent("ok")
     let urlSession = URLSession(configuration: .default)
@@ -125,6 +127,16 @@ func compare(_ contenders: [String], rounds: Int) async throws {
                     // The last request's objects are freed here, after this request's awaits, on whichever thread.
                     withExtendedLifetime(kept) {}
                     kept = (0..<(Int(contender.dropFirst(5)) ?? 0)).map { Payload(value: $0) }
+                } else if contender == "handbreaker" {
+                    // A bare session inside a breaker written by hand: what any breaker's bookkeeping costs.
+                    try handBreaker.admit()
+                    do {
+                        _ = try await session.send(request)
+                        handBreaker.record(success: true)
+                    } catch {
+                        handBreaker.record(success: false)
+                        throw error
+                    }
                 } else if contender == "plain" {
                     _ = try await urlSession.data(for: request)
                 } else if contender == "copied" {
@@ -185,6 +197,28 @@ func micro(_ contender: String, count: Int) async throws {
     }.value
     print("\(contender): \(Int(sample.wallPerOperation)) ns/request")
 }
+
+/// The least a breaker does, written by hand as an app would: a lock, a count of consecutive failures, an open flag.
+final class HandBreaker: Sendable {
+    private let state = Mutex((failures: 0, open: false))
+
+    func admit() throws {
+        if state.withLock({ $0.open }) { throw BenchmarkError("hand-written breaker open") }
+    }
+
+    func record(success: Bool) {
+        state.withLock { state in
+            if success {
+                state.failures = 0
+            } else {
+                state.failures += 1
+                if state.failures >= 5 { state.open = true }
+            }
+        }
+    }
+}
+
+private let handBreaker = HandBreaker()
 
 /// A small heap object.
 final class Payload: Sendable {

@@ -61,7 +61,8 @@ final class RoleGroup: Sendable {
 /// One per request whose chain has adapters or retriers, made of one allocation (its ``Locked`` state); copies share
 /// it. The first registration is held inline and the others in one array (``Registrations``), so that the realistic
 /// chain's registration (its breaker's) allocates nothing, and reading them allocates nothing either: the readers
-/// iterate a snapshot. The permit of the attempt a breaker let through is held the same way (``HeldPermit``). A
+/// iterate a snapshot. The parts that settle their own attempts are also kept in a list of their own, which the
+/// session reads after every attempt without copying the registrations' entries. The permit of the attempt a breaker let through is held the same way (``HeldPermit``). A
 /// registration of a part the lists hold, or of one already registered, changes nothing and allocates nothing.
 ///
 /// Its lock is the innermost: a breaker holds its own lock while it has the request hold or give back a permit, and
@@ -75,48 +76,7 @@ struct RegisteredRoles: Sendable {
 
     /// Registrations in order, the first held inline: a request's first registration, usually its only one (a
     /// breaker's), allocates nothing. A copy is a snapshot, which registrations made later do not change.
-    struct Registrations: Sequence, Sendable {
-        private var first: Registration?
-        private var rest: [Registration] = []
-
-        /// No registration.
-        static var none: Registrations { Registrations() }
-
-        var isEmpty: Bool { first == nil }
-
-        fileprivate mutating func append(_ registration: Registration) {
-            if first == nil {
-                first = registration
-            } else if rest.isEmpty {
-                // An array of one, made as a literal is (appending to an empty array takes a slower, colder path).
-                rest = [registration]
-            } else {
-                rest.append(registration)
-            }
-        }
-
-        func makeIterator() -> Iterator { Iterator(registrations: self) }
-
-        /// Reads the first registration, then the rest in order.
-        struct Iterator: IteratorProtocol {
-            fileprivate let registrations: Registrations
-            private var index = -1
-
-            fileprivate init(registrations: Registrations) {
-                self.registrations = registrations
-            }
-
-            mutating func next() -> Registration? {
-                if index < 0 {
-                    index = 0
-                    return registrations.first
-                }
-                guard index < registrations.rest.count else { return nil }
-                defer { index += 1 }
-                return registrations.rest[index]
-            }
-        }
-    }
+    typealias Registrations = InlineList<Registration>
 
     /// A registered part in its role.
     enum Entry: Sendable {
@@ -149,8 +109,9 @@ struct RegisteredRoles: Sendable {
         var validatorCount = 0
         /// How many entries are observers: read after every attempt.
         var observerCount = 0
-        /// How many entries are accountants: read after every attempt.
-        var accountantCount = 0
+        /// The parts that settle their own attempts, in the order they registered: read after every attempt, without
+        /// copying the registrations' entries.
+        var accountants = InlineList<any AttemptAccountant>.none
         /// The request's backoff wait, made when a breaker grants a retry.
         var backoffWait: BackoffWait?
         /// The body of the failed attempt whose retry waits in `backoffWait`: the error a wait ended early carries it.
@@ -341,7 +302,7 @@ struct RegisteredRoles: Sendable {
         switch entry {
         case .validator: state.validatorCount += 1
         case .observer: state.observerCount += 1
-        case .accountant: state.accountantCount += 1
+        case .accountant(let part, _): state.accountants.append(part)
         default: break
         }
         return true
@@ -363,11 +324,11 @@ struct RegisteredRoles: Sendable {
     /// Whether any observer registered so far.
     var hasObservers: Bool { state.withLock { $0.observerCount > 0 } }
 
-    /// The registrations to look through for accountants (none when none registered; a snapshot, which
-    /// registrations made later do not change, and reading it allocates nothing) and ``hasObservers``, under one
-    /// lock: what the session reads after every attempt.
-    var accountantsAndObservers: (registrations: Registrations, hasObservers: Bool) {
-        state.withLock { ($0.accountantCount == 0 ? .none : $0.registrations, $0.observerCount > 0) }
+    /// The parts that settle their own attempts, in the order they registered (a snapshot, which registrations made
+    /// later do not change, and reading it allocates nothing) and ``hasObservers``, under one lock: what the session
+    /// reads after every attempt.
+    var accountantsAndObservers: (accountants: InlineList<any AttemptAccountant>, hasObservers: Bool) {
+        state.withLock { ($0.accountants, $0.observerCount > 0) }
     }
 
     /// The registrations to look through for validators: none when no validator registered (the common case, read on
@@ -389,11 +350,7 @@ struct RegisteredRoles: Sendable {
     /// breaker), in the order they registered, then the budgets.
     var hedgeGates: [any HedgeGate] {
         state.withLock { state in
-            var gates: [any HedgeGate] = []
-            for registration in state.registrations {
-                if case .accountant(let part, _) = registration.entry { gates.append(part) }
-            }
-            return gates + state.hedgeGates
+            state.accountants.map { $0 as any HedgeGate } + state.hedgeGates
         }
     }
 

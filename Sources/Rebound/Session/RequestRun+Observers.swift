@@ -17,13 +17,12 @@ extension RequestRun {
     @inline(never)
     mutating func settle(_ result: AttemptResult, decision: AttemptDecision) -> Bool {
         guard let roles = plan.registered else { return plan.listsObservers }
-        let (registrations, registeredObservers) = roles.accountantsAndObservers
-        if !registrations.isEmpty, let attempt = attempts.last {
+        let (accountants, registeredObservers) = roles.accountantsAndObservers
+        if !accountants.isEmpty, let attempt = attempts.last {
             // Built once, and only for a part that asks for it (a breaker with a `classify` of its own).
             var built: AttemptOutcome?
             let requestID = plan.requestID
-            for registration in registrations {
-                guard case .accountant(let part, _) = registration.entry else { continue }
+            for part in accountants {
                 part.settle(attempt, of: requestID, roles: roles) {
                     if let built { return built }
                     let outcome = outcome(of: attempt, data: result.data, decision: decision)
@@ -39,12 +38,10 @@ extension RequestRun {
     /// attempt: a part keeps something for a request only once it granted it a retry.)
     @inline(never)
     mutating func endAccounts() {
-        guard let registered = plan.registered?.accountantsAndObservers.registrations, !registered.isEmpty else {
+        guard let accountants = plan.registered?.accountantsAndObservers.accountants, !accountants.isEmpty else {
             return
         }
-        for registration in registered {
-            if case .accountant(let part, _) = registration.entry { part.requestEnded(plan.requestID) }
-        }
+        for part in accountants { part.requestEnded(plan.requestID) }
     }
 
     /// Tells the observers how the last recorded attempt ended.
