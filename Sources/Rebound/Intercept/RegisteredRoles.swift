@@ -201,10 +201,10 @@ struct RegisteredRoles: Sendable {
         let object = ObjectIdentifier(part)
         let key = Key(object: object, role: .accountant)
         // Registered already, the case of every attempt after the first: nothing more to check.
-        if state.registrations.contains(where: { $0.key == key }) { return }
+        if state.registrations.holds(key) { return }
         // Not a gate a second time: the lists hold it as one, or it registered as one (an `Interceptor`'s gates).
         let gate = Key(object: object, role: .gate)
-        let isGate = !state.chain.holdsGate(object) && !state.registrations.contains { $0.key == gate }
+        let isGate = !state.chain.holdsGate(object) && !state.registrations.holds(gate)
         add(.accountant(part, isGate: isGate), as: key, to: &state)
     }
 
@@ -296,7 +296,7 @@ struct RegisteredRoles: Sendable {
     /// did.
     @discardableResult
     private static func add(_ entry: @autoclosure () -> Entry, as key: Key?, to state: inout State) -> Bool {
-        if let key, state.registrations.contains(where: { $0.key == key }) { return false }
+        if let key, state.registrations.holds(key) { return false }
         let entry = entry()
         state.registrations.append(Registration(key: key, entry: entry))
         switch entry {
@@ -311,7 +311,7 @@ struct RegisteredRoles: Sendable {
     /// Whether `scope` registered as a scope: whether the part adapted the request.
     func holds(scope: some CredentialScope) -> Bool {
         let key = Key(object: ObjectIdentifier(scope), role: .scope)
-        return state.withLock { state in state.registrations.contains { $0.key == key } }
+        return state.withLock { state in state.registrations.holds(key) }
     }
 
     /// Every registration so far, in order: a snapshot, which registrations made later do not change.
@@ -387,4 +387,13 @@ struct RegisteredRoles: Sendable {
 
     /// The body kept by ``keepBodyIfWaiting(_:)``.
     var bodyBeforeBackoff: Data? { state.withLock { $0.bodyBeforeBackoff } }
+}
+
+extension InlineList where Element == RegisteredRoles.Registration {
+    /// Whether a registration has `key`, its keys read in place: no entry is copied (each copy of an entry, an enum
+    /// with existential payloads, goes through the runtime).
+    fileprivate func holds(_ key: RegisteredRoles.Key) -> Bool {
+        if first?.key == key { return true }
+        return count > 1 && rest.contains { $0.key == key }
+    }
 }

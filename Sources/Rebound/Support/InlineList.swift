@@ -2,15 +2,18 @@
 /// allocates nothing. A value: a copy is a snapshot, which elements appended later do not change.
 struct InlineList<Element: Sendable>: Sequence, Sendable {
     private(set) var first: Element?
-    private var rest: [Element] = []
+    private(set) var rest: [Element] = []
+    /// How many elements it holds: what `isEmpty` and `append` read, rather than asking the optional `first`.
+    private(set) var count = 0
 
     /// An empty list.
     static var none: InlineList { InlineList() }
 
-    var isEmpty: Bool { first == nil }
+    var isEmpty: Bool { count == 0 }
 
     mutating func append(_ element: Element) {
-        if first == nil {
+        count += 1
+        if count == 1 {
             first = element
         } else if rest.isEmpty {
             // An array of one, made as a literal is (appending to an empty array takes a slower, colder path).
@@ -22,6 +25,7 @@ struct InlineList<Element: Sendable>: Sequence, Sendable {
 
     /// Whether an element satisfies `predicate`, reading the elements in place.
     func contains(where predicate: (borrowing Element) -> Bool) -> Bool {
+        if count == 0 { return false }
         if let first, predicate(first) { return true }
         for index in rest.indices where predicate(rest[index]) { return true }
         return false
