@@ -11,7 +11,8 @@ import Foundation
 /// Requests whose key is `nil` go through untouched.
 ///
 /// The registry is a class whose table is behind a lock; every breaker it creates has the registry's configuration
-/// and clock. Share one instance between sessions to share the breakers.
+/// and clock. Share one instance between sessions to share the breakers. It keeps every breaker it creates for as long
+/// as it lives, so for requests to an open-ended set of hosts, give it a `key` that maps them to a bounded set.
 ///
 /// ```swift
 /// let breakers = CircuitBreakerRegistry()
