@@ -20,7 +20,9 @@ import Foundation
 /// **Placement and sharing.** Put it in a chain's adapters, after the parts that refuse requests (a throttle, a
 /// breaker): a refused request then takes no token. It registers through the request's context to hear how the
 /// attempts it let through end, so it keeps working inside any wrapper that forwards `adapt`. One limiter keeps every
-/// host's bucket behind one lock: share one instance between the sessions that talk to the same hosts.
+/// host's bucket behind one lock: share one instance between the sessions that talk to the same hosts. It keeps every
+/// host it has had a response from for as long as it lives, so for an open-ended set of hosts, give it a `key` that
+/// maps them to a bounded set.
 ///
 /// ```swift
 /// let pacing = AdaptiveRateLimiter()
