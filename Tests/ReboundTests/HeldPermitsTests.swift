@@ -80,4 +80,21 @@ struct InlineListTests {
         #expect(Array(one) == [1])
         #expect(!list.isEmpty)
     }
+
+    @Test func removesTheFirstMatchKeepingTheOthersInOrder() {
+        var list = InlineList<Int>.none
+        for value in [1, 2, 3, 2] { list.append(value) }
+
+        #expect(list.remove { $0 == 2 } == 2)
+        #expect(Array(list) == [1, 3, 2])
+        #expect(list.remove { $0 == 1 } == 1)
+        #expect(Array(list) == [3, 2])
+        #expect(list.remove { $0 == 9 } == nil)
+        #expect(list.remove { $0 == 3 } == 3)
+        #expect(list.remove { $0 == 2 } == 2)
+        #expect(list.isEmpty)
+        #expect(list.remove { _ in true } == nil)
+        list.append(4)
+        #expect(Array(list) == [4])
+    }
 }

@@ -62,8 +62,9 @@ final class RoleGroup: Sendable {
 /// it. The first registration is held inline and the others in one array (``Registrations``), so that the realistic
 /// chain's registration (its breaker's) allocates nothing, and reading them allocates nothing either: the readers
 /// iterate a snapshot. The parts that settle their own attempts are also kept in a list of their own, which the
-/// session reads after every attempt without copying the registrations' entries. The permit of the attempt a breaker let through is held the same way (``HeldPermit``). A
-/// registration of a part the lists hold, or of one already registered, changes nothing and allocates nothing.
+/// session reads after every attempt without copying the registrations' entries. The permit of the attempt a breaker
+/// let through is held the same way (``HeldPermit``). A registration of a part the lists hold, or of one already
+/// registered, changes nothing and allocates nothing.
 ///
 /// Its lock is the innermost: a breaker holds its own lock while it has the request hold or give back a permit, and
 /// nothing here calls out of this type under the lock.
@@ -98,6 +99,11 @@ struct RegisteredRoles: Sendable {
         let holder: ObjectIdentifier
         let attempt: Int
         let permit: CircuitBreakerMachine.Permit
+
+        /// Whether this is the permit `holder` gave `attempt`.
+        func isFor(_ holder: ObjectIdentifier, attempt: Int) -> Bool {
+            self.holder == holder && self.attempt == attempt
+        }
     }
 
     private struct State: Sendable {
@@ -120,10 +126,9 @@ struct RegisteredRoles: Sendable {
         var unshared: URLRequest?
         /// The gates asked before a hedge besides the accountants (a budget), each once, in the order they registered.
         var hedgeGates: [any HedgeGate] = []
-        /// The permit of the one attempt in flight through one breaker, the common case, held without an allocation.
-        var permit: HeldPermit?
-        /// The other permits held: a hedged round's attempts, or more than one breaker.
-        var morePermits: [HeldPermit] = []
+        /// The permits held, one per breaker and attempt in flight: usually one, held without an allocation (more for a
+        /// hedged round's attempts, or more than one breaker).
+        var permits = InlineList<HeldPermit>.none
     }
 
     /// A registered instance in one role.
@@ -186,13 +191,8 @@ struct RegisteredRoles: Sendable {
         let held = HeldPermit(holder: ObjectIdentifier(part), attempt: attempt, permit: permit)
         return state.withLock { state in
             Self.add(accountant: part, to: &state)
-            guard let first = state.permit else {
-                state.permit = held
-                return true
-            }
-            if first.holder == held.holder && first.attempt == attempt { return false }
-            if state.morePermits.contains(where: { $0.holder == held.holder && $0.attempt == attempt }) { return false }
-            state.morePermits.append(held)
+            if state.permits.contains(where: { $0.isFor(held.holder, attempt: attempt) }) { return false }
+            state.permits.append(held)
             return true
         }
     }
@@ -211,27 +211,13 @@ struct RegisteredRoles: Sendable {
     /// Whether `part` holds a permit for `attempt` of the request.
     func holdsPermit(of part: some AttemptAccountant, for attempt: Int) -> Bool {
         let holder = ObjectIdentifier(part)
-        return state.withLock { state in
-            if let first = state.permit, first.holder == holder, first.attempt == attempt { return true }
-            return state.morePermits.contains { $0.holder == holder && $0.attempt == attempt }
-        }
+        return state.withLock { state in state.permits.contains { $0.isFor(holder, attempt: attempt) } }
     }
 
     /// Takes the permit `part` gave `attempt` of the request, if it holds one: the attempt is settled.
     func takePermit(of part: some AttemptAccountant, for attempt: Int) -> CircuitBreakerMachine.Permit? {
         let holder = ObjectIdentifier(part)
-        return state.withLock { state in
-            if let first = state.permit, first.holder == holder, first.attempt == attempt {
-                // The next held permit, if any, takes the inline place.
-                state.permit = state.morePermits.isEmpty ? nil : state.morePermits.removeFirst()
-                return first.permit
-            }
-            guard let index = state.morePermits.firstIndex(where: { $0.holder == holder && $0.attempt == attempt })
-            else {
-                return nil
-            }
-            return state.morePermits.remove(at: index).permit
-        }
+        return state.withLock { state in state.permits.remove { $0.isFor(holder, attempt: attempt) }?.permit }
     }
 
     func add(scope: some CredentialScope) {

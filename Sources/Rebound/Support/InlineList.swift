@@ -31,6 +31,20 @@ struct InlineList<Element: Sendable>: Sequence, Sendable {
         return false
     }
 
+    /// Removes and returns the first element that satisfies `predicate`, keeping the others in order; `nil` if none
+    /// does.
+    mutating func remove(where predicate: (borrowing Element) -> Bool) -> Element? {
+        guard let first else { return nil }
+        if predicate(first) {
+            count -= 1
+            self.first = rest.isEmpty ? nil : rest.removeFirst()
+            return first
+        }
+        guard let index = rest.firstIndex(where: { predicate($0) }) else { return nil }
+        count -= 1
+        return rest.remove(at: index)
+    }
+
     func makeIterator() -> Iterator { Iterator(list: self) }
 
     /// Reads the first element, then the rest in order.
