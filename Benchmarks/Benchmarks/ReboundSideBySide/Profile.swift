@@ -109,10 +109,12 @@ func profile(_ contender: String, count: Int) async throws {
 /// Besides `profile`'s contenders: `registry+policy`, `adapters+policy`, `copied` (a bare session sent a copy of a
 /// request that the caller keeps, with the headers set on the copy: what an adapter's first change costs), `allocN`
 /// (a bare session, then N small objects that live until after the next request) and `handbreaker` (a bare session
-/// inside a breaker written by hand: a lock, a failure count and an open flag).
+/// inside a breaker written by hand: a lock, a failure count and an open flag), `plain2` (plain URLSession on a second
+/// `URLSession`: an A/A check) and `transport` (the sessions' shared transport called directly).
 func compare(_ contenders: [String], rounds: Int) async throws {
     let url = try ChildServer.url().appendingPathComponent("ok")
     let urlSession = URLSession(configuration: .default)
+    let otherURLSession = URLSession(configuration: .default)
     let transport = URLSessionTransport()
     let runs: [Contender] = contenders.map { contender in
         let session = Session(transport: transport, interceptor: interceptor(named: contender))
@@ -139,6 +141,12 @@ func compare(_ contenders: [String], rounds: Int) async throws {
                     }
                 } else if contender == "plain" {
                     _ = try await urlSession.data(for: request)
+                } else if contender == "plain2" {
+                    // Plain URLSession on a session of its own: what two URLSession instances differ by (A/A).
+                    _ = try await otherURLSession.data(for: request)
+                } else if contender == "transport" {
+                    // The sessions' shared transport called directly: the transport's cost without a session's.
+                    _ = try await transport.send(request)
                 } else if contender == "copied" {
                     // The headers set on a copy of a request kept alive: what an adapter's first change costs.
                     var copy = request
