@@ -113,6 +113,8 @@ struct NarratedAttempts: AttemptObserver {
             case .retry(let delay): "retry in \(delay)"
             case .failed: "not retried"
             case .succeeded, .cancelled: "\(outcome.decision)"
+            // AttemptDecision may gain cases in a minor release (Docs/APIStability.md).
+            @unknown default: "\(outcome.decision)"
             }
         narrator.say("attempt \(outcome.attempt.number) failed: \(failure) → \(decision)")
     }
