@@ -108,7 +108,8 @@ func profile(_ contender: String, count: Int) async throws {
 /// first, with the spread of the per-round differences: what a part of the chain costs end to end, to a microsecond.
 /// Besides `profile`'s contenders: `registry+policy`, `adapters+policy`, `copied` (a bare session sent a copy of a
 /// request that the caller keeps, with the headers set on the copy: what an adapter's first change costs), `allocN`
-/// (a bare session, then N small objects that live until after the next request) and `handbreaker` (a bare session
+/// (a bare session, then N small objects that live until after the next request), `retainN` (a bare session, then N
+/// retains and releases of one object all requests share) and `handbreaker` (a bare session
 /// inside a breaker written by hand: a lock, a failure count and an open flag), `plain2` (plain URLSession on a second
 /// `URLSession`: an A/A check) and `transport` (the sessions' shared transport called directly).
 func compare(_ contenders: [String], rounds: Int) async throws {
@@ -129,6 +130,15 @@ func compare(_ contenders: [String], rounds: Int) async throws {
                     // The last request's objects are freed here, after this request's awaits, on whichever thread.
                     withExtendedLifetime(kept) {}
                     kept = (0..<(Int(contender.dropFirst(5)) ?? 0)).map { Payload(value: $0) }
+                } else if contender.hasPrefix("retain") {
+                    // A bare session, then N retains and releases of one object every request shares: what the
+                    // reference counting of a shared object (a session, a breaker) costs when threads take turns.
+                    _ = try await session.send(request)
+                    let shared = Unmanaged.passUnretained(sharedObject)
+                    for _ in 0..<(Int(contender.dropFirst(6)) ?? 0) {
+                        _ = shared.retain()
+                        shared.release()
+                    }
                 } else if contender == "handbreaker" {
                     // A bare session inside a breaker written by hand: what any breaker's bookkeeping costs.
                     try handBreaker.admit()
@@ -227,6 +237,9 @@ final class HandBreaker: Sendable {
 }
 
 private let handBreaker = HandBreaker()
+
+/// The object every `retainN` request retains and releases.
+private let sharedObject = Payload(value: 0)
 
 /// A small heap object.
 final class Payload: Sendable {
