@@ -44,6 +44,8 @@ public final class LoopbackServer: Sendable {
         public var fault: Fault?
 
         /// Ways a reply misbehaves.
+        ///
+        /// A minor release may add a case: switch over it with `@unknown default` (Rebound's `Docs/APIStability.md`).
         public enum Fault: Sendable, Equatable {
             /// Never answers: the connection stays open, silent, until the server stops.
             case stallBeforeHeaders

@@ -1,6 +1,8 @@
 import Foundation
 
 /// Why an ``AuthenticationInterceptor`` could not authenticate a request.
+///
+/// A minor release may add a case: switch over it with `@unknown default` (<doc:APIStabilityGuide>).
 public enum AuthenticationError: NonRetryableError, Sendable, Equatable, CustomStringConvertible {
     /// The interceptor has no credential to apply.
     case missingCredential

@@ -6,6 +6,8 @@ import Foundation
 
 extension CircuitBreaker {
     /// When a closed breaker opens.
+    ///
+    /// A minor release may add a case: switch over it with `@unknown default` (<doc:APIStabilityGuide>).
     public enum TripCondition: Sendable, Equatable {
         /// After this many failures in a row; a success starts the count again.
         case consecutiveFailures(Int)
@@ -15,6 +17,8 @@ extension CircuitBreaker {
     }
 
     /// The calls a failure rate is measured over.
+    ///
+    /// A minor release may add a case: switch over it with `@unknown default` (<doc:APIStabilityGuide>).
     public enum Window: Sendable, Equatable {
         /// The last `n` calls.
         case count(Int)

@@ -44,6 +44,8 @@ import Foundation
 /// ```
 public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
     /// Where a breaker is in its cycle.
+    ///
+    /// A minor release may add a case: switch over it with `@unknown default` (<doc:APIStabilityGuide>).
     public enum State: String, Sendable, Hashable, CustomStringConvertible {
         /// Requests go through and outcomes are counted.
         case closed

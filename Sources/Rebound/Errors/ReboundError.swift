@@ -20,6 +20,8 @@ import Foundation
 /// ```
 public struct ReboundError: Error, Sendable {
     /// Why a request or one of its attempts failed.
+    ///
+    /// A minor release may add a case: switch over it with `@unknown default` (<doc:APIStabilityGuide>).
     public enum Reason: Sendable {
         /// An adapter threw `error`; the request was not sent in that attempt.
         case adaptationFailed(error: any Error)

@@ -4,6 +4,8 @@
 /// request's end, never ``retry(after:)``); ``LoggingRetrier`` puts it in every ``RetryLogEvent``. The error a failed
 /// request ends with is beside it, in ``AttemptOutcome/error`` and ``RequestOutcome/error``. A retrier's own answer is
 /// a ``RetryResult``: the decision is what the whole chain, the deadline and the gates made of the answers.
+///
+/// A minor release may add a case: switch over it with `@unknown default` (<doc:APIStabilityGuide>).
 public enum AttemptDecision: Sendable, Hashable, CustomStringConvertible {
     /// The attempt passed validation; the caller gets its response.
     case succeeded

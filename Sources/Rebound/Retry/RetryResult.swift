@@ -5,6 +5,8 @@ import Foundation
 #endif
 
 /// A retrier's answer after a failed attempt.
+///
+/// A minor release may add a case: switch over it with `@unknown default` (<doc:APIStabilityGuide>).
 public enum RetryResult: Sendable {
     /// Retry at once.
     case retry

@@ -1,5 +1,7 @@
 /// How many attempts a ``ConcurrencyLimiter`` lets be in flight to one host: a fixed number, or one that adapts to the
 /// host's latency and failures, as Netflix's concurrency-limits library does.
+///
+/// A minor release may add a case: switch over it with `@unknown default` (<doc:APIStabilityGuide>).
 public enum ConcurrencyLimit: Sendable, Equatable {
     /// Always the same number, at least 1.
     case fixed(Int)

@@ -376,6 +376,8 @@ extension ConcurrencyLimiter: AttemptAccountant {
 /// or it waited in the queue longer than the queue timeout.
 public struct ConcurrencyLimitExceeded: NonRetryableError, Sendable, Equatable, CustomStringConvertible {
     /// Which limit the attempt hit.
+    ///
+    /// A minor release may add a case: switch over it with `@unknown default` (<doc:APIStabilityGuide>).
     public enum LimitHit: String, Sendable, Equatable {
         /// Every place was taken and the limiter has no queue.
         case inFlight

@@ -9,6 +9,8 @@ import Rebound
 
 /// How a request body that can be read only once (`IterationBehavior.single`: an upload streamed from a file or an
 /// async sequence) is treated when the request would need it again, for a retry or a 307/308 redirect.
+///
+/// A minor release may add a case: switch over it with `@unknown default` (Rebound's `Docs/APIStability.md`).
 public enum SingleBodies: Sendable, Equatable {
     /// Sent once and never again: a failure that would need it resent ends the request with
     /// `StreamBodyNotReplayable` beside the attempt's own failure (a `ReboundError` whose reason is
