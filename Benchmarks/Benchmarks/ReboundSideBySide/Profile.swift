@@ -109,9 +109,9 @@ func profile(_ contender: String, count: Int) async throws {
 /// Besides `profile`'s contenders: `registry+policy`, `adapters+policy`, `copied` (a bare session sent a copy of a
 /// request that the caller keeps, with the headers set on the copy: what an adapter's first change costs), `allocN`
 /// (a bare session, then N small objects that live until after the next request), `retainN` (a bare session, then N
-/// retains and releases of one object all requests share) and `handbreaker` (a bare session
-/// inside a breaker written by hand: a lock, a failure count and an open flag), `plain2` (plain URLSession on a second
-/// `URLSession`: an A/A check) and `transport` (the sessions' shared transport called directly).
+/// retains and releases of one object all requests share), `handbreaker` (a bare session inside a breaker written by
+/// hand: a lock, a failure count and an open flag), `plain2` (plain URLSession on a second `URLSession`: an A/A check)
+/// and `transport` (the sessions' shared transport called directly).
 func compare(_ contenders: [String], rounds: Int) async throws {
     let url = try ChildServer.url().appendingPathComponent("ok")
     let urlSession = URLSession(configuration: .default)
