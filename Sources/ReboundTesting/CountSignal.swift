@@ -18,7 +18,7 @@ final class CountSignal: Sendable {
     func set(_ count: Int) {
         state.withLock { state in
             state.count = count
-            state.waiters.resume { $0 <= count }
+            state.waiters.resume(through: count)
         }
     }
 
@@ -27,7 +27,7 @@ final class CountSignal: Sendable {
         state.withLock { state in
             state.count += 1
             let count = state.count
-            state.waiters.resume { $0 <= count }
+            state.waiters.resume(through: count)
         }
     }
 

@@ -51,7 +51,7 @@ public final class ManualClock: Clock, Sendable {
 
     /// The earliest deadline of the sleeps waiting for time to reach them; `nil` when none waits. A simulation
     /// advances to it to run its events one instant at a time.
-    public var nextDeadline: TestInstant? { state.withLock { $0.sleepers.keys.min() } }
+    public var nextDeadline: TestInstant? { state.withLock { $0.sleepers.smallestKey } }
 
     /// Suspends until the clock is advanced to `deadline`; returns at once if it is already there.
     ///
@@ -71,7 +71,8 @@ public final class ManualClock: Clock, Sendable {
             didChange: { [pendingSignal] in pendingSignal.set($0.sleepers.count) })
     }
 
-    /// Moves time forward by `duration` and ends every sleep whose deadline it reaches, earliest first.
+    /// Moves time forward by `duration` and ends every sleep whose deadline it reaches, earliest first (sleeps with the
+    /// same deadline in the order they began).
     public func advance(by duration: Duration = .zero) {
         state.withLock { state in
             Self.move(&state, to: state.now.advanced(by: duration))
@@ -79,7 +80,8 @@ public final class ManualClock: Clock, Sendable {
         }
     }
 
-    /// Moves time forward to `instant` (never back) and ends every sleep whose deadline it reaches, earliest first.
+    /// Moves time forward to `instant` (never back) and ends every sleep whose deadline it reaches, earliest first
+    /// (sleeps with the same deadline in the order they began).
     public func advance(to instant: TestInstant) {
         state.withLock { state in
             Self.move(&state, to: max(instant, state.now))
@@ -103,6 +105,6 @@ public final class ManualClock: Clock, Sendable {
 
     private static func move(_ state: inout State, to instant: TestInstant) {
         state.now = instant
-        state.sleepers.resume(where: { $0 <= instant }, orderedBy: <)
+        state.sleepers.resume(through: instant)
     }
 }

@@ -3,9 +3,16 @@ import Rebound
 /// Tasks suspended until their owner resumes them, each filed under a key (a threshold, a deadline), with the
 /// bookkeeping that lets a cancellation arrive before the suspension is registered.
 ///
+/// Kept in key order (and, for equal keys, in the order their suspensions began), so that the earliest key, and the
+/// suspensions a key up to some limit, are found without reading the others: a simulation with thousands of sleepers
+/// advances its clock in time proportional to the sleeps it ends.
+///
 /// Lives inside an owner's `Locked` state; `suspend(in:at:key:isReady:didChange:)` does the suspending.
-struct Suspensions<Key: Sendable>: Sendable {
+struct Suspensions<Key: Comparable & Sendable>: Sendable {
+    /// The registered suspensions, ascending by key, then by id.
     private var entries: [(id: Int, key: Key, continuation: CheckedContinuation<Void, any Error>)] = []
+    /// The key of each registered suspension, by id, to find it when its task is cancelled.
+    private var keys: [Int: Key] = [:]
     private var nextID = 0
     /// Suspensions that have an id but are not registered yet.
     private var unregistered: Set<Int> = []
@@ -15,8 +22,8 @@ struct Suspensions<Key: Sendable>: Sendable {
     /// How many tasks are suspended.
     var count: Int { entries.count }
 
-    /// The keys of the waiting suspensions.
-    var keys: [Key] { entries.map(\.key) }
+    /// The smallest key of the waiting suspensions; `nil` when none waits.
+    var smallestKey: Key? { entries.first?.key }
 
     fileprivate mutating func reserveID() -> Int {
         nextID += 1
@@ -35,7 +42,8 @@ struct Suspensions<Key: Sendable>: Sendable {
         } else if ready {
             continuation.resume()
         } else {
-            entries.append((id, key, continuation))
+            entries.insert((id, key, continuation), at: index(before: (key, id)))
+            keys[id] = key
             return true
         }
         return false
@@ -43,21 +51,41 @@ struct Suspensions<Key: Sendable>: Sendable {
 
     /// Resumes a registered suspension with `CancellationError`, or makes its registration fail at once.
     fileprivate mutating func cancel(_ id: Int) {
-        if let index = entries.firstIndex(where: { $0.id == id }) {
+        if let key = keys.removeValue(forKey: id) {
+            let index = index(before: (key, id))
             entries.remove(at: index).continuation.resume(throwing: CancellationError())
         } else if unregistered.contains(id) {
             cancelled.insert(id)
         }
     }
 
-    /// Resumes every suspension whose key satisfies `isDue`, in the order `areInOrder` gives.
-    mutating func resume(where isDue: (Key) -> Bool, orderedBy areInOrder: ((Key, Key) -> Bool)? = nil) {
-        guard !entries.isEmpty else { return }
-        var due = entries.filter { isDue($0.key) }
-        guard !due.isEmpty else { return }
-        entries.removeAll { isDue($0.key) }
-        if let areInOrder { due.sort { areInOrder($0.key, $1.key) } }
-        for entry in due { entry.continuation.resume() }
+    /// Resumes every suspension whose key is at most `limit`, in key order (for equal keys, the earliest first).
+    mutating func resume(through limit: Key) {
+        var end = 0
+        while end < entries.count, entries[end].key <= limit { end += 1 }
+        guard end > 0 else { return }
+        let due = Array(entries[..<end])
+        entries.removeSubrange(..<end)
+        for entry in due {
+            keys[entry.id] = nil
+            entry.continuation.resume()
+        }
+    }
+
+    /// The position of the first registered suspension that does not come before `(key, id)`, found by bisection.
+    private func index(before position: (key: Key, id: Int)) -> Int {
+        var low = 0
+        var high = entries.count
+        while low < high {
+            let middle = (low + high) / 2
+            let entry = entries[middle]
+            if entry.key < position.key || (entry.key == position.key && entry.id < position.id) {
+                low = middle + 1
+            } else {
+                high = middle
+            }
+        }
+        return low
     }
 }
 

@@ -1,3 +1,4 @@
+import Rebound
 import ReboundTesting
 import Testing
 
@@ -103,6 +104,56 @@ struct ManualClockTests {
         }
 
         #expect(clock.sleeps.count == 100)
+    }
+
+    /// Sleeps end earliest deadline first, and sleeps with the same deadline in the order they began, whatever the
+    /// order they were asked in (a simulation's serial executor runs the woken tasks in the order they were woken).
+    @available(macOS 15.0, iOS 18.0, macCatalyst 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *)
+    @Test func sleepsEndInDeadlineOrderThenInTheOrderTheyBegan() async throws {
+        let simulation = Simulation()
+        let woken = await simulation.run {
+            let clock = ManualClock()
+            let woken = Locked<[String]>([])
+            for (label, seconds) in [("c", 3), ("a1", 1), ("b", 2), ("a2", 1), ("d", 4), ("a3", 1)] {
+                Task(executorPreference: simulation.executor) {
+                    try await clock.sleep(for: .seconds(seconds))
+                    woken.withLock { $0.append(label) }
+                }
+                await simulation.settle()
+            }
+            clock.advance(to: TestInstant(offset: .seconds(3)))
+            await simulation.settle()
+            #expect(clock.pendingSleepCount == 1)
+            #expect(clock.nextDeadline == TestInstant(offset: .seconds(4)))
+            clock.advance(by: .seconds(1))
+            await simulation.settle()
+            return woken.withLock { $0 }
+        }
+
+        #expect(woken == ["a1", "a2", "a3", "b", "c", "d"])
+    }
+
+    @Test func cancellingOneOfManySleepsLeavesTheOthersInOrder() async throws {
+        let clock = ManualClock()
+        let tasks = (1...5).map { seconds in Task { try await clock.sleep(for: .seconds(seconds)) } }
+        try await clock.waitForSleepers(5)
+        #expect(clock.nextDeadline == TestInstant(offset: .seconds(1)))
+
+        tasks[2].cancel()
+        await #expect(throws: CancellationError.self) { try await tasks[2].value }
+        tasks[0].cancel()
+        await #expect(throws: CancellationError.self) { try await tasks[0].value }
+
+        #expect(clock.pendingSleepCount == 3)
+        #expect(clock.nextDeadline == TestInstant(offset: .seconds(2)))
+        clock.advance(to: TestInstant(offset: .seconds(3)))
+        try await tasks[1].value
+        #expect(clock.nextDeadline == TestInstant(offset: .seconds(4)))
+        clock.advance(by: .seconds(2))
+        try await tasks[3].value
+        try await tasks[4].value
+        #expect(clock.nextDeadline == nil)
+        #expect(clock.pendingSleepCount == 0)
     }
 }
 
