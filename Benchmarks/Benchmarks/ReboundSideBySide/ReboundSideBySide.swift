@@ -261,7 +261,7 @@ let benchmarks: @Sendable () -> Void = {
     // 7. Memory over a long run: 10,000 requests of warm-up, then 1,000 per iteration; the heap each keeps for good
     // (memoryLeakedBytes, per request) and the resident memory's growth over the first measured iteration's, in
     // thousandths (the target: at most 100 after 100,000 requests, that is p100).
-    let soakIterations = settings.quick ? 10 : 90
+    let soakIterations = settings.quick ? 3 : 90
     for name in soakNames {
         let growth = BenchmarkMetric.custom(
             "resident_growth_permille", polarity: .prefersSmaller, useScalingFactor: false)
@@ -269,7 +269,7 @@ let benchmarks: @Sendable () -> Void = {
         Benchmark(
             name,
             configuration: .init(
-                metrics: [.memoryLeakedBytes, growth], warmupIterations: settings.quick ? 3 : 10, scalingFactor: .kilo,
+                metrics: [.memoryLeakedBytes, growth], warmupIterations: settings.quick ? 1 : 10, scalingFactor: .kilo,
                 maxIterations: soakIterations)
         ) { benchmark in
             let iteration = state.nextIteration()
