@@ -40,7 +40,7 @@ struct Report {
             gives the same numbers, to the last digit, on every machine.
 
             ```sh
-            swift run --package-path Examples -c release StormSimulator                   # this page's tables, about 20 s
+            swift run --package-path Examples -c release StormSimulator                   # this page's tables, under 10 s
             swift run --package-path Examples -c release StormSimulator --clients 100000  # as many clients as you like
             ```
 
