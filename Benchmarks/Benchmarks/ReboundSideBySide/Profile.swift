@@ -109,7 +109,8 @@ func profile(_ contender: String, count: Int) async throws {
 /// Besides `profile`'s contenders: `registry+policy`, `adapters+policy`, `copied` (a bare session sent a copy of a
 /// request that the caller keeps, with the headers set on the copy: what an adapter's first change costs), `allocN`
 /// (a bare session, then N small objects that live until after the next request), `retainN` (a bare session, then N
-/// retains and releases of one object all requests share), `handbreaker` (a bare session inside a breaker written by
+/// retains and releases of one object all requests share), `touchN` (a bare session holding N KiB of its own across
+/// the request, written before and read after), `handbreaker` (a bare session inside a breaker written by
 /// hand: a lock, a failure count and an open flag), `plain2` (plain URLSession on a second `URLSession`: an A/A check)
 /// and `transport` (the sessions' shared transport called directly).
 func compare(_ contenders: [String], rounds: Int) async throws {
@@ -139,6 +140,12 @@ func compare(_ contenders: [String], rounds: Int) async throws {
                         _ = shared.retain()
                         shared.release()
                     }
+                } else if contender.hasPrefix("touch") {
+                    // A bare session that holds N KiB of its own across the request, written before it and read after:
+                    // what a request's memory costs when many are in flight and their data takes turns in the caches.
+                    let buffer = [UInt8](repeating: 1, count: (Int(contender.dropFirst(5)) ?? 0) * 1_024)
+                    _ = try await session.send(request)
+                    if buffer.reduce(0, { $0 &+ Int($1) }) == -1 { print("unreachable") }
                 } else if contender == "handbreaker" {
                     // A bare session inside a breaker written by hand: what any breaker's bookkeeping costs.
                     try handBreaker.admit()
