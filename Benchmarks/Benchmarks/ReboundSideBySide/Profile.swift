@@ -111,8 +111,9 @@ func profile(_ contender: String, count: Int) async throws {
 /// (a bare session, then N small objects that live until after the next request), `retainN` (a bare session, then N
 /// retains and releases of one object all requests share), `touchN` (a bare session holding N KiB of its own across
 /// the request, written before and read after), `handbreaker` (a bare session inside a breaker written by
-/// hand: a lock, a failure count and an open flag), `plain2` (plain URLSession on a second `URLSession`: an A/A check)
-/// and `transport` (the sessions' shared transport called directly).
+/// hand: a lock, a failure count and an open flag), `plain2` (plain URLSession on a second `URLSession`: an A/A check),
+/// `plainsame` (plain URLSession on `plain`'s own `URLSession`: the A/A check with one connection pool) and
+/// `transport` (the sessions' shared transport called directly).
 func compare(_ contenders: [String], rounds: Int) async throws {
     let url = try ChildServer.url().appendingPathComponent("ok")
     let urlSession = URLSession(configuration: .default)
@@ -157,6 +158,10 @@ func compare(_ contenders: [String], rounds: Int) async throws {
                         throw error
                     }
                 } else if contender == "plain" {
+                    _ = try await urlSession.data(for: request)
+                } else if contender == "plainsame" {
+                    // Plain URLSession on `plain`'s own session, under another name: the A/A check with one
+                    // connection pool, beside `plain2`'s two.
                     _ = try await urlSession.data(for: request)
                 } else if contender == "plain2" {
                     // Plain URLSession on a session of its own: what two URLSession instances differ by (A/A).
