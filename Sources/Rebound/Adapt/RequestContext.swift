@@ -17,7 +17,8 @@ import Foundation
 /// context it was given, or a copy made with ``with(label:)``: a breaker handed a context that cannot register lets
 /// the attempt through uncounted.
 public struct RequestContext: Sendable {
-    /// An identifier shared by every attempt of one request, and different between requests.
+    /// An identifier shared by every attempt of one request, and different between requests: a version-4-format UUID
+    /// that, like a random one, cannot be computed from the identifiers made before it.
     public let requestID: UUID
     /// The attempt's number, starting at 1.
     public let attempt: Int
