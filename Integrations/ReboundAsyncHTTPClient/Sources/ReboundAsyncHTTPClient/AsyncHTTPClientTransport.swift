@@ -19,7 +19,9 @@ import Rebound
 /// shutdown), created with ``configuration()`` or at least `redirectConfiguration: .disallow`; or take the default,
 /// one process-wide client made for Rebound, which needs no shutdown (as `HTTPClient.shared`). The session follows redirects itself, with its rules
 /// (credentials dropped across origins, an authenticator's hosts per hop, the hop cap): a client that followed one
-/// itself makes the attempt fail with ``RedirectFollowedByClient`` rather than bypass them.
+/// itself makes the attempt fail with ``RedirectFollowedByClient`` rather than bypass them. That comes after the fact
+/// (a client's redirect setting cannot be read): the hop was sent with AsyncHTTPClient's own rules, which drop
+/// `Authorization`, `Cookie` and `Proxy-Authorization` across origins but no credential in a header of another name.
 ///
 /// **Requests.** The method, the header fields and the body are mapped: `httpBody` is sent as bytes with its length,
 /// `httpBodyStream` is streamed in chunks as it is read, never collected whole. `timeoutInterval` (60 s unless set)
