@@ -10,8 +10,8 @@ import Foundation
 /// The key is the request's ``RequestContext/requestID`` (a version-4-format UUID), so it needs no state; like a
 /// random UUID, it cannot be guessed from the keys and ids the process sent before, so a server that does not scope
 /// keys per client cannot be made to answer one client's retry with another's response. A request that already has
-/// the header keeps its own. Only requests whose method is in ``methods`` (POST and PATCH by
-/// default) get one. With the header present, ``RetryPolicy`` retries a POST as it would a GET.
+/// the header keeps its own. Only requests whose method is in ``methods`` (POST and PATCH by default) get one. With
+/// the header present, ``RetryPolicy`` retries a POST as it would a GET.
 ///
 /// ```swift
 /// let session = Session(adapters: [IdempotencyKeyAdapter()], retriers: [RetryPolicy()])
