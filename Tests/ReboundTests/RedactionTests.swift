@@ -12,6 +12,11 @@ struct RedactionTests {
         ("Authorization", true), ("proxy-authorization", true), ("COOKIE", true), ("Set-Cookie", true),
         ("X-API-Key", true), ("X-Goog-Api-Key", true), ("X-Auth-Token", true), ("X-Refresh-Token", true),
         ("Client-Secret", true), ("Accept", false), ("Content-Type", false), ("X-Request-Id", false),
+        // Credentials in headers named otherwise: Azure API Management, Cloudflare's legacy key, sessions, keys.
+        ("Ocp-Apim-Subscription-Key", true), ("X-Auth-Key", true), ("X-Session-Id", true), ("X-Amz-Access-Key", true),
+        ("X-Private-Key", true), ("X-Client-Credentials", true), ("X-Passwd", true),
+        // Keys that are not secrets, and a challenge worth reading in a log.
+        ("Idempotency-Key", false), ("Sec-WebSocket-Key", false), ("WWW-Authenticate", false),
     ])
     func hidesSecretHeaders(name: String, secret: Bool) {
         #expect(Redaction.default.isSecret(header: name) == secret)

@@ -12,9 +12,12 @@ public struct Redaction: Sendable {
     public static let defaultHeaderNames: Set<String> = [
         "authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key", "x-auth-token",
     ]
-    /// The default ``headerNameFragments``: `api-key`, `apikey`, `api_key`, `token`, `secret`, `password`.
+    /// The default ``headerNameFragments``: `api-key`, `apikey`, `api_key`, `token`, `secret`, `password`,
+    /// `passwd`, `credential`, `session`, `x-auth`, `access-key`, `access_key`, `accesskey`, `private-key`,
+    /// `private_key`, `privatekey`, `subscription-key` (Azure API Management's key, say, or Cloudflare's `X-Auth-Key`).
     public static let defaultHeaderNameFragments: [String] = [
-        "api-key", "apikey", "api_key", "token", "secret", "password",
+        "api-key", "apikey", "api_key", "token", "secret", "password", "passwd", "credential", "session", "x-auth",
+        "access-key", "access_key", "accesskey", "private-key", "private_key", "privatekey", "subscription-key",
     ]
     /// The default ``queryItemNames``: `token`, `access_token`, `refresh_token`, `id_token`, `api_key`, `apikey`,
     /// `key`, `password`, `secret`, `client_secret`, `signature`, `sig`.
