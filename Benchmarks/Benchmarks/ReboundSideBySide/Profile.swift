@@ -157,10 +157,8 @@ func compare(_ contenders: [String], rounds: Int) async throws {
                         handBreaker.record(success: false)
                         throw error
                     }
-                } else if contender == "plain" {
-                    _ = try await urlSession.data(for: request)
-                } else if contender == "plainsame" {
-                    // Plain URLSession on `plain`'s own session, under another name: the A/A check with one
+                } else if contender == "plain" || contender == "plainsame" {
+                    // `plainsame` is `plain` under another name, on the same session: the A/A check with one
                     // connection pool, beside `plain2`'s two.
                     _ = try await urlSession.data(for: request)
                 } else if contender == "plain2" {
