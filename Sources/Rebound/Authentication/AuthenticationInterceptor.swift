@@ -54,6 +54,9 @@ public final class AuthenticationInterceptor<A: Authenticator>: RequestIntercept
         var nextWaiter = 0
         var refreshTimes: [Duration] = []
         var refreshCount = 0
+        /// Calls to the authenticator's refresh whose result was not yet handled, a timed-out one's late result
+        /// included.
+        var refreshCalls = 0
     }
 
     /// The authenticator that applies, refreshes and checks the credential.
@@ -126,6 +129,12 @@ public final class AuthenticationInterceptor<A: Authenticator>: RequestIntercept
     /// How many requests wait for a refresh, and whether one is running; for tests that check nothing is kept.
     package var pendingRefresh: (waiters: Int, refreshing: Bool) {
         state.withLock { ($0.waiters.count, $0.refreshing) }
+    }
+
+    /// How many calls to the authenticator's refresh have not yet had their result handled (a refresh that timed
+    /// out counts until its late result is dropped); for tests that wait for that result.
+    package var unfinishedRefreshCalls: Int {
+        state.withLock { $0.refreshCalls }
     }
 
     /// Applies the credential to a request for one of its hosts, refreshing it first if it requires a refresh.
@@ -237,6 +246,7 @@ public final class AuthenticationInterceptor<A: Authenticator>: RequestIntercept
             self.end(refresh, with: .failure(AuthenticationError.refreshTimedOut(after: limit)))
         }
         state.withLock { state in
+            state.refreshCalls += 1
             if state.refresh == refresh, state.refreshing { state.timer = timer } else { timer.cancel() }
         }
         Spawn.task { [self] in
@@ -251,6 +261,7 @@ public final class AuthenticationInterceptor<A: Authenticator>: RequestIntercept
                 result = .failure(error)
             }
             end(refresh, with: result)
+            state.withLock { $0.refreshCalls -= 1 }
         }
     }
 
