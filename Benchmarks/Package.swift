@@ -19,7 +19,20 @@ let package = Package(
     targets: [
         .target(
             name: "SideBySide",
-            dependencies: [.product(name: "ReboundTesting", package: "Rebound")]
+            dependencies: [
+                .product(name: "Rebound", package: "Rebound"),
+                .product(name: "ReboundTesting", package: "Rebound"),
+            ]
+        ),
+        // `python3 Benchmarks/instructions`: instructions and simulated cache misses per request under Valgrind's
+        // cachegrind, which are nearly deterministic where timings are not (Docs/Performance.md). Not a benchmark of
+        // ordo-one's: Valgrind cannot run its harness.
+        .executableTarget(
+            name: "ReboundInstructions",
+            dependencies: [
+                "SideBySide",
+                .product(name: "Rebound", package: "Rebound"),
+            ]
         ),
         // `swift package --package-path Benchmarks benchmark --target ReboundAllocations`: allocations and memory per
         // request, which are deterministic; `… benchmark thresholds check --target ReboundAllocations` (in CI) fails

@@ -6,25 +6,6 @@ import SideBySide
     import FoundationNetworking
 #endif
 
-/// The five headers a realistic chain adds; plain URLSession sets the same ones, so only the framework differs.
-let realisticHeaders = [
-    ("Accept", "application/json"), ("User-Agent", "Benchmarks/1.0"), ("X-Client-Version", "42"),
-    ("X-Request-Source", "benchmark"), ("Accept-Language", "en"),
-]
-
-/// A request to `url` with the five realistic headers set directly, as plain URLSession users do.
-func requestWithRealisticHeaders(to url: URL) -> URLRequest {
-    var request = URLRequest(url: url)
-    for (name, value) in realisticHeaders { request.setValue(value, forHTTPHeaderField: name) }
-    return request
-}
-
-/// The five adapters of a realistic chain, each setting one header in place (`.modifying`, the idiom the docs
-/// recommend).
-let headerAdapters: [any RequestAdapter] = realisticHeaders.map { name, value in
-    Adapter.modifying { request, _ in request.setValue(value, forHTTPHeaderField: name) }
-}
-
 /// The same adapters written with the `var request = request` idiom, which copies the request on Linux.
 let copyingHeaderAdapters: [any RequestAdapter] = realisticHeaders.map { name, value in
     Adapter { request, _ in
@@ -42,14 +23,6 @@ let chains: [(name: String, interceptor: (any RequestInterceptor)?)] = [
     ("Session, 5 adapters + RetryPolicy", Interceptor(adapters: headerAdapters, retriers: [RetryPolicy()])),
     ("Session, realistic chain", realisticChain()),
 ]
-
-/// A new realistic chain, with a breaker registry of its own: five header adapters, a `CircuitBreakerRegistry`, and
-/// `RetryPolicy` in a silent `LoggingRetrier`.
-func realisticChain() -> Interceptor {
-    Interceptor(
-        adapters: headerAdapters + [CircuitBreakerRegistry()],
-        retriers: [LoggingRetrier(wrapping: RetryPolicy(), sink: { _ in })])
-}
 
 /// The names of section 2's calibration contenders: plain URLSession followed, per request, by some client work that
 /// is not on the network path. They tell what that much work costs end to end on this machine, whoever does it.

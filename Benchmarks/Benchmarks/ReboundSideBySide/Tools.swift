@@ -13,15 +13,7 @@ import SideBySide
 /// transport that answers in memory with a real response), `pieces` (what single operations cost, hot), `cold
 /// CONTENDER… N` (a chain's request in memory, timed right after a real loopback round trip: its cost run cold).
 func runEntryPointIfAsked() {
-    ChildServer.serveIfAsked { server in
-        // `/ok` answers 200 with a small JSON body; `/flaky-a` and `/flaky-b` answer 503 to every odd request and 200
-        // to every even one, so that each sequential logical request fails once, then succeeds.
-        let body = #"{"id": 1, "name": "kettle"}"#
-        server.route("/ok", [.json(body)])
-        for path in ["/flaky-a", "/flaky-b"] {
-            server.route(path) { _, number in number % 2 == 1 ? .status(503) : .json(body) }
-        }
-    }
+    ChildServer.serveIfAsked(routes: installBenchmarkRoutes)
     guard let tool = ProcessInfo.processInfo.environment["REBOUND_TOOL"] else { return }
     let arguments = tool.split(separator: " ").map(String.init)
     runToolAndExit(tool) { try await runTool(arguments) }

@@ -41,9 +41,18 @@ public enum ChildServer {
         }
     }
 
-    /// The base URL of the server, started in a child process on first use for the rest of the run.
+    /// The environment variable that names a server already running (`http://127.0.0.1:PORT`), for a tool that
+    /// cannot follow a child process: Valgrind (section 2's instruction counts).
+    public static let urlVariable = "REBOUND_BENCHMARK_SERVER"
+
+    /// The base URL of the server: the one ``urlVariable`` names, or one started in a child process on first use for
+    /// the rest of the run.
     public static func url() throws -> URL {
-        try started.withLock { started in
+        if let given = ProcessInfo.processInfo.environment[urlVariable] {
+            guard let url = URL(string: given) else { throw BenchmarkError("\(urlVariable) is not a URL: \(given)") }
+            return url
+        }
+        return try started.withLock { started in
             if let started { return started.url }
             let running = try start()
             started = running

@@ -1,0 +1,64 @@
+import Foundation
+import Rebound
+import SideBySide
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+// `ReboundInstructions CONTENDER N`: N sequential requests to the loopback server's `/ok` through one contender, and
+// nothing else, for Valgrind to count (`python3 Benchmarks/instructions`, which runs it at two values of N and
+// takes the difference, so that start-up and the first requests' warm-up drop out). The server is the one
+// `REBOUND_BENCHMARK_SERVER` names, or a child process; with `REBOUND_BENCHMARK_SERVE` set, this process serves.
+//
+// Contenders: `plain` (URLSession's `data(for:)`, the five headers set by hand), `transport` (`URLSessionTransport()`
+// called directly), `session` (a bare `Session`), `adapters` (the five header adapters, sent a URL), `breaker` (a
+// `CircuitBreakerRegistry`), `realistic` (section 2's realistic chain, sent a URL).
+
+ChildServer.serveIfAsked(routes: installBenchmarkRoutes)
+
+/// The requests of one contender, ended with `exit(1)` and a message at the first failure (an instruction count of
+/// failed requests means nothing).
+func run(_ contender: String, count: Int) async {
+    do {
+        let url = try ChildServer.url().appendingPathComponent("ok")
+        let transport = URLSessionTransport()
+        let plain = URLSession(configuration: .default)
+        let interceptor: (any RequestInterceptor)?
+        switch contender {
+        case "plain", "transport", "session": interceptor = nil
+        case "adapters": interceptor = Interceptor(adapters: headerAdapters)
+        case "breaker": interceptor = Interceptor(adapters: [CircuitBreakerRegistry()])
+        case "realistic": interceptor = realisticChain()
+        default: throw BenchmarkError("unknown contender \(contender)")
+        }
+        let session = Session(transport: transport, interceptor: interceptor)
+        for _ in 0..<count {
+            let status: Int
+            switch contender {
+            case "plain":
+                let (_, response) = try await plain.data(for: requestWithRealisticHeaders(to: url))
+                status = (response as? HTTPURLResponse)?.statusCode ?? 0
+            case "transport":
+                status = try await transport.send(requestWithRealisticHeaders(to: url)).1.statusCode
+            case "adapters", "realistic":
+                status = try await session.send(url).statusCode
+            default:
+                status = try await session.send(requestWithRealisticHeaders(to: url)).statusCode
+            }
+            guard status == 200 else { throw BenchmarkError("status \(status)") }
+        }
+    } catch {
+        FileHandle.standardError.write(Data("ReboundInstructions \(contender): \(error)\n".utf8))
+        exit(1)
+    }
+}
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+guard arguments.count == 2, let count = Int(arguments[1]), count >= 0 else {
+    FileHandle.standardError.write(Data("usage: ReboundInstructions CONTENDER N\n".utf8))
+    exit(2)
+}
+let contender = arguments[0]
+// On a task of the global pool, as the side-by-side contenders run.
+runToolAndExit(contender) { await Task.detached { await run(contender, count: count) }.value }
