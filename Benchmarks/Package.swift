@@ -26,7 +26,7 @@ let package = Package(
         ),
         // `python3 Benchmarks/instructions`: instructions and simulated cache misses per request under Valgrind's
         // cachegrind, which are nearly deterministic where timings are not (Docs/Performance.md). Not a benchmark of
-        // ordo-one's: Valgrind cannot run its harness.
+        // ordo-one's: Valgrind 3.19 crashes in their start-up.
         .executableTarget(
             name: "ReboundInstructions",
             dependencies: [

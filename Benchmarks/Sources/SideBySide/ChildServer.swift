@@ -41,8 +41,8 @@ public enum ChildServer {
         }
     }
 
-    /// The environment variable that names a server already running (`http://127.0.0.1:PORT`), for a tool that
-    /// cannot follow a child process: Valgrind (section 2's instruction counts).
+    /// The environment variable that names a server already running (`http://127.0.0.1:PORT`), for runs that share
+    /// one server started apart: `Benchmarks/instructions` runs every measured process against one.
     public static let urlVariable = "REBOUND_BENCHMARK_SERVER"
 
     /// The base URL of the server: the one ``urlVariable`` names, or one started in a child process on first use for
