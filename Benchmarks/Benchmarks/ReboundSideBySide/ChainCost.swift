@@ -42,9 +42,6 @@ final class Counter: Sendable {
 /// An adapter that changes nothing.
 struct NoOpAdapter: RequestInterceptor {}
 
-/// A retrier that passes every failure on.
-struct NoOpRetrier: RequestInterceptor {}
-
 func chainCost(rounds: Int, count: Int) async throws -> [Section] {
     let request = URLRequest(url: URL(string: "http://memory.invalid/item")!)
     let clock = ContinuousClock()

@@ -21,7 +21,7 @@ let chains: [(name: String, interceptor: (any RequestInterceptor)?)] = [
     ("Session, no interceptor", nil),
     ("Session, 5 header adapters", Interceptor(adapters: headerAdapters)),
     ("Session, 5 adapters + RetryPolicy", Interceptor(adapters: headerAdapters, retriers: [RetryPolicy()])),
-    ("Session, realistic chain", realisticChain()),
+    ("Session, realistic chain", sharedRealisticChain),
 ]
 
 /// The names of section 2's calibration contenders: plain URLSession followed, per request, by some client work that

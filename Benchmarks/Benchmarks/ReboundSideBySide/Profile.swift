@@ -7,57 +7,6 @@ import Synchronization
     import FoundationNetworking
 #endif
 
-/// The interceptor of a contender named on the command line of `profile` and `micro`.
-private func interceptor(named contender: String) -> (any RequestInterceptor)? {
-    switch contender {
-    case "realistic": chains.last!.interceptor
-    case "adapters": Interceptor(adapters: headerAdapters)
-    case "breaker": Interceptor(adapters: [CircuitBreakerRegistry()])
-    // One breaker, without a registry: what the registry's key and table add to `breaker`.
-    case "single": Interceptor(adapters: [CircuitBreaker()])
-    // A breaker of its own per request: `single`'s work on state no other request shares.
-    case "unshared":
-        Interceptor(adapters: [
-            Adapter { request, context in try await CircuitBreaker().adapt(request, context: context) }
-        ])
-    // An adapter that changes nothing: what an adapter's call costs, without a breaker's work.
-    case "nothing": Interceptor(adapters: [Adapter.modifying { _, _ in }])
-    case "logging": LoggingRetrier(wrapping: RetryPolicy(), sink: { _ in })
-    case "policy": Interceptor(retriers: [RetryPolicy()])
-    case "header":
-        Interceptor(adapters: [
-            Adapter.modifying { request, _ in request.setValue("4.2.0", forHTTPHeaderField: "X-Client-Version") }
-        ])
-    case "idempotency": Interceptor(adapters: [IdempotencyKeyAdapter()])
-    // A chain that does nothing on a success (its one retrier is never asked): what having a chain costs.
-    case "chain": Interceptor(retriers: [NoOpRetrier()])
-    case "budget": Interceptor(adapters: [RetryBudget(ratio: .default)])
-    case "tokens": Interceptor(adapters: [RetryBudget()])
-    case "observer": Interceptor(observers: [NoOpObserver()])
-    case "registry+policy": Interceptor(adapters: [CircuitBreakerRegistry()], retriers: [RetryPolicy()])
-    case "adapters+policy": Interceptor(adapters: headerAdapters, retriers: [RetryPolicy()])
-    // The realistic chain of the AsyncHTTPClient benchmark (issue 23).
-    case "issue23":
-        Interceptor(
-            adapters: [
-                Adapter.modifying { request, _ in request.setValue("4.2.0", forHTTPHeaderField: "X-Client-Version") },
-                IdempotencyKeyAdapter(), CircuitBreakerRegistry(), RetryBudget(ratio: .default),
-            ],
-            retriers: [RetryPolicy()])
-    default: nil
-    }
-}
-
-/// The contenders of `ab` and `cold` sent a URL, as the README sends one: the chains whose adapters set the headers,
-/// and `url`, a bare session.
-private let sentAURL: Set = ["adapters", "realistic", "issue23", "header", "url"]
-
-/// A request to `url`, with the realistic headers unless the contender's adapters add them.
-private func request(to url: URL, for contender: String) -> URLRequest {
-    ["adapters", "realistic", "copied"].contains(contender)
-        ? URLRequest(url: url) : requestWithRealisticHeaders(to: url)
-}
-
 /// `Benchmarks profile CONTENDER N`: N sequential requests to `/ok` through one contender, each process on its own,
 /// for a profiler or for `taskset`. Prints requests per second and the client's CPU time per request.
 ///
@@ -76,14 +25,14 @@ func profile(_ contender: String, count: Int) async throws {
         case "theirs": URLSessionTransport(session: urlSession)
         default: URLSessionTransport()
         }
-    let session = Session(transport: transport, interceptor: interceptor(named: contender))
+    let session = Session(transport: transport, interceptor: contenderInterceptor(named: contender))
     let spin = contender.hasPrefix("spin") ? Duration.microseconds(Int(contender.dropFirst(4)) ?? 0) : nil
     // `memory`: URLSession, then a bare Session's work on an in-memory transport: the session's code run cold.
     let memory = Session(transport: try await CannedTransport(answeringLike: URLRequest(url: url)))
-    let memoryRequest = request(to: url, for: "plain")
+    let memoryRequest = contenderRequest(to: url, for: "plain")
     @Sendable func run(_ count: Int) async throws {
         for _ in 0..<count {
-            let request = request(to: url, for: contender)
+            let request = contenderRequest(to: url, for: contender)
             if contender == "plain" || contender == "memory" || spin != nil {
                 _ = try await urlSession.data(for: request)
                 if let spin { busyWork(for: spin) }
@@ -120,11 +69,11 @@ func compare(_ contenders: [String], rounds: Int) async throws {
     let otherURLSession = URLSession(configuration: .default)
     let transport = URLSessionTransport()
     let runs: [Contender] = contenders.map { contender in
-        let session = Session(transport: transport, interceptor: interceptor(named: contender))
+        let session = Session(transport: transport, interceptor: contenderInterceptor(named: contender))
         @Sendable func run(_ count: Int) async throws {
             var kept: [Payload] = []
             for _ in 0..<count {
-                let request = request(to: url, for: contender)
+                let request = contenderRequest(to: url, for: contender)
                 if contender.hasPrefix("alloc") {
                     // A bare session, then N objects that live until after the next request: what allocations made
                     // on one thread and freed on another cost end to end.
@@ -173,7 +122,7 @@ func compare(_ contenders: [String], rounds: Int) async throws {
                     for (name, value) in realisticHeaders { copy.setValue(value, forHTTPHeaderField: name) }
                     _ = try await session.send(copy)
                     withExtendedLifetime(request) {}
-                } else if sentAURL.contains(contender) {
+                } else if contendersSentAURL.contains(contender) {
                     _ = try await session.send(url)
                 } else {
                     _ = try await session.send(request)
@@ -209,13 +158,13 @@ func compare(_ contenders: [String], rounds: Int) async throws {
 func micro(_ contender: String, count: Int) async throws {
     let url = try ChildServer.url().appendingPathComponent("ok")
     let transport = try await CannedTransport(answeringLike: URLRequest(url: url))
-    let session = Session(transport: transport, interceptor: interceptor(named: contender))
+    let session = Session(transport: transport, interceptor: contenderInterceptor(named: contender))
     @Sendable func run(_ count: Int) async throws {
         for _ in 0..<count {
             if contender == "plain" {
-                _ = try await transport.send(request(to: url, for: contender))
+                _ = try await transport.send(contenderRequest(to: url, for: contender))
             } else {
-                _ = try await session.send(request(to: url, for: contender))
+                _ = try await session.send(contenderRequest(to: url, for: contender))
             }
         }
     }
@@ -255,11 +204,6 @@ private let sharedObject = Payload(value: 0)
 final class Payload: Sendable {
     let value: Int
     init(value: Int) { self.value = value }
-}
-
-/// An observer that does nothing: what the observers' call itself costs.
-struct NoOpObserver: AttemptObserver {
-    func attemptDidFinish(_ outcome: AttemptOutcome) async {}
 }
 
 /// Nanoseconds per call of `body`, over `count` calls.
@@ -325,11 +269,11 @@ func cold(_ contenders: [String], count: Int) async throws {
             let request = requestWithRealisticHeaders(to: url)
             return { _ = try await transport.send(request) }
         }
-        let session = Session(transport: transport, interceptor: interceptor(named: contender))
+        let session = Session(transport: transport, interceptor: contenderInterceptor(named: contender))
         // `built`: a bare session whose request is built with the realistic headers inside the timed part, as plain
         // URLSession's is end to end: what the chains that set those headers themselves compare with.
         if contender == "built" { return { _ = try await session.send(requestWithRealisticHeaders(to: url)) } }
-        if sentAURL.contains(contender) {
+        if contendersSentAURL.contains(contender) {
             return { _ = try await session.send(url) }
         }
         let request = requestWithRealisticHeaders(to: url)
@@ -340,7 +284,7 @@ func cold(_ contenders: [String], count: Int) async throws {
     // the twin leaves cold is the contender's own data; the rest of the cold time is code and what every instance
     // shares (Docs/Performance.md, section 2).
     let twins: [@Sendable () async throws -> Void] = contenders.map { contender in
-        let session = Session(transport: transport, interceptor: interceptor(named: contender))
+        let session = Session(transport: transport, interceptor: contenderInterceptor(named: contender))
         let request = requestWithRealisticHeaders(to: url.appendingPathComponent("twin"))
         return { _ = try await session.send(request) }
     }

@@ -12,8 +12,9 @@ import SideBySide
 // `REBOUND_BENCHMARK_SERVER` names, or a child process; with `REBOUND_BENCHMARK_SERVE` set, this process serves.
 //
 // Contenders: `plain` (URLSession's `data(for:)`, the five headers set by hand), `transport` (`URLSessionTransport()`
-// called directly), `session` (a bare `Session`), `adapters` (the five header adapters, sent a URL), `breaker` (a
-// `CircuitBreakerRegistry`), `realistic` (section 2's realistic chain, sent a URL).
+// called directly), `session` and `url` (a bare `Session`, sent a request or a URL), and every chain the other tools know by name
+// (`contenderInterceptor(named:)`: `adapters`, `breaker`, `realistic`, …), sent what they send (a URL for the chains
+// whose adapters set the headers).
 
 ChildServer.serveIfAsked(routes: installBenchmarkRoutes)
 
@@ -24,13 +25,9 @@ func run(_ contender: String, count: Int) async {
         let url = try ChildServer.url().appendingPathComponent("ok")
         let transport = URLSessionTransport()
         let plain = URLSession(configuration: .default)
-        let interceptor: (any RequestInterceptor)?
-        switch contender {
-        case "plain", "transport", "session": interceptor = nil
-        case "adapters": interceptor = Interceptor(adapters: headerAdapters)
-        case "breaker": interceptor = Interceptor(adapters: [CircuitBreakerRegistry()])
-        case "realistic": interceptor = realisticChain()
-        default: throw BenchmarkError("unknown contender \(contender)")
+        let interceptor = contenderInterceptor(named: contender)
+        guard interceptor != nil || ["plain", "transport", "session", "url"].contains(contender) else {
+            throw BenchmarkError("unknown contender \(contender)")
         }
         let session = Session(transport: transport, interceptor: interceptor)
         for _ in 0..<count {
@@ -41,10 +38,10 @@ func run(_ contender: String, count: Int) async {
                 status = (response as? HTTPURLResponse)?.statusCode ?? 0
             case "transport":
                 status = try await transport.send(requestWithRealisticHeaders(to: url)).1.statusCode
-            case "adapters", "realistic":
+            case _ where contendersSentAURL.contains(contender):
                 status = try await session.send(url).statusCode
             default:
-                status = try await session.send(requestWithRealisticHeaders(to: url)).statusCode
+                status = try await session.send(contenderRequest(to: url, for: contender)).statusCode
             }
             guard status == 200 else { throw BenchmarkError("status \(status)") }
         }
