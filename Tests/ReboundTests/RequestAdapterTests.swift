@@ -81,11 +81,70 @@ struct ModifyingTests {
         }
         let handler: Adapter.ModifyHandler = { request, _ in request.setValue("1", forHTTPHeaderField: "X-Later") }
 
-        #expect(now.modifyNow != nil)
-        #expect(awaiting.modifyNow == nil)
-        #expect(Adapter.modifying(handler).modifyNow == nil)
-        #expect(Adapter.bodyStream { InputStream(data: Data()) }.modifyNow != nil)
-        #expect(Adapter { request, _ in request }.modifyNow == nil)
+        #expect(now.adaptInPlace != nil)
+        #expect(awaiting.adaptInPlace == nil)
+        #expect(Adapter.modifying(handler).adaptInPlace == nil)
+        #expect(Adapter.bodyStream { InputStream(data: Data()) }.adaptInPlace != nil)
+        #expect(Adapter { request, _ in request }.adaptInPlace == nil)
+    }
+
+    @Test func theBuiltInsThatNeverSuspendAndTheChainsMadeOfThemAdaptInPlace() {
+        let inPlace: [any AdaptsInPlace] = [
+            CircuitBreaker(), CircuitBreakerRegistry(), RetryBudget(), RetryBudget(ratio: .default),
+            IdempotencyKeyAdapter(), JSONBodyRetrier(values: ["RATE_LIMITED"]), AdaptiveThrottle(),
+            Interceptor(), Interceptor(observers: [RecordingObserver()]),
+            Interceptor(adapters: [.modifying { _, _ in }, CircuitBreakerRegistry()]),
+            Interceptor(adapters: [Interceptor(adapters: [CircuitBreaker()])]),
+        ]
+        for part in inPlace { #expect(part.adaptInPlace != nil, "\(type(of: part))") }
+
+        let source = HeaderSource()
+        let awaiting = Adapter.modifying { request, _ in
+            request.setValue(await source.value(), forHTTPHeaderField: "X-Awaited")
+        }
+        // One part that may suspend, at any depth, or one a wrapper hides: the chain is called through `adapt`.
+        #expect(Interceptor(adapters: [CircuitBreaker(), awaiting]).adaptInPlace == nil)
+        #expect(Interceptor(adapters: [Interceptor(adapters: [awaiting])]).adaptInPlace == nil)
+        #expect(Interceptor(adapters: [ForwardingAdapter(wrapped: CircuitBreaker())]).adaptInPlace == nil)
+        #expect(Interceptor(interceptors: [NoOpInterceptor()]).adaptInPlace == nil)
+    }
+
+    @Test func aChainAdaptedInPlaceDoesWhatItsAdaptDoes() async throws {
+        let chain = Interceptor(adapters: [
+            .modifying { request, context in request.setValue("\(context.attempt)", forHTTPHeaderField: "X-Attempt") },
+            Interceptor(adapters: [
+                .modifying { request, _ in
+                    request.setValue(
+                        (request.value(forHTTPHeaderField: "X-Attempt") ?? "") + "b", forHTTPHeaderField: "X-Attempt")
+                },
+                IdempotencyKeyAdapter(),
+            ]),
+        ])
+        let context = RequestContext(attempt: 2)
+        var post = request()
+        post.httpMethod = "POST"
+
+        let adapted = try await chain.adapt(post, context: context)
+        let adaptInPlace = try #require(chain.adaptInPlace)
+        var inPlace = post
+        try adaptInPlace(&inPlace, context)
+
+        #expect(adapted.value(forHTTPHeaderField: "X-Attempt") == "2b")
+        #expect(adapted.value(forHTTPHeaderField: "Idempotency-Key") == context.requestID.uuidString)
+        #expect(inPlace.allHTTPHeaderFields == adapted.allHTTPHeaderFields)
+        #expect(inPlace.httpMethod == "POST")
+    }
+
+    @Test func aBreakerAdaptedInPlaceRefusesAsItsAdaptDoes() async throws {
+        let breaker = CircuitBreaker()
+        breaker.forceOpen()
+        let adaptInPlace = try #require(Interceptor(adapters: [breaker]).adaptInPlace)
+        var request = request()
+
+        await #expect(throws: CircuitBreakerOpenError.self) {
+            _ = try await breaker.adapt(request, context: RequestContext())
+        }
+        #expect(throws: CircuitBreakerOpenError.self) { try adaptInPlace(&request, RequestContext()) }
     }
 
     @Test func aWrapperAroundAnAdapterThatDoesNotAwaitRunsItInItsPlace() async throws {
@@ -120,6 +179,9 @@ struct ModifyingTests {
         #expect(reached.load(ordering: .relaxed) == 0)
     }
 }
+
+/// A retrier placed in `interceptors:`, whose `adapt` is the protocol's default: called through `adapt`.
+private struct NoOpInterceptor: RequestInterceptor {}
 
 /// Something an adapter awaits.
 private actor HeaderSource {

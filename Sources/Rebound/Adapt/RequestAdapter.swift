@@ -21,6 +21,18 @@ public protocol RequestAdapter: Sendable {
     func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest
 }
 
+/// A part whose adaptation never suspends: a chain calls its ``adaptInPlace`` instead of ``adapt(_:context:)``, without
+/// an asynchronous call (each such call, with its frame and its executor check, costs about as much as a breaker's
+/// whole work between two round trips).
+///
+/// Only the way a part is called differs, never what runs: ``adaptInPlace`` does exactly what `adapt` does, and a
+/// wrapper that forwards `adapt` keeps the part's whole behaviour (it is called asynchronously, through `adapt`).
+protocol AdaptsInPlace: RequestAdapter {
+    /// Adapts a request in place exactly as ``RequestAdapter/adapt(_:context:)`` would; `nil` when adapting may
+    /// suspend.
+    var adaptInPlace: Adapter.ModifyNowHandler? { get }
+}
+
 /// The signature of an adapter's closure, as in Alamofire: the request and the attempt's context in, the request to
 /// send out; throwing fails the attempt.
 public typealias AdaptHandler = @Sendable (consuming URLRequest, RequestContext) async throws -> URLRequest
@@ -40,7 +52,7 @@ public typealias AdaptHandler = @Sendable (consuming URLRequest, RequestContext)
 ///     }
 /// ])
 /// ```
-public struct Adapter: RequestAdapter {
+public struct Adapter: RequestAdapter, AdaptsInPlace {
     /// The signature of a closure that changes the request in place; it may `await`, or not.
     public typealias ModifyHandler = @Sendable (inout URLRequest, RequestContext) async throws -> Void
 
@@ -83,7 +95,7 @@ public struct Adapter: RequestAdapter {
 
     /// The closure of an adapter that changes the request without suspending, which an ``Interceptor`` calls
     /// directly instead of through ``adapt(_:context:)``; `nil` for any other adapter.
-    var modifyNow: ModifyNowHandler? {
+    var adaptInPlace: ModifyNowHandler? {
         if case .modifyNow(let modify) = body { return modify }
         return nil
     }

@@ -226,6 +226,12 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
     /// counts the request on its first attempt, and registers as an observer only once it grants a retry (until then
     /// it has nothing to settle).
     public func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
+        register(request, context: context)
+        return request
+    }
+
+    /// Registers through the context, and counts a ratio budget's request on its first attempt.
+    private func register(_ request: URLRequest, context: RequestContext) {
         // A token bucket rewards successes, so it hears every request's end; a ratio budget registers as an observer
         // when it grants a retry (see `admitRetry`).
         context.admitRetriesAndHedges(through: self, observes: ratio == nil)
@@ -233,7 +239,6 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
             let now = now()
             state.withLock { $0.windows[key, default: RatioWindow()].addRequest(at: now, window: ratio.window) }
         }
-        return request
     }
 
     /// How many requests hold a granted retry and have not ended; for tests that check nothing is kept.
@@ -375,6 +380,13 @@ public struct RetryBudgetExhausted: Error, Sendable, Equatable, CustomStringConv
 }
 
 // Before a hedge: a hedge spends from the host's budget as a retry does.
+extension RetryBudget: AdaptsInPlace {
+    /// Registers as ``adapt(_:context:)`` does, leaving the request unchanged.
+    var adaptInPlace: Adapter.ModifyNowHandler? {
+        { [self] request, context in register(request, context: context) }
+    }
+}
+
 extension RetryBudget: HedgeGate {
     /// Spends one retry's cost from the host's budget for a hedge, or refuses it with ``RetryBudgetExhausted``; a hedge
     /// that starts is sent, so nothing is refunded.

@@ -272,14 +272,17 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
     func finish(_ attempt: Attempt, roles: RegisteredRoles, outcome: () -> AttemptOutcome) {
         // A `classify` of the caller's own is asked only about an attempt still to count (one whose failure was
         // counted when its retry was asked for is not asked about again), outside the lock.
-        if !configuration.classifiesByDefault, !roles.holdsPermit(of: self, for: attempt.number) { return }
+        let number = attempt.number
+        if !configuration.classifiesByDefault, !roles.holdsPermit(of: self, for: number) { return }
         let verdict = configuration.verdict(for: attempt, outcome: outcome)
         // Only a failure can open the breaker: a success's headers are not read.
-        let openAtLeast =
-            verdict == .failure ? attempt.responseHead.flatMap(configuration.retryAfter.delay(for:)) ?? .zero : .zero
+        var openAtLeast = Duration.zero
+        if verdict == .failure, let head = attempt.responseHead {
+            openAtLeast = configuration.retryAfter.delay(for: head) ?? .zero
+        }
         // The permit is taken under the breaker's lock, which `admit` holds while the request takes it.
         let ((), transitions) = update { storage, time, transitions in
-            guard let permit = roles.takePermit(of: self, for: attempt.number) else { return }
+            guard let permit = roles.takePermit(of: self, for: number) else { return }
             storage.permitsOut -= 1
             storage.machine.record(
                 verdict, permit: permit, time: &time, openAtLeast: openAtLeast, transitions: &transitions)
@@ -346,6 +349,13 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
 
 // The session tells a breaker how the attempts it let through end directly, without the observers' machinery: it
 // settles each at once and forgets the request's wait at its end.
+extension CircuitBreaker: AdaptsInPlace {
+    /// Admits the attempt as ``adapt(_:context:)`` does, leaving the request unchanged.
+    var adaptInPlace: Adapter.ModifyNowHandler? {
+        { [self] _, context in try admit(context) }
+    }
+}
+
 extension CircuitBreaker: AttemptAccountant {
     func settle(_ attempt: Attempt, of requestID: UUID, roles: RegisteredRoles, outcome: () -> AttemptOutcome) {
         finish(attempt, roles: roles, outcome: outcome)

@@ -91,9 +91,21 @@ public final class CircuitBreakerRegistry: RequestAdapter {
     /// Lets the attempt through its key's breaker, or throws ``CircuitBreakerOpenError``; the breaker registers
     /// through the context to hear how the attempt ends.
     public func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
-        guard let key = keyFunction(request) else { return request }
-        try breaker(for: key).admit(context)
+        try admit(request, context: context)
         return request
+    }
+
+    /// Lets the attempt through its key's breaker, or throws; a request without a key goes through.
+    private func admit(_ request: URLRequest, context: RequestContext) throws(CircuitBreakerOpenError) {
+        guard let key = keyFunction(request) else { return }
+        try breaker(for: key).admit(context)
+    }
+}
+
+extension CircuitBreakerRegistry: AdaptsInPlace {
+    /// Admits the attempt as ``adapt(_:context:)`` does, leaving the request unchanged.
+    var adaptInPlace: Adapter.ModifyNowHandler? {
+        { [self] request, context in try admit(request, context: context) }
     }
 }
 

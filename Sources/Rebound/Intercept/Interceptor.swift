@@ -31,7 +31,7 @@ import Foundation
 ///     retriers: [RetryPolicy()]
 /// )
 /// ```
-public struct Interceptor: RequestInterceptor {
+public struct Interceptor: RequestInterceptor, AdaptsInPlace {
     /// The adapters, in the order they run: `adapters`, then `interceptors`.
     public let adapters: [any RequestAdapter]
     /// The retriers, in the order they are asked: `retriers`, then `interceptors`.
@@ -43,20 +43,23 @@ public struct Interceptor: RequestInterceptor {
 
     /// The observers and gates, registered with each request; `nil` without any.
     private let group: RoleGroup?
-    /// The adapters as they run: an adapter made with ``RequestAdapter/modifying(_:)-(Adapter.ModifyNowHandler)`` has
-    /// its closure called directly, every other one through `adapt`.
+    /// The adapters as they run: an adapter that never suspends (one made with
+    /// ``RequestAdapter/modifying(_:)-(Adapter.ModifyNowHandler)``, a breaker, a registry, a budget, an interceptor
+    /// made of such adapters) is called in place, every other one through `adapt`.
     private let steps: [AdaptStep]
+    /// Whether every step adapts in place, so that the whole chain does.
+    private let stepsAdaptInPlace: Bool
 
-    /// One adapter of the chain, as it runs: its closure to call directly, or the adapter to call through `adapt`.
+    /// One adapter of the chain, as it runs: its closure to call in place, or the adapter to call through `adapt`.
     /// A class, so that running the chain retains each step instead of copying an enum with an existential payload
     /// (an outlined copy per step and request, cold between two round trips).
     private final class AdaptStep: Sendable {
-        /// The closure of an adapter made with ``RequestAdapter/modifying(_:)-(Adapter.ModifyNowHandler)``.
+        /// What adapts in place, for a part that never suspends (``AdaptsInPlace``).
         let now: Adapter.ModifyNowHandler?
         let adapter: any RequestAdapter
 
         init(_ adapter: any RequestAdapter) {
-            self.now = (adapter as? Adapter)?.modifyNow
+            self.now = (adapter as? any AdaptsInPlace)?.adaptInPlace
             self.adapter = adapter
         }
     }
@@ -77,8 +80,9 @@ public struct Interceptor: RequestInterceptor {
         gates: [any RetryGate] = []
     ) {
         self.adapters = adapters + interceptors.map { $0 as any RequestAdapter }
-        // The only look at an adapter's type: it changes how the same closure is called, never what runs.
+        // The only look at an adapter's type: it changes how the same code is called, never what runs.
         self.steps = self.adapters.map(AdaptStep.init)
+        self.stepsAdaptInPlace = steps.allSatisfy { $0.now != nil }
         self.retriers = retriers + interceptors.map { $0 as any RequestRetrier }
         let roles = ChainRoles(observers: observers, gates: gates)
         self.group = roles.isEmpty ? nil : RoleGroup(roles)
@@ -107,6 +111,19 @@ public struct Interceptor: RequestInterceptor {
             }
         }
         return request
+    }
+
+    /// Does what ``adapt(_:context:)`` does, in place, when every adapter adapts in place; `nil` otherwise.
+    var adaptInPlace: Adapter.ModifyNowHandler? {
+        guard stepsAdaptInPlace else { return nil }
+        // The steps' closures are read where they are stored: kept in an array of their own, each call would go
+        // through a thunk.
+        return { [group, steps] request, context in
+            if let group { context.register(group) }
+            for step in steps {
+                if let modify = step.now { try modify(&request, context) }
+            }
+        }
     }
 
     /// Registers the observers and gates, then asks the retriers in order and returns the first answer that is not

@@ -379,6 +379,9 @@ extension InlineList where Element == RegisteredRoles.Registration {
     /// Whether a registration has `key`, its keys read in place: no entry is copied (each copy of an entry, an enum
     /// with existential payloads, goes through the runtime).
     fileprivate func holds(_ key: RegisteredRoles.Key) -> Bool {
+        // Empty, the case of a request's first registration (asked three times): no look at the optional `first`,
+        // which reads its payload's layout through the runtime (about 180 instructions each time).
+        if count == 0 { return false }
         if first?.key == key { return true }
         return count > 1 && rest.contains { $0.key == key }
     }

@@ -285,7 +285,7 @@ public final class JSONBodyRetrier: RequestAdapter {
 
     /// Registers through the context; out of line, so that the context stays out of the async frame above.
     @inline(never)
-    private func register(through context: RequestContext) {
+    fileprivate func register(through context: RequestContext) {
         if inspectsSuccessfulResponses { context.validateResponses(with: self) }
         context.decideRetries(with: self)
     }
@@ -317,6 +317,13 @@ public final class JSONBodyRetrier: RequestAdapter {
         }
         let previous = request.attempts.dropLast().last?.retryDelay
         return .retryWithDelay(delay(forRetryCount: request.retryCount, previousDelay: previous))
+    }
+}
+
+extension JSONBodyRetrier: AdaptsInPlace {
+    /// Registers as ``adapt(_:context:)`` does, leaving the request unchanged.
+    var adaptInPlace: Adapter.ModifyNowHandler? {
+        { [self] _, context in register(through: context) }
     }
 }
 

@@ -49,9 +49,14 @@ extension RequestPlan {
         let context = RequestContext(requestID: requestID, attempt: number, label: label, roles: registered)
         let adapted: URLRequest
         do {
-            // Through the combined chain (the session's adapters, then the request's); none, no call.
+            // Through the combined chain (the session's adapters, then the request's), in place if it never suspends;
+            // none, no call.
             if let chain {
-                adapted = try await chain.adapt(consume base, context: context)
+                if let adaptInPlace = chain.adaptInPlace {
+                    adapted = try Self.adapt(consume base, inPlace: adaptInPlace, context: context)
+                } else {
+                    adapted = try await chain.adapt(consume base, context: context)
+                }
             } else {
                 adapted = base
             }
@@ -69,6 +74,17 @@ extension RequestPlan {
         } catch {
             return Self.failed(.transportFailed(error: error), sent: adapted)
         }
+    }
+
+    /// `request` adapted in place by `adaptInPlace`; out of line, so that the request being changed stays out of the
+    /// attempt's async frame.
+    @inline(never)
+    static func adapt(
+        _ request: consuming URLRequest, inPlace adaptInPlace: Adapter.ModifyNowHandler, context: RequestContext
+    ) throws -> URLRequest {
+        var request = request
+        try adaptInPlace(&request, context)
+        return request
     }
 
     /// The result of an attempt that threw before it had a response: cancelled, if the error or the task says so.

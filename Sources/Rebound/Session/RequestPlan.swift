@@ -143,9 +143,13 @@ private struct SessionThenRequest: RequestInterceptor {
 /// it (a copy is a call to an outlined function per attempt, cold between two round trips).
 final class ChainBox: Sendable {
     let interceptor: any RequestInterceptor
+    /// What adapts in place when the chain never suspends (an ``Interceptor`` of such parts: see ``AdaptsInPlace``),
+    /// called without an asynchronous call; `nil` otherwise.
+    let adaptInPlace: Adapter.ModifyNowHandler?
 
     init(_ interceptor: any RequestInterceptor) {
         self.interceptor = interceptor
+        self.adaptInPlace = (interceptor as? any AdaptsInPlace)?.adaptInPlace
     }
 
     func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {

@@ -219,10 +219,15 @@ public final class AdaptiveThrottle: RequestAdapter, RetryGate {
     /// Lets the attempt through and registers, through the context, to hear how it ends, or throws
     /// ``AdaptiveThrottleRejection``, counting the rejected request.
     public func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
-        guard let key = keyFunction(request) else { return request }
+        try admit(request, context: context)
+        return request
+    }
+
+    /// Lets the attempt through and registers, or throws the rejection; a request without a key goes through.
+    fileprivate func admit(_ request: URLRequest, context: RequestContext) throws(AdaptiveThrottleRejection) {
+        guard let key = keyFunction(request) else { return }
         if let rejection = admit(key, requestID: context.requestID, attempt: context.attempt) { throw rejection }
         context.settleAndAdmitRetries(through: self)
-        return request
     }
 
     /// Draws for a first attempt of `key`'s host (a retry was drawn for when it was granted, a hedge before it
@@ -285,6 +290,13 @@ public final class AdaptiveThrottle: RequestAdapter, RetryGate {
 
 // The session tells the throttle how the attempts it let through end directly (see `AttemptAccountant`), and asks it
 // about the request's retries.
+extension AdaptiveThrottle: AdaptsInPlace {
+    /// Admits the attempt as ``adapt(_:context:)`` does, leaving the request unchanged.
+    var adaptInPlace: Adapter.ModifyNowHandler? {
+        { [self] request, context in try admit(request, context: context) }
+    }
+}
+
 extension AdaptiveThrottle: AttemptAccountant {
     /// Counts the failed attempt, then draws for the retry with the probability that results, so that a retry the
     /// throttle would reject is refused before its backoff rather than after it; a granted retry is not drawn for
