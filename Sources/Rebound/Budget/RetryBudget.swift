@@ -379,7 +379,6 @@ public struct RetryBudgetExhausted: Error, Sendable, Equatable, CustomStringConv
     }
 }
 
-// Before a hedge: a hedge spends from the host's budget as a retry does.
 extension RetryBudget: AdaptsInPlace {
     /// Registers as ``adapt(_:context:)`` does, leaving the request unchanged.
     var adaptInPlace: Adapter.ModifyNowHandler? {
@@ -387,6 +386,7 @@ extension RetryBudget: AdaptsInPlace {
     }
 }
 
+// Before a hedge: a hedge spends from the host's budget as a retry does.
 extension RetryBudget: HedgeGate {
     /// Spends one retry's cost from the host's budget for a hedge, or refuses it with ``RetryBudgetExhausted``; a hedge
     /// that starts is sent, so nothing is refunded.

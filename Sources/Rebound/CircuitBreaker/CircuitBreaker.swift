@@ -347,8 +347,6 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
     }
 }
 
-// The session tells a breaker how the attempts it let through end directly, without the observers' machinery: it
-// settles each at once and forgets the request's wait at its end.
 extension CircuitBreaker: AdaptsInPlace {
     /// Admits the attempt as ``adapt(_:context:)`` does, leaving the request unchanged.
     var adaptInPlace: Adapter.ModifyNowHandler? {
@@ -356,6 +354,8 @@ extension CircuitBreaker: AdaptsInPlace {
     }
 }
 
+// The session tells a breaker how the attempts it let through end directly, without the observers' machinery: it
+// settles each at once and forgets the request's wait at its end.
 extension CircuitBreaker: AttemptAccountant {
     func settle(_ attempt: Attempt, of requestID: UUID, roles: RegisteredRoles, outcome: () -> AttemptOutcome) {
         finish(attempt, roles: roles, outcome: outcome)

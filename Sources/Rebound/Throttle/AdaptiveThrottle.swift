@@ -288,8 +288,6 @@ public final class AdaptiveThrottle: RequestAdapter, RetryGate {
     package var hostsKept: Int { state.withLock { $0.tallies.count } }
 }
 
-// The session tells the throttle how the attempts it let through end directly (see `AttemptAccountant`), and asks it
-// about the request's retries.
 extension AdaptiveThrottle: AdaptsInPlace {
     /// Admits the attempt as ``adapt(_:context:)`` does, leaving the request unchanged.
     var adaptInPlace: Adapter.ModifyNowHandler? {
@@ -297,6 +295,8 @@ extension AdaptiveThrottle: AdaptsInPlace {
     }
 }
 
+// The session tells the throttle how the attempts it let through end directly (see `AttemptAccountant`), and asks it
+// about the request's retries.
 extension AdaptiveThrottle: AttemptAccountant {
     /// Counts the failed attempt, then draws for the retry with the probability that results, so that a retry the
     /// throttle would reject is refused before its backoff rather than after it; a granted retry is not drawn for
