@@ -32,21 +32,23 @@ public struct IdempotencyKeyAdapter: RequestAdapter {
 
     /// Adds the request's key, unless the method is not in ``methods`` or the request has a key already.
     public func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
-        Self.addKey(to: &request, context: context, methods: methods)
+        addKey(to: &request, context: context)
         return request
     }
 
-    /// Adds the request's key in place, unless its method is not in `methods` or it has a key already.
-    private static func addKey(to request: inout URLRequest, context: RequestContext, methods: Set<HTTPMethod>) {
-        guard methods.contains(request.method), request.value(forHTTPHeaderField: headerName) == nil else { return }
-        request.setValue(context.requestID.uuidString, forHTTPHeaderField: headerName)
+    /// Adds the request's key in place, unless its method is not in ``methods`` or it has a key already.
+    private func addKey(to request: inout URLRequest, context: RequestContext) {
+        guard methods.contains(request.method), request.value(forHTTPHeaderField: Self.headerName) == nil else {
+            return
+        }
+        request.setValue(context.requestID.uuidString, forHTTPHeaderField: Self.headerName)
     }
 }
 
 extension IdempotencyKeyAdapter: AdaptsInPlace {
     /// Adds the key as ``adapt(_:context:)`` does.
     var adaptInPlace: Adapter.ModifyNowHandler? {
-        { [methods] request, context in Self.addKey(to: &request, context: context, methods: methods) }
+        { [self] request, context in addKey(to: &request, context: context) }
     }
 }
 

@@ -230,8 +230,7 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
                 requestID: request.requestID, label: request.label, original: request.original,
                 attempt: attempt, data: request.data, decision: .retry(after: delay))
         }
-        let openAtLeast =
-            verdict == .failure ? attempt.responseHead.flatMap(configuration.retryAfter.delay(for:)) ?? .zero : .zero
+        let openAtLeast = openAtLeast(after: verdict, of: attempt)
         let (refusal, transitions) = update { storage, time, transitions -> CircuitBreakerOpenError? in
             if let permit = roles?.takePermit(of: self, for: attempt.number) {
                 storage.permitsOut -= 1
@@ -275,11 +274,7 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
         let number = attempt.number
         if !configuration.classifiesByDefault, !roles.holdsPermit(of: self, for: number) { return }
         let verdict = configuration.verdict(for: attempt, outcome: outcome)
-        // Only a failure can open the breaker: a success's headers are not read.
-        var openAtLeast = Duration.zero
-        if verdict == .failure, let head = attempt.responseHead {
-            openAtLeast = configuration.retryAfter.delay(for: head) ?? .zero
-        }
+        let openAtLeast = openAtLeast(after: verdict, of: attempt)
         // The permit is taken under the breaker's lock, which `admit` holds while the request takes it.
         let ((), transitions) = update { storage, time, transitions in
             guard let permit = roles.takePermit(of: self, for: number) else { return }
@@ -288,6 +283,13 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
                 verdict, permit: permit, time: &time, openAtLeast: openAtLeast, transitions: &transitions)
         }
         announce(transitions)
+    }
+
+    /// How long a break that `attempt` starts lasts at least: what its response's `Retry-After` asks for, read only
+    /// from a failure (a success's headers are not read); `.zero` otherwise.
+    private func openAtLeast(after verdict: Verdict, of attempt: Attempt) -> Duration {
+        guard verdict == .failure, let head = attempt.responseHead else { return .zero }
+        return configuration.retryAfter.delay(for: head) ?? .zero
     }
 
     /// The error that refuses a retry (or a hedge) now, unless `machine` is closed: the rule of ``admitRetry(_:dueTo:after:)``.

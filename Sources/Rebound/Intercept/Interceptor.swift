@@ -47,8 +47,6 @@ public struct Interceptor: RequestInterceptor, AdaptsInPlace {
     /// ``RequestAdapter/modifying(_:)-(Adapter.ModifyNowHandler)``, a breaker, a registry, a budget, an interceptor
     /// made of such adapters) is called in place, every other one through `adapt`.
     private let steps: [AdaptStep]
-    /// Whether every step adapts in place, so that the whole chain does.
-    private let stepsAdaptInPlace: Bool
 
     /// One adapter of the chain, as it runs: its closure to call in place, or the adapter to call through `adapt`.
     /// A class, so that running the chain retains each step instead of copying an enum with an existential payload
@@ -82,7 +80,6 @@ public struct Interceptor: RequestInterceptor, AdaptsInPlace {
         self.adapters = adapters + interceptors.map { $0 as any RequestAdapter }
         // The only look at an adapter's type: it changes how the same code is called, never what runs.
         self.steps = self.adapters.map(AdaptStep.init)
-        self.stepsAdaptInPlace = steps.allSatisfy { $0.now != nil }
         self.retriers = retriers + interceptors.map { $0 as any RequestRetrier }
         let roles = ChainRoles(observers: observers, gates: gates)
         self.group = roles.isEmpty ? nil : RoleGroup(roles)
@@ -115,7 +112,7 @@ public struct Interceptor: RequestInterceptor, AdaptsInPlace {
 
     /// Does what ``adapt(_:context:)`` does, in place, when every adapter adapts in place; `nil` otherwise.
     var adaptInPlace: Adapter.ModifyNowHandler? {
-        guard stepsAdaptInPlace else { return nil }
+        guard steps.allSatisfy({ $0.now != nil }) else { return nil }
         // The steps' closures are read where they are stored: kept in an array of their own, each call would go
         // through a thunk.
         return { [group, steps] request, context in
