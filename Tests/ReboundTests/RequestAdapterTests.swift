@@ -135,6 +135,35 @@ struct ModifyingTests {
         #expect(inPlace.httpMethod == "POST")
     }
 
+    @Test(arguments: ["fails", "cancels"])
+    func aChainAdaptedInPlaceThatThrowsAfterTheBreakerGivesItsPermitBack(ending: String) async throws {
+        let breaker = CircuitBreaker()
+        let transport = ScriptedTransport([.status(200)])
+        let session = Session(
+            transport: transport,
+            adapters: [
+                breaker,
+                .modifying { _, _ in
+                    if ending == "cancels" { throw CancellationError() }
+                    throw TestError("after the breaker")
+                },
+            ], clock: FastForwardClock())
+        #expect(session.chain?.adaptInPlace != nil)
+
+        if ending == "cancels" {
+            await #expect(throws: CancellationError.self) { _ = try await session.send(request()) }
+        } else {
+            let error = try await #require(throws: ReboundError.self) { _ = try await session.send(request()) }
+            guard case .adaptationFailed = error.reason else {
+                Issue.record("expected an adaptation failure, got \(error.reason)")
+                return
+            }
+        }
+        #expect(transport.requestCount == 0)
+        #expect(breaker.permitsInFlight == 0)
+        #expect(breaker.state == .closed)
+    }
+
     @Test func aBreakerAdaptedInPlaceRefusesAsItsAdaptDoes() async throws {
         let breaker = CircuitBreaker()
         breaker.forceOpen()
