@@ -109,6 +109,40 @@ struct ModifyingTests {
         #expect(Interceptor(interceptors: [NoOpInterceptor()]).adaptInPlace == nil)
     }
 
+    @Test func aRequestsOwnChainAdaptsInPlaceAfterTheSessionsWhenBothDo() async throws {
+        let source = HeaderSource()
+        let awaiting = Adapter.modifying { request, _ in
+            request.setValue(await source.value(), forHTTPHeaderField: "X-Awaited")
+        }
+        func appending(_ letter: String) -> Adapter {
+            .modifying { request, _ in
+                request.setValue(
+                    (request.value(forHTTPHeaderField: "X-Order") ?? "") + letter, forHTTPHeaderField: "X-Order")
+            }
+        }
+        func chain(session: [any RequestAdapter], request own: (any RequestInterceptor)?) -> ChainBox? {
+            RequestPlan(
+                session: Session(transport: ScriptedTransport([]), adapters: session), original: .request(request()),
+                label: nil, requestInterceptor: own, requestRoles: nil, validator: nil, deadline: nil,
+                attemptTimeout: nil, redirectHandler: nil, hedging: nil
+            ).chain
+        }
+
+        let both = try #require(chain(session: [appending("a")], request: Interceptor(adapters: [appending("b")])))
+        let adaptInPlace = try #require(both.adaptInPlace)
+        var inPlace = request()
+        try adaptInPlace(&inPlace, RequestContext())
+        let adapted = try await both.adapt(request(), context: RequestContext())
+        #expect(inPlace.value(forHTTPHeaderField: "X-Order") == "ab")
+        #expect(adapted.value(forHTTPHeaderField: "X-Order") == "ab")
+
+        #expect(chain(session: [], request: Interceptor(adapters: [appending("b")]))?.adaptInPlace != nil)
+        // Either half may suspend: the whole is called through `adapt`.
+        #expect(chain(session: [awaiting], request: Interceptor(adapters: [appending("b")]))?.adaptInPlace == nil)
+        #expect(chain(session: [appending("a")], request: Interceptor(adapters: [awaiting]))?.adaptInPlace == nil)
+        #expect(chain(session: [appending("a")], request: NoOpInterceptor())?.adaptInPlace == nil)
+    }
+
     @Test func aChainAdaptedInPlaceDoesWhatItsAdaptDoes() async throws {
         let chain = Interceptor(adapters: [
             .modifying { request, context in request.setValue("\(context.attempt)", forHTTPHeaderField: "X-Attempt") },

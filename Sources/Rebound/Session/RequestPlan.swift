@@ -55,9 +55,8 @@ final class RequestPlan: Sendable {
     ) {
         let chain: ChainBox? =
             if let requestInterceptor {
-                ChainBox(
-                    session.interceptor.map { SessionThenRequest(session: $0, request: requestInterceptor) }
-                        ?? requestInterceptor)
+                session.chain.map { ChainBox(SessionThenRequest(session: $0, request: requestInterceptor)) }
+                    ?? ChainBox(requestInterceptor)
             } else {
                 nil
             }
@@ -123,9 +122,27 @@ final class RequestPlan: Sendable {
 
 /// A session's interceptor followed by a request's: adapts with the session's, then the request's; asks the session's
 /// retriers, then the request's, and the first answer other than `doNotRetry` wins.
-private struct SessionThenRequest: RequestInterceptor {
+///
+/// Adapts in place when both halves do (``AdaptsInPlace``): the session's half is read from its chain box, where it was
+/// found once for the session, so a request with an interceptor of its own looks at one type only, its own.
+private struct SessionThenRequest: RequestInterceptor, AdaptsInPlace {
     let session: any RequestInterceptor
     let request: any RequestInterceptor
+    let adaptInPlace: Adapter.ModifyNowHandler?
+
+    init(session: ChainBox, request: any RequestInterceptor) {
+        self.session = session.interceptor
+        self.request = request
+        self.adaptInPlace =
+            if let first = session.adaptInPlace, let second = (request as? any AdaptsInPlace)?.adaptInPlace {
+                { request, context in
+                    try first(&request, context)
+                    try second(&request, context)
+                }
+            } else {
+                nil
+            }
+    }
 
     func adapt(_ urlRequest: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
         let adapted = try await session.adapt(urlRequest, context: context)
@@ -150,6 +167,12 @@ final class ChainBox: Sendable {
     init(_ interceptor: any RequestInterceptor) {
         self.interceptor = interceptor
         self.adaptInPlace = (interceptor as? any AdaptsInPlace)?.adaptInPlace
+    }
+
+    /// The session's chain followed by a request's own, whose in-place adaptation is known without a look at its type.
+    fileprivate init(_ chain: SessionThenRequest) {
+        self.interceptor = chain
+        self.adaptInPlace = chain.adaptInPlace
     }
 
     func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
