@@ -1,6 +1,5 @@
 import Foundation
 import ReboundTesting
-import Synchronization
 import Testing
 
 @testable import Rebound
@@ -230,16 +229,16 @@ struct ModifyingTests {
     }
 
     @Test func aThrowingStepStopsTheChain() async throws {
-        let reached = Atomic<Int>(0)
+        let reached = Locked(0)
         let interceptor = Interceptor(adapters: [
             .modifying { _, _ in throw TestError("first") },
-            .modifying { _, _ in reached.add(1, ordering: .relaxed) },
+            .modifying { _, _ in reached.withLock { $0 += 1 } },
         ])
 
         await #expect(throws: TestError("first")) {
             _ = try await interceptor.adapt(request(), context: RequestContext())
         }
-        #expect(reached.load(ordering: .relaxed) == 0)
+        #expect(reached.withLock { $0 } == 0)
     }
 }
 
