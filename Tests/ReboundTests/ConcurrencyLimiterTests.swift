@@ -159,6 +159,110 @@ struct ConcurrencyLimiterTests {
         #expect(limiter.placesHeld == 0)
     }
 
+    /// Adapts a request for attempt 1 of a request of its own, as a session would, and returns its registrations.
+    private func adapted(by limiter: ConcurrencyLimiter, id: UUID) async throws -> RegisteredRoles {
+        let roles = RegisteredRoles(besides: .none)
+        _ = try await limiter.adapt(
+            request(), context: RequestContext(requestID: id, attempt: 1, label: nil, roles: roles))
+        return roles
+    }
+
+    /// Settles attempt 1 of request `id` through the parts registered in `roles`, as the session does when it ends.
+    private func settle(_ id: UUID, roles: RegisteredRoles) {
+        let attempt = Attempt(number: 1, request: nil, response: nil, failure: nil, duration: .zero)
+        for part in roles.accountantsAndObservers.accountants {
+            part.settle(attempt, of: id, roles: roles) {
+                AttemptOutcome(requestID: id, originalRequest: request(), attempt: attempt, decision: .cancelled)
+            }
+        }
+    }
+
+    @Test("An attempt settled just as a place is handed to it, before its task resumes, gives that place back")
+    func aPlaceHandedAsTheAttemptIsSettledComesBack() async throws {
+        // The handover and the settling race only in the moment between them: many rounds, so that the settling comes
+        // first in most of them, as it does when the deadline fires then.
+        for _ in 0..<200 {
+            let limiter = limiter(.fixed(1), queued: 1)
+            let firstID = UUID()
+            let first = try await adapted(by: limiter, id: firstID)
+            let secondID = UUID()
+            let second = RegisteredRoles(besides: .none)
+            let waiting = Task {
+                try await limiter.adapt(
+                    request(), context: RequestContext(requestID: secondID, attempt: 1, label: nil, roles: second))
+            }
+            await waitForQueued(1, in: limiter)
+
+            // The first attempt ends and hands its place to the second, whose deadline comes at once: the session
+            // cancels the attempt, then settles it, without waiting for its task.
+            settle(firstID, roles: first)
+            waiting.cancel()
+            settle(secondID, roles: second)
+            _ = await waiting.result
+
+            #expect(limiter.placesHeld == 0)
+            #expect(limiter.hostsKept == 0)
+        }
+    }
+
+    @Test("An attempt settled while it waits leaves the queue, even if nothing cancelled its task")
+    func anAttemptSettledWhileItWaitsLeavesTheQueue() async throws {
+        let limiter = limiter(.fixed(1), queued: 1)
+        let firstID = UUID()
+        let first = try await adapted(by: limiter, id: firstID)
+        let secondID = UUID()
+        let second = RegisteredRoles(besides: .none)
+        let waiting = Task {
+            try await limiter.adapt(
+                request(), context: RequestContext(requestID: secondID, attempt: 1, label: nil, roles: second))
+        }
+        await waitForQueued(1, in: limiter)
+
+        settle(secondID, roles: second)
+
+        await #expect(throws: CancellationError.self) { try await waiting.value }
+        #expect(limiter.snapshot(for: "api.example.com") == .init(limit: 1, inFlight: 1, queued: 0))
+        settle(firstID, roles: first)
+        #expect(limiter.placesHeld == 0)
+        #expect(limiter.hostsKept == 0)
+    }
+
+    @Test("A long queue: each wait times out on time, in order, whatever left the queue before it")
+    func aLongQueueTimesOutInOrder() async throws {
+        let clock = ManualClock()
+        let count = 2_000
+        let limiter = limiter(.fixed(1), queued: count, timeout: .seconds(1), clock: clock)
+        let firstID = UUID()
+        let first = try await adapted(by: limiter, id: firstID)
+        let waits = (0..<count).map { _ in
+            Task {
+                let context = RequestContext(
+                    requestID: UUID(), attempt: 1, label: nil, roles: RegisteredRoles(besides: .none))
+                return try await limiter.adapt(request(), context: context)
+            }
+        }
+        await waitForQueued(count, in: limiter)
+        try await clock.waitForSleepers(count)
+        // Every other wait is cancelled, from the front and the back of the queue alike.
+        for (index, wait) in waits.enumerated() where index.isMultiple(of: 2) { wait.cancel() }
+        while limiter.snapshot(for: "api.example.com").queued > count / 2 { await Task.yield() }
+
+        clock.advance(by: .seconds(1))
+
+        for (index, wait) in waits.enumerated() {
+            let error = await #expect(throws: (any Error).self) { try await wait.value }
+            if index.isMultiple(of: 2) {
+                #expect(error is CancellationError)
+            } else {
+                #expect((error as? ConcurrencyLimitExceeded)?.limitHit == .queueTimeout)
+            }
+        }
+        #expect(limiter.snapshot(for: "api.example.com") == .init(limit: 1, inFlight: 1, queued: 0))
+        settle(firstID, roles: first)
+        #expect(limiter.placesHeld == 0)
+        #expect(limiter.hostsKept == 0)
+    }
+
     @Test("Every attempt gives its place back, whatever ends it", arguments: PlaceEnding.allCases)
     func everyPathGivesThePlaceBack(ending: PlaceEnding) async throws {
         let limiter = limiter(.fixed(1))

@@ -107,8 +107,6 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
 
     /// An attempt waiting for a place.
     private struct Waiter: Sendable {
-        let id: Int
-        let attempt: AttemptKey
         let continuation: CheckedContinuation<Void, any Error>
         /// The task that ends the wait at the queue timeout, attached once started.
         var timer: Task<Void, Never>?
@@ -117,13 +115,15 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
     private struct Host: Sendable {
         var limit: LimitState
         var inFlight = 0
-        var queue: [Waiter] = []
+        /// The attempts waiting for a place, first come first served; any of them may leave early.
+        var queue = KeyedQueue<AttemptKey, Waiter>()
     }
 
     private struct State: Sendable {
         var hosts: [String: Host] = [:]
         var places: [AttemptKey: Place] = [:]
-        var nextWaiter = 0
+        /// The host each queued attempt waits for, so that settling an attempt finds its wait.
+        var waiting: [AttemptKey: String] = [:]
     }
 
     /// The limiter's numbers.
@@ -180,6 +180,9 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
         guard let key = keyFunction(request) else { return request }
         // A context that cannot register would never give its place back: such an attempt goes through unlimited.
         guard context.canRegister else { return request }
+        // Registered before a place is taken, so that an attempt settled while it waits, or just as a place is handed
+        // to it (its deadline, the end of a hedged round), gives that place back or leaves the queue.
+        context.settleAndAdmitRetries(through: self)
         let attempt = AttemptKey(requestID: context.requestID, attempt: context.attempt)
         switch take(key, for: attempt) {
         case .taken:
@@ -189,7 +192,6 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
         case .mustWait:
             try await wait(key, for: attempt)
         }
-        context.settleAndAdmitRetries(through: self)
         return request
     }
 
@@ -205,7 +207,7 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
         let now = clock.now()
         return state.withLock { state in
             // A cancelled attempt (abandoned at its deadline, whose end may have been told already) takes no place:
-            // nothing might give it back. Checked under the lock, as the breaker does.
+            // nothing might give it back. Checked under the lock: the session cancels an attempt before it settles it.
             if Task.isCancelled { return .taken }
             // A breaker-like part held twice is asked twice for one attempt: it already has its place.
             if state.places[attempt] != nil { return .taken }
@@ -216,7 +218,8 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
     /// Gives `attempt` a place of `key`'s host if one is free and nobody waits for one; otherwise refuses it when the
     /// queue has no room, or says it may wait.
     private func admission(_ key: String, for attempt: AttemptKey, now: Duration, in state: inout State) -> Taking {
-        var host = state.hosts[key] ?? Host(limit: LimitState(configuration.limit))
+        // Taken out of the table while it changes, so that its queue is changed in place rather than copied.
+        var host = state.hosts.removeValue(forKey: key) ?? Host(limit: LimitState(configuration.limit))
         defer { state.hosts[key] = host }
         if host.inFlight < host.limit.current, host.queue.isEmpty {
             host.inFlight += 1
@@ -232,25 +235,26 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
         return .mustWait
     }
 
-    /// Waits in `key`'s queue until a place is handed over, the queue timeout passes or the task is cancelled.
+    /// Waits in `key`'s queue until a place is handed over, the queue timeout passes, the task is cancelled or the
+    /// attempt is settled.
     private func wait(_ key: String, for attempt: AttemptKey) async throws {
-        let id = state.withLock { state in
-            state.nextWaiter += 1
-            return state.nextWaiter
-        }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let now = clock.now()
                 // Asked again: places may have been given back, or the queue filled up, since `take`.
-                let taking = state.withLock { state in
+                let taking = state.withLock { state -> Taking? in
+                    // Cancelled before it queued: the cancellation handler found nothing to end, and the attempt may
+                    // have been settled already, so it must not wait for a place nobody would give back.
+                    if Task.isCancelled { return nil }
                     let taking = admission(key, for: attempt, now: now, in: &state)
                     if case .mustWait = taking {
-                        state.hosts[key]?.queue.append(
-                            Waiter(id: id, attempt: attempt, continuation: continuation, timer: nil))
+                        state.hosts[key]?.queue.append(Waiter(continuation: continuation, timer: nil), key: attempt)
+                        state.waiting[attempt] = key
                     }
                     return taking
                 }
                 switch taking {
+                case nil: return continuation.resume(throwing: CancellationError())
                 case .mustWait: break
                 case .taken: return continuation.resume()
                 case .refused(let refusal): return continuation.resume(throwing: refusal)
@@ -259,22 +263,17 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
                 let clock = clock
                 let timer = Spawn.task { [weak self] in
                     guard (try? await clock.sleep(timeout)) != nil else { return }
-                    self?.endWait(id, of: key, with: .timedOut)
+                    self?.endWait(of: attempt, with: .timedOut)
                 }
                 let attached: Bool = state.withLock { state in
-                    guard let index = state.hosts[key]?.queue.firstIndex(where: { $0.id == id }) else { return false }
-                    state.hosts[key]?.queue[index].timer = timer
+                    guard state.hosts[key]?.queue[attempt] != nil else { return false }
+                    state.hosts[key]?.queue[attempt]?.timer = timer
                     return true
                 }
-                if !attached {
-                    timer.cancel()
-                } else if Task.isCancelled {
-                    // Cancelled before the waiter was stored: the handler found nothing to end.
-                    endWait(id, of: key, with: .cancelled)
-                }
+                if !attached { timer.cancel() }
             }
         } onCancel: {
-            endWait(id, of: key, with: .cancelled)
+            endWait(of: attempt, with: .cancelled)
         }
     }
 
@@ -283,15 +282,19 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
         case cancelled
     }
 
-    /// Ends a wait still in the queue: with ``ConcurrencyLimitExceeded`` at the queue timeout, `CancellationError` when
-    /// the task is cancelled. A wait that was handed a place or ended already is left alone.
-    private func endWait(_ id: Int, of key: String, with ending: WaitEnding) {
+    /// Ends the wait of `attempt` if it is still in a queue: with ``ConcurrencyLimitExceeded`` at the queue timeout,
+    /// `CancellationError` when the task is cancelled or the attempt settled. A wait that was handed a place or ended
+    /// already is left alone.
+    private func endWait(of attempt: AttemptKey, with ending: WaitEnding) {
         let ended: (Waiter, ConcurrencyLimitExceeded)? = state.withLock { state in
-            guard var host = state.hosts[key], let index = host.queue.firstIndex(where: { $0.id == id }) else {
+            guard let key = state.waiting.removeValue(forKey: attempt),
+                var host = state.hosts.removeValue(forKey: key)
+            else { return nil }
+            guard let waiter = host.queue.remove(attempt) else {
+                state.hosts[key] = host
                 return nil
             }
-            let waiter = host.queue.remove(at: index)
-            state.hosts[key] = host
+            state.hosts[key] = forgettingIfIdle(host)
             return (
                 waiter,
                 ConcurrencyLimitExceeded(
@@ -309,36 +312,39 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
 
     /// Gives back the place of `attempt`, if it holds one, teaching an adaptive limit whether the attempt says the host
     /// is overloaded (`dropped` is `true`), keeping up (`false`) or nothing (`nil`), and hands the freed places to the
-    /// first waiters.
+    /// first waiters; an attempt still waiting leaves the queue.
     private func giveBack(_ attempt: AttemptKey, dropped: Bool?) {
         let now = clock.now()
-        let handed: [Waiter] = state.withLock { state in
-            guard let place = state.places.removeValue(forKey: attempt), var host = state.hosts[place.key] else {
-                return []
-            }
+        let handed: [Waiter]? = state.withLock { state in
+            guard let place = state.places.removeValue(forKey: attempt) else { return nil }
+            guard var host = state.hosts.removeValue(forKey: place.key) else { return [] }
             host.inFlight -= 1
             if let dropped {
                 host.limit.update(latency: now - place.since, inFlight: place.inFlight, dropped: dropped)
             }
             var handed: [Waiter] = []
-            while host.inFlight < host.limit.current, !host.queue.isEmpty {
-                let waiter = host.queue.removeFirst()
+            while host.inFlight < host.limit.current, let (waiting, waiter) = host.queue.popFirst() {
+                state.waiting[waiting] = nil
                 host.inFlight += 1
-                state.places[waiter.attempt] = Place(key: place.key, since: now, inFlight: host.inFlight)
+                state.places[waiting] = Place(key: place.key, since: now, inFlight: host.inFlight)
                 handed.append(waiter)
             }
-            if host.inFlight == 0, host.queue.isEmpty, host.limit.isFixed {
-                // An idle host with a fixed limit has nothing to remember.
-                state.hosts[place.key] = nil
-            } else {
-                state.hosts[place.key] = host
-            }
+            state.hosts[place.key] = forgettingIfIdle(host)
             return handed
+        }
+        guard let handed else {
+            // No place: the attempt may still be waiting for one (settled at its deadline, say).
+            return endWait(of: attempt, with: .cancelled)
         }
         for waiter in handed {
             waiter.timer?.cancel()
             waiter.continuation.resume()
         }
+    }
+
+    /// `host`, or `nil` when it is idle with a fixed limit and so has nothing to remember.
+    private func forgettingIfIdle(_ host: Host) -> Host? {
+        host.inFlight == 0 && host.queue.isEmpty && host.limit.isFixed ? nil : host
     }
 
     /// Never refuses a retry: the retry's attempt takes a place, or waits or fails, when it is adapted.
