@@ -268,4 +268,43 @@ struct URLSessionTransportTests {
         for _ in 0..<500 where released != nil { try await Task.sleep(for: .milliseconds(10)) }
         #expect(released == nil)
     }
+
+    #if canImport(FoundationNetworking)
+        @Test(
+            "On Linux the transport's own session keeps no response cache, and the caller's configuration is untouched")
+        func ownSessionHasNoCacheOnLinux() {
+            let configuration = URLSessionConfiguration.default
+            let cache = URLCache(memoryCapacity: 1_024, diskCapacity: 0, diskPath: nil)
+            configuration.urlCache = cache
+
+            let transport = URLSessionTransport(configuration: configuration)
+
+            #expect(transport.session.configuration.urlCache == nil)
+            #expect(configuration.urlCache === cache)
+        }
+
+        @Test("Thousands of sends cancelled as their tasks start or finish never trap the process")
+        func cancellingAsTasksStartOrFinishNeverTraps() async {
+            // In a process of its own: with a response cache, swift-corelibs-foundation traps the process in most runs
+            // of this size (a cancel delivered after the task left its session).
+            await #expect(processExitsWith: .success) {
+                let server = try LoopbackServer()
+                defer { server.stop() }
+                server.route("/fast", [.status(200, body: "ok")])
+                let transport = URLSessionTransport()
+                let request = URLRequest(url: server.url("/fast"))
+                for _ in 0..<5 {
+                    await withTaskGroup(of: Void.self) { group in
+                        for index in 0..<2_000 {
+                            let send = Task { _ = try? await transport.exchange(request) }
+                            // Cancelled from 0 to 2 ms after it starts: before, during and after its task's start.
+                            let delay = DispatchTimeInterval.microseconds(index * 7 % 2_000)
+                            DispatchQueue.global().asyncAfter(deadline: .now() + delay) { send.cancel() }
+                            group.addTask { await send.value }
+                        }
+                    }
+                }
+            }
+        }
+    #endif
 }

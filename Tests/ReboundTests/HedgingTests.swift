@@ -68,6 +68,19 @@ private func sendPastTheDelay(
     return task
 }
 
+/// Sends `sent` past the hedging delay and returns its response; when no hedge is expected, lets the first attempt's
+/// 1 s pass once nothing but it sleeps.
+private func send(
+    _ sent: URLRequest, through session: Session, _ clock: ManualClock, hedged: Bool
+) async throws -> Response {
+    let task = try await sendPastTheDelay(session, clock, sent)
+    if !hedged {
+        while clock.pendingSleepCount > 1 { await Task.yield() }
+        clock.advance(by: .seconds(1))
+    }
+    return try await task.value
+}
+
 /// Waits until `log` holds `entry`.
 private func waitFor(_ entry: String, in log: Log) async {
     while !log.all.contains(entry) { await Task.yield() }
@@ -154,17 +167,143 @@ struct HedgingTests {
             let transport = slowFirst(clock, log: Log())
             let session = Session(
                 transport: transport, adapters: adapters, hedging: Hedging(delay: .milliseconds(100)), clock: clock)
-            let task = try await sendPastTheDelay(session, clock, request(method))
-            if !hedged {
-                while clock.pendingSleepCount > 1 { await Task.yield() }
-                clock.advance(by: .seconds(1))
-            }
-            let response = try await task.value
+            let response = try await send(request(method), through: session, clock, hedged: hedged)
 
             #expect(transport.requestCount == (hedged ? 2 : 1), "\(method)")
             let keys = Set(transport.requests.map { $0.value(forHTTPHeaderField: "Idempotency-Key") })
             #expect(keys.count == 1, "one key for every attempt of \(method)")
             #expect(String(decoding: response.data, as: UTF8.self) == (hedged ? "fast" : "slow"))
+        }
+    }
+
+    @Test("Hedging follows the methods the chain's retry policies retry, found through the parts that hold them")
+    func followsTheRetryMethods() async throws {
+        let silent: LoggingRetrier.Sink = { _ in }
+        for (retriers, method, hedged) in [
+            ([any RequestRetrier](), HTTPMethod.put, true),
+            ([RetryPolicy(retryableHTTPMethods: [.get])], .put, false),
+            ([RetryPolicy(retryableHTTPMethods: [.get])], .get, true),
+            (
+                [ConnectionLostRetryPolicy(retryableHTTPMethods: [.get]), RetryPolicy(retryableHTTPMethods: [.put])],
+                .put, true
+            ),
+            (
+                [
+                    Interceptor(retriers: [
+                        LoggingRetrier(wrapping: RetryPolicy(retryableHTTPMethods: [.post]), sink: silent)
+                    ])
+                ],
+                .post, true
+            ),
+            ([Interceptor(retriers: [RetryPolicy(retryableHTTPMethods: [.get])])], .delete, false),
+        ] {
+            let clock = ManualClock()
+            let transport = slowFirst(clock, log: Log())
+            let session = Session(
+                transport: transport, retriers: retriers, hedging: Hedging(delay: .milliseconds(100)), clock: clock)
+            let response = try await send(request(method), through: session, clock, hedged: hedged)
+
+            #expect(transport.requestCount == (hedged ? 2 : 1), "\(method) with \(retriers)")
+            #expect(String(decoding: response.data, as: UTF8.self) == (hedged ? "fast" : "slow"))
+        }
+    }
+
+    @Test("A request's own retry policy adds its methods to the session's")
+    func requestPolicyAddsItsMethods() async throws {
+        let clock = ManualClock()
+        let transport = slowFirst(clock, log: Log())
+        let session = Session(
+            transport: transport, retriers: [RetryPolicy(retryableHTTPMethods: [.get])],
+            hedging: Hedging(delay: .milliseconds(100)), clock: clock)
+        let task = Task {
+            try await session.send(request(.put), retriers: [RetryPolicy(retryableHTTPMethods: [.put])])
+        }
+        try await clock.waitForSleepers(2)
+        clock.advance(by: .milliseconds(100))
+        let response = try await task.value
+
+        #expect(transport.requestCount == 2)
+        #expect(String(decoding: response.data, as: UTF8.self) == "fast")
+    }
+
+    @Test("An empty Idempotency-Key is no key: such a POST is not hedged, and the adapter gives it a real key")
+    func anEmptyKeyIsNoKey() async throws {
+        for (key, adapters, hedged) in [
+            ("", [any RequestAdapter](), false),
+            ("  ", [], false),
+            ("", [IdempotencyKeyAdapter()], true),
+        ] {
+            let clock = ManualClock()
+            let transport = slowFirst(clock, log: Log())
+            let session = Session(
+                transport: transport, adapters: adapters, hedging: Hedging(delay: .milliseconds(100)), clock: clock)
+            var post = request(.post)
+            post.setValue(key, forHTTPHeaderField: "Idempotency-Key")
+            _ = try await send(post, through: session, clock, hedged: hedged)
+
+            #expect(transport.requestCount == (hedged ? 2 : 1), "key \"\(key)\", \(adapters.count) adapters")
+            let keys = Set(transport.requests.compactMap { $0.value(forHTTPHeaderField: "Idempotency-Key") })
+            #expect(keys.count == 1)
+            if hedged { #expect(keys.first.map { !$0.isEmpty } == true, "the adapter replaced the empty key") }
+        }
+        #expect(URLRequest(url: exampleURL, method: .post, headers: ["Idempotency-Key": ""]).idempotencyKey == nil)
+        #expect(URLRequest(url: exampleURL, method: .post, headers: ["Idempotency-Key": "k"]).idempotencyKey == "k")
+    }
+
+    @Test("The hedging delay counts from the attempt's hand-over to the transport, not from its start")
+    func delayCountsFromTheSend() async throws {
+        let clock = ManualClock()
+        let transport = slowFirst(clock, log: Log())
+        // The first attempt spends 500 ms on the client (a queue, a token refresh) before it is sent.
+        let onTheClient = Adapter { request, context in
+            if context.attempt == 1 { try await clock.sleep(for: .milliseconds(500)) }
+            return request
+        }
+        let session = Session(
+            transport: transport, adapters: [onTheClient], hedging: Hedging(delay: .milliseconds(100)), clock: clock)
+        let task = Task { try await session.send(request()) }
+        try await clock.waitForSleepers(1)
+        clock.advance(by: .milliseconds(500))
+        // The first attempt in the transport, and the hedging delay from its send.
+        try await clock.waitForSleepers(2)
+        #expect(transport.requestCount == 1, "no hedge for the time the attempt spent on the client")
+        clock.advance(by: .milliseconds(100))
+        let response = try await task.value
+
+        #expect(transport.requestCount == 2)
+        #expect(String(decoding: response.data, as: UTF8.self) == "fast")
+        let first = try #require(response.attempts.first { $0.hedge == 0 })
+        #expect(first.duration == .milliseconds(600), "the hedge started 100 ms after the first attempt was sent")
+    }
+
+    @Test("A hedge that never reaches the wire costs the budget nothing: only hedges that are sent are charged")
+    func unsentHedgesAreRefunded() async throws {
+        for ratio in [false, true] {
+            let clock = ManualClock()
+            let budget =
+                ratio
+                ? RetryBudget(ratio: .init(percent: 0, window: .seconds(10), minimumRetriesPerSecond: 1), clock: clock)
+                : RetryBudget()
+            // One place: every hedge is refused by the limiter before it is sent.
+            let limiter = ConcurrencyLimiter(configuration: .init(limit: .fixed(1)), clock: clock)
+            let recorder = HedgeRecorder()
+            let transport = slowFirst(clock, log: Log())
+            let session = Session(
+                transport: transport, adapters: [budget, limiter], retriers: [RetryPolicy()], observers: [recorder],
+                hedging: Hedging(delay: .zero, maximumInFlight: 3, maximumAttempts: 3), clock: clock)
+            let before = budget.tokens(for: exampleURL)
+            let task = Task { try await session.send(request()) }
+            while recorder.attempts.count < 2 { await Task.yield() }
+            try await clock.waitForSleepers(1)
+            clock.advance(by: .seconds(1))
+            let response = try await task.value
+
+            #expect(String(decoding: response.data, as: UTF8.self) == "slow")
+            #expect(transport.requestCount == 1, "no hedge was sent")
+            #expect(response.attempts.count == 3, "two hedges were tried")
+            #expect(budget.tokens(for: exampleURL) == before, "ratio: \(ratio)")
+            #expect(budget.requestsWithHedges == 0)
+            #expect(limiter.placesHeld == 0)
         }
     }
 
@@ -336,12 +475,7 @@ struct HedgingTests {
                 transport: transport, adapters: [ForwardingAdapter(wrapped: budget)],
                 hedging: Hedging(delay: .milliseconds(100)), clock: clock)
             let before = budget.tokens(for: exampleURL) ?? -1
-            let task = try await sendPastTheDelay(session, clock)
-            if !hedged {
-                while clock.pendingSleepCount > 1 { await Task.yield() }
-                clock.advance(by: .seconds(1))
-            }
-            let response = try await task.value
+            let response = try await send(request(), through: session, clock, hedged: hedged)
 
             #expect(transport.requestCount == (hedged ? 2 : 1))
             #expect(String(decoding: response.data, as: UTF8.self) == (hedged ? "fast" : "slow"))
@@ -407,8 +541,10 @@ struct HedgingTests {
             }
             clock.advance(by: .milliseconds(100))
             if ending != "success" {
+                // The second attempt in the transport and the next hedge's delay, counted from its send (and the
+                // attempts' deadlines).
                 while transport.requestCount < 2 { await Task.yield() }
-                while clock.pendingSleepCount < (ending == "deadline" ? 4 : 3) { await Task.yield() }
+                while clock.pendingSleepCount < (ending == "deadline" ? 5 : 3) { await Task.yield() }
                 clock.advance(by: .milliseconds(100))
                 while transport.requestCount < 3 { await Task.yield() }
             }
@@ -419,7 +555,8 @@ struct HedgingTests {
                 task.cancel()
                 await #expect(throws: CancellationError.self) { try await task.value }
             default:
-                while clock.pendingSleepCount < 4 { await Task.yield() }
+                // Three attempts in the transport, each racing its deadline, and the delay after the third's send.
+                while clock.pendingSleepCount < 7 { await Task.yield() }
                 clock.advance(by: .milliseconds(100))
                 let error = try await #require(throws: ReboundError.self) { try await task.value }
                 guard case .deadlineExceeded = error.reason else {

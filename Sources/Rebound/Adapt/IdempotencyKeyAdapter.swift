@@ -36,11 +36,10 @@ public struct IdempotencyKeyAdapter: RequestAdapter {
         return request
     }
 
-    /// Adds the request's key in place, unless its method is not in ``methods`` or it has a key already.
+    /// Adds the request's key in place, unless its method is not in ``methods`` or it has a key already (an empty
+    /// value is no key, and is replaced).
     private func addKey(to request: inout URLRequest, context: RequestContext) {
-        guard methods.contains(request.method), request.value(forHTTPHeaderField: Self.headerName) == nil else {
-            return
-        }
+        guard methods.contains(request.method), request.idempotencyKey == nil else { return }
         request.setValue(context.requestID.uuidString, forHTTPHeaderField: Self.headerName)
     }
 }
@@ -59,8 +58,16 @@ extension RequestAdapter where Self == IdempotencyKeyAdapter {
 
 extension URLRequest {
     /// Whether the request may be sent more than once: its method is in `methods`, or it carries an `Idempotency-Key`
-    /// header. What ``RetryPolicy`` asks before a retry and the session before a hedge.
+    /// header that is not empty. What ``RetryPolicy`` asks before a retry and the session before a hedge.
     func isRepeatable(methods: Set<HTTPMethod>) -> Bool {
-        methods.contains(method) || value(forHTTPHeaderField: IdempotencyKeyAdapter.headerName) != nil
+        methods.contains(method) || idempotencyKey != nil
+    }
+
+    /// The request's `Idempotency-Key`, if it has one that is not empty: a header of spaces only promises nothing.
+    var idempotencyKey: String? {
+        guard let key = value(forHTTPHeaderField: IdempotencyKeyAdapter.headerName),
+            key.contains(where: { $0 != " " && $0 != "\t" })
+        else { return nil }
+        return key
     }
 }

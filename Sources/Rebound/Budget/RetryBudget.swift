@@ -153,6 +153,15 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
         var windows: [String: RatioWindow] = [:]
         /// Each request's last granted retry, until the request ends.
         var granted: [UUID: Grant] = [:]
+        /// What each hedge in flight took, by request, until its attempt ends: refunded if it was never sent.
+        var hedges: [UUID: [HedgeGrant]] = [:]
+    }
+
+    /// What a hedge took from a budget, until its attempt ends.
+    private struct HedgeGrant: Sendable {
+        let attempt: Int
+        let key: String
+        let cost: Int
     }
 
     /// The bucket's numbers; unused by a ratio budget.
@@ -244,6 +253,9 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
     /// How many requests hold a granted retry and have not ended; for tests that check nothing is kept.
     package var requestsWithGrants: Int { state.withLock { $0.granted.count } }
 
+    /// How many requests hold hedges not yet settled; for tests that check nothing is kept.
+    package var requestsWithHedges: Int { state.withLock { $0.hedges.count } }
+
     /// Takes the retry's cost from the request's budget, or denies the retry with ``RetryBudgetExhausted``.
     ///
     /// A retry after a 401 is never charged nor denied: it retries with a refreshed credential and says nothing about
@@ -294,13 +306,35 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
         return nil
     }
 
-    /// Notes whether a granted retry's attempt was sent, and refunds the grant of one refused before it was sent.
+    /// Notes whether a granted retry's attempt was sent, and refunds the grant of a retry or a hedge whose attempt was
+    /// refused before it was sent.
     public func attemptDidFinish(_ outcome: AttemptOutcome) async {
         let now = now()
+        let wasSent = outcome.attempt.request != nil
         state.withLock { state in
-            settle(
-                &state, outcome.requestID, failed: outcome.attempt.number, wasSent: outcome.attempt.request != nil,
-                now: now)
+            settle(&state, outcome.requestID, failed: outcome.attempt.number, wasSent: wasSent, now: now)
+            settleHedge(&state, outcome.requestID, attempt: outcome.attempt.number, wasSent: wasSent, now: now)
+        }
+    }
+
+    /// Forgets what the hedge that was attempt `attempt` took, if it was one, refunding it if it was never sent (a
+    /// limiter refused it, the round ended first).
+    private func settleHedge(_ state: inout State, _ requestID: UUID, attempt: Int, wasSent: Bool, now: Duration) {
+        guard !state.hedges.isEmpty, var hedges = state.hedges.removeValue(forKey: requestID) else { return }
+        if let index = hedges.firstIndex(where: { $0.attempt == attempt }) {
+            let hedge = hedges.remove(at: index)
+            if !wasSent { give(hedge.cost, to: hedge.key, in: &state, now: now) }
+        }
+        if !hedges.isEmpty { state.hedges[requestID] = hedges }
+    }
+
+    /// Gives `cost` back to `key`'s budget: what `take` took.
+    private func give(_ cost: Int, to key: String, in state: inout State, now: Duration) {
+        if let ratio {
+            state.windows[key, default: RatioWindow()].addRetry(-cost, at: now, window: ratio.window)
+        } else {
+            let tokens = state.tokens[key] ?? configuration.initialTokens
+            state.tokens[key] = min(tokens + cost, configuration.maximumTokens)
         }
     }
 
@@ -312,7 +346,7 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
         if wasSent {
             state.granted[requestID]?.reachedTheWire = true
         } else {
-            Self.refund(&state, requestID, ratio: ratio, now: now, tokens: configuration)
+            refund(&state, requestID, now: now)
         }
     }
 
@@ -323,8 +357,10 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
         let sent = outcome.attempts.last?.request ?? outcome.originalRequest
         let fallbackKey = outcome.decision == .succeeded && ratio == nil ? keyFunction(sent) : nil
         state.withLock { state in
+            // Every attempt was reported before the request's end: a hedge left here was never heard of again.
+            if !state.hedges.isEmpty { state.hedges[outcome.requestID] = nil }
             if let grant = state.granted[outcome.requestID], !grant.reachedTheWire {
-                Self.refund(&state, outcome.requestID, ratio: ratio, now: now, tokens: configuration)
+                refund(&state, outcome.requestID, now: now)
                 return
             }
             let grant = state.granted.removeValue(forKey: outcome.requestID)
@@ -344,16 +380,9 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
     }
 
     /// Gives back, and forgets, the grant of `requestID` if it has one.
-    private static func refund(
-        _ state: inout State, _ requestID: UUID, ratio: Ratio?, now: Duration, tokens configuration: Configuration
-    ) {
+    private func refund(_ state: inout State, _ requestID: UUID, now: Duration) {
         guard let grant = state.granted.removeValue(forKey: requestID) else { return }
-        if let ratio {
-            state.windows[grant.key, default: RatioWindow()].addRetry(-grant.cost, at: now, window: ratio.window)
-        } else {
-            let tokens = state.tokens[grant.key] ?? configuration.initialTokens
-            state.tokens[grant.key] = min(tokens + grant.cost, configuration.maximumTokens)
-        }
+        give(grant.cost, to: grant.key, in: &state, now: now)
     }
 }
 
@@ -388,12 +417,20 @@ extension RetryBudget: AdaptsInPlace {
 
 // Before a hedge: a hedge spends from the host's budget as a retry does.
 extension RetryBudget: HedgeGate {
-    /// Spends one retry's cost from the host's budget for a hedge, or refuses it with ``RetryBudgetExhausted``; a hedge
-    /// that starts is sent, so nothing is refunded.
-    func admitHedge(_ request: URLRequest, of requestID: UUID, attempt: Int) -> (any Error)? {
+    /// Spends one retry's cost from the host's budget for a hedge, or refuses it with ``RetryBudgetExhausted``; the
+    /// cost is refunded if the hedge's attempt ends without being sent (a concurrency limiter had no place for it, or
+    /// the round ended first), so a hedge is charged only when it reaches the wire.
+    func admitHedge(_ request: URLRequest, of requestID: UUID, attempt: Int, roles: RegisteredRoles) -> (any Error)? {
         guard let key = keyFunction(request) else { return nil }
         let cost = ratio != nil ? 1 : configuration.retryCost
         let now = now()
-        return state.withLock { take(cost, from: key, in: &$0, now: now) }
+        let denial = state.withLock { state -> RetryBudgetExhausted? in
+            if let denial = take(cost, from: key, in: &state, now: now) { return denial }
+            state.hedges[requestID, default: []].append(HedgeGrant(attempt: attempt, key: key, cost: cost))
+            return nil
+        }
+        // To hear whether the hedge was sent: a token bucket observes every request already, a ratio budget may not.
+        if denial == nil, ratio != nil { roles.add(observer: self) }
+        return denial
     }
 }

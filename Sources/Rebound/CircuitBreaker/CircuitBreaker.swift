@@ -369,7 +369,7 @@ extension CircuitBreaker: AttemptAccountant {
 
     /// Lets a hedge start only while the breaker is closed (the rule for retries): an open breaker refuses it at once,
     /// and a half-open one keeps its trials for fresh requests. The hedge takes its permit when it is adapted.
-    func admitHedge(_ request: URLRequest, of requestID: UUID, attempt: Int) -> (any Error)? {
+    func admitHedge(_ request: URLRequest, of requestID: UUID, attempt: Int, roles: RegisteredRoles) -> (any Error)? {
         var time = LazyTime(now)
         return storage.withLock { refusalOfRetry(by: $0.machine, time: &time) }
     }

@@ -11,12 +11,15 @@ import Foundation
 /// so that whatever forwards `adapt` keeps it; a gate of the user's own is asked about retries only.
 protocol HedgeGate: AnyObject, Sendable {
     /// Returns `nil` to let attempt `attempt` of request `requestID` start as a hedge, or why it must not; `request` is
-    /// the last request of the round handed to the transport.
-    func admitHedge(_ request: URLRequest, of requestID: UUID, attempt: Int) -> (any Error)?
+    /// the last request of the round handed to the transport, `roles` the request's registrations (a part that spends
+    /// for a hedge registers there to hear whether the hedge was sent).
+    func admitHedge(_ request: URLRequest, of requestID: UUID, attempt: Int, roles: RegisteredRoles) -> (any Error)?
 }
 
 extension AttemptAccountant {
     /// A part that settles its attempts lets every hedge start unless it says otherwise: a concurrency limiter's
     /// places and a rate limiter's tokens are taken when the hedge is adapted, like any attempt's.
-    func admitHedge(_ request: URLRequest, of requestID: UUID, attempt: Int) -> (any Error)? { nil }
+    func admitHedge(_ request: URLRequest, of requestID: UUID, attempt: Int, roles: RegisteredRoles) -> (any Error)? {
+        nil
+    }
 }

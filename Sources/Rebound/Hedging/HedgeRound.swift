@@ -75,6 +75,16 @@ final class HedgeRound: Sendable {
         replaced?.cancel()
     }
 
+    /// Drops the tick still to come, if one is: the next delay counts from a later moment.
+    func cancelTick() {
+        let timer = state.withLock { state -> Task<Void, Never>? in
+            state.timers += 1
+            defer { state.timer = nil }
+            return state.timer
+        }
+        timer?.cancel()
+    }
+
     /// The next event, waiting for one; `nil` once the calling task is cancelled.
     func next() async -> HedgeEvent? {
         await withTaskCancellationHandler {

@@ -39,6 +39,14 @@ import Foundation
 /// Cancelling the calling task cancels the data task at once and the send ends with `CancellationError` (a task that
 /// is already cancelled sends nothing). Other errors are the `URLError`s that `URLSession` reports, codes unchanged.
 /// Sends may run concurrently from any number of tasks.
+///
+/// **Cancellation on Linux.** swift-corelibs-foundation (Swift 6.3.1) looks every new task up in its session's
+/// `URLCache` on another queue before it starts it; a task cancelled during that lookup can have its cancel delivered
+/// after it finished and left its session, which traps the process ("Trying to access a behaviour for a task that in
+/// not in the registry"). Hedging cancels the attempts that lose, often at that moment. So on Linux the transport's own
+/// session has no `URLCache` (``init(configuration:)`` uses a copy of the configuration without one); a session given
+/// to ``init(session:)`` should have none either (`configuration.urlCache = nil`) if its requests are hedged or
+/// cancelled. On Apple platforms neither applies.
 public struct URLSessionTransport: HTTPTransport {
     /// The session requests go through: the transport's own, or the one given to ``init(session:)``.
     public let session: URLSession
@@ -50,7 +58,8 @@ public struct URLSessionTransport: HTTPTransport {
     /// Creates a transport with a `URLSession` of its own, made with `configuration` (`.default` by default).
     ///
     /// The session follows no redirect, and an authentication challenge reaches the caller as its 401 (see above).
-    /// It is invalidated when the last copy of the transport is released, after its tasks finish.
+    /// On Linux it has no `URLCache`, whatever `configuration` says (see above). It is invalidated when the last copy
+    /// of the transport is released, after its tasks finish.
     public init(configuration: URLSessionConfiguration = .default) {
         let owned = OwnedSession(configuration: configuration)
         self.owned = owned
@@ -116,6 +125,11 @@ private final class OwnedSession: Sendable {
 
     init(configuration: URLSessionConfiguration) {
         #if canImport(FoundationNetworking)
+            // No response cache (a copy, so the caller's configuration is left as it was): swift-corelibs-foundation
+            // looks a new task up in it on another queue, and a cancel that arrives meanwhile can be delivered after
+            // the task finished and left its session, which traps the process (see `URLSessionTransport`).
+            let configuration = (configuration.copy() as? URLSessionConfiguration) ?? .default
+            configuration.urlCache = nil
             // Each completion runs at once on the session's own queue, as `data(for:)` runs its own (see
             // `InlineDelegateQueue`).
             let delegateQueue = InlineDelegateQueue()
@@ -152,10 +166,68 @@ private final class OwnedSession: Sendable {
 
 /// One send: a data task with a completion handler, and a delegate of its own that refuses redirects and answers HTTP
 /// challenges.
+///
+/// The send owns its data task's cancellation: it cancels the task at most once and never once the task has finished;
+/// a send cancelled before its task runs never resumes that task, which is cancelled unstarted and whose completion
+/// reports the cancellation.
 private final class DataTaskSend: NSObject, URLSessionTaskDelegate, Sendable {
+    /// Where the send is, changed only under the lock by the pure transitions below.
+    private enum Phase: Sendable {
+        /// The data task is being made.
+        case preparing
+        /// Cancelled before its data task was made: the task is never resumed.
+        case cancelledEarly
+        /// The data task runs.
+        case running(URLSessionTask)
+        /// A cancel is on its way to the running task.
+        case cancelling(URLSessionTask)
+        /// The completion handler ran: nothing may touch the task any more.
+        case finished
+
+        /// The data task was made: resume it, or cancel it unstarted if the send was cancelled meanwhile.
+        mutating func made(_ task: URLSessionTask) -> Bool {
+            switch self {
+            case .preparing:
+                self = .running(task)
+                return true
+            default:
+                self = .cancelling(task)
+                return false
+            }
+        }
+
+        /// The calling task was cancelled: returns the running task to cancel, if there is one.
+        mutating func cancel() -> URLSessionTask? {
+            switch self {
+            case .preparing:
+                self = .cancelledEarly
+                return nil
+            case .running(let task):
+                self = .cancelling(task)
+                return task
+            case .cancelledEarly, .cancelling, .finished:
+                return nil
+            }
+        }
+
+        /// The task a cancel on its way may still reach: none once the task finished.
+        var taskToCancel: URLSessionTask? {
+            if case .cancelling(let task) = self { return task }
+            return nil
+        }
+
+        /// The completion handler ran; returns the task it ran for, if the send still knew it.
+        mutating func finish() -> URLSessionTask? {
+            defer { self = .finished }
+            switch self {
+            case .running(let task), .cancelling(let task): return task
+            case .preparing, .cancelledEarly, .finished: return nil
+            }
+        }
+    }
+
     private struct State: Sendable {
-        var task: URLSessionTask?
-        var cancelled = false
+        var phase = Phase.preparing
         var cancelledChallenge = false
     }
 
@@ -180,39 +252,33 @@ private final class DataTaskSend: NSObject, URLSessionTaskDelegate, Sendable {
                     }
                 }
                 task.delegate = send
-                send.start(task)
+                if send.state.withLock({ $0.phase.made(task) }) {
+                    task.resume()
+                } else {
+                    // Cancelled before it ran: the task never starts, and its completion reports the cancellation.
+                    task.cancel()
+                }
             }
         } onCancel: {
             send.cancel()
         }
     }
 
-    /// Resumes `task`, or cancels it if the calling task was cancelled meanwhile.
-    private func start(_ task: URLSessionTask) {
-        let cancelled = state.withLock { state -> Bool in
-            state.task = task
-            return state.cancelled
-        }
-        task.resume()
-        if cancelled { task.cancel() }
-    }
-
     private func cancel() {
-        let task = state.withLock { state -> URLSessionTask? in
-            state.cancelled = true
-            return state.task
-        }
+        guard state.withLock({ $0.phase.cancel() }) != nil else { return }
         // From another queue: `cancel()` waits for the session's queue, where the completion may be running (the own
-        // session's delegate queue is inline), and that completion waits for this task's cancellation to finish.
-        if let task { DispatchQueue.global().async { task.cancel() } }
+        // session's delegate queue is inline), and that completion waits for this send's lock. Asked again there: the
+        // task may have finished meanwhile, and a finished task is never cancelled.
+        DispatchQueue.global().async { [self] in
+            state.withLock { $0.phase.taskToCancel }?.cancel()
+        }
     }
 
     /// Lets go of the task (which retains this delegate); returns its HTTP response if the transport cancelled a
     /// challenge.
     private func finish() -> HTTPURLResponse? {
         let (task, cancelledChallenge) = state.withLock { state in
-            defer { state.task = nil }
-            return (state.task, state.cancelledChallenge)
+            (state.phase.finish(), state.cancelledChallenge)
         }
         return cancelledChallenge ? task?.response as? HTTPURLResponse : nil
     }

@@ -125,7 +125,7 @@ final class RequestPlan: Sendable {
 ///
 /// Adapts in place when both halves do (``AdaptsInPlace``): the session's half is read from its chain box, where it was
 /// found once for the session, so a request with an interceptor of its own looks at one type only, its own.
-private struct SessionThenRequest: RequestInterceptor, AdaptsInPlace {
+private struct SessionThenRequest: RequestInterceptor, AdaptsInPlace, RetriesMethods {
     let session: any RequestInterceptor
     let request: any RequestInterceptor
     let adaptInPlace: Adapter.ModifyNowHandler?
@@ -154,6 +154,9 @@ private struct SessionThenRequest: RequestInterceptor, AdaptsInPlace {
         guard case .doNotRetry = result else { return result }
         return await request.retry(retryRequest, dueTo: error)
     }
+
+    /// The methods either chain's retry policies retry.
+    var retriedMethods: Set<HTTPMethod>? { Self.union(of: [session, request]) }
 }
 
 /// A chain held by reference, called through its methods: a request calls the existential in place instead of copying
@@ -182,6 +185,10 @@ final class ChainBox: Sendable {
     func retry(_ request: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
         await interceptor.retry(request, dueTo: error)
     }
+
+    /// The methods the chain's retry policies retry, `nil` when none says (see ``RetriesMethods``): read before a
+    /// hedge only.
+    var retriedMethods: Set<HTTPMethod>? { (interceptor as? any RetriesMethods)?.retriedMethods }
 }
 
 /// What a request brought of its own, each `nil` for the session's.

@@ -14,9 +14,9 @@ extension RequestRun {
     /// (cancellation, the deadline). Every other attempt of the round is recorded, settled and told to the observers
     /// before it, a loser with ``AttemptDecision/cancelled``.
     ///
-    /// The round starts its first attempt. Each time `delay` passes with no answer, and at once after a failure the
-    /// retriers would retry while others are in flight, it starts a hedge, once the newest attempt has handed its
-    /// request to the transport, if the settings, the request and the hedge gates allow. A success wins; a failure
+    /// The round starts its first attempt. When `delay` passes with no answer after the newest attempt handed its
+    /// request to the transport, and at once after a failure the retriers would retry while others are in flight (once
+    /// the newest attempt was handed over), it starts a hedge, if the settings, the request and the hedge gates allow. A success wins; a failure
     /// with a response that no retrier would retry ends the round; so does the last attempt in flight failing.
     @inline(never)
     mutating func hedgedAttempts(_ hedging: Hedging) async -> AttemptResult {
@@ -28,8 +28,9 @@ extension RequestRun {
         var unsent: Int? = start(roundBase, hedge: 0, in: round, inFlight: &inFlight)
         var newestSent: URLRequest?
         var stopped = false
+        // The delay before the next hedge counts from when the newest attempt reached the transport: time it spent
+        // waiting on the client (for a concurrency limiter's place, say) is not the server being slow.
         var due = hedging.delay == .zero
-        if !due { round.tick(after: hedging.delay, clock: plan.session.clock) }
         while true {
             guard let event = await round.next() else {
                 return await endRound(round, inFlight: inFlight, with: nil)
@@ -38,7 +39,10 @@ extension RequestRun {
             case .tick:
                 due = true
             case .sent(let number, let request):
-                if number == unsent { unsent = nil }
+                if number == unsent {
+                    unsent = nil
+                    if !due { round.tick(after: hedging.delay, clock: plan.session.clock) }
+                }
                 newestSent = request
             case .finished(let number, let result):
                 guard let started = inFlight.removeValue(forKey: number) else { continue }
@@ -74,9 +78,10 @@ extension RequestRun {
                 continue
             }
             hedges += 1
+            // The next delay counts from when this hedge is sent: a tick of the attempt before it no longer counts.
+            round.cancelTick()
             unsent = start(base ?? roundBase, hedge: hedges, in: round, inFlight: &inFlight)
             due = hedging.delay == .zero
-            if !due { round.tick(after: hedging.delay, clock: plan.session.clock) }
         }
     }
 
@@ -110,17 +115,19 @@ extension RequestRun {
     @inline(never)
     mutating func admitsHedge(_ sent: URLRequest, number: Int) -> Bool {
         guard mayBeRepeated(sent) else { return false }
-        for gate in plan.registered?.hedgeGates ?? [] {
-            if gate.admitHedge(sent, of: plan.requestID, attempt: number) != nil { return false }
+        guard let roles = plan.registered else { return true }
+        for gate in roles.hedgeGates {
+            if gate.admitHedge(sent, of: plan.requestID, attempt: number, roles: roles) != nil { return false }
         }
         return true
     }
 
-    /// Whether a request may be sent more than once at a time: an idempotent method, or an `Idempotency-Key`; never a
-    /// stream body.
+    /// Whether a request may be sent more than once at a time: a method the chain's retry policies retry (those
+    /// ``RetryPolicy`` retries by default when none says), or an `Idempotency-Key` that is not empty; never a stream
+    /// body.
     mutating func mayBeRepeated(_ request: URLRequest) -> Bool {
         guard request.httpBodyStream == nil, !plan.original.hasBodyStream else { return false }
-        return request.isRepeatable(methods: RetryPolicy.defaultRetryableHTTPMethods)
+        return request.isRepeatable(methods: plan.chain?.retriedMethods ?? RetryPolicy.defaultRetryableHTTPMethods)
     }
 
     /// Asks the retriers about a failed attempt of a round while others are in flight (recorded already); `nil` when
