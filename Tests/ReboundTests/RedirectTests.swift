@@ -289,4 +289,51 @@ struct HeaderAuthenticator: Authenticator {
     func isRequest(_ request: URLRequest, authenticatedWith credential: Token) -> Bool {
         request.value(forHTTPHeaderField: "X-Token") == "\(credential.value)"
     }
+
+    @Test("Every per-host part admits and counts a redirected attempt under the host it was adapted for")
+    func perHostPartsCountUnderTheEntryHost() async throws {
+        // entry → 302 → cdn → 503, as a CDN in front of an overloaded origin answers.
+        let transport = web([
+            "https://entry.example.com/a": redirect(to: "https://cdn.example.com/a"),
+            "https://cdn.example.com/a": .status(503),
+        ])
+        // The retry waits for the pacing's token: every sleep ends at once.
+        let clock = FastForwardClock()
+        let configuration = AdaptiveThrottle.Configuration(maximumRejection: 1, minimumRequests: 0)
+        // Draws of 0 reject whenever the probability is above 0.
+        let throttle = AdaptiveThrottle(configuration: configuration, clock: clock, random: RandomSource(Zero()))
+        let pacing = AdaptiveRateLimiter(clock: clock)
+        let budget = RetryBudget()
+        let entry = URLRequest(url: URL(string: "https://entry.example.com/a")!)
+
+        // A retried request through the budget and the pacing.
+        let retrying = Session(
+            transport: transport, adapters: [pacing, budget], retriers: [RetryPolicy(retryLimit: 1, backoff: .none)],
+            clock: clock)
+        let retried = try await #require(throws: ReboundError.self) { try await retrying.send(entry) }
+        #expect(retried.attempts.count == 2, "the 503 was retried once")
+        #expect(retried.attempts.allSatisfy { $0.request?.url?.host == "cdn.example.com" }, "each sent its last hop")
+        #expect(budget.tokens(for: "entry.example.com") == 495, "the retry was charged to the entry host")
+        #expect(budget.tokens(for: "cdn.example.com") == 500)
+        #expect(pacing.snapshot(for: "entry.example.com").isPacing, "the 503 paces the entry host")
+        #expect(!pacing.snapshot(for: "cdn.example.com").isPacing)
+
+        // A request through the throttle: counted under the entry host, where the throttle draws.
+        let throttled = Session(transport: transport, adapters: [throttle], clock: clock)
+        _ = try? await throttled.send(entry)
+        #expect(throttle.snapshot(for: "entry.example.com").requests == 1)
+        #expect(throttle.snapshot(for: "entry.example.com").accepts == 0)
+        #expect(throttle.snapshot(for: "cdn.example.com").requests == 0)
+
+        // The next request to the entry host is rejected on the client, before anything is sent.
+        let sentBefore = transport.requestCount
+        let second = try await #require(throws: ReboundError.self) { try await throttled.send(entry) }
+        #expect(second.underlyingError is AdaptiveThrottleRejection)
+        #expect(transport.requestCount == sentBefore)
+    }
+}
+
+/// A generator that always answers 0.
+private struct Zero: RandomNumberGenerator, Sendable {
+    mutating func next() -> UInt64 { 0 }
 }

@@ -261,7 +261,7 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
     /// A retry after a 401 is never charged nor denied: it retries with a refreshed credential and says nothing about
     /// the host's health, so one expired token cannot empty a host's budget for real failures.
     public func admitRetry(_ request: RetryRequest, dueTo error: ReboundError, after delay: Duration) -> (any Error)? {
-        guard let key = keyFunction(request.request) else { return nil }
+        guard let key = keyFunction(request.admittedRequest) else { return nil }
         if request.responseHead?.statusCode == 401 { return nil }
         let failed = request.attempts.count
         let failedWasSent = request.attempts.last?.request != nil
@@ -354,7 +354,7 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
     /// request on every path.
     public func requestDidFinish(_ outcome: RequestOutcome) async {
         let now = now()
-        let sent = outcome.attempts.last?.request ?? outcome.originalRequest
+        let sent = outcome.attempts.last?.admittedRequest ?? outcome.originalRequest
         let fallbackKey = outcome.decision == .succeeded && ratio == nil ? keyFunction(sent) : nil
         state.withLock { state in
             // Every attempt was reported before the request's end: a hedge left here was never heard of again.

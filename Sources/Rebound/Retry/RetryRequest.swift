@@ -80,6 +80,10 @@ public struct RetryRequest: Sendable {
     /// The request that failed: the last one sent, or the original when no attempt was sent.
     public var request: URLRequest { lastRequest ?? originalRequest }
 
+    /// The request the last attempt was adapted to, before any redirect (see `Attempt.admittedRequest`): the host a
+    /// per-host part admits a retry under, as it admitted and counted the attempt.
+    var admittedRequest: URLRequest { attempts.last?.admittedRequest ?? request }
+
     /// The failed request's method, `GET` when it sets none.
     public var method: HTTPMethod { lastRequest?.method ?? storage.value.original.method }
 }

@@ -8,8 +8,11 @@ import Foundation
 public struct Attempt: Sendable {
     /// The attempt's number, starting at 1.
     public let number: Int
-    /// The request sent to the transport, after adaptation; `nil` if an adapter failed.
+    /// The request sent to the transport, after adaptation (the last hop's, when the attempt followed redirects); `nil`
+    /// if an adapter failed.
     public let request: URLRequest?
+    /// The adapted request when the attempt followed redirects, and ``request`` is the last hop's; `nil` otherwise.
+    let firstHop: URLRequest?
     /// The response received; `nil` if the adapters or the transport failed. Built from ``responseHead`` on first use
     /// when the transport answered without an `HTTPURLResponse`.
     public var response: HTTPURLResponse? { responseHead?.httpURLResponse }
@@ -36,17 +39,22 @@ public struct Attempt: Sendable {
     }
 
     init(
-        number: Int, request: URLRequest?, responseHead: ResponseHead?, failure: ReboundError.Reason?,
-        duration: Duration, retryDelay: Duration? = nil, hedge: Int = 0
+        number: Int, request: URLRequest?, firstHop: URLRequest? = nil, responseHead: ResponseHead?,
+        failure: ReboundError.Reason?, duration: Duration, retryDelay: Duration? = nil, hedge: Int = 0
     ) {
         self.number = number
         self.request = request
+        self.firstHop = firstHop
         self.responseHead = responseHead
         self.failure = failure
         self.duration = duration
         self.retryDelay = retryDelay
         self.hedge = hedge
     }
+
+    /// The request the attempt was adapted to, before any redirect: the one every per-host part (a breaker, a
+    /// limiter, a budget, a throttle) admitted it under, and counts it under.
+    var admittedRequest: URLRequest? { firstHop ?? request }
 
     /// The response's status code, if there was a response.
     public var statusCode: Int? { responseHead?.statusCode }

@@ -15,7 +15,11 @@ final class AttemptResult: Sendable {
     }
 
     let kind: Kind
+    /// The request the attempt sent last: its adapted request, or the last hop of its redirects.
     let sent: URLRequest?
+    /// The adapted request, when the attempt followed redirects after it (`sent` is then the last hop); `nil`
+    /// otherwise.
+    let firstHop: URLRequest?
     let response: ResponseHead?
     let data: Data?
     /// What the retriers answered about this failure, if they were asked already: a hedged round asks about each
@@ -23,11 +27,12 @@ final class AttemptResult: Sendable {
     let answer: RetryResult?
 
     init(
-        _ kind: Kind, sent: URLRequest? = nil, response: ResponseHead? = nil, data: Data? = nil,
-        answer: RetryResult? = nil
+        _ kind: Kind, sent: URLRequest? = nil, firstHop: URLRequest? = nil, response: ResponseHead? = nil,
+        data: Data? = nil, answer: RetryResult? = nil
     ) {
         self.kind = kind
         self.sent = sent
+        self.firstHop = firstHop
         self.response = response
         self.data = data
         self.answer = answer
@@ -35,7 +40,7 @@ final class AttemptResult: Sendable {
 
     /// This result, with the retriers' answer about it.
     func answered(_ answer: RetryResult) -> AttemptResult {
-        AttemptResult(kind, sent: sent, response: response, data: data, answer: answer)
+        AttemptResult(kind, sent: sent, firstHop: firstHop, response: response, data: data, answer: answer)
     }
 
     static let deadlineReached = AttemptResult(.deadlineReached)

@@ -89,33 +89,35 @@ extension RequestPlan {
 
     /// The result of an attempt that threw before it had a response: cancelled, if the error or the task says so.
     @inline(never)
-    static func failed(_ reason: ReboundError.Reason, sent: URLRequest?) -> AttemptResult {
+    static func failed(
+        _ reason: ReboundError.Reason, sent: URLRequest?, firstHop: URLRequest? = nil
+    ) -> AttemptResult {
         switch reason {
         case .adaptationFailed(let open as CircuitBreakerOpenError):
             return AttemptResult(.failure(.circuitOpen(open)))
         case .adaptationFailed(let error) where error is CancellationError,
             .transportFailed(let error) where error is CancellationError:
-            return AttemptResult(.cancelled, sent: sent)
+            return AttemptResult(.cancelled, sent: sent, firstHop: firstHop)
         default:
-            return Task.isCancelled
-                ? AttemptResult(.cancelled, sent: sent) : AttemptResult(.failure(reason), sent: sent)
+            return AttemptResult(Task.isCancelled ? .cancelled : .failure(reason), sent: sent, firstHop: firstHop)
         }
     }
 
     /// Validates a response: with the validator in effect, then with those the chain's parts registered.
+    /// `firstHop` is the adapted request when `sent` is the last hop of its redirects.
     @inline(never)
-    func check(_ response: ResponseHead, data: Data, sent: URLRequest, context: RequestContext)
-        -> AttemptResult
-    {
+    func check(
+        _ response: ResponseHead, data: Data, sent: URLRequest, firstHop: URLRequest? = nil, context: RequestContext
+    ) -> AttemptResult {
         if let reason = reason(for: response, data: data, context: context) {
-            return AttemptResult(.failure(reason), sent: sent, response: response, data: data)
+            return AttemptResult(.failure(reason), sent: sent, firstHop: firstHop, response: response, data: data)
         }
         for registration in registered?.withValidators ?? .none {
             guard case .validator(let validator) = registration.entry else { continue }
             if let reason = validator.reason(for: response, data: data, context: context) {
-                return AttemptResult(.failure(reason), sent: sent, response: response, data: data)
+                return AttemptResult(.failure(reason), sent: sent, firstHop: firstHop, response: response, data: data)
             }
         }
-        return AttemptResult(.success, sent: sent, response: response, data: data)
+        return AttemptResult(.success, sent: sent, firstHop: firstHop, response: response, data: data)
     }
 }

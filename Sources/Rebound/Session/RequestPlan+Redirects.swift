@@ -13,6 +13,8 @@ extension RequestPlan {
     func followRedirects(
         from sent: URLRequest, response: ResponseHead, data: Data, context: RequestContext
     ) async -> AttemptResult {
+        // The attempt's adapted request: every per-host part admitted and counts the attempt under its host.
+        let firstHop = sent
         var sent = sent
         var response = response
         var data = data
@@ -20,7 +22,8 @@ extension RequestPlan {
         let handler = redirectHandler
         while let proposed = Redirection.nextRequest(after: sent, response: response) {
             guard hops < handler.maximumRedirects else {
-                return Self.failed(.transportFailed(error: URLError(.httpTooManyRedirects)), sent: sent)
+                return Self.failed(
+                    .transportFailed(error: URLError(.httpTooManyRedirects)), sent: sent, firstHop: firstHop)
             }
             let next = await nextHop(proposed, after: sent, response: response, context: context, handler: handler)
             guard let next else { break }
@@ -29,15 +32,15 @@ extension RequestPlan {
                 RedirectHop(
                     requestID: requestID, label: label, attempt: context.attempt, number: hops, request: sent,
                     responseHead: response, next: next))
-            if Task.isCancelled { return AttemptResult(.cancelled, sent: sent) }
+            if Task.isCancelled { return AttemptResult(.cancelled, sent: sent, firstHop: hops > 1 ? firstHop : nil) }
             do {
                 (data, response) = try await session.exchange(next)
                 sent = next
             } catch {
-                return Self.failed(.transportFailed(error: error), sent: next)
+                return Self.failed(.transportFailed(error: error), sent: next, firstHop: firstHop)
             }
         }
-        return check(response, data: data, sent: sent, context: context)
+        return check(response, data: data, sent: sent, firstHop: hops > 0 ? firstHop : nil, context: context)
     }
 
     /// The request the handler chooses to send after `sent` was redirected, secured against leaking credentials both

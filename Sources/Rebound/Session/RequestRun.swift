@@ -164,8 +164,8 @@ struct RequestRun {
             }
         if case .failure = result.kind, let sent = result.sent { lastSentRequest = sent }
         let attempt = Attempt(
-            number: number, request: result.sent, responseHead: result.response, failure: failure,
-            duration: duration, hedge: hedge)
+            number: number, request: result.sent, firstHop: result.firstHop, responseHead: result.response,
+            failure: failure, duration: duration, hedge: hedge)
         // The first attempt makes an array of one, as a literal does: appending to an empty array takes a slower,
         // colder path (a generic copy and a metadata lookup).
         if attempts.isEmpty {

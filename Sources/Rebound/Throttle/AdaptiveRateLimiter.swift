@@ -194,7 +194,10 @@ public final class AdaptiveRateLimiter: RequestAdapter, RetryGate {
 extension AdaptiveRateLimiter: AttemptAccountant {
     func settle(_ attempt: Attempt, of requestID: UUID, roles: RegisteredRoles, outcome: () -> AttemptOutcome) {
         // Only a response tells whether the host throttles.
-        guard let sent = attempt.request, attempt.responseHead != nil, let key = keyFunction(sent) else { return }
+        // Counted under the host it was admitted under, whatever its redirects (see `Attempt.admittedRequest`).
+        guard let sent = attempt.admittedRequest, attempt.responseHead != nil, let key = keyFunction(sent) else {
+            return
+        }
         let throttled = isThrottling(attempt)
         let now = clock.now().seconds
         state.withLock { state in

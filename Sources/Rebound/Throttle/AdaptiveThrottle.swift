@@ -302,7 +302,7 @@ extension AdaptiveThrottle: AttemptAccountant {
     /// throttle would reject is refused before its backoff rather than after it; a granted retry is not drawn for
     /// again when it is sent.
     public func admitRetry(_ request: RetryRequest, dueTo error: ReboundError, after delay: Duration) -> (any Error)? {
-        guard let key = keyFunction(request.request), let failed = request.attempts.last else { return nil }
+        guard let key = keyFunction(request.admittedRequest), let failed = request.attempts.last else { return nil }
         let counted =
             failed.request == nil
             ? nil
@@ -326,7 +326,8 @@ extension AdaptiveThrottle: AttemptAccountant {
 
     func settle(_ attempt: Attempt, of requestID: UUID, roles: RegisteredRoles, outcome: () -> AttemptOutcome) {
         // Only an attempt that was sent tells anything about the host; a rejected one was counted when it was.
-        guard let sent = attempt.request, let key = keyFunction(sent) else { return }
+        // Counted under the host it was drawn for, whatever its redirects (see `Attempt.admittedRequest`).
+        guard let sent = attempt.admittedRequest, let key = keyFunction(sent) else { return }
         // A failed attempt whose retry was asked for was counted then.
         if state.withLock({ !$0.granted.isEmpty && $0.granted[requestID] == attempt.number }) { return }
         guard let counted = accepted(attempt, outcome: outcome) else { return }
