@@ -9,8 +9,14 @@ public struct TestInstant: InstantProtocol, Sendable, CustomStringConvertible {
     }
 
     /// The instant `duration` later.
+    ///
+    /// Held at the largest (or smallest) duration there is where the sum would overflow.
     public func advanced(by duration: Duration) -> TestInstant {
-        TestInstant(offset: offset + duration)
+        let largest = Duration(secondsComponent: .max, attosecondsComponent: 999_999_999_999_999_999)
+        if duration > .zero, offset > largest - duration { return TestInstant(offset: largest) }
+        let smallest = Duration(secondsComponent: .min, attosecondsComponent: -999_999_999_999_999_999)
+        if duration < .zero, offset < smallest - duration { return TestInstant(offset: smallest) }
+        return TestInstant(offset: offset + duration)
     }
 
     /// The duration from this instant to `other`.

@@ -39,7 +39,7 @@ struct CircuitBreakerConfigurationTests {
         ),
         (
             .failureRate(0.5, window: .count(0), minimumCalls: 1), .seconds(30), 1,
-            "CircuitBreaker.Configuration.tripCondition", "must have a count window of at least 1 call, got 0"
+            "CircuitBreaker.Configuration.tripCondition", "must have a count window of 1 to 100000 calls, got 0"
         ),
         (
             .failureRate(0.5, window: .time(.zero), minimumCalls: 1), .seconds(30), 1,

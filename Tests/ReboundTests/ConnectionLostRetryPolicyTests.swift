@@ -67,7 +67,7 @@ struct ConnectionLostRetryPolicyTests {
         expectStandardError(
             of: result,
             contains:
-                "ConnectionLostRetryPolicy.exponentialBackoffScale must be a finite number of seconds, 0 or more, got -1.0"
+                "ConnectionLostRetryPolicy.exponentialBackoffScale must be a number of seconds from 0 to 1e12 (RetryResult.longestDelay), got -1.0"
         )
     }
 }

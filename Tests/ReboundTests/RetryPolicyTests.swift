@@ -138,12 +138,18 @@ struct RetryPolicyTests {
 
     @Test(arguments: [
         (2, 1, 0.5, "RetryPolicy.exponentialBackoffBase", "must be at least 2, got 1"),
-        (2, 2, -0.5, "RetryPolicy.exponentialBackoffScale", "must be a finite number of seconds, 0 or more, got -0.5"),
+        (
+            2, 2, -0.5, "RetryPolicy.exponentialBackoffScale",
+            "must be a number of seconds from 0 to 1e12 (RetryResult.longestDelay), got -0.5"
+        ),
         (
             2, 2, .infinity, "RetryPolicy.exponentialBackoffScale",
-            "must be a finite number of seconds, 0 or more, got inf"
+            "must be a number of seconds from 0 to 1e12 (RetryResult.longestDelay), got inf"
         ),
-        (2, 2, .nan, "RetryPolicy.exponentialBackoffScale", "must be a finite number of seconds, 0 or more, got nan"),
+        (
+            2, 2, .nan, "RetryPolicy.exponentialBackoffScale",
+            "must be a number of seconds from 0 to 1e12 (RetryResult.longestDelay), got nan"
+        ),
         (-1, 2, 0.5, "RetryPolicy.retryLimit", "must be 0 or more, got -1"),
     ])
     func validatedRejectsAnInvalidSettingNamingIt(

@@ -221,8 +221,24 @@ public struct BackoffStrategy: Sendable {
 }
 
 extension Duration {
-    /// The duration in seconds, as a `Double`.
+    /// The duration in seconds, as a `Double`; any duration, also one whose seconds do not fit an `Int64`.
     var seconds: Double {
-        Double(components.seconds) + Double(components.attoseconds) / 1e18
+        self / .seconds(1)
+    }
+}
+
+extension Int {
+    /// `value` rounded toward zero, held within `Int`'s range; 0 for NaN: a count computed in `Double` that may have
+    /// grown past what an `Int` holds (a huge configured rate or window).
+    init(saturating value: Double) {
+        if value.isNaN {
+            self = 0
+        } else if value >= Double(Int.max) {
+            self = .max
+        } else if value <= Double(Int.min) {
+            self = .min
+        } else {
+            self = Int(value)
+        }
     }
 }

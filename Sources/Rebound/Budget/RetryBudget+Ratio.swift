@@ -68,8 +68,7 @@ extension RetryBudget {
 
         /// The retries the floor allows over one window.
         var floorPerWindow: Double {
-            let seconds = Double(window.components.seconds) + Double(window.components.attoseconds) / 1e18
-            return minimumRetriesPerSecond * seconds
+            minimumRetriesPerSecond * window.seconds
         }
     }
 }

@@ -213,7 +213,7 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
         if let ratio {
             let now = now()
             return state.withLock { state in
-                Int(max(state.windows[key]?.available(at: now, ratio: ratio) ?? ratio.floorPerWindow, 0))
+                Int(saturating: max(state.windows[key]?.available(at: now, ratio: ratio) ?? ratio.floorPerWindow, 0))
             }
         }
         return state.withLock { $0.tokens[key] ?? configuration.initialTokens }
@@ -334,7 +334,7 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
             state.windows[key, default: RatioWindow()].addRetry(-cost, at: now, window: ratio.window)
         } else {
             let tokens = state.tokens[key] ?? configuration.initialTokens
-            state.tokens[key] = min(tokens + cost, configuration.maximumTokens)
+            state.tokens[key] = Self.adding(cost, to: tokens, upTo: configuration.maximumTokens)
         }
     }
 
@@ -375,8 +375,14 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
                 return
             }
             let tokens = state.tokens[refund.key] ?? configuration.initialTokens
-            state.tokens[refund.key] = min(tokens + refund.amount, configuration.maximumTokens)
+            state.tokens[refund.key] = Self.adding(refund.amount, to: tokens, upTo: configuration.maximumTokens)
         }
+    }
+
+    /// `tokens + amount`, held at `maximum`, also where the sum would overflow (a bucket of `Int.max` tokens).
+    private static func adding(_ amount: Int, to tokens: Int, upTo maximum: Int) -> Int {
+        let (sum, overflow) = tokens.addingReportingOverflow(amount)
+        return overflow ? maximum : min(sum, maximum)
     }
 
     /// Gives back, and forgets, the grant of `requestID` if it has one.

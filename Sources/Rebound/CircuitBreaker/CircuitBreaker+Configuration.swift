@@ -20,11 +20,15 @@ extension CircuitBreaker {
     ///
     /// A minor release may add a case: switch over it with `@unknown default` (<doc:APIStabilityGuide>).
     public enum Window: Sendable, Equatable {
-        /// The last `n` calls.
+        /// The last `n` calls, from 1 to ``maximumCount``.
         case count(Int)
         /// The calls that ended in the last `duration`, measured in tenths of it: a call leaves the window between
         /// `0.9 × duration` and `duration` after it ended.
         case time(Duration)
+
+        /// The longest count window: 100,000 calls. The breaker keeps one entry per call of the window, made when it
+        /// is made, so a longer one would hold megabytes per breaker (per host, in a registry).
+        public static let maximumCount = 100_000
     }
 
     /// How an attempt counts for the breaker.
@@ -105,8 +109,8 @@ extension CircuitBreaker {
         ///
         /// - Parameters:
         ///   - tripCondition: When the breaker opens; 5 consecutive failures by default. The count must be at least
-        ///     1, the rate in (0, 1], a count window at least 1 call, a time window longer than zero, and the minimum
-        ///     number of calls at least 1.
+        ///     1, the rate in (0, 1], a count window from 1 to ``Window/maximumCount`` calls, a time window longer
+        ///     than zero, and the minimum number of calls at least 1.
         ///   - breakDuration: How long the breaker stays open, given how many times it opened since it was last
         ///     closed; ``defaultBreakDuration`` by default. Its first delay must be longer than zero.
         ///   - halfOpenTrialCalls: How many trial calls a half-open breaker lets through, at least 1; 1 by default.
@@ -231,9 +235,10 @@ extension CircuitBreaker {
                 }
                 switch window {
                 case .count(let count):
-                    guard count >= 1 else {
+                    guard (1...Window.maximumCount).contains(count) else {
                         throw ConfigurationError(
-                            field: trip, problem: "must have a count window of at least 1 call, got \(count)")
+                            field: trip,
+                            problem: "must have a count window of 1 to \(Window.maximumCount) calls, got \(count)")
                     }
                 case .time(let duration):
                     guard duration > .zero else {

@@ -91,7 +91,8 @@ public struct RetryPolicy: RequestRetrier {
     /// - Parameters:
     ///   - retryLimit: How many times a request is retried at most, `0` or more; `2` by default.
     ///   - exponentialBackoffBase: The base of the backoff, `2` or more; `2` by default.
-    ///   - exponentialBackoffScale: The factor of the backoff in seconds, finite and `0` or more; `0.5` by default.
+    ///   - exponentialBackoffScale: The factor of the backoff in seconds, from `0` to 10¹² (``RetryResult/longestDelay``);
+    ///     `0.5` by default.
     ///   - retryableHTTPMethods: The methods that may be retried; ``defaultRetryableHTTPMethods`` by default.
     ///   - retryableHTTPStatusCodes: The status codes that are retried; ``defaultRetryableHTTPStatusCodes`` by default.
     ///   - retryableURLErrorCodes: The `URLError` codes that are retried; ``defaultRetryableURLErrorCodes`` by default.
@@ -159,10 +160,13 @@ public struct RetryPolicy: RequestRetrier {
             throw ConfigurationError(
                 field: "\(owner).exponentialBackoffBase", problem: "must be at least 2, got \(exponentialBackoffBase)")
         }
-        guard exponentialBackoffScale.isFinite, exponentialBackoffScale >= 0 else {
+        // A delay longer than `RetryResult.longestDelay` could never be slept: it is held there anyway.
+        guard exponentialBackoffScale.isFinite, (0...RetryResult.longestDelay.seconds).contains(exponentialBackoffScale)
+        else {
             throw ConfigurationError(
                 field: "\(owner).exponentialBackoffScale",
-                problem: "must be a finite number of seconds, 0 or more, got \(exponentialBackoffScale)")
+                problem: "must be a number of seconds from 0 to 1e12 (RetryResult.longestDelay), got "
+                    + "\(exponentialBackoffScale)")
         }
     }
 

@@ -6,7 +6,7 @@ extension Duration {
     /// Written with integer arithmetic: `String(format:)` costs microseconds per call on Linux, and a log line has
     /// several of these.
     var logDescription: String {
-        let milliseconds = Double(components.seconds) * 1_000 + Double(components.attoseconds) / 1e15
+        let milliseconds = self / .milliseconds(1)
         return milliseconds >= 999.95
             ? Self.decimal(milliseconds, scale: 1_000) + " s" : Self.decimal(milliseconds * 10, scale: 10) + " ms"
     }

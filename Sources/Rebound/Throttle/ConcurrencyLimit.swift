@@ -230,7 +230,7 @@ struct LimitState: Sendable {
     }
 
     /// The number of attempts allowed in flight now.
-    var current: Int { Int(estimate) }
+    var current: Int { Int(saturating: estimate) }
 
     /// Whether the limit never moves, so that an idle host's state can be forgotten.
     var isFixed: Bool { limit.isFixed }
@@ -242,11 +242,13 @@ struct LimitState: Sendable {
         case .fixed:
             return
         case .aimd(let aimd):
-            let current = Int(estimate)
+            let current = self.current
             if dropped || latency > aimd.timeout {
-                estimate = Double(max(aimd.minimum, min(current - 1, Int(Double(current) * aimd.backoffRatio))))
+                let shrunk = min(current - 1, Int(saturating: Double(current) * aimd.backoffRatio))
+                estimate = Double(max(aimd.minimum, shrunk))
             } else if inFlight * 2 >= current {
-                estimate = Double(min(aimd.maximum, current + 1))
+                // Held at the maximum without computing past it (a maximum of `Int.max`).
+                estimate = Double(current >= aimd.maximum ? aimd.maximum : current + 1)
             }
         case .gradient(let gradient):
             let latest = max(latency.seconds, 1e-9)

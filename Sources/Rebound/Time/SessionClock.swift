@@ -12,7 +12,9 @@
 struct SessionClock: Sendable {
     /// The time elapsed since the clock was wrapped.
     let now: @Sendable () -> Duration
-    /// Sleeps for a duration, throwing `CancellationError` if the task is cancelled.
+    /// Sleeps for a duration, at most ``RetryResult/longestDelay`` (a clock's arithmetic traps on a deadline past its
+    /// range: a deadline, a hedging delay or a queue timeout of `Int64.max` seconds), throwing `CancellationError` if
+    /// the task is cancelled.
     let sleep: @Sendable (Duration) async throws -> Void
 
     init<C: Clock>(_ clock: C) where C.Duration == Duration {
@@ -20,7 +22,7 @@ struct SessionClock: Sendable {
         // through witness tables, a few hundred nanoseconds per request with cold caches (two reads per request, more
         // with a breaker or a budget).
         if C.self == ContinuousClock.self {
-            sleep = { duration in try await ContinuousClock().sleep(for: duration) }
+            sleep = { duration in try await ContinuousClock().sleep(for: min(duration, RetryResult.longestDelay)) }
             #if os(Linux) || os(Android) || canImport(Darwin)
                 // Read as nanoseconds from the system clock `ContinuousClock` reads, subtracted as integers: an
                 // `Instant` is 128-bit attoseconds, whose making and subtraction are calls into the runtime.
@@ -34,7 +36,7 @@ struct SessionClock: Sendable {
         }
         let origin = clock.now
         now = { origin.duration(to: clock.now) }
-        sleep = { duration in try await clock.sleep(for: duration) }
+        sleep = { duration in try await clock.sleep(for: min(duration, RetryResult.longestDelay)) }
     }
 }
 
