@@ -322,7 +322,13 @@ struct AdaptiveThrottleTests {
         #expect(throttle.snapshot(for: exampleURL)?.rejectionProbability == 0.9)
 
         healthy.withLock { $0 = true }
-        _ = await run(seconds: 30)
+        // Second by second after the outage: the figures Docs/AdaptiveThrottle.md quotes.
+        var passed: [Int] = []
+        for _ in 0..<30 { passed.append(await run(seconds: 1)) }
+        let halfBy = try #require(passed.firstIndex { $0 >= 50 }) + 1
+        let allBy = try #require(passed.firstIndex { $0 == 100 }) + 1
+        #expect(halfBy == 15, "half let through by second \(halfBy): \(passed)")
+        #expect(allBy == 19, "all let through by second \(allBy): \(passed)")
         #expect(throttle.snapshot(for: exampleURL)?.rejectionProbability == 0)
         #expect(await run(seconds: 1) == 100)
     }
