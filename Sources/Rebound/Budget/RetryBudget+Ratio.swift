@@ -85,6 +85,11 @@ struct RatioWindow: Sendable {
         tally.add(second: count, at: now, window: window)
     }
 
+    /// Whether nothing is counted in the window that ends at `now`: the host's budget is back where it started.
+    func isEmpty(at now: Duration, window: Duration) -> Bool {
+        tally.isEmpty(at: now, window: window)
+    }
+
     /// The retries still allowed in the window: the share of its requests plus the floor, less its retries. Reading
     /// changes nothing.
     func available(at now: Duration, ratio: RetryBudget.Ratio) -> Double {

@@ -149,8 +149,10 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
     }
 
     private struct State: Sendable {
-        var tokens: [String: Int] = [:]
-        var windows: [String: RatioWindow] = [:]
+        /// A token bucket's tokens per host; a host at its initial tokens is at rest.
+        var tokens: HostTable<Int>
+        /// A ratio budget's requests and retries per host; a host whose window is empty is at rest.
+        var windows: HostTable<RatioWindow>
         /// Each request's last granted retry, until the request ends.
         var granted: [UUID: Grant] = [:]
         /// What each hedge in flight took, by request, until its attempt ends: refunded if it was never sent.
@@ -170,7 +172,7 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
     public let ratio: Ratio?
 
     private let keyFunction: CircuitBreakerRegistry.KeyFunction
-    private let state = Locked(State())
+    private let state: Locked<State>
     private let now: @Sendable () -> Duration
 
     /// Creates a budget.
@@ -179,10 +181,16 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
     ///   - configuration: The bucket's numbers; ``Configuration/default`` (the AWS SDKs' standard mode) by default.
     ///   - key: Picks a request's bucket, or `nil` for a request whose retries are not limited;
     ///     ``CircuitBreakerRegistry/hostKey(for:)`` (the host, and the port when the URL names one) by default.
+    ///   - maximumHosts: The most hosts whose buckets the budget keeps, at least 1; 10,000 by default. A host whose
+    ///     bucket is back at its initial tokens and that was not used lately is forgotten; at the cap, a new host makes
+    ///     the budget forget the host it used least lately (see <doc:SecurityGuide>).
     public init(
         configuration: Configuration = .default,
-        key: @escaping CircuitBreakerRegistry.KeyFunction = CircuitBreakerRegistry.hostKey
+        key: @escaping CircuitBreakerRegistry.KeyFunction = CircuitBreakerRegistry.hostKey, maximumHosts: Int = 10_000
     ) {
+        HostTable<Int>.trapIfInvalid(maximumHosts, owner: "RetryBudget")
+        self.state = Locked(
+            State(tokens: HostTable(capacity: maximumHosts), windows: HostTable(capacity: maximumHosts)))
         self.configuration = configuration
         self.ratio = nil
         self.keyFunction = key
@@ -196,10 +204,16 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
     ///   - key: Picks a request's budget, or `nil` for a request whose retries are not limited;
     ///     ``CircuitBreakerRegistry/hostKey(for:)`` by default.
     ///   - clock: The clock the window slides on; `ContinuousClock` by default.
+    ///   - maximumHosts: The most hosts whose windows the budget keeps, at least 1; 10,000 by default. A host whose
+    ///     window is empty and that was not used lately is forgotten; at the cap, a new host makes the budget forget
+    ///     the host it used least lately (see <doc:SecurityGuide>).
     public init<C: Clock>(
         ratio: Ratio, key: @escaping CircuitBreakerRegistry.KeyFunction = CircuitBreakerRegistry.hostKey,
-        clock: C = ContinuousClock()
+        clock: C = ContinuousClock(), maximumHosts: Int = 10_000
     ) where C.Duration == Duration {
+        HostTable<Int>.trapIfInvalid(maximumHosts, owner: "RetryBudget")
+        self.state = Locked(
+            State(tokens: HostTable(capacity: maximumHosts), windows: HostTable(capacity: maximumHosts)))
         self.configuration = .default
         self.ratio = ratio
         self.keyFunction = key
@@ -246,12 +260,19 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
         context.admitRetriesAndHedges(through: self, observes: ratio == nil)
         if let ratio, context.attempt == 1, let key = keyFunction(request) {
             let now = now()
-            state.withLock { $0.windows[key, default: RatioWindow()].addRequest(at: now, window: ratio.window) }
+            state.withLock { state in
+                changeWindow(of: key, in: &state, now: now, ratio: ratio) {
+                    $0.addRequest(at: now, window: ratio.window)
+                }
+            }
         }
     }
 
     /// How many requests hold a granted retry and have not ended; for tests that check nothing is kept.
     package var requestsWithGrants: Int { state.withLock { $0.granted.count } }
+
+    /// How many hosts the budget keeps; for tests that check it forgets.
+    package var hostsKept: Int { state.withLock { $0.tokens.count + $0.windows.count } }
 
     /// How many requests hold hedges not yet settled; for tests that check nothing is kept.
     package var requestsWithHedges: Int { state.withLock { $0.hedges.count } }
@@ -295,14 +316,16 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
             guard available >= Double(cost) else {
                 return RetryBudgetExhausted(key: key, availableTokens: Int(max(available, 0)), retryCost: cost)
             }
-            state.windows[key, default: RatioWindow()].addRetry(cost, at: now, window: ratio.window)
+            changeWindow(of: key, in: &state, now: now, ratio: ratio) {
+                $0.addRetry(cost, at: now, window: ratio.window)
+            }
             return nil
         }
         let available = state.tokens[key] ?? configuration.initialTokens
         guard available >= cost else {
             return RetryBudgetExhausted(key: key, availableTokens: available, retryCost: cost)
         }
-        state.tokens[key] = available - cost
+        changeTokens(of: key, in: &state) { $0 = available - cost }
         return nil
     }
 
@@ -331,10 +354,11 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
     /// Gives `cost` back to `key`'s budget: what `take` took.
     private func give(_ cost: Int, to key: String, in state: inout State, now: Duration) {
         if let ratio {
-            state.windows[key, default: RatioWindow()].addRetry(-cost, at: now, window: ratio.window)
+            changeWindow(of: key, in: &state, now: now, ratio: ratio) {
+                $0.addRetry(-cost, at: now, window: ratio.window)
+            }
         } else {
-            let tokens = state.tokens[key] ?? configuration.initialTokens
-            state.tokens[key] = Self.adding(cost, to: tokens, upTo: configuration.maximumTokens)
+            changeTokens(of: key, in: &state) { $0 = Self.adding(cost, to: $0, upTo: configuration.maximumTokens) }
         }
     }
 
@@ -374,9 +398,23 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
             } else {
                 return
             }
-            let tokens = state.tokens[refund.key] ?? configuration.initialTokens
-            state.tokens[refund.key] = Self.adding(refund.amount, to: tokens, upTo: configuration.maximumTokens)
+            changeTokens(of: refund.key, in: &state) {
+                $0 = Self.adding(refund.amount, to: $0, upTo: configuration.maximumTokens)
+            }
         }
+    }
+
+    /// Changes `key`'s tokens, starting from the initial tokens for a host not kept (see `HostTable`).
+    private func changeTokens(of key: String, in state: inout State, _ body: (inout Int) -> Void) {
+        let initial = configuration.initialTokens
+        state.tokens.update(key, make: { initial }, isAtRest: { $0 == initial }, body)
+    }
+
+    /// Changes `key`'s window, starting from an empty one for a host not kept (see `HostTable`).
+    private func changeWindow(
+        of key: String, in state: inout State, now: Duration, ratio: Ratio, _ body: (inout RatioWindow) -> Void
+    ) {
+        state.windows.update(key, make: RatioWindow.init, isAtRest: { $0.isEmpty(at: now, window: ratio.window) }, body)
     }
 
     /// `tokens + amount`, held at `maximum`, also where the sum would overflow (a bucket of `Int.max` tokens).

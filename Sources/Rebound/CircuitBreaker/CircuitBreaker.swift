@@ -135,6 +135,13 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
         return storage.withLock { $0.machine.state(at: now) }
     }
 
+    /// Whether the breaker is as a new one would be: closed, no failure counted, no attempt it let through unsettled
+    /// and no granted retry waiting. What a registry asks before it forgets the breaker of an idle host.
+    var isAtRest: Bool {
+        let now = now()
+        return storage.withLock { $0.permitsOut == 0 && $0.waits.isEmpty && $0.machine.isAtRest(at: now) }
+    }
+
     /// How many attempts it let through have not been settled yet; for tests that check nothing is kept.
     package var permitsInFlight: Int { storage.withLock { $0.permitsOut } }
 

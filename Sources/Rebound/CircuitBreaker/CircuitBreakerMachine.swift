@@ -63,6 +63,14 @@ struct CircuitBreakerMachine: Sendable {
         }
     }
 
+    /// Whether the machine decides at `now` as a new one would: closed (not forced), no failure counted, no opening
+    /// remembered.
+    func isAtRest(at now: Duration) -> Bool {
+        guard state == .closed, consecutiveFailures == 0, openings == 0 else { return false }
+        var time = LazyTime { now }
+        return window.totals(time: &time).failures == 0
+    }
+
     /// The state at `now`, without moving anything: an open breaker whose time is up reads as half-open, and becomes
     /// half-open when the next attempt is admitted.
     func state(at now: Duration) -> CircuitBreaker.State {

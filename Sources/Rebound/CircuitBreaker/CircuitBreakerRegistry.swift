@@ -11,8 +11,10 @@ import Foundation
 /// Requests whose key is `nil` go through untouched.
 ///
 /// The registry is a class whose table is behind a lock; every breaker it creates has the registry's configuration
-/// and clock. Share one instance between sessions to share the breakers. It keeps every breaker it creates for as long
-/// as it lives, so for requests to an open-ended set of hosts, give it a `key` that maps them to a bounded set.
+/// and clock. Share one instance between sessions to share the breakers. It forgets the breaker of a host that was not
+/// used lately once that breaker is back at rest (closed, no failure counted, nothing in flight), and keeps at most
+/// `maximumHosts` breakers (see <doc:SecurityGuide>); a breaker forgotten is made anew, closed, on the host's next
+/// request.
 ///
 /// ```swift
 /// let breakers = CircuitBreakerRegistry()
@@ -28,7 +30,8 @@ public final class CircuitBreakerRegistry: RequestAdapter {
 
     private let keyFunction: KeyFunction
     private let makeBreaker: @Sendable (String) -> CircuitBreaker
-    private let table = Locked<[String: CircuitBreaker]>([:])
+    /// The breakers by key; a breaker back at rest is at rest (see `HostTable`).
+    private let table: Locked<HostTable<CircuitBreaker>>
     private let broadcast: Broadcast<CircuitBreaker.Transition>
 
     /// Creates an empty registry.
@@ -39,11 +42,15 @@ public final class CircuitBreakerRegistry: RequestAdapter {
     ///   - key: Picks a request's breaker; ``hostKey(for:)`` (the host, and the port when the URL names one) by
     ///     default.
     ///   - onTransition: Called after every transition of any of the breakers; none by default.
+    ///   - maximumHosts: The most breakers the registry keeps, at least 1; 10,000 by default. At the cap, a new host
+    ///     makes the registry forget the breaker it used least lately, whatever its state (see <doc:SecurityGuide>).
     public init<C: Clock>(
         configuration: CircuitBreaker.Configuration = .default, clock: C = ContinuousClock(),
         key: @escaping KeyFunction = CircuitBreakerRegistry.hostKey,
-        onTransition: (@Sendable (CircuitBreaker.Transition) -> Void)? = nil
+        onTransition: (@Sendable (CircuitBreaker.Transition) -> Void)? = nil, maximumHosts: Int = 10_000
     ) where C.Duration == Duration {
+        HostTable<CircuitBreaker>.trapIfInvalid(maximumHosts, owner: "CircuitBreakerRegistry")
+        self.table = Locked(HostTable(capacity: maximumHosts))
         let broadcast = Broadcast<CircuitBreaker.Transition>()
         self.configuration = configuration
         self.keyFunction = key
@@ -61,19 +68,18 @@ public final class CircuitBreakerRegistry: RequestAdapter {
         return HostKey.fast(url.absoluteString) ?? HostKey.parsed(url)
     }
 
-    /// The breaker for `key`, created closed if there is none yet.
+    /// The breaker for `key`, created closed if there is none yet (or the registry forgot it).
     public func breaker(for key: String) -> CircuitBreaker {
         table.withLock { table in
-            if let breaker = table[key] { return breaker }
-            let breaker = makeBreaker(key)
-            table[key] = breaker
-            return breaker
+            // The registry's lock, then a breaker's, to ask whether it is at rest: a breaker never takes the
+            // registry's lock.
+            table.update(key, make: { makeBreaker(key) }, isAtRest: \.isAtRest) { $0 }
         }
     }
 
-    /// The breakers created so far, by key.
+    /// The breakers the registry keeps, by key.
     public var breakers: [String: CircuitBreaker] {
-        table.withLock { $0 }
+        table.withLock { $0.all }
     }
 
     /// A stream of every transition of every breaker from now on; it ends when the registry is released.

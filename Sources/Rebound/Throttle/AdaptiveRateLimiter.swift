@@ -20,9 +20,9 @@ import Foundation
 /// **Placement and sharing.** Put it in a chain's adapters, after the parts that refuse requests (a throttle, a
 /// breaker): a refused request then takes no token. It registers through the request's context to hear how the
 /// attempts it let through end, so it keeps working inside any wrapper that forwards `adapt`. One limiter keeps every
-/// host's bucket behind one lock: share one instance between the sessions that talk to the same hosts. It keeps every
-/// host it has had a response from for as long as it lives, so for an open-ended set of hosts, give it a `key` that
-/// maps them to a bounded set.
+/// host's bucket behind one lock: share one instance between the sessions that talk to the same hosts. It forgets a
+/// host that is not paced once it has not been used lately, and keeps at most `maximumHosts` hosts (see
+/// <doc:SecurityGuide>).
 ///
 /// ```swift
 /// let pacing = AdaptiveRateLimiter()
@@ -109,13 +109,14 @@ public final class AdaptiveRateLimiter: RequestAdapter, RetryGate {
     }
 
     private struct State: Sendable {
-        var hosts: [String: Host] = [:]
+        /// Each host's bucket and measurements; a host that is not paced is at rest.
+        var hosts: HostTable<Host>
     }
 
     private let keyFunction: CircuitBreakerRegistry.KeyFunction
     private let isThrottling: @Sendable (Attempt) -> Bool
     private let clock: SessionClock
-    private let state = Locked(State())
+    private let state: Locked<State>
 
     /// Creates a limiter.
     ///
@@ -124,11 +125,17 @@ public final class AdaptiveRateLimiter: RequestAdapter, RetryGate {
     ///     ``CircuitBreakerRegistry/hostKey(for:)`` by default.
     ///   - clock: The clock the rates are measured and the waits slept on; `ContinuousClock` by default.
     ///   - isThrottling: Whether an attempt that was sent was throttled; by default a response of 429 or 503.
+    ///   - maximumHosts: The most hosts the limiter keeps, at least 1; 10,000 by default. A host that is not paced and
+    ///     was not used lately is forgotten; at the cap, a new host makes the limiter forget the host it used least
+    ///     lately, paced or not (see <doc:SecurityGuide>).
     public init<C: Clock>(
         key: @escaping CircuitBreakerRegistry.KeyFunction = CircuitBreakerRegistry.hostKey,
         clock: C = ContinuousClock(),
-        isThrottling: @escaping @Sendable (Attempt) -> Bool = { [429, 503].contains($0.statusCode ?? 0) }
+        isThrottling: @escaping @Sendable (Attempt) -> Bool = { [429, 503].contains($0.statusCode ?? 0) },
+        maximumHosts: Int = 10_000
     ) where C.Duration == Duration {
+        HostTable<Host>.trapIfInvalid(maximumHosts, owner: "AdaptiveRateLimiter")
+        self.state = Locked(State(hosts: HostTable(capacity: maximumHosts)))
         self.keyFunction = key
         self.isThrottling = isThrottling
         self.clock = SessionClock(clock)
@@ -173,16 +180,20 @@ public final class AdaptiveRateLimiter: RequestAdapter, RetryGate {
         let now = clock.now().seconds
         return state.withLock { state -> Duration? in
             // A host that never throttled is not paced, and nothing is written for it here.
-            guard var host = state.hosts[key], host.pacing else { return nil }
-            defer { state.hosts[key] = host }
-            host.fill(at: now)
-            guard host.tokens >= 1 else {
-                return .nanoseconds(Int64(((1 - host.tokens) / host.rate * 1e9).rounded(.up)))
-            }
-            host.tokens -= 1
-            return nil
+            guard state.hosts[key]?.pacing == true else { return nil }
+            return state.hosts.modify(key) { host -> Duration? in
+                host.fill(at: now)
+                guard host.tokens >= 1 else {
+                    return .nanoseconds(Int64(((1 - host.tokens) / host.rate * 1e9).rounded(.up)))
+                }
+                host.tokens -= 1
+                return nil
+            } ?? nil
         }
     }
+
+    /// How many hosts the limiter keeps; for tests that check it forgets.
+    package var hostsKept: Int { state.withLock { $0.hosts.count } }
 
     /// Never refuses a retry: the retry's attempt waits for its token when it is adapted.
     public func admitRetry(_ request: RetryRequest, dueTo error: ReboundError, after delay: Duration) -> (any Error)? {
@@ -201,7 +212,9 @@ extension AdaptiveRateLimiter: AttemptAccountant {
         let throttled = isThrottling(attempt)
         let now = clock.now().seconds
         state.withLock { state in
-            state.hosts[key, default: Host()].learn(throttled: throttled, at: now)
+            state.hosts.update(key, make: Host.init, isAtRest: { !$0.pacing }) {
+                $0.learn(throttled: throttled, at: now)
+            }
         }
     }
 

@@ -158,8 +158,8 @@ public final class AdaptiveThrottle: RequestAdapter, RetryGate {
     }
 
     private struct State: Sendable {
-        /// Each host's requests (first) and accepts (second).
-        var tallies: [String: SlidingTally] = [:]
+        /// Each host's requests (first) and accepts (second); a host whose window is empty is at rest.
+        var tallies: HostTable<SlidingTally>
         /// For each request asked about a retry: the number of the failed attempt, counted when the retry was asked
         /// for (so that it is not counted again when it is settled), whose retry was drawn for then (so that it is not
         /// drawn for again when it is sent).
@@ -172,7 +172,7 @@ public final class AdaptiveThrottle: RequestAdapter, RetryGate {
     private let keyFunction: CircuitBreakerRegistry.KeyFunction
     private let classify: (@Sendable (AttemptOutcome) -> CircuitBreaker.Verdict)?
     private let random: RandomSource
-    private let state = Locked(State())
+    private let state: Locked<State>
     private let now: @Sendable () -> Duration
 
     /// Creates a throttle.
@@ -187,12 +187,18 @@ public final class AdaptiveThrottle: RequestAdapter, RetryGate {
     ///   - classify: Whether an attempt the throttle let through was accepted (``CircuitBreaker/Verdict/success``),
     ///     not accepted (``CircuitBreaker/Verdict/failure``) or is not counted (``CircuitBreaker/Verdict/ignored``);
     ///     asked only about attempts that were sent. `nil`, the default, is ``CircuitBreaker/defaultVerdict(for:)``.
+    ///   - maximumHosts: The most hosts whose counts the throttle keeps, at least 1; 10,000 by default. A host whose
+    ///     window is empty and that was not used lately is forgotten; at the cap, a new host makes the throttle forget
+    ///     the host it used least lately (see <doc:SecurityGuide>).
     public init<C: Clock>(
         configuration: Configuration = .default,
         key: @escaping CircuitBreakerRegistry.KeyFunction = CircuitBreakerRegistry.hostKey,
         clock: C = ContinuousClock(), random: RandomSource = .system,
-        classify: (@Sendable (AttemptOutcome) -> CircuitBreaker.Verdict)? = nil
+        classify: (@Sendable (AttemptOutcome) -> CircuitBreaker.Verdict)? = nil,
+        maximumHosts: Int = 10_000
     ) where C.Duration == Duration {
+        HostTable<SlidingTally>.trapIfInvalid(maximumHosts, owner: "AdaptiveThrottle")
+        self.state = Locked(State(tallies: HostTable(capacity: maximumHosts)))
         self.configuration = configuration
         self.keyFunction = key
         self.classify = classify
@@ -270,15 +276,14 @@ public final class AdaptiveThrottle: RequestAdapter, RetryGate {
             key: key, rejectionProbability: probability, requests: requests + 1, accepts: accepts)
     }
 
-    /// Adds to `key`'s counts; a host seen for the first time makes the throttle forget the hosts whose windows are
-    /// empty, so that the table holds only hosts heard from within a window.
+    /// Adds to `key`'s counts; a host seen for the first time may make the throttle forget hosts whose windows are
+    /// empty (see `HostTable`).
     private static func add(
         requests: Int, accepts: Int, for key: String, to state: inout State, now: Duration, window: Duration
     ) {
-        if state.tallies[key] == nil {
-            state.tallies = state.tallies.filter { !$0.value.isEmpty(at: now, window: window) }
+        state.tallies.update(key, make: SlidingTally.init, isAtRest: { $0.isEmpty(at: now, window: window) }) {
+            $0.add(first: requests, second: accepts, at: now, window: window)
         }
-        state.tallies[key, default: SlidingTally()].add(first: requests, second: accepts, at: now, window: window)
     }
 
     /// How many requests' retries the throttle keeps a record of; for tests that check nothing is kept.

@@ -117,10 +117,15 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
         var inFlight = 0
         /// The attempts waiting for a place, first come first served; any of them may leave early.
         var queue = KeyedQueue<AttemptKey, Waiter>()
+
+        /// Nothing in flight and nobody waiting: a fixed limit has nothing to remember, an adaptive one only what it
+        /// learned, which no longer holds once the host has sat idle a while.
+        var isIdle: Bool { inFlight == 0 && queue.isEmpty }
     }
 
     private struct State: Sendable {
-        var hosts: [String: Host] = [:]
+        /// Each host's places and queue; an idle host is at rest, and a busy one is never forgotten.
+        var hosts: HostTable<Host>
         var places: [AttemptKey: Place] = [:]
         /// The host each queued attempt waits for, so that settling an attempt finds its wait.
         var waiting: [AttemptKey: String] = [:]
@@ -132,7 +137,7 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
     private let keyFunction: CircuitBreakerRegistry.KeyFunction
     private let classify: (@Sendable (AttemptOutcome) -> CircuitBreaker.Verdict)?
     private let clock: SessionClock
-    private let state = Locked(State())
+    private let state: Locked<State>
 
     /// Creates a limiter.
     ///
@@ -146,11 +151,19 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
     ///     overloaded (``CircuitBreaker/Verdict/failure``); asked outside the limiter's lock, and never for a fixed
     ///     limit, which learns nothing. `nil`, the default, is ``CircuitBreaker/defaultVerdict(for:)`` (5xx, 408,
     ///     429, transport failures).
+    ///   - maximumHosts: How many hosts the limiter keeps, at least 1; 10,000 by default. A host with a fixed limit is
+    ///     forgotten as soon as nothing is in flight to it; one with an adaptive limit once it is idle and was not used
+    ///     lately. A host with attempts in flight or queued is never forgotten, so at the cap a new host makes the
+    ///     limiter forget an idle one, and the limiter keeps more only while more hosts are busy (see
+    ///     <doc:SecurityGuide>).
     public init<C: Clock>(
         configuration: Configuration = .default,
         key: @escaping CircuitBreakerRegistry.KeyFunction = CircuitBreakerRegistry.hostKey,
-        clock: C = ContinuousClock(), classify: (@Sendable (AttemptOutcome) -> CircuitBreaker.Verdict)? = nil
+        clock: C = ContinuousClock(), classify: (@Sendable (AttemptOutcome) -> CircuitBreaker.Verdict)? = nil,
+        maximumHosts: Int = 10_000
     ) where C.Duration == Duration {
+        HostTable<Host>.trapIfInvalid(maximumHosts, owner: "ConcurrencyLimiter")
+        self.state = Locked(State(hosts: HostTable(capacity: maximumHosts, keepsBusyHosts: true)))
         self.configuration = configuration
         self.keyFunction = key
         self.classify = classify
@@ -218,21 +231,26 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
     /// Gives `attempt` a place of `key`'s host if one is free and nobody waits for one; otherwise refuses it when the
     /// queue has no room, or says it may wait.
     private func admission(_ key: String, for attempt: AttemptKey, now: Duration, in state: inout State) -> Taking {
-        // Taken out of the table while it changes, so that its queue is changed in place rather than copied.
-        var host = state.hosts.removeValue(forKey: key) ?? Host(limit: LimitState(configuration.limit))
-        defer { state.hosts[key] = host }
-        if host.inFlight < host.limit.current, host.queue.isEmpty {
-            host.inFlight += 1
-            state.places[attempt] = Place(key: key, since: now, inFlight: host.inFlight)
-            return .taken
+        let limit = configuration.limit
+        let maximumQueued = configuration.maximumQueued
+        // The place's count of attempts in flight, when the attempt took one.
+        let (taking, inFlight) = state.hosts.update(
+            key, make: { Host(limit: LimitState(limit)) }, isAtRest: \.isIdle
+        ) { host -> (Taking, Int?) in
+            if host.inFlight < host.limit.current, host.queue.isEmpty {
+                host.inFlight += 1
+                return (.taken, host.inFlight)
+            }
+            guard host.queue.count < maximumQueued else {
+                let refusal = ConcurrencyLimitExceeded(
+                    key: key, limitHit: maximumQueued == 0 ? .inFlight : .queue, limit: host.limit.current,
+                    inFlight: host.inFlight, queued: host.queue.count)
+                return (.refused(refusal), nil)
+            }
+            return (.mustWait, nil)
         }
-        guard host.queue.count < configuration.maximumQueued else {
-            return .refused(
-                ConcurrencyLimitExceeded(
-                    key: key, limitHit: configuration.maximumQueued == 0 ? .inFlight : .queue,
-                    limit: host.limit.current, inFlight: host.inFlight, queued: host.queue.count))
-        }
-        return .mustWait
+        if let inFlight { state.places[attempt] = Place(key: key, since: now, inFlight: inFlight) }
+        return taking
     }
 
     /// Waits in `key`'s queue until a place is handed over, the queue timeout passes, the task is cancelled or the
@@ -248,7 +266,9 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
                     if Task.isCancelled { return nil }
                     let taking = admission(key, for: attempt, now: now, in: &state)
                     if case .mustWait = taking {
-                        state.hosts[key]?.queue.append(Waiter(continuation: continuation, timer: nil), key: attempt)
+                        state.hosts.modify(key) {
+                            $0.queue.append(Waiter(continuation: continuation, timer: nil), key: attempt)
+                        }
                         state.waiting[attempt] = key
                     }
                     return taking
@@ -267,7 +287,7 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
                 }
                 let attached: Bool = state.withLock { state in
                     guard state.hosts[key]?.queue[attempt] != nil else { return false }
-                    state.hosts[key]?.queue[attempt]?.timer = timer
+                    state.hosts.modify(key) { $0.queue[attempt]?.timer = timer }
                     return true
                 }
                 if !attached { timer.cancel() }
@@ -287,20 +307,16 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
     /// already is left alone.
     private func endWait(of attempt: AttemptKey, with ending: WaitEnding) {
         let ended: (Waiter, ConcurrencyLimitExceeded)? = state.withLock { state in
-            guard let key = state.waiting.removeValue(forKey: attempt),
-                var host = state.hosts.removeValue(forKey: key)
-            else { return nil }
-            guard let waiter = host.queue.remove(attempt) else {
-                state.hosts[key] = host
-                return nil
-            }
-            state.hosts[key] = forgettingIfIdle(host)
-            return (
-                waiter,
-                ConcurrencyLimitExceeded(
+            guard let key = state.waiting.removeValue(forKey: attempt) else { return nil }
+            let ended = state.hosts.modify(key) { host -> (Waiter, ConcurrencyLimitExceeded)? in
+                guard let waiter = host.queue.remove(attempt) else { return nil }
+                let timedOut = ConcurrencyLimitExceeded(
                     key: key, limitHit: .queueTimeout, limit: host.limit.current, inFlight: host.inFlight,
                     queued: host.queue.count)
-            )
+                return (waiter, timedOut)
+            }
+            forgetIfIdle(key, in: &state)
+            return ended ?? nil
         }
         guard let (waiter, timedOut) = ended else { return }
         waiter.timer?.cancel()
@@ -317,20 +333,26 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
         let now = clock.now()
         let handed: [Waiter]? = state.withLock { state in
             guard let place = state.places.removeValue(forKey: attempt) else { return nil }
-            guard var host = state.hosts.removeValue(forKey: place.key) else { return [] }
-            host.inFlight -= 1
-            if let dropped {
-                host.limit.update(latency: now - place.since, inFlight: place.inFlight, dropped: dropped)
-            }
-            var handed: [Waiter] = []
-            while host.inFlight < host.limit.current, let (waiting, waiter) = host.queue.popFirst() {
+            // Each waiter handed a place, with the count of attempts in flight its place was taken at.
+            let handed =
+                state.hosts.modify(place.key) { host -> [(AttemptKey, Waiter, Int)] in
+                    host.inFlight -= 1
+                    if let dropped {
+                        host.limit.update(latency: now - place.since, inFlight: place.inFlight, dropped: dropped)
+                    }
+                    var handed: [(AttemptKey, Waiter, Int)] = []
+                    while host.inFlight < host.limit.current, let (waiting, waiter) = host.queue.popFirst() {
+                        host.inFlight += 1
+                        handed.append((waiting, waiter, host.inFlight))
+                    }
+                    return handed
+                } ?? []
+            for (waiting, _, inFlight) in handed {
                 state.waiting[waiting] = nil
-                host.inFlight += 1
-                state.places[waiting] = Place(key: place.key, since: now, inFlight: host.inFlight)
-                handed.append(waiter)
+                state.places[waiting] = Place(key: place.key, since: now, inFlight: inFlight)
             }
-            state.hosts[place.key] = forgettingIfIdle(host)
-            return handed
+            forgetIfIdle(place.key, in: &state)
+            return handed.map { $0.1 }
         }
         guard let handed else {
             // No place: the attempt may still be waiting for one (settled at its deadline, say).
@@ -342,9 +364,10 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
         }
     }
 
-    /// `host`, or `nil` when it is idle with a fixed limit and so has nothing to remember.
-    private func forgettingIfIdle(_ host: Host) -> Host? {
-        host.inFlight == 0 && host.queue.isEmpty && host.limit.isFixed ? nil : host
+    /// Forgets `key`'s host at once when it is idle with a fixed limit, which has nothing to remember.
+    private func forgetIfIdle(_ key: String, in state: inout State) {
+        guard configuration.limit.isFixed, state.hosts[key]?.isIdle == true else { return }
+        state.hosts.remove(key)
     }
 
     /// Never refuses a retry: the retry's attempt takes a place, or waits or fails, when it is adapted.

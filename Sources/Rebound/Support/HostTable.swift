@@ -1,0 +1,135 @@
+/// The state a per-host part keeps for each host, bounded: a host that sits idle with its state back at rest is
+/// forgotten, and the table never holds more than its capacity.
+///
+/// **Forgetting idle hosts.** Each host added moves a hand three steps around the table (the CLOCK algorithm): a host
+/// the hand reaches that was not used since the hand last passed it, and whose state is at rest (the part says what
+/// that is: a closed breaker with no failures, a full bucket, an empty window), is dropped; the hand clears the
+/// others' use. A host takes two visits to drop (one clears its use), so three steps a host outpace the hosts added. So the table holds the hosts used lately and those whose state still says something, at a constant
+/// cost per host added, and nothing at all per request to a host already kept.
+///
+/// **At capacity.** A new host first makes room: the hand drops the first host it reaches that is at rest or was not
+/// used since it last passed, so the host used least lately, roughly, goes, whatever its state. A table that keeps
+/// busy hosts (a concurrency limiter's, whose hosts hold places and waiters) drops only a host at rest, among the next
+/// few the hand reaches, and otherwise grows past its capacity: by no more than the hosts with attempts in flight.
+///
+/// A value, kept behind its part's lock; the part passes `isAtRest` on every change that may add a host.
+struct HostTable<Value: Sendable>: Sendable {
+    private struct Entry: Sendable {
+        var value: Value
+        /// Where the key sits in `ring`.
+        var slot: Int
+        /// Used since the hand last passed.
+        var used: Bool
+
+        /// Marks the entry used and changes its value with `body`.
+        mutating func use<Result>(_ body: (inout Value) -> Result) -> Result {
+            used = true
+            return body(&value)
+        }
+    }
+
+    private var entries: [String: Entry] = [:]
+    /// Every key, in no particular order: the hand's round.
+    private var ring: [String] = []
+    private var hand = 0
+    /// The most hosts kept.
+    let capacity: Int
+    /// Whether only a host at rest may be dropped to make room.
+    private let keepsBusyHosts: Bool
+
+    init(capacity: Int, keepsBusyHosts: Bool = false) {
+        self.capacity = max(capacity, 1)
+        self.keepsBusyHosts = keepsBusyHosts
+    }
+
+    /// Traps with a message that names `owner`'s setting when `maximumHosts` is below 1.
+    static func trapIfInvalid(_ maximumHosts: Int, owner: String) {
+        ConfigurationError.trapIfInvalid { () throws(ConfigurationError) in
+            guard maximumHosts >= 1 else {
+                throw ConfigurationError(
+                    field: "\(owner).maximumHosts", problem: "must be at least 1, got \(maximumHosts)")
+            }
+        }
+    }
+
+    /// How many hosts are kept.
+    var count: Int { entries.count }
+
+    /// Every host's state, by key.
+    var all: [String: Value] { entries.mapValues(\.value) }
+
+    /// The state of `key`'s host, if it is kept; reading counts as no use.
+    subscript(key: String) -> Value? {
+        entries[key]?.value
+    }
+
+    /// Changes the state of `key`'s host in place, first making it from `make` if the host is not kept (which may drop
+    /// idle hosts, or one to make room), and marks it used.
+    mutating func update<Result>(
+        _ key: String, make: () -> Value, isAtRest: (Value) -> Bool, _ body: (inout Value) -> Result
+    ) -> Result {
+        if let result = modify(key, body) { return result }
+        add(key, make(), isAtRest: isAtRest)
+        return entries[key]!.use(body)
+    }
+
+    /// Changes the state of `key`'s host in place if it is kept, and marks it used; `nil` if it is not.
+    mutating func modify<Result>(_ key: String, _ body: (inout Value) -> Result) -> Result? {
+        // In place, through the dictionary's own accessor, with one look-up: the entry's value is not copied. Through a
+        // variable, so that a `Result` that is itself optional is not flattened into "not kept".
+        var result: Result?
+        entries[key]?.use { result = body(&$0) }
+        return result
+    }
+
+    /// Forgets `key`'s host.
+    mutating func remove(_ key: String) {
+        guard let entry = entries.removeValue(forKey: key) else { return }
+        removeFromRing(at: entry.slot)
+    }
+
+    /// Adds a host, after three steps of the hand that drop idle hosts at rest, and one more to make room at capacity.
+    private mutating func add(_ key: String, _ value: Value, isAtRest: (Value) -> Bool) {
+        for _ in 0..<3 { _ = step(dropping: { !$0.used && isAtRest($0.value) }) }
+        if entries.count >= capacity {
+            if keepsBusyHosts {
+                for _ in 0..<8 where step(dropping: { isAtRest($0.value) }) { break }
+            } else {
+                // At most two rounds: the first clears every use, the second finds one.
+                while !step(dropping: { !$0.used || isAtRest($0.value) }) {}
+            }
+        }
+        entries[key] = Entry(value: value, slot: ring.count, used: true)
+        ring.append(key)
+    }
+
+    /// Looks at the host under the hand: drops it if `drop` says so, else clears its use and moves on; returns whether
+    /// it dropped one (`false` for an empty table).
+    private mutating func step(dropping drop: (Entry) -> Bool) -> Bool {
+        guard !ring.isEmpty else { return false }
+        if hand >= ring.count { hand = 0 }
+        let key = ring[hand]
+        guard let entry = entries[key] else {
+            // Not reached: every key in the ring is kept. Dropped all the same, so that the hand always moves on.
+            removeFromRing(at: hand)
+            return false
+        }
+        if drop(entry) {
+            entries[key] = nil
+            // The last key takes the dropped one's slot, where the hand stands: it is looked at next.
+            removeFromRing(at: hand)
+            return true
+        }
+        entries[key]?.used = false
+        hand += 1
+        return false
+    }
+
+    /// Removes the key at `slot` from the ring, moving the last key into its place.
+    private mutating func removeFromRing(at slot: Int) {
+        let last = ring.removeLast()
+        guard slot < ring.count else { return }
+        ring[slot] = last
+        entries[last]?.slot = slot
+    }
+}

@@ -1,0 +1,80 @@
+import Testing
+
+@testable import Rebound
+
+/// The table a per-host part keeps its hosts in: idle hosts at rest are forgotten as new ones come, and it never holds
+/// more than its capacity (or, keeping busy hosts, more than its busy hosts).
+@Suite("HostTable")
+struct HostTableTests {
+    /// Adds `count` hosts named from `first` on, each with `value`.
+    private func add(
+        _ count: Int, from first: Int = 0, value: Int = 0, to table: inout HostTable<Int>,
+        isAtRest: (Int) -> Bool = { $0 == 0 }
+    ) {
+        for index in first..<(first + count) {
+            table.update("host\(index)", make: { value }, isAtRest: isAtRest) { _ in }
+        }
+    }
+
+    @Test func hostsAtRestAreForgottenAsNewOnesComeAndOthersAreKept() {
+        var table = HostTable<Int>(capacity: 1_000_000)
+        // Ten hosts that still say something (not at rest), then a stream of hosts used once and left at rest.
+        add(10, value: 1, to: &table)
+        add(10_000, from: 10, to: &table)
+        let afterTenThousand = table.count
+        add(90_000, from: 10_010, to: &table)
+
+        #expect(table.count < 1_000, "kept \(table.count) of 100,010 hosts")
+        #expect(table.count <= afterTenThousand + 10, "kept \(table.count), \(afterTenThousand) after 10,010")
+        for index in 0..<10 { #expect(table["host\(index)"] == 1, "host\(index) is not at rest: kept") }
+    }
+
+    @Test func aHostInUseIsNotForgottenThoughItIsAtRest() {
+        var table = HostTable<Int>(capacity: 1_000_000)
+        for index in 0..<5_000 {
+            add(1, from: index + 1, to: &table)
+            // The first host, at rest, is used between every two new hosts.
+            table.update("host0", make: { 0 }, isAtRest: { $0 == 0 }) { _ in }
+        }
+        #expect(table["host0"] == 0)
+        #expect(table.count < 100)
+    }
+
+    @Test func neverMoreThanItsCapacityTheHostUsedLeastLatelyGoesFirst() {
+        var table = HostTable<Int>(capacity: 100)
+        add(100, value: 1, to: &table)
+        // Host 0 is used again; every other is not at rest and not used since.
+        for _ in 0..<3 { table.modify("host0") { $0 += 1 } }
+        add(1, from: 100, value: 1, to: &table)
+
+        #expect(table.count == 100)
+        #expect(table["host0"] == 4, "the host used lately is kept")
+        #expect(table["host100"] == 1)
+        add(10_000, from: 101, value: 1, to: &table)
+        #expect(table.count == 100)
+    }
+
+    @Test func keepingBusyHostsItForgetsOnlyHostsAtRestAndGrowsOnlyWithBusyOnes() {
+        var table = HostTable<Int>(capacity: 10, keepsBusyHosts: true)
+        add(10, value: 1, to: &table)
+        // Full of busy hosts: a new one is added past the capacity, and no busy host is forgotten.
+        add(5, from: 10, value: 1, to: &table)
+        #expect(table.count == 15)
+        for index in 0..<15 { #expect(table["host\(index)"] == 1) }
+        // As they become idle, new hosts take their room.
+        for index in 0..<15 { table.modify("host\(index)") { $0 = 0 } }
+        add(100, from: 15, to: &table)
+        #expect(table.count <= 15)
+    }
+
+    @Test func removingAHostKeepsTheOthersReachable() {
+        var table = HostTable<Int>(capacity: 1_000)
+        add(50, value: 1, to: &table)
+        for index in stride(from: 0, to: 50, by: 3) { table.remove("host\(index)") }
+        for index in 0..<50 {
+            #expect((table["host\(index)"] == nil) == index.isMultiple(of: 3))
+        }
+        #expect(table.count == 33)
+        #expect(table.all.count == 33)
+    }
+}

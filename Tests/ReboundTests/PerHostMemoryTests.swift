@@ -1,0 +1,110 @@
+import Foundation
+import ReboundTesting
+import Testing
+
+@testable import Rebound
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Every per-host part keeps a bounded number of hosts: requests to ever new hosts (user-supplied URLs, redirects to
+/// fresh hosts, a crawler) do not grow its memory without limit.
+@Suite("Per-host memory", .timeLimit(.minutes(1)))
+struct PerHostMemoryTests {
+    /// One request to each of `count` distinct hosts through `adapters`, 2 ms apart on `clock`, each answered 200.
+    private func visit(
+        _ count: Int, hosts first: Int = 0, through adapters: [any RequestAdapter], clock: ManualClock
+    ) async throws {
+        let session = Session(
+            transport: ScriptedTransport { _, _ in .status(200) }, adapters: adapters,
+            retriers: [RetryPolicy(backoff: .none)], clock: clock)
+        for index in first..<(first + count) {
+            _ = try await session.send(URL(string: "https://h\(index).example.com/")!)
+            clock.advance(by: .milliseconds(2))
+        }
+    }
+
+    /// The parts, each with `maximumHosts`, and how many hosts each keeps.
+    private func parts(
+        maximumHosts: Int, clock: ManualClock
+    ) -> [(name: String, part: any RequestAdapter, kept: @Sendable () -> Int)] {
+        let registry = CircuitBreakerRegistry(clock: clock, maximumHosts: maximumHosts)
+        let bucket = RetryBudget(maximumHosts: maximumHosts)
+        let ratio = RetryBudget(ratio: .default, clock: clock, maximumHosts: maximumHosts)
+        let fixed = ConcurrencyLimiter(clock: clock, maximumHosts: maximumHosts)
+        let aimd = ConcurrencyLimiter(
+            configuration: .init(limit: .aimd(.init())), clock: clock, maximumHosts: maximumHosts)
+        let throttle = AdaptiveThrottle(clock: clock, maximumHosts: maximumHosts)
+        let pacing = AdaptiveRateLimiter(clock: clock, maximumHosts: maximumHosts)
+        return [
+            ("registry", registry, { registry.breakers.count }),
+            ("token bucket", bucket, { bucket.hostsKept }),
+            ("ratio budget", ratio, { ratio.hostsKept }),
+            ("fixed limiter", fixed, { fixed.hostsKept }),
+            ("AIMD limiter", aimd, { aimd.hostsKept }),
+            ("throttle", throttle, { throttle.hostsKept }),
+            ("rate limiter", pacing, { pacing.hostsKept }),
+        ]
+    }
+
+    @Test("Hosts visited once and idle since are forgotten as new hosts come, by every per-host part")
+    func idleHostsAreForgotten() async throws {
+        let clock = ManualClock()
+        let parts = parts(maximumHosts: 10_000, clock: clock)
+        // 24 s of new hosts, 5,000 in each 10 s window: the first hosts' windows are empty again.
+        try await visit(12_000, through: parts.map(\.part), clock: clock)
+
+        // At most the hosts of one window, and those the hand has not reached again since.
+        for (name, _, kept) in parts {
+            #expect(kept() < 8_000, "\(name) keeps \(kept()) of 12,000 hosts")
+        }
+        // Parts whose state is at rest at once (closed breaker, full bucket, idle limit, no throttling) keep few.
+        for (name, _, kept) in parts where !["ratio budget", "throttle"].contains(name) {
+            #expect(kept() < 1_000, "\(name) keeps \(kept()) of 12,000 hosts")
+        }
+    }
+
+    @Test("No part keeps more hosts than its cap, whatever their state")
+    func theCapHolds() async throws {
+        let clock = ManualClock()
+        let parts = parts(maximumHosts: 100, clock: clock)
+        // Every host fails once (a 500, retried): not at rest in any part that learns from failures.
+        let session = Session(
+            transport: ScriptedTransport { _, number in number.isMultiple(of: 2) ? .status(200) : .status(500) },
+            adapters: parts.map(\.part), retriers: [RetryPolicy(backoff: .none)], clock: clock)
+        for index in 0..<1_000 {
+            _ = try? await session.send(URL(string: "https://h\(index).example.com/")!)
+        }
+
+        for (name, _, kept) in parts {
+            #expect(kept() <= 100, "\(name) keeps \(kept()) hosts")
+        }
+        // The last host is kept, with what it learned.
+        let registry = try #require(parts.first?.part as? CircuitBreakerRegistry)
+        #expect(registry.breakers["h999.example.com"] != nil)
+    }
+
+    @Test("The preset's memory stays bounded over 30,000 distinct hosts, 1,000 new ones a second")
+    func thePresetStaysBounded() async throws {
+        let clock = ManualClock()
+        let resilience = Resilience(clock: clock)
+        let session = Session(
+            transport: ScriptedTransport { _, _ in .status(200) }, resilience: resilience, clock: clock)
+        for index in 0..<30_000 {
+            _ = try await session.send(URL(string: "https://h\(index).example.com/")!)
+            clock.advance(by: .milliseconds(1))
+        }
+        // The breakers are at rest at once; the budget's 10 s window and the throttle's 5 s one hold what they saw.
+        #expect(resilience.breakers.breakers.count < 1_000)
+        #expect(resilience.budget.hostsKept < 12_000)
+        #expect(resilience.throttle.hostsKept < 8_000)
+    }
+
+    @Test func anInvalidCapTrapsNamingIt() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = ConcurrencyLimiter(maximumHosts: 0)
+        }
+        expectStandardError(of: result, contains: "ConcurrencyLimiter.maximumHosts must be at least 1, got 0")
+    }
+}
