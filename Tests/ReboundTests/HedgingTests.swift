@@ -25,6 +25,30 @@ private final class HedgeRecorder: AttemptObserver {
     var requestEnds: [AttemptDecision] { ends.withLock { $0 } }
 }
 
+/// Counts the hedges and retries that reached the wire, and the requests that ended.
+private final class SentAttempts: AttemptObserver {
+    private let counts = Locked((hedges: 0, retries: 0, ends: 0))
+
+    func attemptDidFinish(_ outcome: AttemptOutcome) async {
+        guard outcome.attempt.request != nil else { return }
+        counts.withLock {
+            if outcome.attempt.hedge > 0 {
+                $0.hedges += 1
+            } else if outcome.attempt.number > 1 {
+                $0.retries += 1
+            }
+        }
+    }
+
+    func requestDidFinish(_ outcome: RequestOutcome) async {
+        counts.withLock { $0.ends += 1 }
+    }
+
+    var hedges: Int { counts.withLock { $0.hedges } }
+    var retries: Int { counts.withLock { $0.retries } }
+    var requestEnds: Int { counts.withLock { $0.ends } }
+}
+
 /// A transport on a manual clock: each request sleeps the time `script` gives its number, then answers as it says;
 /// a request cancelled while it sleeps is logged.
 private func scripted(
@@ -616,6 +640,47 @@ struct HedgingTests {
         #expect(limiter.placesHeld == 0)
         #expect(breaker.permitsInFlight == 0)
         #expect(budget.requestsWithGrants == 0)
+    }
+
+    @Test(
+        "Under a limit, deadlines, cancellation and hedging, no place is kept and no unsent hedge is charged",
+        arguments: [(limit: 1, queued: 0), (limit: 2, queued: 20)])
+    func stressTheLimiterAndTheBudget(limit: Int, queued: Int) async throws {
+        let clock = ManualClock()
+        let limiter = ConcurrencyLimiter(
+            configuration: .init(limit: .fixed(limit), maximumQueued: queued, queueTimeout: .seconds(1)), clock: clock)
+        let breaker = CircuitBreaker(clock: clock)
+        let budget = RetryBudget()
+        let sent = SentAttempts()
+        // Answers at once, and hangs that only the deadline or the caller ends; no failure to retry, so only hedges
+        // spend from the budget.
+        let transport = ScriptedTransport { _, number in number.isMultiple(of: 7) ? .hang : .status(200) }
+        let session = Session(
+            transport: transport, adapters: [budget, limiter, breaker], retriers: [RetryPolicy()],
+            observers: [sent], deadline: .seconds(5),
+            hedging: Hedging(delay: .zero, maximumInFlight: 3, maximumAttempts: 4), clock: clock)
+        let requests = 400
+        let tasks = (0..<requests).map { index in
+            let task = Task { try await session.send(request()) }
+            if index.isMultiple(of: 4) { task.cancel() }
+            return task
+        }
+        // The deadlines, a second at a time, until every request ended.
+        while sent.requestEnds < requests {
+            clock.advance(by: .seconds(1))
+            await Task.yield()
+        }
+        for task in tasks { _ = await task.result }
+
+        #expect(sent.requestEnds == requests, "exactly one end told per request")
+        #expect(limiter.placesHeld == 0)
+        #expect(limiter.hostsKept == 0, "an idle host with a fixed limit is forgotten")
+        #expect(breaker.permitsInFlight == 0)
+        #expect(budget.requestsWithGrants == 0)
+        #expect(budget.requestsWithHedges == 0)
+        // Only what reached the wire was spent: 5 a hedge.
+        let floor = RetryBudget.Configuration.default.initialTokens - 5 * sent.hedges
+        #expect(budget.tokens(for: exampleURL) ?? 0 >= floor, "\(sent.hedges) hedges sent, \(sent.retries) retries")
     }
 
     @Test("A request's own settings replace the session's: off for one request, on for another")
