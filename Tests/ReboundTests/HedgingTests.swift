@@ -650,14 +650,19 @@ struct HedgingTests {
         let limiter = ConcurrencyLimiter(
             configuration: .init(limit: .fixed(limit), maximumQueued: queued, queueTimeout: .seconds(1)), clock: clock)
         let breaker = CircuitBreaker(clock: clock)
+        let breakers = CircuitBreakerRegistry(clock: clock)
+        let throttle = AdaptiveThrottle(clock: clock, random: .seeded(3))
+        let pacing = AdaptiveRateLimiter(clock: clock)
         let budget = RetryBudget()
+        // A small ratio budget after the bucket: it refuses hedges the bucket has paid for already.
+        let ratio = RetryBudget(ratio: .init(percent: 0, minimumRetriesPerSecond: 1), clock: clock)
         let sent = SentAttempts()
-        // Answers at once, and hangs that only the deadline or the caller ends; no failure to retry, so only hedges
-        // spend from the budget.
+        // Answers at once, and hangs that only the deadline, the attempt timeout or the caller ends; no failure to
+        // retry, so only hedges spend from the budget.
         let transport = ScriptedTransport { _, number in number.isMultiple(of: 7) ? .hang : .status(200) }
         let session = Session(
-            transport: transport, adapters: [budget, limiter, breaker], retriers: [RetryPolicy()],
-            observers: [sent], deadline: .seconds(5),
+            transport: transport, adapters: [throttle, budget, ratio, limiter, breakers, breaker, pacing],
+            retriers: [RetryPolicy()], observers: [sent], deadline: .seconds(5), attemptTimeout: .seconds(2),
             hedging: Hedging(delay: .zero, maximumInFlight: 3, maximumAttempts: 4), clock: clock)
         let requests = 400
         let tasks = (0..<requests).map { index in
@@ -676,11 +681,58 @@ struct HedgingTests {
         #expect(limiter.placesHeld == 0)
         #expect(limiter.hostsKept == 0, "an idle host with a fixed limit is forgotten")
         #expect(breaker.permitsInFlight == 0)
-        #expect(budget.requestsWithGrants == 0)
-        #expect(budget.requestsWithHedges == 0)
+        #expect(breakers.breakers.values.allSatisfy { $0.permitsInFlight == 0 })
+        #expect(throttle.grantsKept == 0)
+        for budget in [budget, ratio] {
+            #expect(budget.requestsWithGrants == 0)
+            #expect(budget.requestsWithHedges == 0)
+        }
         // Only what reached the wire was spent: 5 a hedge.
         let floor = RetryBudget.Configuration.default.initialTokens - 5 * sent.hedges
         #expect(budget.tokens(for: exampleURL) ?? 0 >= floor, "\(sent.hedges) hedges sent, \(sent.retries) retries")
+    }
+
+    @Test("A tick already queued when a hedge starts is dropped: the next delay counts from that hedge's send")
+    func aQueuedTickDoesNotOutliveTheHedgeItWasFor() async throws {
+        let clock = ManualClock()
+        let round = HedgeRound()
+        round.tick(after: .milliseconds(100), clock: SessionClock(clock))
+        try await clock.waitForSleepers(1)
+        clock.advance(by: .milliseconds(100))
+        while round.queuedEvents < 1 { await Task.yield() }
+
+        round.cancelTick()
+        round.start(1) { onSend in
+            onSend(request())
+            return .cancelledBeforeSending
+        }
+
+        guard case .sent(number: 1, _) = await round.next() else {
+            Issue.record("the queued tick was not dropped")
+            return
+        }
+        round.end()
+    }
+
+    @Test("A hedge one budget paid for and a later gate refused costs nothing once the request ends")
+    func aHedgeRefusedAfterABudgetPaidIsRefunded() async throws {
+        let clock = ManualClock()
+        let paying = RetryBudget()
+        let empty = RetryBudget(configuration: try .validated(initialTokens: 0))
+        let transport = slowFirst(clock, log: Log())
+        let session = Session(
+            transport: transport, adapters: [paying], hedging: Hedging(delay: .milliseconds(100)), clock: clock)
+        let task = Task { try await session.send(request(), adapters: [empty]) }
+        try await clock.waitForSleepers(2)
+        clock.advance(by: .milliseconds(100))
+        while clock.pendingSleepCount > 1 { await Task.yield() }
+        clock.advance(by: .seconds(1))
+        let response = try await task.value
+
+        #expect(transport.requestCount == 1, "the empty budget refused the hedge")
+        #expect(String(decoding: response.data, as: UTF8.self) == "slow")
+        #expect(paying.tokens(for: exampleURL) == 500, "what the first budget took for the hedge came back")
+        #expect(paying.requestsWithHedges == 0)
     }
 
     @Test("A request's own settings replace the session's: off for one request, on for another")

@@ -354,9 +354,8 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
     /// Gives `cost` back to `key`'s budget: what `take` took.
     private func give(_ cost: Int, to key: String, in state: inout State, now: Duration) {
         if let ratio {
-            changeWindow(of: key, in: &state, now: now, ratio: ratio) {
-                $0.addRetry(-cost, at: now, window: ratio.window)
-            }
+            // A window forgotten since (it was empty: what was taken has left the window) gets nothing back.
+            state.windows.modify(key) { $0.addRetry(-cost, at: now, window: ratio.window) }
         } else {
             changeTokens(of: key, in: &state) { $0 = Self.adding(cost, to: $0, upTo: configuration.maximumTokens) }
         }
@@ -381,8 +380,11 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
         let sent = outcome.attempts.last?.admittedRequest ?? outcome.originalRequest
         let fallbackKey = outcome.decision == .succeeded && ratio == nil ? keyFunction(sent) : nil
         state.withLock { state in
-            // Every attempt was reported before the request's end: a hedge left here was never heard of again.
-            if !state.hedges.isEmpty { state.hedges[outcome.requestID] = nil }
+            // Every attempt was reported before the request's end: a hedge left here never started (a gate after this
+            // budget refused it), and gets its cost back.
+            if !state.hedges.isEmpty, let unstarted = state.hedges.removeValue(forKey: outcome.requestID) {
+                for hedge in unstarted { give(hedge.cost, to: hedge.key, in: &state, now: now) }
+            }
             if let grant = state.granted[outcome.requestID], !grant.reachedTheWire {
                 refund(&state, outcome.requestID, now: now)
                 return

@@ -75,10 +75,14 @@ final class HedgeRound: Sendable {
         replaced?.cancel()
     }
 
-    /// Drops the tick still to come, if one is: the next delay counts from a later moment.
+    /// Drops the tick still to come and one already queued, if any: the next delay counts from a later moment.
     func cancelTick() {
         let timer = state.withLock { state -> Task<Void, Never>? in
             state.timers += 1
+            state.events.removeAll {
+                if case .tick = $0 { return true }
+                return false
+            }
             defer { state.timer = nil }
             return state.timer
         }
@@ -106,6 +110,9 @@ final class HedgeRound: Sendable {
             waiter?.resume(returning: nil)
         }
     }
+
+    /// How many events wait for the loop; for tests.
+    var queuedEvents: Int { state.withLock { $0.events.count } }
 
     /// What attempt `number` handed to the transport, if it did.
     func sentRequest(_ number: Int) -> URLRequest? {

@@ -3,24 +3,24 @@
 ///
 /// A hedged request starts its first attempt as usual. When no attempt has answered within ``delay`` of the newest
 /// attempt's hand-over to the transport, the session starts another beside it, and so on, while fewer than
-/// ``maximumInFlight`` are in flight and the request has made fewer than ``maximumAttempts`` in all. A ``delay`` of zero starts them all at once. The first
-/// acceptable response wins and the others are cancelled; a response that no retrier would retry (a 404, say) ends them
-/// all and the request with it. An attempt that fails in a way the retriers would retry starts the next hedge at once,
-/// if one may start; when the last attempt in flight fails, the request goes on as without hedging: the retriers'
-/// delay, then a retry, itself hedged.
+/// ``maximumInFlight`` are in flight and the request has made fewer than ``maximumAttempts`` in all. A ``delay`` of
+/// zero starts them all at once. The first acceptable response wins and the others are cancelled; a response that no
+/// retrier would retry (a 404, say) ends them all and the request with it. An attempt that fails in a way the retriers
+/// would retry starts the next hedge at once, if one may start; when the last attempt in flight fails, the request goes
+/// on as without hedging: the retriers' delay, then a retry, itself hedged.
 ///
 /// **Which requests.** Only those that may be repeated: a method the chain's ``RetryPolicy`` retries (its
-/// ``RetryPolicy/retryableHTTPMethods``; the idempotent GET, HEAD, OPTIONS, TRACE, PUT and DELETE when the chain has
-/// no policy that says), or a request that carries a non-empty `Idempotency-Key` (``IdempotencyKeyAdapter`` adds the
-/// same key to every attempt, hedges included). A request whose body is a stream is never hedged. Every hedge goes through the adapters
-/// as any attempt does, and starts only once the attempt before it was handed to the transport.
+/// ``RetryPolicy/retryableHTTPMethods``; the idempotent GET, HEAD, OPTIONS, TRACE, PUT and DELETE when the chain has no
+/// policy that says), or a request that carries a non-empty `Idempotency-Key` (``IdempotencyKeyAdapter`` adds the same
+/// key to every attempt, hedges included). A request whose body is a stream is never hedged. Every hedge goes through
+/// the adapters as any attempt does, and starts only once the attempt before it was handed to the transport.
 ///
 /// **Load.** A hedge is extra load on a host that may be slow because it is loaded. Before each hedge the session asks
 /// the request's ``RetryBudget`` (a hedge spends from it as a retry does, and gets it back if it is never sent; an
 /// empty budget: no hedge), its ``CircuitBreaker`` (anything but closed: no hedge) and its ``AdaptiveThrottle`` (a
-/// hedge is drawn for as a request is); the first refusal ends the hedging of that round, and gates of your own are asked about retries only. Retries
-/// and hedges together never exceed ``maximumAttempts``: ``RetryPolicy`` counts hedges among the attempts before a
-/// retry too.
+/// hedge is drawn for as a request is); the first refusal ends the hedging of that round, and gates of your own are
+/// asked about retries only. Retries and hedges together never exceed ``maximumAttempts``: ``RetryPolicy`` counts
+/// hedges among the attempts before a retry too.
 ///
 /// **What is reported.** Every attempt is recorded and told to the observers, with its ``Attempt/hedge`` number. An
 /// attempt that lost to another is told with ``AttemptDecision/cancelled``; one that failed while others were still in

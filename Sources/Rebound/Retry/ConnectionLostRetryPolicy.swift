@@ -49,8 +49,8 @@ public struct ConnectionLostRetryPolicy: RequestRetrier {
     /// - Parameters:
     ///   - retryLimit: How many times a request is retried at most, `0` or more; `2` by default.
     ///   - exponentialBackoffBase: The base of the backoff, `2` or more; `2` by default.
-    ///   - exponentialBackoffScale: The factor of the backoff in seconds, from `0` to 10¹² (``RetryResult/longestDelay``);
-    ///     `0.5` by default.
+    ///   - exponentialBackoffScale: The factor of the backoff in seconds, from `0` to 10¹²
+    ///     (``RetryResult/longestDelay``); `0.5` by default.
     ///   - retryableHTTPMethods: The methods that may be retried; ``RetryPolicy/defaultRetryableHTTPMethods`` by default.
     public init(
         retryLimit: Int = RetryPolicy.defaultRetryLimit,

@@ -91,8 +91,8 @@ public struct RetryPolicy: RequestRetrier {
     /// - Parameters:
     ///   - retryLimit: How many times a request is retried at most, `0` or more; `2` by default.
     ///   - exponentialBackoffBase: The base of the backoff, `2` or more; `2` by default.
-    ///   - exponentialBackoffScale: The factor of the backoff in seconds, from `0` to 10¹² (``RetryResult/longestDelay``);
-    ///     `0.5` by default.
+    ///   - exponentialBackoffScale: The factor of the backoff in seconds, from `0` to 10¹²
+    ///     (``RetryResult/longestDelay``); `0.5` by default.
     ///   - retryableHTTPMethods: The methods that may be retried; ``defaultRetryableHTTPMethods`` by default.
     ///   - retryableHTTPStatusCodes: The status codes that are retried; ``defaultRetryableHTTPStatusCodes`` by default.
     ///   - retryableURLErrorCodes: The `URLError` codes that are retried; ``defaultRetryableURLErrorCodes`` by default.

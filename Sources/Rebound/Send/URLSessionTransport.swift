@@ -167,9 +167,10 @@ private final class OwnedSession: Sendable {
 /// One send: a data task with a completion handler, and a delegate of its own that refuses redirects and answers HTTP
 /// challenges.
 ///
-/// The send owns its data task's cancellation: it cancels the task at most once and never once the task has finished;
-/// a send cancelled before its task runs never resumes that task, which is cancelled unstarted and whose completion
-/// reports the cancellation.
+/// The send owns its data task's cancellation: it cancels the task at most once, not once its completion has run (a
+/// completion that lands while the cancel is on its way still meets it, which `URLSession` ignores for a finished
+/// task), and a send cancelled before its task runs never resumes that task, which is cancelled unstarted and whose
+/// completion reports the cancellation.
 private final class DataTaskSend: NSObject, URLSessionTaskDelegate, Sendable {
     /// Where the send is, changed only under the lock by the pure transitions below.
     private enum Phase: Sendable {
@@ -190,8 +191,11 @@ private final class DataTaskSend: NSObject, URLSessionTaskDelegate, Sendable {
             case .preparing:
                 self = .running(task)
                 return true
-            default:
+            case .cancelledEarly:
                 self = .cancelling(task)
+                return false
+            case .running, .cancelling, .finished:
+                assertionFailure("a send makes one data task")
                 return false
             }
         }

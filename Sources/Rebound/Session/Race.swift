@@ -32,42 +32,28 @@ final class Race<Value: Sendable>: Sendable {
         let race = Race()
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                // Cancelled before this point, the race is decided with nobody to resume: resume here.
+                // The tasks start under the lock, so that whatever decides the race finds them and cancels them before
+                // the caller resumes: an attempt cut short is cancelled before the session settles it, which is what
+                // keeps a limiter's place or a breaker's permit from being taken after its attempt was settled.
                 let cancelledEarly = race.state.withLock { state -> Bool in
+                    // Cancelled before this point, the race is decided with nobody to resume: resume here.
                     if state.decided { return true }
                     state.continuation = continuation
+                    state.work = Spawn.task { race.decide(.finished(await operation())) }
+                    state.timer = Spawn.task {
+                        do {
+                            try await clock.sleep(limit)
+                        } catch {
+                            return  // Cancelled: the race was decided otherwise.
+                        }
+                        race.decide(.limitReached)
+                    }
                     return false
                 }
-                if cancelledEarly {
-                    continuation.resume(returning: .cancelled)
-                    return
-                }
-                let work = Spawn.task { race.decide(.finished(await operation())) }
-                let timer = Spawn.task {
-                    do {
-                        try await clock.sleep(limit)
-                    } catch {
-                        return  // Cancelled: the race was decided otherwise.
-                    }
-                    race.decide(.limitReached)
-                }
-                race.keep(work: work, timer: timer)
+                if cancelledEarly { continuation.resume(returning: .cancelled) }
             }
         } onCancel: {
             race.decide(.cancelled)
-        }
-    }
-
-    /// Keeps the tasks, so that deciding can cancel them; cancels them at once if the race is already decided.
-    private func keep(work: Task<Void, Never>, timer: Task<Void, Never>) {
-        let decided = state.withLock { state -> Bool in
-            state.work = work
-            state.timer = timer
-            return state.decided
-        }
-        if decided {
-            work.cancel()
-            timer.cancel()
         }
     }
 

@@ -16,8 +16,9 @@ extension RequestRun {
     ///
     /// The round starts its first attempt. When `delay` passes with no answer after the newest attempt handed its
     /// request to the transport, and at once after a failure the retriers would retry while others are in flight (once
-    /// the newest attempt was handed over), it starts a hedge, if the settings, the request and the hedge gates allow. A success wins; a failure
-    /// with a response that no retrier would retry ends the round; so does the last attempt in flight failing.
+    /// the newest attempt was handed over), it starts a hedge, if the settings, the request and the hedge gates allow.
+    /// A success wins; a failure with a response that no retrier would retry ends the round; so does the last attempt
+    /// in flight failing.
     @inline(never)
     mutating func hedgedAttempts(_ hedging: Hedging) async -> AttemptResult {
         let round = HedgeRound()

@@ -3,14 +3,15 @@
 ///
 /// **Forgetting idle hosts.** Each host added moves a hand three steps around the table (the CLOCK algorithm): a host
 /// the hand reaches that was not used since the hand last passed it, and whose state is at rest (the part says what
-/// that is: a closed breaker with no failures, a full bucket, an empty window), is dropped; the hand clears the
-/// others' use. A host takes two visits to drop (one clears its use), so three steps a host outpace the hosts added. So the table holds the hosts used lately and those whose state still says something, at a constant
-/// cost per host added, and nothing at all per request to a host already kept.
+/// that is: a closed breaker with no failures, a full bucket, an empty window), is dropped; the hand clears the others'
+/// use. A host takes two visits to drop (one clears its use), so three steps a host outpace the hosts added. So the
+/// table holds the hosts used lately and those whose state still says something, at a constant cost per host added, and
+/// nothing at all per request to a host already kept.
 ///
-/// **At capacity.** A new host first makes room: the hand drops the first host it reaches that is at rest or was not
-/// used since it last passed, so the host used least lately, roughly, goes, whatever its state. A table that keeps
-/// busy hosts (a concurrency limiter's, whose hosts hold places and waiters) drops only a host at rest, among the next
-/// few the hand reaches, and otherwise grows past its capacity: by no more than the hosts with attempts in flight.
+/// **At capacity.** A new host first makes room: the hand drops the first host it reaches, among the next 16, that is at
+/// rest or was not used since it last passed, or else the host under it, so a host used little lately goes, whatever
+/// its state. A table that keeps busy hosts (a concurrency limiter's, whose hosts hold places and waiters) drops only a
+/// host at rest among the next 16, and otherwise keeps the new host past its capacity, until the hand finds idle ones.
 ///
 /// A value, kept behind its part's lock; the part passes `isAtRest` on every change that may add a host.
 struct HostTable<Value: Sendable>: Sendable {
@@ -36,6 +37,8 @@ struct HostTable<Value: Sendable>: Sendable {
     let capacity: Int
     /// Whether only a host at rest may be dropped to make room.
     private let keepsBusyHosts: Bool
+    /// How many hosts the hand looks at to make room at capacity before it settles for the one under it.
+    private static var stepsToMakeRoom: Int { 16 }
 
     init(capacity: Int, keepsBusyHosts: Bool = false) {
         self.capacity = max(capacity, 1)
@@ -92,12 +95,14 @@ struct HostTable<Value: Sendable>: Sendable {
     private mutating func add(_ key: String, _ value: Value, isAtRest: (Value) -> Bool) {
         for _ in 0..<3 { _ = step(dropping: { !$0.used && isAtRest($0.value) }) }
         if entries.count >= capacity {
-            if keepsBusyHosts {
-                for _ in 0..<8 where step(dropping: { isAtRest($0.value) }) { break }
-            } else {
-                // At most two rounds: the first clears every use, the second finds one.
-                while !step(dropping: { !$0.used || isAtRest($0.value) }) {}
+            // A few steps at most, so that no single request pays for a walk around a large table.
+            let dropsUnused = !keepsBusyHosts
+            var dropped = false
+            for _ in 0..<Self.stepsToMakeRoom where !dropped {
+                dropped = step(dropping: { (dropsUnused && !$0.used) || isAtRest($0.value) })
             }
+            // None of them idle: the host under the hand goes, used or not (but never a busy one where they are kept).
+            if !dropped, !keepsBusyHosts { _ = step(dropping: { _ in true }) }
         }
         entries[key] = Entry(value: value, slot: ring.count, used: true)
         ring.append(key)

@@ -14,7 +14,8 @@ struct KeyedQueue<Key: Hashable & Sendable, Element: Sendable>: Sendable {
 
     var isEmpty: Bool { elements.isEmpty }
 
-    /// Adds `element` at the back under `key`, which no element in the queue may have.
+    /// Adds `element` at the back under `key`, which no element in the queue may have, nor any that left it: a key
+    /// is used once (the limiter's keys are attempts), since one that left may still sit in the order.
     mutating func append(_ element: Element, key: Key) {
         assert(elements[key] == nil, "a key already in the queue")
         elements[key] = element

@@ -154,8 +154,8 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
     ///   - maximumHosts: How many hosts the limiter keeps, at least 1; 10,000 by default. A host with a fixed limit is
     ///     forgotten as soon as nothing is in flight to it; one with an adaptive limit once it is idle and was not used
     ///     lately. A host with attempts in flight or queued is never forgotten, so at the cap a new host makes the
-    ///     limiter forget an idle one, and the limiter keeps more only while more hosts are busy (see
-    ///     <doc:SecurityGuide>).
+    ///     limiter forget an idle one among the few it looks at, or else is kept past the cap until idle ones are
+    ///     found (see <doc:SecurityGuide>).
     public init<C: Clock>(
         configuration: Configuration = .default,
         key: @escaping CircuitBreakerRegistry.KeyFunction = CircuitBreakerRegistry.hostKey,
