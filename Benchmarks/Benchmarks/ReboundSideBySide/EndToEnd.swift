@@ -35,7 +35,7 @@ func endToEnd(base: URL, rounds: Int, concurrentRounds: Int, count: Int) async t
     // One URLSession for plain URLSession and the calibration contenders, and one URLSessionTransport() (the
     // session's default transport, with a URLSession of its own) shared by every Session contender: each side keeps
     // its connections warm, and the sessions differ only in what runs on top of the transport.
-    let plainSession = URLSession(configuration: .default)
+    let plainSession = URLSession(configuration: plainConfiguration())
     let transport = URLSessionTransport()
     let plain: @Sendable () async throws -> Void = {
         let (_, response) = try await plainSession.data(for: requestWithRealisticHeaders(to: url))
@@ -124,7 +124,7 @@ func endToEnd(base: URL, rounds: Int, concurrentRounds: Int, count: Int) async t
 func retryPath(base: URL, rounds: Int, count: Int) async throws -> Section {
     let sessionURL = base.appendingPathComponent("flaky-a")
     let handURL = base.appendingPathComponent("flaky-b")
-    let plainSession = URLSession(configuration: .default)
+    let plainSession = URLSession(configuration: plainConfiguration())
     let session = Session(transport: URLSessionTransport(), retriers: [RetryPolicy(backoff: .none)])
     let handWritten: @Sendable () async throws -> Void = {
         for _ in 0..<3 {

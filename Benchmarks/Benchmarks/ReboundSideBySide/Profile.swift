@@ -16,7 +16,7 @@ import Synchronization
 /// `URLSessionTransport(session:)` (section 6).
 func profile(_ contender: String, count: Int) async throws {
     let url = try ChildServer.url().appendingPathComponent("ok")
-    let urlSession = URLSession(configuration: .default)
+    let urlSession = URLSession(configuration: plainConfiguration())
     // `former`: a bare Session on the former data(for:) transport; `theirs`: on URLSessionTransport(session:); every
     // other contender on URLSessionTransport(), the default.
     let transport: any HTTPTransport =
@@ -65,8 +65,8 @@ func profile(_ contender: String, count: Int) async throws {
 /// `transport` (the sessions' shared transport called directly).
 func compare(_ contenders: [String], rounds: Int) async throws {
     let url = try ChildServer.url().appendingPathComponent("ok")
-    let urlSession = URLSession(configuration: .default)
-    let otherURLSession = URLSession(configuration: .default)
+    let urlSession = URLSession(configuration: plainConfiguration())
+    let otherURLSession = URLSession(configuration: plainConfiguration())
     let transport = URLSessionTransport()
     let runs: [Contender] = contenders.map { contender in
         let session = Session(transport: transport, interceptor: contenderInterceptor(named: contender))
@@ -262,7 +262,7 @@ func pieces() async {
 /// twin of each contender sends a request first (see below).
 func cold(_ contenders: [String], count: Int) async throws {
     let url = try ChildServer.url().appendingPathComponent("ok")
-    let urlSession = URLSession(configuration: .default)
+    let urlSession = URLSession(configuration: plainConfiguration())
     let transport = try await CannedTransport(answeringLike: URLRequest(url: url))
     let sends: [@Sendable () async throws -> Void] = contenders.map { contender in
         if contender == "direct" {

@@ -48,7 +48,7 @@ func soakContender(_ name: String, base: URL) -> @Sendable () async throws -> Vo
     }
     switch name {
     case "Soak_URLSession":
-        let plain = URLSession(configuration: .default)
+        let plain = URLSession(configuration: plainConfiguration())
         return {
             _ = try await plain.data(for: requestWithRealisticHeaders(to: url))
             _ = try await plain.data(for: requestWithRealisticHeaders(to: url))

@@ -32,11 +32,11 @@ func transportCost(base: URL, rounds: Int, concurrentRounds: Int, count: Int) as
     let url = base.appendingPathComponent("ok")
     let formerName = "former transport: URLSession.data(for:)"
     let transports: [(name: String, transport: any HTTPTransport)] = [
-        (formerName, DataForTransport(session: URLSession(configuration: .default))),
+        (formerName, DataForTransport(session: URLSession(configuration: plainConfiguration()))),
         ("URLSessionTransport(), its own session", URLSessionTransport()),
         (
             "URLSessionTransport(session:), a task delegate",
-            URLSessionTransport(session: URLSession(configuration: .default))
+            URLSessionTransport(session: URLSession(configuration: plainConfiguration()))
         ),
     ]
     let request = URLRequest(url: url)

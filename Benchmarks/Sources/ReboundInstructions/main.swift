@@ -24,7 +24,7 @@ func run(_ contender: String, count: Int) async {
     do {
         let url = try ChildServer.url().appendingPathComponent("ok")
         let transport = URLSessionTransport()
-        let plain = URLSession(configuration: .default)
+        let plain = URLSession(configuration: plainConfiguration())
         let interceptor = contenderInterceptor(named: contender)
         guard interceptor != nil || ["plain", "transport", "session", "url"].contains(contender) else {
             throw BenchmarkError("unknown contender \(contender)")

@@ -6,6 +6,17 @@ import ReboundTesting
     import FoundationNetworking
 #endif
 
+/// The configuration of every plain `URLSession` the benchmarks compare Rebound with: `.default`, without a response
+/// cache on Linux, as `URLSessionTransport()` makes its own session there (see its documentation), so that both sides
+/// make the same system calls.
+public func plainConfiguration() -> URLSessionConfiguration {
+    let configuration = URLSessionConfiguration.default
+    #if canImport(FoundationNetworking)
+        configuration.urlCache = nil
+    #endif
+    return configuration
+}
+
 /// The five headers a realistic chain adds; plain URLSession sets the same ones, so only the framework differs.
 public let realisticHeaders = [
     ("Accept", "application/json"), ("User-Agent", "Benchmarks/1.0"), ("X-Client-Version", "42"),
