@@ -73,7 +73,7 @@ public final class CircuitBreakerRegistry: RequestAdapter {
         table.withLock { table in
             // The registry's lock, then a breaker's, to ask whether it is at rest: a breaker never takes the
             // registry's lock.
-            table.update(key, make: { makeBreaker(key) }, isAtRest: \.isAtRest) { $0 }
+            table.update(key, make: { makeBreaker(key) }, isAtRest: { $0.isAtRest }) { $0 }
         }
     }
 

@@ -78,11 +78,9 @@ struct HostTable<Value: Sendable>: Sendable {
 
     /// Changes the state of `key`'s host in place if it is kept, and marks it used; `nil` if it is not.
     mutating func modify<Result>(_ key: String, _ body: (inout Value) -> Result) -> Result? {
-        // In place, through the dictionary's own accessor, with one look-up: the entry's value is not copied. Through a
-        // variable, so that a `Result` that is itself optional is not flattened into "not kept".
-        var result: Result?
-        entries[key]?.use { result = body(&$0) }
-        return result
+        // In place, through the dictionary's values, with one look-up: the entry's value is not copied.
+        guard let index = entries.index(forKey: key) else { return nil }
+        return entries.values[index].use(body)
     }
 
     /// Forgets `key`'s host.

@@ -235,7 +235,7 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
         let maximumQueued = configuration.maximumQueued
         // The place's count of attempts in flight, when the attempt took one.
         let (taking, inFlight) = state.hosts.update(
-            key, make: { Host(limit: LimitState(limit)) }, isAtRest: \.isIdle
+            key, make: { Host(limit: LimitState(limit)) }, isAtRest: { $0.isIdle }
         ) { host -> (Taking, Int?) in
             if host.inFlight < host.limit.current, host.queue.isEmpty {
                 host.inFlight += 1
