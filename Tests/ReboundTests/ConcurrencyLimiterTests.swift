@@ -230,7 +230,7 @@ struct ConcurrencyLimiterTests {
     @Test("A long queue: each wait times out on time, in order, whatever left the queue before it")
     func aLongQueueTimesOutInOrder() async throws {
         let clock = ManualClock()
-        let count = 2_000
+        let count = 1_000
         let limiter = limiter(.fixed(1), queued: count, timeout: .seconds(1), clock: clock)
         let firstID = UUID()
         let first = try await adapted(by: limiter, id: firstID)
