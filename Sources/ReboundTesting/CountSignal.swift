@@ -16,19 +16,20 @@ final class CountSignal: Sendable {
 
     /// Sets the value and wakes the waiters it satisfies.
     func set(_ count: Int) {
-        state.withLock { state in
+        let due = state.withLock { state in
             state.count = count
-            state.waiters.resume(through: count)
+            return state.waiters.removeDue(through: count)
         }
+        for waiter in due { waiter.resume() }
     }
 
     /// Adds one and wakes the waiters it satisfies.
     func increment() {
-        state.withLock { state in
+        let due = state.withLock { state in
             state.count += 1
-            let count = state.count
-            state.waiters.resume(through: count)
+            return state.waiters.removeDue(through: state.count)
         }
+        for waiter in due { waiter.resume() }
     }
 
     /// Suspends until the value is at least `threshold`; throws `CancellationError` if the task is cancelled first.

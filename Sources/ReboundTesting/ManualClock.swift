@@ -74,19 +74,22 @@ public final class ManualClock: Clock, Sendable {
     /// Moves time forward by `duration` and ends every sleep whose deadline it reaches, earliest first (sleeps with the
     /// same deadline in the order they began).
     public func advance(by duration: Duration = .zero) {
-        state.withLock { state in
-            Self.move(&state, to: state.now.advanced(by: duration))
-            pendingSignal.set(state.sleepers.count)
+        let due = state.withLock { state in
+            defer { pendingSignal.set(state.sleepers.count) }
+            return Self.move(&state, to: state.now.advanced(by: duration))
         }
+        // Outside the lock: a sleeper being cancelled holds its task's lock while its handler waits for the clock's.
+        for sleeper in due { sleeper.resume() }
     }
 
     /// Moves time forward to `instant` (never back) and ends every sleep whose deadline it reaches, earliest first
     /// (sleeps with the same deadline in the order they began).
     public func advance(to instant: TestInstant) {
-        state.withLock { state in
-            Self.move(&state, to: max(instant, state.now))
-            pendingSignal.set(state.sleepers.count)
+        let due = state.withLock { state in
+            defer { pendingSignal.set(state.sleepers.count) }
+            return Self.move(&state, to: max(instant, state.now))
         }
+        for sleeper in due { sleeper.resume() }
     }
 
     /// Suspends until at least `count` sleeps are waiting on this clock.
@@ -103,8 +106,11 @@ public final class ManualClock: Clock, Sendable {
         try await startedSignal.wait(atLeast: count)
     }
 
-    private static func move(_ state: inout State, to instant: TestInstant) {
+    /// Moves the time to `instant` and returns the sleeps it ends, to resume outside the lock, earliest first.
+    private static func move(
+        _ state: inout State, to instant: TestInstant
+    ) -> [CheckedContinuation<Void, any Error>] {
         state.now = instant
-        state.sleepers.resume(through: instant)
+        return state.sleepers.removeDue(through: instant)
     }
 }

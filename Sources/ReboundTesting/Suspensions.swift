@@ -59,17 +59,17 @@ struct Suspensions<Key: Comparable & Sendable>: Sendable {
         }
     }
 
-    /// Resumes every suspension whose key is at most `limit`, in key order (for equal keys, the earliest first).
-    mutating func resume(through limit: Key) {
+    /// Removes every suspension whose key is at most `limit` and returns them, in key order (for equal keys, the
+    /// earliest first), for the caller to resume once it has let go of its lock: a task being cancelled holds its own
+    /// lock while its cancellation handler waits for ours, and resuming it under ours would wait for its.
+    mutating func removeDue(through limit: Key) -> [CheckedContinuation<Void, any Error>] {
         var end = 0
         while end < entries.count, entries[end].key <= limit { end += 1 }
-        guard end > 0 else { return }
-        let due = Array(entries[..<end])
+        guard end > 0 else { return [] }
+        let due = entries[..<end]
         entries.removeSubrange(..<end)
-        for entry in due {
-            keys[entry.id] = nil
-            entry.continuation.resume()
-        }
+        for entry in due { keys[entry.id] = nil }
+        return due.map(\.continuation)
     }
 
     /// The position of the first registered suspension that does not come before `(key, id)`, found by bisection.
