@@ -177,27 +177,37 @@ struct ConcurrencyLimiterTests {
         }
     }
 
+    /// A limit of one place and one in the queue, with attempt 1 of a request holding the place and attempt 1 of
+    /// another waiting in a task for it, each with its id and registrations.
+    private func oneHeldOneWaiting() async throws -> (
+        ConcurrencyLimiter, first: (id: UUID, roles: RegisteredRoles), second: (id: UUID, roles: RegisteredRoles),
+        waiting: Task<URLRequest, any Error>
+    ) {
+        let limiter = limiter(.fixed(1), queued: 1)
+        let first = (id: UUID(), roles: RegisteredRoles(besides: .none))
+        _ = try await limiter.adapt(
+            request(), context: RequestContext(requestID: first.id, attempt: 1, label: nil, roles: first.roles))
+        let second = (id: UUID(), roles: RegisteredRoles(besides: .none))
+        let waiting = Task {
+            try await limiter.adapt(
+                request(), context: RequestContext(requestID: second.id, attempt: 1, label: nil, roles: second.roles))
+        }
+        await waitForQueued(1, in: limiter)
+        return (limiter, first, second, waiting)
+    }
+
     @Test("An attempt settled just as a place is handed to it, before its task resumes, gives that place back")
     func aPlaceHandedAsTheAttemptIsSettledComesBack() async throws {
         // The handover and the settling race only in the moment between them: many rounds, so that the settling comes
         // first in most of them, as it does when the deadline fires then.
         for _ in 0..<200 {
-            let limiter = limiter(.fixed(1), queued: 1)
-            let firstID = UUID()
-            let first = try await adapted(by: limiter, id: firstID)
-            let secondID = UUID()
-            let second = RegisteredRoles(besides: .none)
-            let waiting = Task {
-                try await limiter.adapt(
-                    request(), context: RequestContext(requestID: secondID, attempt: 1, label: nil, roles: second))
-            }
-            await waitForQueued(1, in: limiter)
+            let (limiter, first, second, waiting) = try await oneHeldOneWaiting()
 
             // The first attempt ends and hands its place to the second, whose deadline comes at once: the session
             // cancels the attempt, then settles it, without waiting for its task.
-            settle(firstID, roles: first)
+            settle(first.id, roles: first.roles)
             waiting.cancel()
-            settle(secondID, roles: second)
+            settle(second.id, roles: second.roles)
             _ = await waiting.result
 
             #expect(limiter.placesHeld == 0)
@@ -207,22 +217,13 @@ struct ConcurrencyLimiterTests {
 
     @Test("An attempt settled while it waits leaves the queue, even if nothing cancelled its task")
     func anAttemptSettledWhileItWaitsLeavesTheQueue() async throws {
-        let limiter = limiter(.fixed(1), queued: 1)
-        let firstID = UUID()
-        let first = try await adapted(by: limiter, id: firstID)
-        let secondID = UUID()
-        let second = RegisteredRoles(besides: .none)
-        let waiting = Task {
-            try await limiter.adapt(
-                request(), context: RequestContext(requestID: secondID, attempt: 1, label: nil, roles: second))
-        }
-        await waitForQueued(1, in: limiter)
+        let (limiter, first, second, waiting) = try await oneHeldOneWaiting()
 
-        settle(secondID, roles: second)
+        settle(second.id, roles: second.roles)
 
         await #expect(throws: CancellationError.self) { try await waiting.value }
         #expect(limiter.snapshot(for: "api.example.com") == .init(limit: 1, inFlight: 1, queued: 0))
-        settle(firstID, roles: first)
+        settle(first.id, roles: first.roles)
         #expect(limiter.placesHeld == 0)
         #expect(limiter.hostsKept == 0)
     }
