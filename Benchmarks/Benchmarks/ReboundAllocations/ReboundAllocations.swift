@@ -124,4 +124,31 @@ let benchmarks: @Sendable () -> Void = {
             for task in tasks { await task.value }
         }
     }
+
+    // The large allocations (a page or more) made while 1,000 waits queued behind a host's one place time out: a wait
+    // leaves its queue in constant time and copies nothing, so the figure stays near zero; a queue copied as each wait
+    // leaves it makes one large allocation per wait, and the thousandth waits behind all the copies before it.
+    Benchmark(
+        "QueueTimingOut",
+        configuration: .init(
+            metrics: [.mallocCountLarge], warmupIterations: 2, scalingFactor: .kilo, maxIterations: 10,
+            thresholds: [.mallocCountLarge: BenchmarkThresholds(absolute: [.p50: 50, .p90: 50])])
+    ) { benchmark in
+        let clock = ManualClock()
+        let waits = benchmark.scaledIterations.count
+        let limiter = ConcurrencyLimiter(
+            configuration: .init(limit: .fixed(1), maximumQueued: waits, queueTimeout: .seconds(1)), clock: clock)
+        let transport = ScriptedTransport([.hang])
+        let session = Session(transport: transport, adapters: [limiter], clock: clock)
+        let holder = Task { _ = try? await session.send(url) }
+        try await transport.waitForRequests(1)
+        let tasks = (0..<waits).map { _ in Task { _ = try? await session.send(url) } }
+        try await clock.waitForSleepers(waits)
+        benchmark.startMeasurement()
+        clock.advance(by: .seconds(1))
+        for task in tasks { await task.value }
+        benchmark.stopMeasurement()
+        holder.cancel()
+        await holder.value
+    }
 }
