@@ -131,12 +131,6 @@ public final class ScriptedTransport: HTTPTransport {
         try await sentSignal.wait(atLeast: count)
     }
 
-    /// Records `request` and answers it with the next step.
-    public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
-        let (data, head) = try await exchange(request)
-        return (data, head.httpURLResponse)
-    }
-
     /// Records `request` and answers it with the next step, as a head whose `HTTPURLResponse` is built only when code
     /// asks for it (its fields in order of name), as a transport on another HTTP client answers.
     public func exchange(_ request: URLRequest) async throws -> (Data, ResponseHead) {

@@ -69,12 +69,13 @@ private let readmeStrategies: [RetryStrategy] = [
     .stop,
 ]
 
-/// A retrier that calls the free `retry` from inside its own `retry(_:dueTo:)`, where users reach for it.
+/// A retrier that calls the free `retry` from inside its own `retry(_:dueTo:)`, where users reach for it: qualified
+/// with the module, as the compiler's fix-it says, since `retry` there names the retrier's own method.
 private struct ProbingRetrier: RequestRetrier {
     let probe: URL
 
     func retry(_ request: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
-        let reachable = try? await retry(maxAttempts: 2) {
+        let reachable = try? await Rebound.retry(maxAttempts: 2) {
             try await URLSession.shared.data(from: probe)
         }
         return reachable == nil || request.retryCount > 0 ? .doNotRetry : .retry

@@ -23,7 +23,7 @@ private final class SlowServer: HTTPTransport {
         self.service = service
     }
 
-    func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+    func exchange(_ request: URLRequest) async throws -> (Data, ResponseHead) {
         let overloaded = inFlight.withLock { count in
             count += 1
             return count > capacity
@@ -31,10 +31,7 @@ private final class SlowServer: HTTPTransport {
         defer { inFlight.withLock { $0 -= 1 } }
         try await clock.sleep(for: service)
         let failed = overloaded || outage.contains(clock.now.offset)
-        return (
-            Data(),
-            HTTPURLResponse(url: request.url!, statusCode: failed ? 503 : 200, httpVersion: nil, headerFields: nil)!
-        )
+        return (Data(), ResponseHead(url: request.url!, statusCode: failed ? 503 : 200, headerFields: []))
     }
 }
 

@@ -247,7 +247,7 @@ struct AttemptObserverTests {
             context.validateResponses(with: self)  // twice: still once per response
             return request
         }
-        func validate(_ response: HTTPURLResponse, data: Data, context: RequestContext) throws {
+        func validate(_ head: ResponseHead, data: Data, context: RequestContext) throws {
             log.append("inspect #\(context.attempt)")
             if String(decoding: data, as: UTF8.self) == body { throw TestError("bad body") }
         }

@@ -16,7 +16,7 @@ private final class HeldTransport: HTTPTransport {
     var most: Int { counts.withLock { $0.most } }
     var sent: Int { counts.withLock { $0.sent } }
 
-    func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+    func exchange(_ request: URLRequest) async throws -> (Data, ResponseHead) {
         counts.withLock {
             $0.inFlight += 1
             $0.sent += 1
@@ -24,7 +24,7 @@ private final class HeldTransport: HTTPTransport {
         }
         await gate.wait()
         counts.withLock { $0.inFlight -= 1 }
-        return (Data(), HTTPURLResponse(url: exampleURL, statusCode: 200, httpVersion: nil, headerFields: nil)!)
+        return (Data(), ResponseHead(url: exampleURL, statusCode: 200, headerFields: []))
     }
 
     /// Waits until `count` requests were sent in all.

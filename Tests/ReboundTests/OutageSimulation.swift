@@ -20,11 +20,11 @@ final class SimulatedHost: HTTPTransport {
         self.outage = outage
     }
 
-    func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+    func exchange(_ request: URLRequest) async throws -> (Data, ResponseHead) {
         let now = clock.now.offset
         hits.withLock { $0[Int(now / Self.bucket), default: 0] += 1 }
         let status = outage.contains(now) ? 503 : 200
-        return (Data(), HTTPURLResponse(url: request.url!, statusCode: status, httpVersion: nil, headerFields: nil)!)
+        return (Data(), ResponseHead(url: request.url!, statusCode: status, headerFields: []))
     }
 
     /// The attempts that reached the host in `range`.

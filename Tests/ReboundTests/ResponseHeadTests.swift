@@ -20,11 +20,6 @@ private struct FieldsTransport: HTTPTransport {
     let answers: [(status: Int, fields: [(String, String)])]
     let count = Locked(0)
 
-    func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
-        let (data, head) = try await exchange(request)
-        return (data, head.httpURLResponse)
-    }
-
     func exchange(_ request: URLRequest) async throws -> (Data, ResponseHead) {
         let number = count.withLock { count in
             count += 1
@@ -35,12 +30,12 @@ private struct FieldsTransport: HTTPTransport {
     }
 }
 
-/// A transport written before heads existed: it implements `send` only.
-private struct SendOnlyTransport: HTTPTransport {
-    func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+/// A transport on Foundation: it answers with a head made of an `HTTPURLResponse`.
+private struct FoundationTransport: HTTPTransport {
+    func exchange(_ request: URLRequest) async throws -> (Data, ResponseHead) {
         let response = HTTPURLResponse(
-            url: request.url!, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: ["X-Kind": "send-only"])!
-        return (Data(), response)
+            url: request.url!, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: ["X-Kind": "foundation"])!
+        return (Data(), ResponseHead(response))
     }
 }
 
@@ -117,18 +112,18 @@ struct ResponseHeadTests {
         #expect(response.head.hasHTTPURLResponse)
     }
 
-    @Test func validatorsAndRedirectHandlersWrittenForHTTPURLResponseStillGetOne() async throws {
+    @Test func validatorsAndRedirectHandlersThatReadFoundationsResponseGetOne() async throws {
         struct NeedsHeader: ResponseValidator {
             struct Missing: Error {}
-            func validate(_ response: HTTPURLResponse, data: Data, context: RequestContext) throws {
-                guard response.value(forHTTPHeaderField: "X-Signed") != nil else { throw Missing() }
+            func validate(_ head: ResponseHead, data: Data, context: RequestContext) throws {
+                guard head.httpURLResponse.value(forHTTPHeaderField: "X-Signed") != nil else { throw Missing() }
             }
         }
         struct StopAt303: RedirectHandler {
             func redirect(
-                _ sent: URLRequest, to next: URLRequest, for response: HTTPURLResponse, context: RequestContext
+                _ sent: URLRequest, to next: URLRequest, for head: ResponseHead, context: RequestContext
             ) async -> URLRequest? {
-                response.statusCode == 303 ? nil : next
+                head.httpURLResponse.statusCode == 303 ? nil : next
             }
         }
         let signed = Session(
@@ -151,11 +146,40 @@ struct ResponseHeadTests {
         #expect(response.statusCode == 303)
     }
 
-    @Test func aTransportThatImplementsSendOnlyStillWorks() async throws {
-        let session = Session(transport: SendOnlyTransport())
+    @Test func aTransportAnsweringWithFoundationsResponseKeepsIt() async throws {
+        let transport = FoundationTransport()
+        let session = Session(transport: transport)
         let response = try await session.send(request())
-        #expect(response.value(forHTTPHeaderField: "x-kind") == "send-only")
+        #expect(response.value(forHTTPHeaderField: "x-kind") == "foundation")
         #expect(response.head.hasHTTPURLResponse)
+        // `send` is `exchange` with the head's response.
+        let (_, sent) = try await transport.send(request())
+        #expect(sent.value(forHTTPHeaderField: "X-Kind") == "foundation")
+    }
+
+    @Test func theHTTPURLResponseFormsCallTheHeadForms() async throws {
+        struct NeedsStatus: ResponseValidator {
+            func validate(_ head: ResponseHead, data: Data, context: RequestContext) throws {
+                if head.statusCode != 204 { throw UnacceptableStatusCode(head.statusCode) }
+            }
+        }
+        struct Rewrites: RedirectHandler {
+            func redirect(
+                _ sent: URLRequest, to next: URLRequest, for head: ResponseHead, context: RequestContext
+            ) async -> URLRequest? {
+                var rewritten = next
+                rewritten.setValue("\(head.statusCode)", forHTTPHeaderField: "X-Redirected-By")
+                return rewritten
+            }
+        }
+        let context = RequestContext()
+        let noContent = HTTPURLResponse(url: exampleURL, statusCode: 204, httpVersion: nil, headerFields: nil)!
+        let ok = HTTPURLResponse(url: exampleURL, statusCode: 200, httpVersion: nil, headerFields: nil)!
+        try NeedsStatus().validate(noContent, data: Data(), context: context)
+        #expect(throws: UnacceptableStatusCode(200)) { try NeedsStatus().validate(ok, data: Data(), context: context) }
+        let moved = HTTPURLResponse(url: exampleURL, statusCode: 307, httpVersion: nil, headerFields: nil)!
+        let next = await Rewrites().redirect(URLRequest(url: exampleURL), to: request(), for: moved, context: context)
+        #expect(next?.value(forHTTPHeaderField: "X-Redirected-By") == "307")
     }
 
     @Test func reflectionAndDescriptionHideSecrets() {

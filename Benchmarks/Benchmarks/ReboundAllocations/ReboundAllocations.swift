@@ -16,17 +16,17 @@ import ReboundTesting
 ///
 /// `@unchecked Sendable`: `count` is read and written only while `lock` is held.
 final class InstantTransport: HTTPTransport, @unchecked Sendable {
-    let responses: [HTTPURLResponse]
+    let responses: [ResponseHead]
     private let lock = NSLock()
     private var count = 0
 
     init(statuses: [Int]) {
         responses = statuses.map {
-            HTTPURLResponse(url: URL(string: "http://a.example")!, statusCode: $0, httpVersion: nil, headerFields: nil)!
+            ResponseHead(url: URL(string: "http://a.example")!, statusCode: $0, headerFields: [])
         }
     }
 
-    func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+    func exchange(_ request: URLRequest) async throws -> (Data, ResponseHead) {
         let index = lock.withLock {
             defer { count += 1 }
             return count

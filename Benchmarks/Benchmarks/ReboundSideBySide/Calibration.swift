@@ -9,16 +9,16 @@ import SideBySide
 /// A transport that answers every request with one response captured from a real server: in-memory cost, real URLs
 /// and headers.
 struct CannedTransport: HTTPTransport {
-    let answer: (Data, HTTPURLResponse)
+    let answer: (Data, ResponseHead)
 
     /// Sends `request` once with a fresh URLSession and keeps the answer.
     init(answeringLike request: URLRequest) async throws {
         let (data, response) = try await URLSession(configuration: .ephemeral).data(for: request)
         guard let response = response as? HTTPURLResponse else { throw BenchmarkError("not HTTP: \(response)") }
-        answer = (data, response)
+        answer = (data, ResponseHead(response))
     }
 
-    func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) { answer }
+    func exchange(_ request: URLRequest) async throws -> (Data, ResponseHead) { answer }
 }
 
 /// What `interceptor` costs per request over setting the realistic headers directly, measured in memory against a

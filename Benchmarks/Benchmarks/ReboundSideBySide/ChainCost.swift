@@ -9,20 +9,20 @@ import Synchronization
 
 /// A transport that answers from memory with one prebuilt response, so that only the chain is measured.
 struct MemoryTransport: HTTPTransport {
-    let ok: (Data, HTTPURLResponse)
-    let unavailable: (Data, HTTPURLResponse)
+    let ok: (Data, ResponseHead)
+    let unavailable: (Data, ResponseHead)
     /// When set, every odd call answers 503: a sequential request fails once, then succeeds.
     let failsEveryOtherCall: Bool
     private let calls = Counter()
 
     init(failsEveryOtherCall: Bool = false) {
         let url = URL(string: "http://memory.invalid/item")!
-        ok = (Data("{}".utf8), HTTPURLResponse(url: url, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: nil)!)
-        unavailable = (Data(), HTTPURLResponse(url: url, statusCode: 503, httpVersion: "HTTP/1.1", headerFields: nil)!)
+        ok = (Data("{}".utf8), ResponseHead(url: url, statusCode: 200, headerFields: []))
+        unavailable = (Data(), ResponseHead(url: url, statusCode: 503, headerFields: []))
         self.failsEveryOtherCall = failsEveryOtherCall
     }
 
-    func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+    func exchange(_ request: URLRequest) async throws -> (Data, ResponseHead) {
         guard failsEveryOtherCall else { return ok }
         return calls.next() % 2 == 1 ? unavailable : ok
     }

@@ -90,7 +90,7 @@ func requestsInFlight(_ count: Int, window: MeasurementWindow = .none) async thr
 struct SleepingTransport: HTTPTransport {
     let started: Counter
 
-    func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+    func exchange(_ request: URLRequest) async throws -> (Data, ResponseHead) {
         _ = started.next()
         try await Task.sleep(for: .seconds(1))
         return MemoryTransport().ok
@@ -113,7 +113,7 @@ struct FailingTransport: HTTPTransport {
     var sent: Counter?
     let unavailable = MemoryTransport().unavailable
 
-    func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+    func exchange(_ request: URLRequest) async throws -> (Data, ResponseHead) {
         _ = sent?.next()
         return unavailable
     }

@@ -24,12 +24,10 @@ private final class FlakyInMemoryTransport: HTTPTransport {
     private let count = Atomic<Int>(0)
     private let body = Data(#"{"id": 1, "name": "kettle"}"#.utf8)
 
-    func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+    func exchange(_ request: URLRequest) async throws -> (Data, ResponseHead) {
         let number = count.add(1, ordering: .relaxed).newValue
         let status = number % 2 == 1 ? 503 : 200
-        return (
-            body, HTTPURLResponse(url: request.url!, statusCode: status, httpVersion: "HTTP/1.1", headerFields: [:])!
-        )
+        return (body, ResponseHead(url: request.url!, statusCode: status, headerFields: []))
     }
 }
 

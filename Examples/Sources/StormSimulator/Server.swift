@@ -58,7 +58,7 @@ final class SimulatedServer: HTTPTransport {
         self.executor = executor
     }
 
-    func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+    func exchange(_ request: URLRequest) async throws -> (Data, ResponseHead) {
         let now = clock.now.offset
         let bucket = Int(now / Self.bucket)
         if model.outage.contains(now) {
@@ -92,8 +92,8 @@ final class SimulatedServer: HTTPTransport {
         state.withLock { $0.inFlight -= 1 }
     }
 
-    private func answer(_ status: Int, to request: URLRequest) -> (Data, HTTPURLResponse) {
-        (Data(), HTTPURLResponse(url: request.url!, statusCode: status, httpVersion: nil, headerFields: nil)!)
+    private func answer(_ status: Int, to request: URLRequest) -> (Data, ResponseHead) {
+        (Data(), ResponseHead(url: request.url!, statusCode: status, headerFields: []))
     }
 
     /// The requests that reached the server in `range`.

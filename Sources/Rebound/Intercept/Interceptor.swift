@@ -78,7 +78,7 @@ public struct Interceptor: RequestInterceptor, AdaptsInPlace {
         gates: [any RetryGate] = []
     ) {
         self.adapters = adapters + interceptors.map { $0 as any RequestAdapter }
-        // The only look at an adapter's type: it changes how the same code is called, never what runs.
+        // A look at each adapter's type (`AdaptsInPlace`): it changes how the same code is called, never what runs.
         self.steps = self.adapters.map(AdaptStep.init)
         self.retriers = retriers + interceptors.map { $0 as any RequestRetrier }
         let roles = ChainRoles(observers: observers, gates: gates)

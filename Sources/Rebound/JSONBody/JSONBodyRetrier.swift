@@ -290,12 +290,6 @@ public final class JSONBodyRetrier: RequestAdapter {
         context.decideRetries(with: self)
     }
 
-    /// Fails a successful response whose body matches, with ``Signal``: what the session's validation does with the
-    /// retrier registered.
-    public func validate(_ response: HTTPURLResponse, data: Data, context: RequestContext) throws {
-        try validate(ResponseHead(response), data: data, context: context)
-    }
-
     /// Fails a successful response whose body matches, with ``Signal``; reads the body alone.
     public func validate(_ head: ResponseHead, data: Data, context: RequestContext) throws {
         guard inspectsSuccessfulResponses, let signal = signal(in: data) else { return }

@@ -28,26 +28,13 @@ public protocol RedirectHandler: Sendable {
     var strippedHeaders: Set<String> { get }
 
     /// Returns the request to send for the next hop (`next` to follow, a changed copy to rewrite the hop), or `nil` to
-    /// stop and hand `response` to the chain as the attempt's response.
+    /// stop and hand the redirect to the chain as the attempt's response: the call the session makes.
     ///
     /// - Parameters:
     ///   - sent: The request that got the redirect.
     ///   - next: The request the session would send next.
-    ///   - response: The redirect response.
-    ///   - context: The attempt the hop belongs to.
-    func redirect(
-        _ sent: URLRequest, to next: URLRequest, for response: HTTPURLResponse, context: RequestContext
-    ) async -> URLRequest?
-
-    /// Returns the request to send for the next hop, or `nil` to stop, as
-    /// ``redirect(_:to:for:context:)-(_,_,HTTPURLResponse,_)`` does: the call the session makes. By default it calls
-    /// that method with the head's `HTTPURLResponse`; a handler that needs no more than the status and a few fields
-    /// implements this one too, so that a transport that answers without an `HTTPURLResponse` never builds one for it.
-    ///
-    /// - Parameters:
-    ///   - sent: The request that got the redirect.
-    ///   - next: The request the session would send next.
-    ///   - head: The status and header fields of the redirect response.
+    ///   - head: The status and header fields of the redirect response (``ResponseHead/httpURLResponse`` builds
+    ///     Foundation's response when asked for).
     ///   - context: The attempt the hop belongs to.
     func redirect(
         _ sent: URLRequest, to next: URLRequest, for head: ResponseHead, context: RequestContext
@@ -55,11 +42,11 @@ public protocol RedirectHandler: Sendable {
 }
 
 extension RedirectHandler {
-    /// Calls ``redirect(_:to:for:context:)-(_,_,HTTPURLResponse,_)`` with the head's `HTTPURLResponse`.
+    /// Asks about a redirect given as an `HTTPURLResponse`, as ``redirect(_:to:for:context:)`` does for its head.
     public func redirect(
-        _ sent: URLRequest, to next: URLRequest, for head: ResponseHead, context: RequestContext
+        _ sent: URLRequest, to next: URLRequest, for response: HTTPURLResponse, context: RequestContext
     ) async -> URLRequest? {
-        await redirect(sent, to: next, for: head.httpURLResponse, context: context)
+        await redirect(sent, to: next, for: ResponseHead(response), context: context)
     }
 
     /// 20, as in the Fetch standard.
@@ -144,13 +131,6 @@ public struct Redirector: RedirectHandler {
             throw ConfigurationError(
                 field: "Redirector.maximumRedirects", problem: "must be 0 or more, got \(maximumRedirects)")
         }
-    }
-
-    /// Follows, stops or rewrites as ``behavior`` says.
-    public func redirect(
-        _ sent: URLRequest, to next: URLRequest, for response: HTTPURLResponse, context: RequestContext
-    ) async -> URLRequest? {
-        await redirect(sent, to: next, for: ResponseHead(response), context: context)
     }
 
     /// Follows, stops or rewrites as ``behavior`` says; only a modification gets the head's `HTTPURLResponse`.

@@ -21,10 +21,10 @@ import Foundation
 /// (``URLSessionTransport`` on Linux returns two of these bodies empty, where swift-corelibs-foundation drops them:
 /// see its documentation.)
 ///
-/// The session sends through ``exchange(_:)``, which by default calls ``send(_:)`` and wraps its `HTTPURLResponse`.
-/// A transport on a client that does not answer with an `HTTPURLResponse` implements both: `exchange` answering with a
-/// ``ResponseHead`` made of the client's status and fields, so that no Foundation response is built unless code asks
-/// for one, and `send` in two lines on top of it:
+/// A transport implements one method, ``exchange(_:)``, answering with a ``ResponseHead``: made of an
+/// `HTTPURLResponse` (`ResponseHead(response)`) on Foundation, or of the client's status and fields on another client,
+/// so that no Foundation response is built unless code asks for one. ``send(_:)`` is the same call with the head's
+/// `HTTPURLResponse`, for callers that want one.
 ///
 /// ```swift
 /// struct OtherClientTransport: HTTPTransport {
@@ -35,26 +35,18 @@ import Foundation
 ///         let head = ResponseHead(url: request.url!, statusCode: answer.status, headerFields: answer.fields)
 ///         return (answer.body, head)
 ///     }
-///
-///     func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
-///         let (data, head) = try await exchange(request)
-///         return (data, head.httpURLResponse)
-///     }
 /// }
 /// ```
 public protocol HTTPTransport: Sendable {
-    /// Sends `request` once and returns the response body and the HTTP response; a 3xx is returned, not followed.
-    func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse)
-
-    /// Sends `request` once and returns the response body and the response's head, as ``send(_:)`` does; the call the
-    /// session makes. By default it calls ``send(_:)``.
+    /// Sends `request` once and returns the response body and the response's head; a 3xx is returned, not followed.
+    /// The call the session makes for every attempt and every redirect hop.
     func exchange(_ request: URLRequest) async throws -> (Data, ResponseHead)
 }
 
 extension HTTPTransport {
-    /// Calls ``send(_:)`` and wraps its response in a head, which then costs nothing more to read.
-    public func exchange(_ request: URLRequest) async throws -> (Data, ResponseHead) {
-        let (data, response) = try await send(request)
-        return (data, ResponseHead(response))
+    /// Sends `request` once through ``exchange(_:)`` and returns the body and the head's `HTTPURLResponse`.
+    public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        let (data, head) = try await exchange(request)
+        return (data, head.httpURLResponse)
     }
 }

@@ -76,12 +76,6 @@ public struct URLSessionTransport: HTTPTransport {
         self.owned = nil
     }
 
-    /// Sends `request` once and returns the body and the response, whatever its status; a 3xx is never followed.
-    public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
-        let (data, head) = try await exchange(request)
-        return (data, head.httpURLResponse)
-    }
-
     /// Sends `request` once and returns the body and the response's head, which wraps the `HTTPURLResponse`
     /// `URLSession` made; the call the session makes.
     public func exchange(_ request: URLRequest) async throws -> (Data, ResponseHead) {

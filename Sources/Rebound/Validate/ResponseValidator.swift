@@ -28,20 +28,10 @@ import Foundation
 /// }
 /// ```
 public protocol ResponseValidator: Sendable {
-    /// Returns when the response is acceptable; throws why it is not.
-    ///
-    /// - Parameters:
-    ///   - response: The attempt's response.
-    ///   - data: Its body.
-    ///   - context: The attempt: its request's identifier, its number and the request's label.
-    func validate(_ response: HTTPURLResponse, data: Data, context: RequestContext) throws
-
     /// Returns when the response is acceptable; throws why it is not: the call the session makes.
     ///
-    /// By default it calls ``validate(_:data:context:)-(HTTPURLResponse,_,_)`` with the head's `HTTPURLResponse`. A
-    /// validator that needs only the status or a few header fields implements this one too, so that a transport that
-    /// answers without an `HTTPURLResponse` (see ``ResponseHead``) never has to build one for it, as
-    /// ``Validator``'s status rules do.
+    /// The head carries the status and the header fields; a validator that needs Foundation's response reads
+    /// ``ResponseHead/httpURLResponse``, built only when asked for.
     ///
     /// - Parameters:
     ///   - head: The status and header fields of the attempt's response.
@@ -51,9 +41,9 @@ public protocol ResponseValidator: Sendable {
 }
 
 extension ResponseValidator {
-    /// Calls ``validate(_:data:context:)-(HTTPURLResponse,_,_)`` with the head's `HTTPURLResponse`.
-    public func validate(_ head: ResponseHead, data: Data, context: RequestContext) throws {
-        try validate(head.httpURLResponse, data: data, context: context)
+    /// Validates an `HTTPURLResponse`, as ``validate(_:data:context:)`` does its head.
+    public func validate(_ response: HTTPURLResponse, data: Data, context: RequestContext) throws {
+        try validate(ResponseHead(response), data: data, context: context)
     }
 
     /// Why this validator rejects the response, as the session reports it; `nil` when it accepts it.

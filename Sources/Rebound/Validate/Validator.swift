@@ -101,11 +101,6 @@ public struct Validator: ResponseValidator {
         and(Validator(validate))
     }
 
-    /// Throws ``UnacceptableStatusCode`` or the closure's error when the response is not acceptable.
-    public func validate(_ response: HTTPURLResponse, data: Data, context: RequestContext) throws {
-        try validate(ResponseHead(response), data: data, context: context)
-    }
-
     /// Throws ``UnacceptableStatusCode`` or the closure's error when the response is not acceptable; status rules
     /// read the head alone.
     public func validate(_ head: ResponseHead, data: Data, context: RequestContext) throws {

@@ -75,12 +75,6 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         return configuration
     }
 
-    /// Sends `request` with the client and collects the response, as an `HTTPURLResponse` built from the client's.
-    public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
-        let (data, head) = try await exchange(request)
-        return (data, head.httpURLResponse)
-    }
-
     /// Sends `request` with the client and collects the response: the call the session makes, which builds no
     /// `HTTPURLResponse` (the head reads the client's status and fields, in the order the server sent them).
     public func exchange(_ request: URLRequest) async throws -> (Data, ResponseHead) {

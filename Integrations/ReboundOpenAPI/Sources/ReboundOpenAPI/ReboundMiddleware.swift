@@ -222,11 +222,6 @@ final class NextCall: @unchecked Sendable {
 
 /// The session's transport inside ``ReboundMiddleware``: each attempt goes to the generated client's `next`.
 struct NextTransport: HTTPTransport {
-    func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
-        let (data, head) = try await exchange(request)
-        return (data, head.httpURLResponse)
-    }
-
     func exchange(_ request: URLRequest) async throws -> (Data, ResponseHead) {
         guard let call = NextCall.current, let url = request.url else {
             preconditionFailure("ReboundMiddleware's session sends only from ReboundMiddleware.intercept")

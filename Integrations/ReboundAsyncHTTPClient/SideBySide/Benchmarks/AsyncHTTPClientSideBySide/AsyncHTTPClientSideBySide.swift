@@ -53,11 +53,6 @@ struct Contender: Sendable {
 struct InMemoryTransport: HTTPTransport {
     let body = Data("ok".utf8)
 
-    func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
-        let (data, head) = try await exchange(request)
-        return (data, head.httpURLResponse)
-    }
-
     func exchange(_ request: URLRequest) async throws -> (Data, ResponseHead) {
         let head = ResponseHead(
             url: request.url!, statusCode: 200,
