@@ -7,8 +7,8 @@ import Testing
     import FoundationNetworking
 #endif
 
-/// Issue 12 §5: a server that misbehaves on purpose. Each fault costs one attempt, which the attempt timeout (or the
-/// connection's loss) ends, and the policy retries onto a healthy reply.
+/// A server that misbehaves on purpose. Each fault costs one attempt, which the attempt timeout (or the connection's
+/// loss) ends, and the policy retries onto a healthy reply.
 @Suite("A faulty server costs one attempt", .timeLimit(.minutes(2)))
 struct FaultyServerTests {
     typealias Reply = LoopbackServer.Reply

@@ -63,8 +63,8 @@ private struct SecretAuthenticator: Authenticator {
     func isRequest(_ request: URLRequest, authenticatedWith credential: SecretKey) -> Bool { true }
 }
 
-/// Issue 12 §3: on every failure path, over real HTTP, with the secret in the query, the user-info and the
-/// `Authorization` header, no string the library produces contains it.
+/// On every failure path, over real HTTP, with the secret in the query, the user-info and the `Authorization` header,
+/// no string the library produces contains it.
 @Suite("No secret in any string the library produces, on any failure path")
 struct SecretSweepOverLoopbackTests {
     enum Path: String, CaseIterable, Sendable {

@@ -51,7 +51,7 @@ private final class Ledger: AttemptObserver {
     }
 }
 
-/// Issue 12 §8: many concurrent requests over real HTTP, with faults and cancellations at random points, through a
+/// Many concurrent requests over real HTTP, with faults and cancellations at random points, through a
 /// breaker registry, a budget, an authenticator and a retry policy. Whatever the interleaving, every request ends once,
 /// none is attempted beyond its limit, and the shared state is empty afterwards.
 @Suite("Soak over loopback", .timeLimit(.minutes(5)))

@@ -9,8 +9,8 @@ import Testing
 
 private struct RefreshFailed: Error, Equatable {}
 
-/// Issue 12 §5 and §6: 500 concurrent requests hit 401 together; exactly one refresh; when it fails, throws or stalls,
-/// all 500 end with a clear error in bounded (manual-clock) time, and the interceptor can refresh again.
+/// 500 concurrent requests hit 401 together; exactly one refresh; when it fails, throws or stalls, all 500 end with a
+/// clear error in bounded (manual-clock) time, and the interceptor can refresh again.
 @Suite("AuthenticationInterceptor under a 401 storm", .timeLimit(.minutes(1)))
 struct AuthenticationStormTests {
     enum Refresh: Sendable { case succeeds, fails, stalls }

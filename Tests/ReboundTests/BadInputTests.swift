@@ -6,7 +6,7 @@ import Testing
     import FoundationNetworking
 #endif
 
-/// Issue 12 §7: input past every limit is "no match" or ignored, never a crash or a stall.
+/// Input past every limit is "no match" or ignored, never a crash or a stall.
 @Suite("Bad input")
 struct BadInputTests {
     // MARK: - JSON bodies

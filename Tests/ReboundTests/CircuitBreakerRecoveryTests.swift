@@ -125,9 +125,9 @@ struct CircuitBreakerRecoveryTests {
     @Test("A backoff a breaker granted that ends at once still wakes its request, also among many at once")
     func backoffThatEndsAtOnceWakesItsRequest() async throws {
         // The sleep ends as soon as it is asked, so the task that sleeps it finishes at once, racing the request that
-        // started it. (The cost tests once hung under load: the wait was stored after the sleeping task started,
-        // whose wake-up could then find nothing to wake. The wait is now stored first, which no interleaving can
-        // break; this test holds the path to its result, and would hang if a wake-up were lost.)
+        // started it. (`BackoffWait` stores the wait before the sleeping task starts: stored after, the task's
+        // wake-up could find nothing to wake. This test holds that path to its result, and would hang if a wake-up
+        // were lost.)
         let breaker = CircuitBreaker(configuration: .init(tripCondition: .consecutiveFailures(Int.max)), clock: clock)
         // Each request's first attempt fails and its retry succeeds.
         let transport = ScriptedTransport { request, _ in

@@ -511,6 +511,6 @@ struct CircuitBreakerRegistryTests {
 }
 
 extension CircuitBreaker.Configuration {
-    /// The former default: a constant 30 s open time, which these tests count with.
+    /// A constant 30 s open time, which these tests count with.
     static let thirtySeconds = CircuitBreaker.Configuration(openDuration: .seconds(30))
 }

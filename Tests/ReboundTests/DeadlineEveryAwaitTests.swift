@@ -7,8 +7,8 @@ import Testing
     import FoundationNetworking
 #endif
 
-/// Issue 12 §5: the deadline bounds every await of a request, even work that ignores cancellation; the attempt timeout
-/// bounds each attempt and is retried like any timeout.
+/// The deadline bounds every await of a request, even work that ignores cancellation; the attempt timeout bounds each
+/// attempt and is retried like any timeout.
 @Suite("Deadline and attempt timeout bound every await", .timeLimit(.minutes(1)))
 struct DeadlineEveryAwaitTests {
     let clock = ManualClock()

@@ -7,8 +7,8 @@ import Testing
     import FoundationNetworking
 #endif
 
-/// Issue 17: 20 instances send 200 requests a second in all to one host that answers 503 from 3 s to 8 s; each chain
-/// is a jittered RetryPolicy (3 retries, 500 ms base, full jitter), alone or with a budget and a breaker on their
+/// 20 instances send 200 requests a second in all to one host that answers 503 from 3 s to 8 s; each chain is a
+/// jittered RetryPolicy (3 retries, 500 ms base, full jitter), alone or with a budget and a breaker on their
 /// defaults. Deterministic: a manual clock and seeded randomness.
 @Suite("Recovery after an outage", .timeLimit(.minutes(2)))
 struct OutageRecoveryTests {
@@ -16,8 +16,8 @@ struct OutageRecoveryTests {
 
     enum Chain: String, CaseIterable, Sendable {
         case noRetries, retries, retriesAndBudget, retriesBudgetAndBreaker
-        /// The breaker as it was before issue 17: open for a fixed 30 s.
-        case retriesBudgetAndFormerBreaker
+        /// A breaker open for a fixed 30 s.
+        case retriesBudgetAndFixedBreaker
         /// The ratio budget, 10 % of the traffic plus 1 retry a second per instance.
         case retriesAndRatioBudget
     }
@@ -48,7 +48,7 @@ struct OutageRecoveryTests {
             return Session(
                 transport: host, adapters: [RetryBudget(ratio: .default, clock: clock)], retriers: [policy],
                 clock: clock)
-        case .retriesBudgetAndFormerBreaker:
+        case .retriesBudgetAndFixedBreaker:
             let breaker = CircuitBreaker(configuration: .init(openDuration: .seconds(30)), clock: clock)
             return Session(
                 transport: host, adapters: [RetryBudget(), breaker], retriers: [policy], clock: clock)
@@ -90,19 +90,19 @@ struct OutageRecoveryTests {
         )
     }
 
-    @Test("The issue's table, reproduced: retries amplify, a budget less, the former breaker blacks the host out")
+    @Test("Retries amplify an outage, a budget less, and a breaker open for a fixed 30 s blacks the host out")
     func table() async {
         let after = Duration.seconds(8)..<Duration.seconds(13)
         let none = await Self.run(.noRetries)
         let retries = await Self.run(.retries)
         let budget = await Self.run(.retriesAndBudget)
-        let former = await Self.run(.retriesBudgetAndFormerBreaker)
+        let fixed = await Self.run(.retriesBudgetAndFixedBreaker)
         #expect(none.load(in: Self.outage) == 1 && none.success(in: after) == 1)
         #expect(retries.load(in: Self.outage) > 3, "retries: \(retries.load(in: Self.outage))")
         #expect(budget.load(in: Self.outage) < retries.load(in: Self.outage))
         #expect(budget.load(in: Self.outage) > 2.5, "budget: \(budget.load(in: Self.outage))")
-        #expect(former.load(in: Self.outage) <= 0.15, "former breaker: \(former.load(in: Self.outage))")
-        #expect(former.success(in: after) == 0, "the former breaker let callers through after the outage")
+        #expect(fixed.load(in: Self.outage) <= 0.15, "fixed 30 s breaker: \(fixed.load(in: Self.outage))")
+        #expect(fixed.success(in: after) == 0, "the fixed 30 s breaker let callers through after the outage")
 
         // The ratio budget: the outage fits in one 10 s window, in which each instance may retry 10 % of its requests
         // (those before the outage too) plus the floor's 10. Far below the bucket, whatever the traffic.

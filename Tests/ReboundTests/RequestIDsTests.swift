@@ -24,16 +24,16 @@ struct RequestIDsTests {
         }
     }
 
-    /// The construction before 1.0 mixed a counter and a seed through SplitMix64's finalizer, a bijection anyone can
-    /// undo: from one id the next could be computed, and with it the next `Idempotency-Key`. Undone here the same way,
-    /// two ids a few requests apart must not come out as neighbouring counters.
-    @Test("One id does not give away the next: undoing the former mixing finds no neighbouring counters")
+    /// Ids that mix a counter and a seed through SplitMix64's finalizer, a bijection anyone can undo, give away the
+    /// next id, and with it the next `Idempotency-Key`. Undone here the same way, two ids a few requests apart must not
+    /// come out as neighbouring counters.
+    @Test("One id does not give away the next: undoing SplitMix64's finalizer finds no neighbouring counters")
     func oneIDDoesNotGiveAwayTheNext() {
         for _ in 0..<100 {
             let first = RequestIDs.next()
             let second = RequestIDs.next()
-            let firstCandidates = Self.formerCounters(of: first)
-            let secondCandidates = Self.formerCounters(of: second)
+            let firstCandidates = Self.splitMixCounters(of: first)
+            let secondCandidates = Self.splitMixCounters(of: second)
             // Other tests make ids meanwhile, so "next" means within a few million.
             let neighbours = firstCandidates.contains { a in
                 secondCandidates.contains { b in b &- a > 0 && b &- a < 1 << 22 }
@@ -42,9 +42,9 @@ struct RequestIDsTests {
         }
     }
 
-    /// The values of `counter + seed` that the former construction would have turned into `id`'s high half: its
-    /// finalizer undone, for each of the 16 values of the four bits the version overwrote.
-    private static func formerCounters(of id: UUID) -> [UInt64] {
+    /// The values of `counter + seed` that SplitMix64's finalizer would turn into `id`'s high half: the finalizer
+    /// undone, for each of the 16 values of the four bits the version overwrites.
+    private static func splitMixCounters(of id: UUID) -> [UInt64] {
         let high = withUnsafeBytes(of: id.uuid) { UInt64(bigEndian: $0.load(as: UInt64.self)) }
         return (0..<16).map { (nibble: UInt64) in
             var z = (high & ~0xF000) | (nibble << 12)

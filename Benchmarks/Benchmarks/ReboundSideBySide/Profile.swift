@@ -12,16 +12,16 @@ import Synchronization
 ///
 /// Contenders: `plain` (URLSession), `spinN` (URLSession, then N µs of busy work per request), `session` (no
 /// interceptor), `adapters`, `breaker`, `logging`, `policy`, `realistic` (section 2's chain), each on
-/// `URLSessionTransport()`; `former` and `theirs`, a bare session on the former `data(for:)` transport and on
-/// `URLSessionTransport(session:)` (section 6).
+/// `URLSessionTransport()`; `datafor` and `theirs`, a bare session on a transport that calls `URLSession.data(for:)`
+/// (section 6's baseline) and on `URLSessionTransport(session:)`.
 func profile(_ contender: String, count: Int) async throws {
     let url = try ChildServer.url().appendingPathComponent("ok")
     let urlSession = URLSession(configuration: plainConfiguration())
-    // `former`: a bare Session on the former data(for:) transport; `theirs`: on URLSessionTransport(session:); every
-    // other contender on URLSessionTransport(), the default.
+    // `datafor`: a bare Session on a data(for:) transport; `theirs`: on URLSessionTransport(session:); every other
+    // contender on URLSessionTransport(), the default.
     let transport: any HTTPTransport =
         switch contender {
-        case "former": DataForTransport(session: urlSession)
+        case "datafor": DataForTransport(session: urlSession)
         case "theirs": URLSessionTransport(session: urlSession)
         default: URLSessionTransport()
         }
@@ -256,10 +256,10 @@ func pieces() async {
 /// the per-iteration differences over the first contender.
 ///
 /// Contenders: `direct` (the transport called directly), `session` (no interceptor), `chain` (a chain that does
-/// nothing on a success), and the chains of `profile` (`adapters`, `breaker`, `logging`, `policy`, `realistic`, …) and
-/// `issue23`, the AsyncHTTPClient benchmark's realistic chain; chains whose adapters set the headers are sent a URL,
-/// as section 2 sends them, the others a request with the headers, made beforehand. With `REBOUND_COLD_TWIN=1`, a
-/// twin of each contender sends a request first (see below).
+/// nothing on a success), and the chains of `profile` (`adapters`, `breaker`, `logging`, `policy`, `realistic`, …)
+/// and `ahc-realistic`, the AsyncHTTPClient benchmark's realistic chain; chains whose adapters set the headers are
+/// sent a URL, as section 2 sends them, the others a request with the headers, made beforehand. With
+/// `REBOUND_COLD_TWIN=1`, a twin of each contender sends a request first (see below).
 func cold(_ contenders: [String], count: Int) async throws {
     let url = try ChildServer.url().appendingPathComponent("ok")
     let urlSession = URLSession(configuration: plainConfiguration())

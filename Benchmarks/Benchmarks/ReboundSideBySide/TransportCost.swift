@@ -6,12 +6,13 @@ import SideBySide
     import FoundationNetworking
 #endif
 
-/// The transport as it was before it refused redirects itself: `URLSession.data(for:)` on a session without a
-/// delegate, whose completion runs inline, without a hop through the session's delegate queue.
+/// Section 6's baseline: a transport that calls `URLSession.data(for:)` on a session without a delegate, whose
+/// completion runs inline, without a hop through the session's delegate queue. (`URLSessionTransport` does not call
+/// `data(for:)`: see its documentation.)
 struct DataForTransport: HTTPTransport {
     let session: URLSession
 
-    func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+    func exchange(_ request: URLRequest) async throws -> (Data, ResponseHead) {
         try Task.checkCancellation()
         let data: Data
         let response: URLResponse
@@ -23,16 +24,17 @@ struct DataForTransport: HTTPTransport {
         }
         if Task.isCancelled { throw CancellationError() }
         guard let httpResponse = response as? HTTPURLResponse else { throw URLError(.badServerResponse) }
-        return (data, httpResponse)
+        return (data, ResponseHead(httpResponse))
     }
 }
 
-/// Section 6: `URLSessionTransport` (its own session, and a caller's session) against `URLSession.data(for:)`, each called directly, one at a time and 64 in flight.
+/// Section 6: `URLSessionTransport` (its own session, and a caller's session) against `URLSession.data(for:)`, each
+/// called directly, one at a time and 64 in flight.
 func transportCost(base: URL, rounds: Int, concurrentRounds: Int, count: Int) async throws -> Section {
     let url = base.appendingPathComponent("ok")
-    let formerName = "former transport: URLSession.data(for:)"
+    let baselineName = "URLSession.data(for:)"
     let transports: [(name: String, transport: any HTTPTransport)] = [
-        (formerName, DataForTransport(session: URLSession(configuration: plainConfiguration()))),
+        (baselineName, DataForTransport(session: URLSession(configuration: plainConfiguration()))),
         ("URLSessionTransport(), its own session", URLSessionTransport()),
         (
             "URLSessionTransport(session:), a task delegate",
@@ -57,18 +59,18 @@ func transportCost(base: URL, rounds: Int, concurrentRounds: Int, count: Int) as
         let samples = try await interleaved(
             rounds: inFlight == 1 ? rounds : concurrentRounds, count: count,
             operations.map { name, operation in Contender.concurrent(name, inFlight: inFlight, operation) })
-        let former = samples[formerName]!
+        let baseline = samples[baselineName]!
         for (name, _) in operations {
             let these = samples[name]!
-            let roundRatios = zip(former, these).map { $1.operationsPerSecond / $0.operationsPerSecond }
-            let isFormer = name == formerName
+            let roundRatios = zip(baseline, these).map { $1.operationsPerSecond / $0.operationsPerSecond }
+            let isBaseline = name == baselineName
             if name.hasPrefix("URLSessionTransport()") { ratios.append(median(roundRatios)) }
             rows.append(
                 Row(
                     name: "\(name), \(inFlight) in flight",
-                    figures: ratioFigures(isFormer ? nil : roundRatios, as: "ratio").merging([
+                    figures: ratioFigures(isBaseline ? nil : roundRatios, as: "ratio").merging([
                         "requests/s": these.medianRate, "client CPU µs/req": these.medianCPU / 1_000,
-                    ]) { $1 }, rounds: isFormer ? [:] : ["ratio": roundRatios]))
+                    ]) { $1 }, rounds: isBaseline ? [:] : ["ratio": roundRatios]))
         }
     }
     return Section(

@@ -89,8 +89,9 @@ public func contenderInterceptor(named contender: String) -> (any RequestInterce
     case "observer": Interceptor(observers: [NoOpObserver()])
     case "registry+policy": Interceptor(adapters: [CircuitBreakerRegistry()], retriers: [RetryPolicy()])
     case "adapters+policy": Interceptor(adapters: headerAdapters, retriers: [RetryPolicy()])
-    // The realistic chain of the AsyncHTTPClient benchmark (issue 23).
-    case "issue23":
+    // The realistic chain of the AsyncHTTPClient benchmark: a header adapter, an idempotency key, a breaker registry
+    // and a ratio budget, with `RetryPolicy`.
+    case "ahc-realistic":
         Interceptor(
             adapters: [
                 Adapter.modifying { request, _ in request.setValue("4.2.0", forHTTPHeaderField: "X-Client-Version") },
@@ -103,7 +104,7 @@ public func contenderInterceptor(named contender: String) -> (any RequestInterce
 
 /// The contenders sent a URL, as the README sends one: the chains whose adapters set the headers, and `url`, a bare
 /// session.
-public let contendersSentAURL: Set = ["adapters", "realistic", "issue23", "header", "url"]
+public let contendersSentAURL: Set = ["adapters", "realistic", "ahc-realistic", "header", "url"]
 
 /// A request to `url`, with the realistic headers unless the contender's adapters add them.
 public func contenderRequest(to url: URL, for contender: String) -> URLRequest {

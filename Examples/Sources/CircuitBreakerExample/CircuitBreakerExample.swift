@@ -8,7 +8,7 @@ import ReboundTesting
 #endif
 
 /// Trips a breaker on a failing upstream, fails fast while it is open, lets one trial through when half-open, and
-/// closes it once the upstream is back; a second upstream keeps its own, closed breaker. Offline; about 2.5 seconds.
+/// closes it once the upstream is back; a second upstream keeps its own, closed breaker. Offline; about two seconds.
 @main
 struct CircuitBreakerExample {
     static func main() async throws {

@@ -8,7 +8,7 @@ import ReboundTesting
 #endif
 
 /// Starts a loopback server with flaky routes and shows, line by line, requests being adapted, failing, backing
-/// off and succeeding, and a slow request hedged, with timings. Offline; finishes in about four seconds.
+/// off and succeeding, and a slow request hedged, with timings. Offline; finishes in about two and a half seconds.
 @main
 struct Demo {
     static func main() async throws {

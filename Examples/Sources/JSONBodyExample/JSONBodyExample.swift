@@ -8,7 +8,7 @@ import ReboundTesting
 #endif
 
 /// Retries 200 responses whose JSON body says `"error_code": "RATE_LIMITED"` or `"TEMPORARY_ERROR"`, and shows the
-/// error a caller gets when the body keeps saying so. Offline; about three seconds.
+/// error a caller gets when the body keeps saying so. Offline; about two and a half seconds.
 @main
 struct JSONBodyExample {
     static func main() async throws {

@@ -8,7 +8,7 @@ import ReboundTesting
 #endif
 
 /// Logs every failed attempt, decision and final outcome of real requests, with the token in the URL and the
-/// Authorization header redacted. Offline; about two seconds.
+/// Authorization header redacted. Offline; about three seconds.
 @main
 struct LoggingExample {
     static func main() async throws {

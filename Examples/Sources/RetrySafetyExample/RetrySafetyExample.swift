@@ -8,7 +8,7 @@ import ReboundTesting
 #endif
 
 /// Retrying without making things worse: an idempotency key on a retried POST, a server's Retry-After, a fallback
-/// host, a deadline, a retry budget that stops a storm, and the free `retry` function. Offline; about three seconds.
+/// host, a deadline, a retry budget that stops a storm, and the free `retry` function. Offline; about two seconds.
 @main
 struct RetrySafetyExample {
     static func main() async throws {
