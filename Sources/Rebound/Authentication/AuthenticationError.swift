@@ -28,14 +28,16 @@ public enum AuthenticationError: NonRetryableError, Sendable, Equatable, CustomS
         case .missingCredential:
             "no credential to authenticate the request with"
         case .excessiveRefresh(let count, let window):
-            "the credential was refreshed \(count) times in \(window.logDescription), the most allowed; not refreshing again"
+            "the credential was refreshed \(count) times in \(window.logDescription), the most allowed; "
+                + "not refreshing again"
         case .refreshTimedOut(let limit):
             "the credential's refresh did not finish within \(limit.logDescription); the next request refreshes again"
         case .refreshCancelled:
             "the credential's refresh was cancelled by the authenticator; the next request refreshes again"
         case .neverAdapted:
-            "the AuthenticationInterceptor was asked to retry a request it never adapted, so no credential was applied: "
-                + "give it as `interceptor:` (or in `adapters:` as well), not in `retriers:` alone"
+            "the AuthenticationInterceptor was asked to retry a request it never adapted, "
+                + "so no credential was applied: give it as `interceptor:` (or in `adapters:` as well), "
+                + "not in `retriers:` alone"
         }
     }
 }

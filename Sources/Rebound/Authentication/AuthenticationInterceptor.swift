@@ -9,9 +9,10 @@ import Foundation
 ///
 /// **Adapting.** A request to one of ``hosts`` gets the credential (through the authenticator's
 /// ``Authenticator/apply(_:to:)``); if the credential says it ``AuthenticationCredential/requiresRefresh``, it is
-/// refreshed first. A request to any other host is passed on untouched: the credential never leaves its hosts, redirects
-/// included (a hop that leaves them drops the credential's headers; a hop to one of them gets the credential). With
-/// no hosts given, the credential belongs to the host (and port) of the first request the interceptor adapts.
+/// refreshed first. A request to any other host is passed on untouched: the credential never leaves its hosts,
+/// redirects included (a hop that leaves them drops the credential's headers; a hop to one of them gets the
+/// credential). With no hosts given, the credential belongs to the host (and port) of the first request the
+/// interceptor adapts.
 ///
 /// **Retrying.** When an attempt fails because of its credential (401 by default, see
 /// ``Authenticator/didRequest(_:with:failDueToAuthenticationError:)``): if the request was sent with an older
@@ -23,14 +24,14 @@ import Foundation
 /// (30 s by default) fails them with ``AuthenticationError/refreshTimedOut(after:)``; its late result is dropped, and
 /// the next request that needs a refresh starts a new one. A refresh that throws `CancellationError` fails them with
 /// ``AuthenticationError/refreshCancelled``: only a caller's own cancellation ends a request as cancelled. More than
-/// ``AuthenticationRefreshLimit/maximumCount`` refreshes started within ``AuthenticationRefreshLimit/window`` (5 in 30 s
-/// by default), timed-out ones included, end the request with ``AuthenticationError/excessiveRefresh(count:window:)``
-/// instead of refreshing again.
+/// ``AuthenticationRefreshLimit/maximumCount`` refreshes started within ``AuthenticationRefreshLimit/window`` (5 in
+/// 30 s by default), timed-out ones included, end the request with
+/// ``AuthenticationError/excessiveRefresh(count:window:)`` instead of refreshing again.
 ///
 /// **Placement.** Give it as `interceptor:`, where both `adapt` and `retry` are called (or in both `adapters:` and
-/// `retriers:`). In `adapters:` alone it applies the credential but is never asked about a 401. Asked to retry a 401 of a
-/// request it never adapted (it sits in `retriers:` alone, or behind a wrapper that forwards only `retry`), it ends the
-/// request with ``AuthenticationError/neverAdapted`` rather than retry a request it cannot authenticate.
+/// `retriers:`). In `adapters:` alone it applies the credential but is never asked about a 401. Asked to retry a 401
+/// of a request it never adapted (it sits in `retriers:` alone, or behind a wrapper that forwards only `retry`), it
+/// ends the request with ``AuthenticationError/neverAdapted`` rather than retry a request it cannot authenticate.
 ///
 /// The interceptor is a class whose state is behind a lock; share one instance between sessions that use the same
 /// credential.
@@ -38,25 +39,17 @@ public final class AuthenticationInterceptor<A: Authenticator>: RequestIntercept
     /// How many refreshes are allowed within a window of time.
     public typealias RefreshLimit = AuthenticationRefreshLimit
 
+    /// A request waiting for a refresh, resumed with its result.
     private typealias Waiter = CheckedContinuation<A.Credential, any Error>
+    /// The credential and its refresh, whose timers are tasks that sleep until the refresh's time limit.
+    private typealias Machine = AuthenticationRefreshMachine<A.Credential, Waiter, Task<Void, Never>>
 
+    /// Everything the interceptor changes, kept behind its lock.
     private struct State: Sendable {
-        var credential: A.Credential?
-        /// Counts credential changes, so that a caller can tell whether the credential it saw is still current.
-        var generation = 0
+        /// The credential and its refresh.
+        var machine: Machine
+        /// The hosts the credential belongs to; `nil` until the first request when none were given.
         var hosts: [HostPattern]?
-        var refreshing = false
-        /// Counts refreshes started, so that a refresh that timed out cannot hand its late result to a newer one.
-        var refresh = 0
-        /// Ends the running refresh at its time limit.
-        var timer: Task<Void, Never>?
-        var waiters: [Int: Waiter] = [:]
-        var nextWaiter = 0
-        var refreshTimes: [Duration] = []
-        var refreshCount = 0
-        /// Calls to the authenticator's refresh whose result was not yet handled, a timed-out one's late result
-        /// included.
-        var refreshCalls = 0
     }
 
     /// The authenticator that applies, refreshes and checks the credential.
@@ -66,8 +59,11 @@ public final class AuthenticationInterceptor<A: Authenticator>: RequestIntercept
     /// How long a refresh may take before its waiters fail with ``AuthenticationError/refreshTimedOut(after:)``.
     public let refreshTimeout: Duration
 
+    /// The credential, its refresh and the hosts, behind the interceptor's lock.
     private let state: Locked<State>
+    /// The clock's time, for the refresh limit's window.
     private let now: @Sendable () -> Duration
+    /// Sleeps on the clock, for the refresh's time limit.
     private let sleep: @Sendable (Duration) async throws -> Void
 
     /// Creates an interceptor.
@@ -78,8 +74,8 @@ public final class AuthenticationInterceptor<A: Authenticator>: RequestIntercept
     ///     ``AuthenticationError/missingCredential`` until ``credential`` is set).
     ///   - hosts: The hosts the credential belongs to, each a host name (any port) or `host:port`, compared without
     ///     regard to case; by default the host and port of the first request adapted.
-    ///   - refreshLimit: How many refreshes are allowed within a window; ``AuthenticationRefreshLimit/default`` (5 in 30 s) by
-    ///     default.
+    ///   - refreshLimit: How many refreshes are allowed within a window; ``AuthenticationRefreshLimit/default`` (5 in
+    ///     30 s) by default.
     ///   - refreshTimeout: How long a refresh may take, longer than zero; 30 s by default. Past it, the requests
     ///     waiting for it fail with ``AuthenticationError/refreshTimedOut(after:)`` and the next one refreshes again.
     ///     Zero or less traps.
@@ -99,7 +95,8 @@ public final class AuthenticationInterceptor<A: Authenticator>: RequestIntercept
         self.authenticator = authenticator
         self.refreshLimit = refreshLimit
         self.refreshTimeout = refreshTimeout
-        self.state = Locked(State(credential: credential, hosts: hosts.map { $0.map(HostPattern.init) }))
+        let machine = Machine(credential: credential, limit: refreshLimit, timeout: refreshTimeout)
+        self.state = Locked(State(machine: machine, hosts: hosts.map { $0.map(HostPattern.init) }))
         let clock = SessionClock(clock)
         self.now = clock.now
         self.sleep = clock.sleep
@@ -107,13 +104,8 @@ public final class AuthenticationInterceptor<A: Authenticator>: RequestIntercept
 
     /// The current credential; setting it replaces it for every request from now on.
     public var credential: A.Credential? {
-        get { state.withLock { $0.credential } }
-        set {
-            state.withLock { state in
-                state.credential = newValue
-                state.generation += 1
-            }
-        }
+        get { state.withLock { $0.machine.credential } }
+        set { state.withLock { $0.machine.replaceCredential(with: newValue) } }
     }
 
     /// The hosts the credential belongs to; `nil` until the first request when none were given.
@@ -123,18 +115,18 @@ public final class AuthenticationInterceptor<A: Authenticator>: RequestIntercept
 
     /// How many refreshes have started since the interceptor was created.
     public var refreshCount: Int {
-        state.withLock { $0.refreshCount }
+        state.withLock { $0.machine.refreshCount }
     }
 
     /// How many requests wait for a refresh, and whether one is running; for tests that check nothing is kept.
     package var pendingRefresh: (waiters: Int, refreshing: Bool) {
-        state.withLock { ($0.waiters.count, $0.refreshing) }
+        state.withLock { ($0.machine.waiterCount, $0.machine.isRefreshing) }
     }
 
     /// How many calls to the authenticator's refresh have not yet had their result handled (a refresh that timed
     /// out counts until its late result is dropped); for tests that wait for that result.
     package var unfinishedRefreshCalls: Int {
-        state.withLock { $0.refreshCalls }
+        state.withLock { $0.machine.unfinishedCalls }
     }
 
     /// Applies the credential to a request for one of its hosts, refreshing it first if it requires a refresh.
@@ -144,7 +136,7 @@ public final class AuthenticationInterceptor<A: Authenticator>: RequestIntercept
         let current = state.withLock { state -> (A.Credential?, Int)? in
             if state.hosts == nil, let pattern = HostPattern(exactly: request.url) { state.hosts = [pattern] }
             guard Self.belongs(request, to: state.hosts) else { return nil }
-            return (state.credential, state.generation)
+            return (state.machine.credential, state.machine.generation)
         }
         guard let (found, generation) = current else { return request }
         // Redirect hops of this request drop the credential when they leave its hosts and get it when they reach one.
@@ -164,7 +156,8 @@ public final class AuthenticationInterceptor<A: Authenticator>: RequestIntercept
             authenticator.didRequest(sent, with: response, failDueToAuthenticationError: error)
         else { return .doNotRetry }
         let (adaptedAny, current) = state.withLock { state -> (Bool, (A.Credential?, Int)?) in
-            (state.hosts != nil, Self.belongs(sent, to: state.hosts) ? (state.credential, state.generation) : nil)
+            let current = (state.machine.credential, state.machine.generation)
+            return (state.hosts != nil, Self.belongs(sent, to: state.hosts) ? current : nil)
         }
         // Placed where `adapt` is never called (no hosts learnt yet, or a request to its hosts it did not adapt), it
         // could only answer "retry" to the same 401 for ever: say so instead.
@@ -187,55 +180,41 @@ public final class AuthenticationInterceptor<A: Authenticator>: RequestIntercept
     /// The credential after a refresh of the one at `generation`: a refresh this call starts, one already running,
     /// or none when the credential changed since.
     private func refreshed(after generation: Int) async throws -> A.Credential {
-        let id = state.withLock { state -> Int in
-            defer { state.nextWaiter += 1 }
-            return state.nextWaiter
-        }
+        let id = state.withLock { $0.machine.makeWaiterID() }
         let now = now()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (waiter: Waiter) in
-                let start: A.Credential?
-                do {
-                    start = try state.withLock { state -> A.Credential? in
-                        if Task.isCancelled { throw CancellationError() }
-                        if state.refreshing {
-                            state.waiters[id] = waiter
-                            return nil
-                        }
-                        guard let credential = state.credential else { throw AuthenticationError.missingCredential }
-                        // Someone refreshed (or set) the credential since this caller looked: use theirs.
-                        if state.generation != generation {
-                            waiter.resume(returning: credential)
-                            return nil
-                        }
-                        state.refreshTimes.removeAll { $0 <= now - refreshLimit.window }
-                        guard state.refreshTimes.count < refreshLimit.maximumCount else {
-                            throw AuthenticationError.excessiveRefresh(
-                                count: state.refreshTimes.count, window: refreshLimit.window)
-                        }
-                        state.waiters[id] = waiter
-                        state.refreshTimes.append(now)
-                        state.refreshCount += 1
-                        state.refreshing = true
-                        state.refresh += 1
-                        return credential
-                    }
-                } catch {
-                    waiter.resume(throwing: error)
-                    return
+                let effect = state.withLock { state -> Machine.Effect? in
+                    // Cancelled before it could wait, the cancellation handler found nothing to end: end it here.
+                    if Task.isCancelled { return nil }
+                    return state.machine.requestRefresh(after: generation, waiter: waiter, id: id, at: now)
                 }
-                if let start { startRefresh(of: start) }
+                guard let effect else { return waiter.resume(throwing: CancellationError()) }
+                perform(effect)
             }
         } onCancel: {
-            let waiter = state.withLock { $0.waiters.removeValue(forKey: id) }
-            waiter?.resume(throwing: CancellationError())
+            perform(state.withLock { $0.machine.waiterCancelled(id) })
         }
     }
 
-    /// Refreshes in a task of its own, so that cancelling the requests waiting for it does not lose its result, and
-    /// ends it at ``refreshTimeout`` with a timer of its own.
-    private func startRefresh(of credential: A.Credential) {
-        let refresh = state.withLock { $0.refresh }
+    /// Carries out what a transition of the machine asked for, outside the lock.
+    private func perform(_ effect: Machine.Effect) {
+        switch effect {
+        case .none:
+            return
+        case .startRefresh(let refresh, let credential):
+            startRefresh(refresh, of: credential)
+        case .resume(let waiters, let result, let timer):
+            timer?.cancel()
+            for waiter in waiters { waiter.resume(with: result) }
+        case .cancelTimer(let timer):
+            timer.cancel()
+        }
+    }
+
+    /// Runs refresh number `refresh` in a task of its own, so that cancelling the requests waiting for it does not
+    /// lose its result, and ends it at ``refreshTimeout`` with a timer of its own.
+    private func startRefresh(_ refresh: Int, of credential: A.Credential) {
         let limit = refreshTimeout
         let timer = Spawn.task { [sleep] in
             do {
@@ -243,12 +222,9 @@ public final class AuthenticationInterceptor<A: Authenticator>: RequestIntercept
             } catch {
                 return  // The refresh ended first.
             }
-            self.end(refresh, with: .failure(AuthenticationError.refreshTimedOut(after: limit)))
+            self.perform(self.state.withLock { $0.machine.refreshTimedOut(refresh) })
         }
-        state.withLock { state in
-            state.refreshCalls += 1
-            if state.refresh == refresh, state.refreshing { state.timer = timer } else { timer.cancel() }
-        }
+        perform(state.withLock { $0.machine.timerStarted(timer, forRefresh: refresh) })
         Spawn.task { [self] in
             let result: Result<A.Credential, any Error>
             do {
@@ -260,32 +236,11 @@ public final class AuthenticationInterceptor<A: Authenticator>: RequestIntercept
             } catch {
                 result = .failure(error)
             }
-            end(refresh, with: result)
-            state.withLock { $0.refreshCalls -= 1 }
+            perform(state.withLock { $0.machine.refreshFinished(refresh, with: result) })
         }
     }
 
-    /// Ends refresh number `refresh` with `result`, unless it already ended (timed out, or finished): stores a new
-    /// credential and resumes every waiter.
-    private func end(_ refresh: Int, with result: Result<A.Credential, any Error>) {
-        let ended = state.withLock { state -> (waiters: [Waiter], timer: Task<Void, Never>?)? in
-            guard state.refresh == refresh, state.refreshing else { return nil }
-            if case .success(let fresh) = result {
-                state.credential = fresh
-                state.generation += 1
-            }
-            state.refreshing = false
-            defer {
-                state.waiters = [:]
-                state.timer = nil
-            }
-            return (Array(state.waiters.values), state.timer)
-        }
-        guard let ended else { return }
-        ended.timer?.cancel()
-        for waiter in ended.waiters { waiter.resume(with: result) }
-    }
-
+    /// Whether `request` is for one of `hosts`; never while `hosts` is `nil`.
     private static func belongs(_ request: URLRequest, to hosts: [HostPattern]?) -> Bool {
         guard let hosts, let url = request.url else { return false }
         return hosts.contains { $0.matches(url) }
@@ -304,14 +259,16 @@ extension AuthenticationInterceptor: CredentialScope {
 
     /// Applies the current credential to a redirect hop to one of its hosts.
     func authorize(_ hop: inout URLRequest) {
-        let credential = state.withLock { state in Self.belongs(hop, to: state.hosts) ? state.credential : nil }
+        let credential = state.withLock { state in Self.belongs(hop, to: state.hosts) ? state.machine.credential : nil }
         if let credential { authenticator.apply(credential, to: &hop) }
     }
 }
 
 /// A host a credential belongs to: a name with any port, or a name and one port.
 struct HostPattern: Sendable, CustomStringConvertible {
+    /// The host name, lower-cased.
     let host: String
+    /// The one port it matches; `nil` for any port.
     let port: Int?
 
     /// Parses `host`, `host:port`, `[v6 address]` or `[v6 address]:port`.
@@ -338,13 +295,16 @@ struct HostPattern: Sendable, CustomStringConvertible {
         self.port = Self.effectivePort(of: url)
     }
 
+    /// Whether `url` is for this host (and port, when there is one).
     func matches(_ url: URL) -> Bool {
         guard url.host?.lowercased() == host else { return false }
         return port == nil || port == Self.effectivePort(of: url)
     }
 
+    /// `host` or `host:port`.
     var description: String { port.map { "\(host):\($0)" } ?? host }
 
+    /// The port of `url`, or its scheme's default port; `nil` for a scheme without one.
     private static func effectivePort(of url: URL) -> Int? {
         if let port = url.port { return port }
         switch url.scheme?.lowercased() {
