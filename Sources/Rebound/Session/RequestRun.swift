@@ -8,8 +8,8 @@ import Foundation
 ///
 /// Two words only: an attempt comes to an ``AttemptResult`` (what happened: success, failure and why, cancelled, cut
 /// short by the deadline), and the run turns it into an ``AttemptDecision`` (what follows: succeeded, retry after a
-/// delay, failed, cancelled), which the observers are told and `execute()` acts on. The error a failed request ends with is kept in
-/// `failure`.
+/// delay, failed, cancelled), which the observers are told and `execute()` acts on. The error a failed request ends
+/// with is kept in `failure`.
 ///
 /// Memory: a task keeps the memory of its deepest frames (in slabs of about 1 KiB) until it ends, so a request waiting
 /// in backoff costs the high-water mark of the pipeline's async frames. Hence the shape: the async functions below only
@@ -41,10 +41,9 @@ struct RequestRun {
     /// Runs the request to its end and tells the observers how it ended, on every path: attempt, decide what follows,
     /// tell the observers, act.
     ///
-    /// The steps live in files of their own: one attempt (adapt, send, follow redirects, validate) in
-    /// `RequestPlan+Attempt.swift` and `RequestPlan+Redirects.swift`; the decision after a failure (the retriers, the
-    /// gates, the deadline) in `RequestRun+Decide.swift` and `RequestPlan+Retriers.swift`; what the observers hear in
-    /// `RequestRun+Observers.swift`.
+    /// The steps follow in this file, in the order a request meets them: one attempt (adapt, send, follow redirects,
+    /// validate), the decision after a failure (the retriers, the deadline, the gates), the backoff, and what the
+    /// observers hear. A hedged round, in place of one attempt, is in `RequestRun+Hedging.swift`.
     ///
     /// Memory: the attempt, the decision and the backoff run one after the other in frames of their own
     /// (``decision(after:)`` is inlined here), so a request waiting in backoff costs the largest of the three paths, not
@@ -184,5 +183,482 @@ struct RequestRun {
         return Response(
             data: result.data ?? Data(), head: response, request: sent,
             original: plan.original, attempts: attempts)
+    }
+}
+
+// MARK: - One attempt: adapt, send, follow redirects, validate
+
+// The steps of an attempt that do not change the run's state take the plan (a reference) rather than the run, so
+// that no copy of the run is kept in the frames that call them.
+extension RequestPlan {
+    /// Runs one attempt, started `elapsed` into the request, racing the deadline's time left and the attempt timeout,
+    /// whichever comes first; the attempt is cancelled when its time runs out, and the run goes on at once even if the
+    /// attempt ignores cancellation (its result is then dropped).
+    /// `onSend` hears the request handed to the transport (a hedged round's attempts report it).
+    @inline(never)
+    func attempt(
+        _ base: consuming URLRequest, number: Int, startedAfter elapsed: Duration,
+        onSend: (@Sendable (URLRequest) -> Void)? = nil
+    ) async -> AttemptResult {
+        let remaining = deadline.map { $0 - elapsed }
+        if let remaining, remaining <= .zero { return .deadlineReached }
+        // The attempt timeout applies when it comes before the deadline.
+        let timeout = attemptTimeout.flatMap { timeout in remaining.map { timeout < $0 } ?? true ? timeout : nil }
+        guard let limit = timeout ?? remaining else {
+            return await attempt(consume base, number: number, onSend: onSend)
+        }
+        // What the attempt handed to the transport before its time ran out: a sent attempt is recorded as sent (a
+        // budget charges it), though its result is dropped.
+        let sending = Locked<URLRequest?>(nil)
+        let base = consume base
+        switch await Race.run(
+            limit, clock: session.clock, { await self.attempt(base, number: number, sending: sending, onSend: onSend) })
+        {
+        case .finished(let result): return result
+        case .limitReached:
+            let sent = sending.withLock { $0 }
+            if timeout == nil { return sent.map { AttemptResult(.deadlineReached, sent: $0) } ?? .deadlineReached }
+            return sent.map { AttemptResult(AttemptResult.attemptTimeoutReached.kind, sent: $0) }
+                ?? .attemptTimeoutReached
+        case .cancelled: return .cancelledBeforeSending
+        }
+    }
+
+    /// Adapts `base`, sends and validates once; notes in `sending`, and tells `onSend`, the request it hands to the
+    /// transport.
+    func attempt(
+        _ base: consuming URLRequest, number: Int, sending: Locked<URLRequest?>? = nil,
+        onSend: (@Sendable (URLRequest) -> Void)? = nil
+    ) async -> AttemptResult {
+        let context = RequestContext(requestID: requestID, attempt: number, label: label, roles: registered)
+        let adapted: URLRequest
+        do {
+            // Through the combined chain (the session's adapters, then the request's), in place if it never suspends;
+            // none, no call.
+            if let chain {
+                if let adaptInPlace = chain.adaptInPlace {
+                    adapted = try Self.adapt(consume base, inPlace: adaptInPlace, context: context)
+                } else {
+                    adapted = try await chain.adapt(consume base, context: context)
+                }
+            } else {
+                adapted = base
+            }
+        } catch {
+            return Self.failed(.adaptationFailed(error: error), sent: nil)
+        }
+        if let sending { sending.withLock { $0 = adapted } }
+        if let onSend { onSend(adapted) }
+        do {
+            let (data, response) = try await session.exchange(adapted)
+            if Redirection.isRedirect(response.statusCode) {
+                return await followRedirects(from: adapted, response: response, data: data, context: context)
+            }
+            return check(response, data: data, sent: adapted, context: context)
+        } catch {
+            return Self.failed(.transportFailed(error: error), sent: adapted)
+        }
+    }
+
+    /// `request` adapted in place by `adaptInPlace`; out of line, so that the request being changed stays out of the
+    /// attempt's async frame.
+    @inline(never)
+    static func adapt(
+        _ request: consuming URLRequest, inPlace adaptInPlace: Adapter.ModifyNowHandler, context: RequestContext
+    ) throws -> URLRequest {
+        var request = request
+        try adaptInPlace(&request, context)
+        return request
+    }
+
+    /// The result of an attempt that threw before it had a response: cancelled, if the error or the task says so.
+    @inline(never)
+    static func failed(
+        _ reason: ReboundError.Reason, sent: URLRequest?, firstHop: URLRequest? = nil
+    ) -> AttemptResult {
+        switch reason {
+        case .adaptationFailed(let open as CircuitBreakerOpenError):
+            return AttemptResult(.failure(.circuitOpen(open)))
+        case .adaptationFailed(let error) where error is CancellationError,
+            .transportFailed(let error) where error is CancellationError:
+            return AttemptResult(.cancelled, sent: sent, firstHop: firstHop)
+        default:
+            return AttemptResult(Task.isCancelled ? .cancelled : .failure(reason), sent: sent, firstHop: firstHop)
+        }
+    }
+
+    /// Validates a response: with the validator in effect, then with those the chain's parts registered.
+    /// `firstHop` is the adapted request when `sent` is the last hop of its redirects.
+    @inline(never)
+    func check(
+        _ response: ResponseHead, data: Data, sent: URLRequest, firstHop: URLRequest? = nil, context: RequestContext
+    ) -> AttemptResult {
+        if let reason = reason(for: response, data: data, context: context) {
+            return AttemptResult(.failure(reason), sent: sent, firstHop: firstHop, response: response, data: data)
+        }
+        for registration in registered?.withValidators ?? .none {
+            guard case .validator(let validator) = registration.entry else { continue }
+            if let reason = validator.reason(for: response, data: data, context: context) {
+                return AttemptResult(.failure(reason), sent: sent, firstHop: firstHop, response: response, data: data)
+            }
+        }
+        return AttemptResult(.success, sent: sent, firstHop: firstHop, response: response, data: data)
+    }
+}
+
+// An attempt's redirects, followed hop by hop by the session itself.
+extension RequestPlan {
+    /// Follows the redirects of an attempt hop by hop, as the redirect handler decides, and validates the response
+    /// the last hop got (a redirect not followed included). Out of line: requests without redirects never make its
+    /// frame.
+    @inline(never)
+    func followRedirects(
+        from sent: URLRequest, response: ResponseHead, data: Data, context: RequestContext
+    ) async -> AttemptResult {
+        // The attempt's adapted request: every per-host part admitted and counts the attempt under its host.
+        let firstHop = sent
+        var sent = sent
+        var response = response
+        var data = data
+        var hops = 0
+        let handler = redirectHandler
+        while let proposed = Redirection.nextRequest(after: sent, response: response) {
+            guard hops < handler.maximumRedirects else {
+                return Self.failed(
+                    .transportFailed(error: URLError(.httpTooManyRedirects)), sent: sent, firstHop: firstHop)
+            }
+            let next = await nextHop(proposed, after: sent, response: response, context: context, handler: handler)
+            guard let next else { break }
+            hops += 1
+            await report(
+                RedirectHop(
+                    requestID: requestID, label: label, attempt: context.attempt, number: hops, request: sent,
+                    responseHead: response, next: next))
+            if Task.isCancelled { return AttemptResult(.cancelled, sent: sent, firstHop: hops > 1 ? firstHop : nil) }
+            do {
+                (data, response) = try await session.exchange(next)
+                sent = next
+            } catch {
+                return Self.failed(.transportFailed(error: error), sent: next, firstHop: firstHop)
+            }
+        }
+        return check(response, data: data, sent: sent, firstHop: hops > 0 ? firstHop : nil, context: context)
+    }
+
+    /// The request the handler chooses to send after `sent` was redirected, secured against leaking credentials both
+    /// before the handler sees it and after it answered; `nil` to stop.
+    func nextHop(
+        _ proposed: URLRequest, after sent: URLRequest, response: ResponseHead, context: RequestContext,
+        handler: any RedirectHandler
+    ) async -> URLRequest? {
+        let stripped = handler.strippedHeaders
+        let scopes = registered?.scopes ?? []
+        var proposed = proposed
+        Redirection.secure(&proposed, after: sent, stripping: stripped, scopes: scopes)
+        // A handler that rewrites the hop to something other than http(s) (a file URL, say) stops it.
+        guard var next = await handler.redirect(sent, to: proposed, for: response, context: context),
+            let scheme = next.url?.scheme?.lowercased(), scheme == "http" || scheme == "https"
+        else { return nil }
+        Redirection.secure(&next, after: sent, stripping: stripped, scopes: scopes)
+        return next
+    }
+
+    /// Tells the observers about a redirect an attempt follows.
+    func report(_ hop: RedirectHop) async {
+        for observer in roles.observers {
+            await observer.attemptWasRedirected(hop)
+        }
+        for registration in registeredObservers {
+            guard case .observer(let observer) = registration.entry else { continue }
+            await observer.attemptWasRedirected(hop)
+        }
+    }
+}
+
+// MARK: - After a failure: ask the retriers, decide
+
+// After a failed attempt: ask the retriers, then decide what follows (a retry after its delay, or the error the
+// request ends with).
+extension RequestRun {
+    /// Asks the retriers about a failed attempt and decides what follows.
+    @inline(never)
+    mutating func afterFailure(_ failed: AttemptResult) async -> AttemptDecision {
+        let question = question(about: failed)
+        // A hedged round asked already.
+        if let answer = failed.answer { return decide(after: answer, for: question.request, dueTo: question.error) }
+        // A non-retryable failure (an open breaker, say) is not offered to the retriers at all.
+        let result: RetryResult
+        if !question.isOffered {
+            result = .doNotRetry
+        } else if let deadline = plan.deadline {
+            // The retriers' decision is bounded by the deadline too, even a retrier that ignores cancellation; out of
+            // line, so that a request waiting in backoff does not keep the race's frame.
+            guard
+                let answer = await plan.retryResult(
+                    for: question, racing: deadline - (plan.session.clock.now() - start))
+            else { return Task.isCancelled ? .cancelled : decidedTooLate(question.error) }
+            result = answer
+        } else if let retriers = plan.registered?.retriers, !retriers.isEmpty {
+            // The chain is asked from this frame, not through `RequestPlan.retryResult(for:dueTo:)`: one frame level
+            // less on the deepest path of a failed attempt keeps a request waiting in backoff in two task-allocator
+            // slabs (Docs/Performance.md, section 4).
+            result = await plan.retryResult(asking: retriers, for: question.request, dueTo: question.error)
+        } else {
+            result = await plan.chain?.retry(question.request, dueTo: question.error) ?? .doNotRetry
+        }
+        // A retrier may take its time; a request cancelled meanwhile ends as cancelled, whatever it answered.
+        if Task.isCancelled { return .cancelled }
+        return decide(after: result, for: question.request, dueTo: question.error)
+    }
+
+    /// What the retriers are asked about a failed attempt, and whether they are asked at all.
+    struct Question {
+        let request: RetryRequest
+        let error: ReboundError
+        /// `false` for a failure that is never retried (``NonRetryableError``).
+        let isOffered: Bool
+    }
+
+    /// What the retriers are asked about a failed attempt.
+    @inline(never)
+    mutating func question(about failed: AttemptResult) -> Question {
+        guard case .failure(let reason) = failed.kind else { preconditionFailure("only failures are asked about") }
+        let error = failure(reason, response: failed.response, data: failed.data)
+        let request = RetryRequest(
+            requestID: plan.requestID, label: plan.label, original: plan.original, lastRequest: failed.sent,
+            responseHead: failed.response, data: failed.data, attempts: attempts,
+            roles: plan.registered)
+        return Question(request: request, error: error, isOffered: !reason.isNonRetryable)
+    }
+
+    /// Decides what follows the retriers' answer to a failed attempt: a retry after its delay, unless the deadline
+    /// comes first or a gate denies it, or the failure the request ends with. Records the retry in the attempt.
+    @inline(never)
+    mutating func decide(after result: RetryResult, for request: RetryRequest, dueTo error: ReboundError)
+        -> AttemptDecision
+    {
+        let reason = error.reason
+        guard let delay = result.delay else {
+            // Stopping with the very failure the retriers were asked about ends the request with it, unwrapped.
+            if let given = result.error as? ReboundError, given.isSame(as: error) { return fail(with: error) }
+            let aborted = result.error.map {
+                failure(.retryAborted(error: $0, original: reason), response: error.responseHead, data: error.data)
+            }
+            return fail(with: aborted ?? error)
+        }
+        // Retries and hedges together stay within the hedging settings' attempts.
+        if let hedging = plan.hedging, attempts.count >= hedging.maximumAttempts,
+            mayBeRepeated(lastSentRequest ?? plan.originalRequest)
+        {
+            return fail(with: error)
+        }
+        // A stream in the request adapters start from was consumed by this attempt: a retry would send it empty or
+        // half. (A stream an adapter sets is made anew for each attempt; one a retrier hands over is taken as fresh.)
+        if result.request == nil, base.map({ $0.httpBodyStream != nil }) ?? plan.original.hasBodyStream {
+            return fail(
+                with: failure(
+                    .retryAborted(error: StreamBodyNotReplayable(), original: reason), response: error.responseHead,
+                    data: error.data))
+        }
+        // Backoff never sleeps past the deadline: a delay that would end after it ends the request now.
+        if let deadline = plan.deadline, plan.session.clock.now() + delay - start > deadline {
+            return fail(with: deadlineExceeded(after: reason, response: error.responseHead, data: error.data))
+        }
+        for gate in plan.roles.gates + plan.registeredGates {
+            if let denial = gate.admitRetry(request, dueTo: error, after: delay) {
+                return fail(
+                    with: failure(
+                        .retryAborted(error: denial, original: reason), response: error.responseHead, data: error.data))
+            }
+        }
+        attempts[attempts.count - 1].retryDelay = delay
+        if let request = result.request { base = request }
+        plan.registered?.keepBodyIfWaiting(error.data)
+        return .retry(after: delay)
+    }
+
+    /// The error a request ends with when a gate that granted its retry ended the backoff (a breaker that opened):
+    /// the gate's error beside the last attempt's failure, as if the gate had denied the retry.
+    @inline(never)
+    mutating func endedInBackoff(by error: any Error) -> ReboundError {
+        guard let last = attempts.last, let reason = last.failure else {
+            preconditionFailure("a retry follows a failure")
+        }
+        let body = plan.registered?.bodyBeforeBackoff
+        _ = fail(with: failure(.retryAborted(error: error, original: reason), response: last.responseHead, data: body))
+        return ending()
+    }
+
+    /// The decision when the deadline came while the retriers were deciding about `error`.
+    @inline(never)
+    mutating func decidedTooLate(_ error: ReboundError) -> AttemptDecision {
+        fail(with: deadlineExceeded(after: error.reason, response: error.responseHead, data: error.data))
+    }
+
+    /// The decision after an attempt the deadline cut short.
+    @inline(never)
+    mutating func deadlineReachedInAttempt() -> AttemptDecision {
+        fail(with: deadlineExceeded(after: Self.deadlineCutShort))
+    }
+
+    /// Keeps the error the request ends with and returns ``AttemptDecision/failed``.
+    mutating func fail(with error: ReboundError) -> AttemptDecision {
+        failure = error
+        return .failed
+    }
+
+    /// The error kept by ``fail(with:)``.
+    mutating func ending() -> ReboundError {
+        guard let failure else { preconditionFailure("a failed decision keeps its error") }
+        return failure
+    }
+
+    mutating func failure(_ reason: ReboundError.Reason, response: ResponseHead?, data: Data?)
+        -> ReboundError
+    {
+        ReboundError(
+            reason: reason, original: plan.original, lastRequest: lastSentRequest,
+            responseHead: response, data: data, attempts: attempts)
+    }
+
+    /// The deadline error after `reason`.
+    mutating func deadlineExceeded(
+        after reason: ReboundError.Reason, response: ResponseHead? = nil, data: Data? = nil
+    ) -> ReboundError {
+        failure(.deadlineExceeded(deadline: plan.deadline ?? .zero, last: reason), response: response, data: data)
+    }
+}
+
+// Asking the retriers about a failed attempt.
+extension RequestPlan {
+    /// Asks the retriers about `question`, racing the time left; `nil` when the time ran out or the task was cancelled
+    /// first.
+    @inline(never)
+    func retryResult(for question: RequestRun.Question, racing remaining: Duration) async -> RetryResult? {
+        let (request, error) = (question.request, question.error)
+        switch await Race.run(remaining, clock: session.clock, { await self.retryResult(for: request, dueTo: error) }) {
+        case .finished(let answer): return answer
+        case .limitReached, .cancelled: return nil
+        }
+    }
+
+    /// Asks the retriers registered through the context, then the session's, then the request's; the first answer
+    /// other than `doNotRetry` wins.
+    func retryResult(for request: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
+        // Out of line, so that a chain without registered retriers never makes the loop's frame.
+        if let retriers = registered?.retriers, !retriers.isEmpty {
+            return await retryResult(asking: retriers, for: request, dueTo: error)
+        }
+        return await chain?.retry(request, dueTo: error) ?? .doNotRetry
+    }
+
+    /// Asks `retriers`, then the chain; the first answer other than `doNotRetry` wins.
+    @inline(never)
+    func retryResult(
+        asking retriers: [any RegisteredRetrier], for request: RetryRequest, dueTo error: ReboundError
+    )
+        async -> RetryResult
+    {
+        for retrier in retriers {
+            let result = await retrier.retry(request, dueTo: error)
+            if case .doNotRetry = result { continue }
+            return result
+        }
+        return await chain?.retry(request, dueTo: error) ?? .doNotRetry
+    }
+}
+
+// MARK: - What the observers are told
+
+// What the observers are told: each attempt's outcome, and the request's end.
+extension RequestRun {
+    /// Whether any observer is to be told: one the session or the request was given, or one that registered so far.
+    @inline(never)
+    mutating func hasObservers() -> Bool {
+        plan.listsObservers || plan.registered?.hasObservers == true
+    }
+
+    /// Has the parts that let the last recorded attempt through settle it (``AttemptAccountant``), at once and in
+    /// order, before any observer hears of it; returns whether any observer is to be told of it (one lock for both).
+    @inline(never)
+    mutating func settle(_ result: AttemptResult, decision: AttemptDecision) -> Bool {
+        guard let roles = plan.registered else { return plan.listsObservers }
+        let (accountants, registeredObservers) = roles.accountantsAndObservers
+        if !accountants.isEmpty, let attempt = attempts.last {
+            // Built once, and only for a part that asks for it (a breaker with a `classify` of its own).
+            var built: AttemptOutcome?
+            let requestID = plan.requestID
+            for part in accountants {
+                part.settle(attempt, of: requestID, roles: roles) {
+                    if let built { return built }
+                    let outcome = outcome(of: attempt, data: result.data, decision: decision)
+                    built = outcome
+                    return outcome
+                }
+            }
+        }
+        return registeredObservers || plan.listsObservers
+    }
+
+    /// Tells the parts that settle their attempts that the request ended. (Not called for a success at the first
+    /// attempt: a part keeps something for a request only once it granted it a retry.)
+    @inline(never)
+    mutating func endAccounts() {
+        guard let accountants = plan.registered?.accountantsAndObservers.accountants, !accountants.isEmpty else {
+            return
+        }
+        for part in accountants { part.requestEnded(plan.requestID) }
+    }
+
+    /// Tells the observers how the last recorded attempt ended.
+    @inline(never)
+    mutating func report(_ result: AttemptResult, decision: AttemptDecision) async {
+        let registered = plan.registeredObservers
+        guard let outcome = outcome(data: result.data, decision: decision) else { return }
+        for observer in plan.roles.observers {
+            await observer.attemptDidFinish(outcome)
+        }
+        for registration in registered {
+            guard case .observer(let observer) = registration.entry else { continue }
+            await observer.attemptDidFinish(outcome)
+        }
+    }
+
+    /// Tells the observers how the request ended.
+    @inline(never)
+    mutating func finish(_ decision: AttemptDecision) async {
+        let registered = plan.registeredObservers
+        let outcome = requestOutcome(decision)
+        for observer in plan.roles.observers {
+            await observer.requestDidFinish(outcome)
+        }
+        for registration in registered {
+            guard case .observer(let observer) = registration.entry else { continue }
+            await observer.requestDidFinish(outcome)
+        }
+    }
+
+    /// What the observers are told of the request's end.
+    @inline(never)
+    mutating func requestOutcome(_ decision: AttemptDecision) -> RequestOutcome {
+        RequestOutcome(
+            requestID: plan.requestID, label: plan.label, original: plan.original, attempts: attempts,
+            elapsed: plan.session.clock.now() - start, decision: decision, error: decision == .failed ? failure : nil)
+    }
+
+    /// What the observers are told of the last recorded attempt.
+    @inline(never)
+    mutating func outcome(data: Data?, decision: AttemptDecision) -> AttemptOutcome? {
+        guard let attempt = attempts.last else { return nil }
+        return outcome(of: attempt, data: data, decision: decision)
+    }
+
+    /// What the observers are told of `attempt`, the last recorded.
+    @inline(never)
+    mutating func outcome(of attempt: Attempt, data: Data?, decision: AttemptDecision) -> AttemptOutcome {
+        AttemptOutcome(
+            requestID: plan.requestID, label: plan.label, original: plan.original, attempt: attempt,
+            data: data, elapsed: plan.session.clock.now() - start, decision: decision,
+            error: decision == .failed ? failure : nil)
     }
 }
