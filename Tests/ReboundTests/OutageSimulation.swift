@@ -39,7 +39,7 @@ final class SimulatedHost: HTTPTransport {
 /// instance, and every event (an arrival, the end of a backoff) is played one instant at a time on the manual clock,
 /// after everything the previous one set off has settled. The same seed gives the same run.
 struct OutageSimulation {
-    struct Arrival {
+    struct Arrival: Sendable {
         let time: Duration
         let instance: Int
     }
@@ -90,11 +90,37 @@ struct OutageSimulation {
 
     /// Runs the simulation; `chain` makes instance `n`'s session, sending through the transport it is given and
     /// timing everything on the clock it is given.
+    ///
+    /// Where it can, on a thread of its own (``Simulation``): the loop waits for its requests to settle by yielding,
+    /// which on the shared cooperative pool would hold one of its threads for the whole run and starve the tests
+    /// beside it on a busy machine.
     func run(chain: (_ instance: Int, _ transport: SimulatedHost, _ clock: ManualClock) -> Session) async -> Result {
         let clock = ManualClock()
         let host = SimulatedHost(clock: clock, outage: outage)
         let sessions = (0..<instances).map { chain($0, host, clock) }
         let arrivals = poissonArrivals()
+        let outcomes: [Int: Bool]
+        if #available(macOS 15.0, iOS 18.0, macCatalyst 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *) {
+            let simulation = Simulation()
+            let executor = simulation.executor
+            outcomes = await simulation.run {
+                await Self.drive(arrivals, sessions: sessions, clock: clock) { body in
+                    Task(executorPreference: executor, operation: body)
+                }
+            }
+        } else {
+            outcomes = await Self.drive(arrivals, sessions: sessions, clock: clock) { body in Task(operation: body) }
+        }
+        return Result(
+            arrivals: arrivals.indices.map { (arrivals[$0].time, outcomes[$0] ?? false) }, host: host)
+    }
+
+    /// Sends each arrival's request at its time, in a task `start` makes, advancing the clock from event to event
+    /// until every request ended; whether each succeeded, by its index.
+    private static func drive(
+        _ arrivals: [Arrival], sessions: [Session], clock: ManualClock,
+        start: (@escaping @Sendable () async -> Void) -> Task<Void, Never>
+    ) async -> [Int: Bool] {
         let outcomes = Locked<[Int: Bool]>([:])
         let finished = Locked(0)
         var launched = 0
@@ -109,7 +135,7 @@ struct OutageSimulation {
                 let index = next
                 let session = sessions[arrivals[index].instance]
                 tasks.append(
-                    Task {
+                    start {
                         let succeeded = (try? await session.send(URL(string: "https://host.example/work")!)) != nil
                         outcomes.withLock { $0[index] = succeeded }
                         finished.withLock { $0 += 1 }
@@ -123,9 +149,7 @@ struct OutageSimulation {
             while clock.pendingSleepCount != launched - finished.withLock({ $0 }) { await Task.yield() }
         }
         for task in tasks { await task.value }
-        let results = outcomes.withLock { $0 }
-        return Result(
-            arrivals: arrivals.indices.map { (arrivals[$0].time, results[$0] ?? false) }, host: host)
+        return outcomes.withLock { $0 }
     }
 
     private func poissonArrivals() -> [Arrival] {
