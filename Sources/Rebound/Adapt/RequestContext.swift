@@ -85,11 +85,6 @@ public struct RequestContext: Sendable {
         roles?.add(validator: validator)
     }
 
-    /// Validates every response of the request from now on with a part of the library's own.
-    func validateResponses(with validator: some RegisteredValidator) {
-        roles?.add(validator: validator)
-    }
-
     /// Asks `retrier` about every failed attempt of the request from now on, before the chain's retriers.
     func decideRetries(with retrier: some RegisteredRetrier) {
         roles?.add(retrier: retrier)

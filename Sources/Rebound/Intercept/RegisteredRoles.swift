@@ -4,13 +4,6 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// A part that validates responses once it registered through a request's context: the chain finds no validator by
-/// itself, so a part that must see successful responses (``JSONBodyRetrier``) registers from `adapt`.
-protocol RegisteredValidator: AnyObject, Sendable {
-    /// Why the response fails the attempt; `nil` when it accepts it.
-    func reason(for response: ResponseHead, data: Data, context: RequestContext) -> ReboundError.Reason?
-}
-
 /// A part that is asked about retries once it registered through a request's context, before the chain's retriers.
 protocol RegisteredRetrier: AnyObject, Sendable {
     /// Answers whether to retry, as a ``RequestRetrier`` would.
@@ -30,19 +23,6 @@ protocol AttemptAccountant: RetryGate, HedgeGate, AnyObject, Sendable {
     func requestEnded(_ requestID: UUID)
 }
 
-/// A user's ``ResponseValidator``, registered through ``RequestContext/validateResponses(with:)``.
-private final class UserValidator: RegisteredValidator {
-    let validator: any ResponseValidator
-
-    init(validator: any ResponseValidator) {
-        self.validator = validator
-    }
-
-    func reason(for response: ResponseHead, data: Data, context: RequestContext) -> ReboundError.Reason? {
-        validator.reason(for: response, data: data, context: context)
-    }
-}
-
 /// The observers and gates an ``Interceptor`` was given, in one box that registers as a whole.
 final class RoleGroup: Sendable {
     let roles: ChainRoles
@@ -56,9 +36,10 @@ final class RoleGroup: Sendable {
 /// not already hold, in the order they registered; each instance once.
 ///
 /// This is the only way a part plays a role beyond the call it was placed for, so that whatever forwards that call
-/// (a nested ``Interceptor``, a ``LoggingRetrier``, a user's decorator) keeps the role: nothing looks at a part's type.
+/// (a nested ``Interceptor``, a ``LoggingRetrier``, a user's decorator) keeps the role: no role is found from a part's
+/// type.
 ///
-/// One per request whose chain has adapters or retriers, made of one allocation (its ``Locked`` state); copies share
+/// One per request whose chain has adapters or retriers, made of one heap object (its ``Locked`` state); copies share
 /// it. The first registration is held inline and the others in one array (``Registrations``), so that the realistic
 /// chain's registration (its breaker's) allocates nothing, and reading them allocates nothing either: the readers
 /// iterate a snapshot. The parts that settle their own attempts are also kept in a list of their own, which the
@@ -85,7 +66,8 @@ struct RegisteredRoles: Sendable {
         case gate(any RetryGate)
         /// A part whose credential belongs to some hosts only, which every redirect hop is secured with.
         case scope(any CredentialScope)
-        case validator(any RegisteredValidator)
+        /// A validator registered through ``RequestContext/validateResponses(with:)`` (``JSONBodyRetrier``'s too).
+        case validator(any ResponseValidator)
         case retrier(any RegisteredRetrier)
         /// A part that settles its own attempts, and is a gate unless `isGate` is `false` (the lists hold it as one).
         case accountant(any AttemptAccountant, isGate: Bool)
@@ -224,18 +206,10 @@ struct RegisteredRoles: Sendable {
         state.withLock { _ = Self.add(.scope(scope), as: Key(object: ObjectIdentifier(scope), role: .scope), to: &$0) }
     }
 
-    func add(validator: some RegisteredValidator) {
-        add(validator, as: ObjectIdentifier(validator))
-    }
-
-    /// Adds a user's validator, known by the instance it stands for.
+    /// Adds a validator, known by its instance.
     func add(validator: some ResponseValidator & AnyObject) {
-        // The wrapper is made only when the validator registers for the first time.
-        add(UserValidator(validator: validator), as: ObjectIdentifier(validator))
-    }
-
-    private func add(_ validator: @autoclosure () -> any RegisteredValidator, as object: ObjectIdentifier) {
-        state.withLock { _ = Self.add(.validator(validator()), as: Key(object: object, role: .validator), to: &$0) }
+        let key = Key(object: ObjectIdentifier(validator), role: .validator)
+        state.withLock { _ = Self.add(.validator(validator), as: key, to: &$0) }
     }
 
     func add(retrier: some RegisteredRetrier) {
@@ -380,7 +354,7 @@ extension InlineList where Element == RegisteredRoles.Registration {
     /// with existential payloads, goes through the runtime).
     fileprivate func holds(_ key: RegisteredRoles.Key) -> Bool {
         // Empty, the case of a request's first registration (asked three times): no look at the optional `first`,
-        // which reads its payload's layout through the runtime (about 180 instructions each time).
+        // which reads its payload's layout through the runtime each time.
         if count == 0 { return false }
         if first?.key == key { return true }
         return count > 1 && rest.contains { $0.key == key }

@@ -74,24 +74,22 @@ public final class JSONBodyRetrier: RequestAdapter {
     public static let maximumDepthLimit = 512
 
     /// The path of the value that is matched, as components; empty when a predicate matches instead.
-    public let path: [String]
+    public var path: [String] { match.path }
     /// The values that match at ``path``; empty when a predicate matches instead.
-    public let values: Set<JSONValue>
+    public var values: Set<JSONValue> { match.values }
     /// How many times a request is retried at most, counting every retry of the request; `3` by default.
     public let retryLimit: Int
     /// Bodies larger than this many bytes are no match; 1 MiB by default.
-    public let maximumBodySize: Int
+    public var maximumBodySize: Int { match.maximumBodySize }
     /// Bodies nested deeper than this are no match; `64` by default.
-    public let maximumDepth: Int
+    public var maximumDepth: Int { match.maximumDepth }
     /// Whether successful (validator-accepted) responses are inspected too; `true` by default.
     public let inspectsSuccessfulResponses: Bool
-
-    private let predicate: (@Sendable (JSONValue) -> Bool)?
     /// The delay before each retry: a constant `delay` (5 s by default), or the strategy given.
     public let backoff: BackoffStrategy
-    /// The quoted last key of the path as UTF-8, which any matching body must contain unless it escapes it.
-    private let needle: Data?
-    private static let unicodeEscape = Data("\\u".utf8)
+    /// What a body must hold to match; also the validator this retrier registers for each request whose successful
+    /// responses it reads.
+    private let match: JSONBodyMatch
 
     /// Creates a retrier that matches `values` at `path`, from settings written in code; an invalid one traps.
     ///
@@ -246,17 +244,12 @@ public final class JSONBodyRetrier: RequestAdapter {
         retryLimit: Int, delay: Duration, backoff: BackoffStrategy, maximumBodySize: Int, maximumDepth: Int,
         inspectsSuccessfulResponses: Bool
     ) {
-        self.path = path
-        self.values = values
-        self.predicate = predicate
+        self.match = JSONBodyMatch(
+            path: path, values: values, predicate: predicate, maximumBodySize: maximumBodySize,
+            maximumDepth: maximumDepth)
         self.retryLimit = retryLimit
         self.backoff = backoff.isAutomatic ? .constant(delay) : backoff
-        self.maximumBodySize = maximumBodySize
-        self.maximumDepth = maximumDepth
         self.inspectsSuccessfulResponses = inspectsSuccessfulResponses
-        // The last key that is not an array index and needs no escaping appears verbatim in any matching body.
-        let key = path.last { Int($0) == nil && !$0.contains("\"") && !$0.contains("\\") }
-        self.needle = key.map { Data("\"\($0)\"".utf8) }
     }
 
     /// The delay before retry number `retryCount + 1`.
@@ -266,15 +259,7 @@ public final class JSONBodyRetrier: RequestAdapter {
 
     /// What `data` signals, or `nil` when it is no match (including every body that is not valid JSON).
     public func signal(in data: Data) -> Signal? {
-        guard !data.isEmpty, data.count <= maximumBodySize else { return nil }
-        // A body that names the key neither verbatim nor with a \u escape cannot hold it.
-        if let needle, data.range(of: needle) == nil, data.range(of: Self.unicodeEscape) == nil { return nil }
-        guard let body = JSONBodyParser.parse(data, maximumDepth: maximumDepth) else { return nil }
-        if let predicate {
-            return predicate(body) ? Signal(path: nil, value: body) : nil
-        }
-        guard let value = body.value(at: path), values.contains(value) else { return nil }
-        return Signal(path: path.joined(separator: "."), value: value)
+        match.signal(in: data)
     }
 
     /// Registers the retrier with the request as a validator and a retrier, and returns `request` unchanged.
@@ -286,7 +271,7 @@ public final class JSONBodyRetrier: RequestAdapter {
     /// Registers through the context; out of line, so that the context stays out of the async frame above.
     @inline(never)
     fileprivate func register(through context: RequestContext) {
-        if inspectsSuccessfulResponses { context.validateResponses(with: self) }
+        if inspectsSuccessfulResponses { context.validateResponses(with: match) }
         context.decideRetries(with: self)
     }
 
@@ -321,11 +306,51 @@ extension JSONBodyRetrier: AdaptsInPlace {
     }
 }
 
-extension JSONBodyRetrier: RegisteredValidator, RegisteredRetrier {
-    /// The validation failure of a successful response whose body matches.
-    func reason(for response: ResponseHead, data: Data, context: RequestContext) -> ReboundError.Reason? {
-        guard inspectsSuccessfulResponses, let signal = signal(in: data) else { return nil }
-        return .validationFailed(error: signal)
+extension JSONBodyRetrier: RegisteredRetrier {}
+
+/// What a body must hold to match a ``JSONBodyRetrier``, and the retrier in its validator's role: registered through
+/// the context like any validator. The retrier itself is not a ``ResponseValidator``, so that it cannot be given as a
+/// session's validator, where its retries would be lost.
+private final class JSONBodyMatch: ResponseValidator {
+    let path: [String]
+    let values: Set<JSONValue>
+    let predicate: (@Sendable (JSONValue) -> Bool)?
+    let maximumBodySize: Int
+    let maximumDepth: Int
+    /// The quoted last key of the path as UTF-8, which any matching body must contain unless it escapes it.
+    private let needle: Data?
+    private static let unicodeEscape = Data("\\u".utf8)
+
+    init(
+        path: [String], values: Set<JSONValue>, predicate: (@Sendable (JSONValue) -> Bool)?, maximumBodySize: Int,
+        maximumDepth: Int
+    ) {
+        self.path = path
+        self.values = values
+        self.predicate = predicate
+        self.maximumBodySize = maximumBodySize
+        self.maximumDepth = maximumDepth
+        // The last key that is not an array index and needs no escaping appears verbatim in any matching body.
+        let key = path.last { Int($0) == nil && !$0.contains("\"") && !$0.contains("\\") }
+        self.needle = key.map { Data("\"\($0)\"".utf8) }
+    }
+
+    /// What `data` signals, or `nil` when it is no match (including every body that is not valid JSON).
+    func signal(in data: Data) -> JSONBodyRetrier.Signal? {
+        guard !data.isEmpty, data.count <= maximumBodySize else { return nil }
+        // A body that names the key neither verbatim nor with a \u escape cannot hold it.
+        if let needle, data.range(of: needle) == nil, data.range(of: Self.unicodeEscape) == nil { return nil }
+        guard let body = JSONBodyParser.parse(data, maximumDepth: maximumDepth) else { return nil }
+        if let predicate {
+            return predicate(body) ? JSONBodyRetrier.Signal(path: nil, value: body) : nil
+        }
+        guard let value = body.value(at: path), values.contains(value) else { return nil }
+        return JSONBodyRetrier.Signal(path: path.joined(separator: "."), value: value)
+    }
+
+    /// Fails a successful response whose body matches, with the retrier's ``JSONBodyRetrier/Signal``.
+    func validate(_ head: ResponseHead, data: Data, context: RequestContext) throws {
+        if let signal = signal(in: data) { throw signal }
     }
 }
 
