@@ -66,7 +66,7 @@ enum POSIXSocket {
     }
 
     /// Accepts a connection and turns off Nagle's algorithm on it (without that, delayed ACKs hold a keep-alive
-    /// client to about 25 requests a second); returns `nil` when accept fails.
+    /// client to one request per delayed-ACK timeout); returns `nil` when accept fails.
     static func acceptConnection(_ listener: Int32) -> Int32? {
         let fd = accept(listener, nil, nil)
         guard fd >= 0 else { return nil }

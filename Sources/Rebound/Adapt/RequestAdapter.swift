@@ -13,17 +13,17 @@ import Foundation
 ///
 /// Adapters are shared by concurrent requests, hence `Sendable`. The request is passed `consuming`: the adapter owns
 /// it, so `var request = request` followed by mutations changes it in place instead of copying it. On Linux a
-/// `URLRequest` is a reference underneath, and mutating one that is shared copies all of it (about a microsecond);
-/// a conformance that declares the parameter without `consuming` still works, but pays that copy. Return the request
-/// you were given when you change nothing.
+/// `URLRequest` is a reference underneath, and mutating one that is shared copies all of it; a conformance that
+/// declares the parameter without `consuming` still works, but pays that copy. Return the request you were given
+/// when you change nothing.
 public protocol RequestAdapter: Sendable {
     /// Returns the request to send in this attempt, or throws to fail the attempt.
     func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest
 }
 
 /// A part whose adaptation never suspends: a chain calls its ``adaptInPlace`` instead of ``adapt(_:context:)``, without
-/// an asynchronous call (each such call, with its frame and its executor check, costs about as much as a breaker's
-/// whole work between two round trips).
+/// an asynchronous call, so that such a part costs the chain no async frame and no executor check
+/// (Docs/Performance.md, section 1).
 ///
 /// Only the way a part is called differs, never what runs: ``adaptInPlace`` does exactly what `adapt` does, and a
 /// wrapper that forwards `adapt` keeps the part's whole behaviour (it is called asynchronously, through `adapt`).
@@ -41,7 +41,7 @@ public typealias AdaptHandler = @Sendable (consuming URLRequest, RequestContext)
 ///
 /// To change a few fields, prefer ``RequestAdapter/modifying(_:)-(Adapter.ModifyNowHandler)``: its closure mutates
 /// the request in place. A closure that starts with `var request = request` works the same, but on Linux it copies the
-/// request first (about a microsecond).
+/// whole request first.
 ///
 /// ```swift
 /// let interceptor = Interceptor(adapters: [
@@ -134,7 +134,7 @@ extension RequestAdapter where Self == Adapter {
 
     /// An adapter whose closure changes the request in place, without copying it and without suspending: the
     /// compiler picks this one for a closure that does not `await`, and an ``Interceptor`` calls it directly rather
-    /// than through an asynchronous call (a few hundred nanoseconds less per adapter between two network round trips).
+    /// than through an asynchronous call, without a frame and an executor check of its own.
     public static func modifying(_ modify: @escaping Adapter.ModifyNowHandler) -> Adapter {
         Adapter(body: .modifyNow(modify))
     }

@@ -137,7 +137,7 @@ extension CircuitBreaker {
         }
 
         /// Creates a configuration whose breaker stays open for the same `openDuration` every time, without jitter
-        /// or growth (the behaviour before the break duration could grow); an invalid setting traps.
+        /// or growth (a constant ``breakDuration``); an invalid setting traps.
         ///
         /// - Parameters:
         ///   - tripCondition: When the breaker opens; 5 consecutive failures by default.

@@ -117,10 +117,10 @@ extension CircuitBreakerRegistry: AdaptsInPlace {
 
 /// The work of ``CircuitBreakerRegistry/hostKey(for:)``, which runs on every attempt through a registry and a budget.
 ///
-/// Foundation's `host`, `port` and `lowercased()` each walk the URL anew (about 1.3 µs together with cold caches on
-/// Linux, twice per attempt in a chain with a registry and a budget). The common URL (an ASCII host, no user
-/// information, no percent sign, no IPv6 literal) is read here in one pass over its string instead; anything else
-/// takes Foundation's way, so the key is always what `host` and `port` say.
+/// Foundation's `host`, `port` and `lowercased()` each walk the URL anew, and a chain with a registry and a budget
+/// asks twice per attempt. The common URL (an ASCII host, no user information, no percent sign, no IPv6 literal) is
+/// read here in one pass over its string instead; anything else takes Foundation's way, so the key is always what
+/// `host` and `port` say.
 enum HostKey {
     /// The key Foundation's accessors give.
     static func parsed(_ url: URL) -> String? {

@@ -8,7 +8,7 @@ import Foundation
 ///
 /// The rules, which the session follows too when it runs its own interceptor and then the request's:
 /// - **A part plays the role of the list it is in**, as in Alamofire: `adapters` adapt, `retriers` are asked about
-///   retries, `interceptors` do both. Nothing is found by looking at a part's type: a part with more roles (a
+///   retries, `interceptors` do both. No role is found by looking at a part's type: a part with more roles (a
 ///   breaker's, a budget's, the JSON-body retrier's) registers them through the context of the call it gets, so a
 ///   wrapper that forwards that call keeps them all.
 /// - **Adapters run in order**, each receiving the previous one's output. The first that throws stops the chain;

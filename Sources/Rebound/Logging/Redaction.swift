@@ -81,8 +81,8 @@ public struct Redaction: Sendable {
     }
 
     /// Whether `needle`'s UTF-8 bytes occur in `haystack`'s. A plain byte search: Foundation's `contains` and the
-    /// standard library's `firstRange(of:)` each cost microseconds per call on Linux, and a log line checks every
-    /// header name against every fragment.
+    /// standard library's `firstRange(of:)` compare characters rather than bytes (Foundation through `NSString` on
+    /// Linux), and a log line checks every header name against every fragment.
     private static func utf8(of haystack: String, contains needle: String) -> Bool {
         var haystack = haystack
         var needle = needle

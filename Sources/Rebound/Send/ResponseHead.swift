@@ -10,7 +10,7 @@ import Foundation
 /// The session reads a response through its head: the status for validation and redirects, a few fields
 /// (`Location`, `Retry-After`) by name. A transport on another HTTP client (AsyncHTTPClient) makes a head from its
 /// own response's status and fields, so that no Foundation response is built for a request whose code never asks for
-/// one; building an `HTTPURLResponse` costs a few microseconds on Linux, most of it checking each field's name.
+/// one: on Linux, building an `HTTPURLResponse` checks every field's name.
 /// ``URLSessionTransport`` wraps the `HTTPURLResponse` it got, which then costs nothing more.
 ///
 /// Every public `response` property of the library's records (``Attempt/response``, ``ReboundError/response``,
@@ -136,8 +136,8 @@ public struct ResponseHead: Sendable {
     ///
     /// `@unchecked Sendable`: every stored property is a `let` but `built`, which is read and written only while
     /// ``buildLock`` is held. One lock for every head rather than one each: a head made per response (one per
-    /// attempt on AsyncHTTPClient) costs one allocation, and only code that asks for an `HTTPURLResponse`, which the
-    /// session itself never does, takes the lock.
+    /// attempt on AsyncHTTPClient) makes no lock of its own, and only code that asks for an `HTTPURLResponse`, which
+    /// the session itself never does, takes the lock.
     private final class Fields: @unchecked Sendable {
         let url: URL
         let statusCode: Int
@@ -158,7 +158,7 @@ public struct ResponseHead: Sendable {
 
         var isBuilt: Bool { Self.buildLock.withLock { _ in built != nil } }
 
-        /// Built outside the lock (it takes microseconds, and the lock is every head's); of two threads that build
+        /// Built outside the lock (it checks every field, and the lock is every head's); of two threads that build
         /// it at once, the first to store it wins and both return that one.
         var httpURLResponse: HTTPURLResponse {
             if let built = Self.buildLock.withLock({ _ in built }) { return built }

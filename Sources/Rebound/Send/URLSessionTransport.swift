@@ -23,7 +23,7 @@ import Foundation
 /// queue too, and must not call back into the session synchronously: cancel tasks from another queue.
 ///
 /// `URLSessionTransport(session:)` sends the same way through a session you bring; each completion then hops to that
-/// session's delegate queue, about 30 µs of client CPU on Linux.
+/// session's delegate queue, a thread wake-up per request on Linux (Docs/Performance.md, section 6).
 ///
 /// What a data task with a completion handler cannot give on Linux, where swift-corelibs-foundation (Swift 6.3.1)
 /// completes it with an empty body in two cases; the status and headers always arrive:
@@ -143,10 +143,10 @@ private final class OwnedSession: Sendable {
     /// The delegate queue of the transport's own session on Linux: runs each operation at once, on the thread that
     /// adds it, which for `URLSession` is its own serial work queue, so callbacks keep their order.
     ///
-    /// swift-corelibs-foundation hops every completion handler through the delegate queue, about 30 µs of client CPU
-    /// and a thread wake-up per request (Docs/Performance.md, section 6); `data(for:)` runs its completion inline
-    /// instead, but cannot be used (see `URLSessionTransport`). Whatever runs here must not wait for the session's
-    /// queue: `DataTaskSend` cancels tasks and answers challenges from another queue for that reason.
+    /// swift-corelibs-foundation hops every completion handler through the delegate queue, a thread wake-up per
+    /// request (Docs/Performance.md, section 6); `data(for:)` runs its completion inline instead, but cannot be used
+    /// (see `URLSessionTransport`). Whatever runs here must not wait for the session's queue: `DataTaskSend` cancels
+    /// tasks and answers challenges from another queue for that reason.
     ///
     /// `@unchecked Sendable` restates `OperationQueue`'s own conformance, which Swift requires a subclass to do. The
     /// invariant: this subclass adds no stored state, and runs each block on the caller's thread, so the only state

@@ -9,8 +9,9 @@ import Foundation
 /// the request built each time it is read.
 ///
 /// Why: such a send already builds the request the first attempt's adapters change in place, and building the caller's
-/// as well cost two allocations per request on Linux, for a request that only `Response.originalRequest` reads when the
-/// first attempt succeeds. Built from the parts, it is equal to the one the caller would have got.
+/// as well would make a second request (on Linux, a reference object of its own) for every send, for a request that
+/// only `Response.originalRequest` reads when the first attempt succeeds. Built from the parts, it is equal to the one
+/// the caller would have got.
 enum OriginalRequest: Sendable {
     case request(URLRequest)
     case parts(url: URL, method: HTTPMethod, body: Data?)

@@ -2,13 +2,13 @@ import Foundation
 
 /// Makes request identifiers: version-4-format UUIDs, unique within the process and unpredictable, as `UUID()`'s are.
 ///
-/// `UUID()` reads the system's random source on every call, about 0.8 µs on Linux, which was more than half of what
-/// an empty session cost per request. Here a counter goes through SipHash-2-4 under a secret key drawn once per
-/// process from the system's secure random source (two values, one per half): about 30 ns, and without the key no
-/// identifier can be computed from others. That matters because identifiers leave the process: an
+/// `UUID()` reads the system's random source on every call, which would be the largest part of an empty session's own
+/// work per request. Here a counter goes through SipHash-2-4 under a secret key drawn once per process from the
+/// system's secure random source (two values, one per half): each identifier is arithmetic only, and without the key
+/// no identifier can be computed from others. That matters because identifiers leave the process: an
 /// ``IdempotencyKeyAdapter`` sends them to servers, and servers that do not scope idempotency keys per client must
-/// not be able to guess the next one (the Idempotency-Key draft's security considerations). The construction before
-/// it, a bijection of the counter, could be undone from a single identifier.
+/// not be able to guess the next one (the Idempotency-Key draft's security considerations). A bijection of the
+/// counter without a secret key would not do: it can be undone from a single identifier.
 ///
 /// Unique as random UUIDs are: 122 bits that look random, so two equal among a trillion identifiers has odds below one
 /// in 10^12.

@@ -8,9 +8,9 @@ import Foundation
 /// from await to await hold a reference instead of all of it.
 ///
 /// What the request does not set for itself (its chain, validator, redirect handler, observers and gates) is read from
-/// the session when used rather than copied here: most requests set none of it, and copying the session's
-/// existentials into every request's plan cost a bare session about 0.2 µs with cold caches (`Benchmarks cold`), and
-/// copying the caller's empty parameters about 0.4 more.
+/// the session when used rather than copied here: most requests set none of it, and each existential copied into a
+/// request's plan (the session's, or the caller's empty parameters) is a call through a value witness, run cold
+/// between two round trips (Docs/Performance.md, "What a request costs, and why").
 final class RequestPlan: Sendable {
     let session: Session
     /// The request as the caller gave it (see ``OriginalRequest``).
@@ -31,9 +31,9 @@ final class RequestPlan: Sendable {
     let requestID = RequestIDs.next()
 
     /// The plan of a request with nothing of its own besides its label and time limits, the common case: nothing the
-    /// caller passed as an existential is copied (each such copy is a call through a value witness, a few percent of
-    /// a bare session's work with cold caches). Out of line: its temporaries would otherwise stay in the frame of
-    /// `Session.send` for the whole request.
+    /// caller passed as an existential is copied (each such copy is a call through a value witness, run cold between
+    /// two round trips). Out of line: its temporaries would otherwise stay in the frame of `Session.send` for the whole
+    /// request.
     @inline(never)
     convenience init(
         session: Session, original: consuming OriginalRequest, label: String?, deadline: Duration?,

@@ -11,11 +11,11 @@ import Foundation
 /// delay, failed, cancelled), which the observers are told and `execute()` acts on. The error a failed request ends
 /// with is kept in `failure`.
 ///
-/// Memory: a task keeps the memory of its deepest frames (in slabs of about 1 KiB) until it ends, so a request waiting
-/// in backoff costs the high-water mark of the pipeline's async frames. Hence the shape: the async functions below only
-/// carry references and small enums across their awaits, and everything between awaits happens in synchronous
-/// helpers kept out of line (`@inline(never)`), whose temporaries live on the thread's stack instead of the task's.
-/// `Benchmarks` section 4 measures it; `Docs/Performance.md` tells how to read the frames' sizes.
+/// Memory: a task keeps the memory of its deepest frames (in its task allocator's slabs) until it ends, so a request
+/// waiting in backoff costs the high-water mark of the pipeline's async frames. Hence the shape: the async functions
+/// below only carry references and small enums across their awaits, and everything between awaits happens in
+/// synchronous helpers kept out of line (`@inline(never)`), whose temporaries live on the thread's stack instead of
+/// the task's. Docs/Performance.md, section 4, measures it and tells how to read the frames' sizes.
 ///
 /// Its methods are all `mutating`, also those that change nothing: a mutating method gets the run by reference, where a
 /// non-mutating one gets a copy of it, which an async caller keeps in its frame.
@@ -96,7 +96,8 @@ struct RequestRun {
     /// Sleeps the backoff before a retry on the session's clock; a breaker that granted the retry ends the wait if it
     /// opens meanwhile.
     ///
-    /// Out of line: inlined, its state would make the frame of `Session.send` 144 bytes larger for the whole request.
+    /// Out of line, so that its temporaries do not stay in the frame of `Session.send` for the whole request: a request
+    /// waiting in backoff keeps its deepest frames (Docs/Performance.md, section 4).
     ///
     /// - Throws: `CancellationError` when the task is cancelled, or the ``ReboundError`` the request ends with when a
     ///   gate ended the wait.
@@ -139,10 +140,10 @@ struct RequestRun {
     /// The request the next attempt's adapters start from: for the first attempt, a request equal to the caller's with
     /// storage of its own if the session made one (``RegisteredRoles/takeUnshared()``), so that an adapter setting a
     /// header changes it in place (the caller's request shares its storage, and Foundation copies shared storage on
-    /// the first change: about 2 µs on Linux, a copy that normalizes the method again); otherwise `base`, or the
-    /// caller's request when no retrier replaced it.
+    /// the first change, on Linux a whole copy that normalizes the method again); otherwise `base`, or the caller's
+    /// request when no retrier replaced it.
     /// Returned owned, so that the unshared request's only reference travels to the adapters. (Kept with the
-    /// registrations rather than here: 16 bytes more in this struct would grow the frame that lasts the whole
+    /// registrations rather than here: one more field in this struct would grow the frame that lasts the whole
     /// request.)
     @inline(never)
     mutating func nextBase() -> URLRequest {
@@ -400,8 +401,8 @@ extension RequestRun {
             result = answer
         } else if let retriers = plan.registered?.retriers, !retriers.isEmpty {
             // The chain is asked from this frame, not through `RequestPlan.retryResult(for:dueTo:)`: one frame level
-            // less on the deepest path of a failed attempt keeps a request waiting in backoff in two task-allocator
-            // slabs (Docs/Performance.md, section 4).
+            // less on the deepest path of a failed attempt, whose frames a request waiting in backoff keeps
+            // (Docs/Performance.md, section 4).
             result = await plan.retryResult(asking: retriers, for: question.request, dueTo: question.error)
         } else {
             result = await plan.chain?.retry(question.request, dueTo: question.error) ?? .doNotRetry

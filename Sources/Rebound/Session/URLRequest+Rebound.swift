@@ -14,8 +14,8 @@ extension URLRequest {
     ///   - body: The body to send; none by default.
     public init(url: URL, method: HTTPMethod, headers: [String: String] = [:], body: Data? = nil) {
         self.init(url: url)
-        // A new request's method is already GET, and Foundation's setter normalizes the name it is given (over a
-        // microsecond on Linux): only another method is set. Likewise no body is set when there is none.
+        // A new request's method is already GET, and Foundation's setter normalizes the name it is given, work for
+        // nothing on a GET: only another method is set. Likewise no body is set when there is none.
         if method != .get { httpMethod = method.rawValue }
         for (name, value) in headers {
             setValue(value, forHTTPHeaderField: name)

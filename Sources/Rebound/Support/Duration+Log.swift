@@ -3,8 +3,8 @@ import Foundation
 extension Duration {
     /// Milliseconds below a second (`12.5 ms`), seconds above (`1.5 s`), without locale-dependent separators.
     ///
-    /// Written with integer arithmetic: `String(format:)` costs microseconds per call on Linux, and a log line has
-    /// several of these.
+    /// Written with integer arithmetic: on Linux `String(format:)` goes through `NSString` and parses its format on
+    /// every call, and a log line has several of these.
     var logDescription: String {
         let milliseconds = self / .milliseconds(1)
         return milliseconds >= 999.95

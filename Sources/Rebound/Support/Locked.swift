@@ -9,13 +9,13 @@
 /// Mutable state behind a lock, shared by the package's modules (`package` access): the one place Rebound locks.
 ///
 /// A value with reference semantics: copies share one lock and one state, held in one heap object together (a
-/// `ManagedBuffer` whose header is the state and whose one element is a `pthread_mutex_t`), so that making one costs a
-/// single allocation; the session makes one per request.
+/// `ManagedBuffer` whose header is the state and whose one element is a `pthread_mutex_t`), so that making one
+/// allocates that object and nothing else; the session makes one per request.
 ///
 /// Why not `Synchronization.Mutex`: on Linux (Swift 6.3) its futex-based lock is invisible to the thread sanitizer,
 /// which then reports every access made under it as a race, so `swift test --sanitize=thread` could not vouch for
 /// our concurrency. A `pthread_mutex_t` is what the sanitizer understands, and it needs no newer Apple platform than
-/// `Clock` does. (`NSLock` wraps the same mutex, at the price of two more allocations.)
+/// `Clock` does. (`NSLock` wraps the same mutex, but in an object of its own, apart from the state.)
 package struct Locked<State: Sendable>: @unchecked Sendable {
     // Invariant that makes `@unchecked Sendable` sound: the buffer's state is read and written only inside
     // `withLock`, while its mutex is held, and the state is `Sendable`, so nothing escapes the lock that could not

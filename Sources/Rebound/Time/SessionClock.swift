@@ -19,8 +19,8 @@ struct SessionClock: Sendable {
 
     init<C: Clock>(_ clock: C) where C.Duration == Duration {
         // The default clock is read through code written for it: the generic path reaches `now` and `duration(to:)`
-        // through witness tables, a few hundred nanoseconds per request with cold caches (two reads per request, more
-        // with a breaker or a budget).
+        // through witness tables, run cold between two round trips (two reads per request, more with a breaker or a
+        // budget).
         if C.self == ContinuousClock.self {
             sleep = { duration in try await ContinuousClock().sleep(for: min(duration, RetryResult.longestDelay)) }
             #if os(Linux) || os(Android) || canImport(Darwin)
