@@ -102,10 +102,6 @@ struct RegisteredRoles: Sendable {
         var accountants = InlineList<any AttemptAccountant>.none
         /// The request's backoff wait, made when a breaker grants a retry.
         var backoffWait: BackoffWait?
-        /// The body of the failed attempt whose retry waits in `backoffWait`: the error a wait ended early carries it.
-        var bodyBeforeBackoff: Data?
-        /// The request the first attempt's adapters get, until it takes it (`RequestRun.nextBase()`).
-        var unshared: URLRequest?
         /// The gates asked before a hedge besides the accountants (a budget), each once, in the order they registered.
         var hedgeGates: [any HedgeGate] = []
         /// The permits held, one per breaker and attempt in flight: usually one, held without an allocation (more for a
@@ -126,18 +122,8 @@ struct RegisteredRoles: Sendable {
     /// One reference wide, because every attempt's context carries it through the adapters' frames.
     private let state: Locked<State>
 
-    init(besides chain: ChainRoles, unshared: consuming URLRequest? = nil) {
-        state = Locked(State(chain: chain, unshared: unshared))
-    }
-
-    /// The request the session made for the first attempt's adapters to change in place, once; `nil` after that or
-    /// if it made none. Returned owned: the registrations keep no reference to it.
-    func takeUnshared() -> URLRequest? {
-        state.withLock { state in
-            let request = state.unshared
-            state.unshared = nil
-            return request
-        }
+    init(besides chain: ChainRoles) {
+        state = Locked(State(chain: chain))
     }
 
     func add(observer: some AttemptObserver & AnyObject) {
@@ -336,17 +322,6 @@ struct RegisteredRoles: Sendable {
 
     /// The request's backoff wait, if a gate made one.
     var backoffWait: BackoffWait? { state.withLock { $0.backoffWait } }
-
-    /// Keeps `body`, the failed attempt's, while its retry waits in a wait a gate can end (nothing without one), so
-    /// that the error the request then ends with carries it, as every other failure's error does.
-    func keepBodyIfWaiting(_ body: Data?) {
-        state.withLock { state in
-            if state.backoffWait != nil { state.bodyBeforeBackoff = body }
-        }
-    }
-
-    /// The body kept by ``keepBodyIfWaiting(_:)``.
-    var bodyBeforeBackoff: Data? { state.withLock { $0.bodyBeforeBackoff } }
 }
 
 extension InlineList where Element == RegisteredRoles.Registration {

@@ -37,11 +37,11 @@ final class RequestPlan: Sendable {
     @inline(never)
     convenience init(
         session: Session, original: consuming OriginalRequest, label: String?, deadline: Duration?,
-        attemptTimeout: Duration?, hedging: Hedging?, unshared: consuming URLRequest? = nil
+        attemptTimeout: Duration?, hedging: Hedging?
     ) {
         self.init(
             session: session, original: consume original, label: label, own: nil, deadline: deadline,
-            attemptTimeout: attemptTimeout, hedging: hedging, unshared: consume unshared)
+            attemptTimeout: attemptTimeout, hedging: hedging)
     }
 
     /// The plan of a request with parts of its own: each of `requestInterceptor`, `requestRoles`, `validator` and
@@ -50,8 +50,7 @@ final class RequestPlan: Sendable {
     convenience init(
         session: Session, original: consuming OriginalRequest, label: String?,
         requestInterceptor: (any RequestInterceptor)?, requestRoles: ChainRoles?, validator: (any ResponseValidator)?,
-        deadline: Duration?, attemptTimeout: Duration?, redirectHandler: (any RedirectHandler)?, hedging: Hedging?,
-        unshared: consuming URLRequest? = nil
+        deadline: Duration?, attemptTimeout: Duration?, redirectHandler: (any RedirectHandler)?, hedging: Hedging?
     ) {
         let chain: ChainBox? =
             if let requestInterceptor {
@@ -65,13 +64,13 @@ final class RequestPlan: Sendable {
             roles: requestRoles.map { session.roles.followed(by: $0) })
         self.init(
             session: session, original: consume original, label: label, own: own, deadline: deadline,
-            attemptTimeout: attemptTimeout, hedging: hedging, unshared: consume unshared)
+            attemptTimeout: attemptTimeout, hedging: hedging)
     }
 
     /// Stores the request's own parts (`nil` for the session's) and makes its registrations if it has a chain.
     private init(
         session: Session, original: consuming OriginalRequest, label: String?, own: RequestParts?,
-        deadline: Duration?, attemptTimeout: Duration?, hedging: Hedging?, unshared: consuming URLRequest?
+        deadline: Duration?, attemptTimeout: Duration?, hedging: Hedging?
     ) {
         self.session = session
         self.original = consume original
@@ -83,7 +82,7 @@ final class RequestPlan: Sendable {
         self.hedging = hedging.flatMap { $0.hedges ? $0 : nil }
         let hasChain = own?.chain != nil || session.chain != nil
         self.registered =
-            hasChain ? RegisteredRoles(besides: own?.roles ?? session.roles, unshared: consume unshared) : nil
+            hasChain ? RegisteredRoles(besides: own?.roles ?? session.roles) : nil
     }
 
     /// The session's interceptor followed by the request's, as one: each attempt makes one call to adapt and at most

@@ -29,10 +29,17 @@ struct RequestRun {
     var start: Duration
     /// The error the request ends with, once a decision is ``AttemptDecision/failed``.
     var failure: ReboundError?
+    /// The request the session made for the first attempt's adapters to change in place, until that attempt takes it
+    /// (see ``nextBase()``); `nil` if it made none.
+    var unshared: URLRequest?
+    /// The body of the failed attempt whose retry waits in a backoff a gate can end (see ``BackoffWait``): the error
+    /// the request ends with if the gate ends the wait carries it, as every other failure's error does.
+    var bodyBeforeBackoff: Data?
 
-    init(_ plan: RequestPlan) {
+    init(_ plan: RequestPlan, unshared: consuming URLRequest? = nil) {
         self.plan = plan
         self.start = plan.session.clock.now()
+        self.unshared = unshared
     }
 
     /// How an attempt the deadline cut short is recorded.
@@ -138,16 +145,13 @@ struct RequestRun {
     }
 
     /// The request the next attempt's adapters start from: for the first attempt, a request equal to the caller's with
-    /// storage of its own if the session made one (``RegisteredRoles/takeUnshared()``), so that an adapter setting a
-    /// header changes it in place (the caller's request shares its storage, and Foundation copies shared storage on
-    /// the first change, on Linux a whole copy that normalizes the method again); otherwise `base`, or the caller's
-    /// request when no retrier replaced it.
-    /// Returned owned, so that the unshared request's only reference travels to the adapters. (Kept with the
-    /// registrations rather than here: one more field in this struct would grow the frame that lasts the whole
-    /// request.)
+    /// storage of its own if the session made one (`unshared`), so that an adapter setting a header changes it in place
+    /// (the caller's request shares its storage, and Foundation copies shared storage on the first change, on Linux a
+    /// whole copy that normalizes the method again); otherwise `base`, or the caller's request when no retrier
+    /// replaced it. Returned owned, so that the unshared request's only reference travels to the adapters.
     @inline(never)
     mutating func nextBase() -> URLRequest {
-        if attempts.isEmpty, let request = plan.registered?.takeUnshared() { return request }
+        if let request = unshared.take() { return request }
         return base ?? plan.originalRequest
     }
 
@@ -474,7 +478,7 @@ extension RequestRun {
         }
         attempts[attempts.count - 1].retryDelay = delay
         if let request = result.request { base = request }
-        plan.registered?.keepBodyIfWaiting(error.data)
+        if plan.registered?.backoffWait != nil { bodyBeforeBackoff = error.data }
         return .retry(after: delay)
     }
 
@@ -485,8 +489,9 @@ extension RequestRun {
         guard let last = attempts.last, let reason = last.failure else {
             preconditionFailure("a retry follows a failure")
         }
-        let body = plan.registered?.bodyBeforeBackoff
-        _ = fail(with: failure(.retryAborted(error: error, original: reason), response: last.responseHead, data: body))
+        _ = fail(
+            with: failure(
+                .retryAborted(error: error, original: reason), response: last.responseHead, data: bodyBeforeBackoff))
         return ending()
     }
 

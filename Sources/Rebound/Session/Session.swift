@@ -277,8 +277,8 @@ public final class Session: Sendable {
             return RequestRun(
                 RequestPlan(
                     session: self, original: consume original, label: label, deadline: deadline ?? self.deadline,
-                    attemptTimeout: attemptTimeout ?? self.attemptTimeout, hedging: hedging ?? self.hedging,
-                    unshared: consume unshared))
+                    attemptTimeout: attemptTimeout ?? self.attemptTimeout, hedging: hedging ?? self.hedging),
+                unshared: consume unshared)
         }
         return RequestRun(
             RequestPlan(
@@ -288,7 +288,8 @@ public final class Session: Sendable {
                     ? nil : ChainRoles(observers: observers, gates: gates),
                 validator: validator, deadline: deadline ?? self.deadline,
                 attemptTimeout: attemptTimeout ?? self.attemptTimeout, redirectHandler: redirectHandler,
-                hedging: hedging ?? self.hedging, unshared: consume unshared))
+                hedging: hedging ?? self.hedging),
+            unshared: consume unshared)
     }
 
     /// Traps on an attempt timeout of zero or less, naming the setting.
