@@ -403,13 +403,8 @@ extension RequestRun {
                     for: question, racing: deadline - (plan.session.clock.now() - start))
             else { return Task.isCancelled ? .cancelled : decidedTooLate(question.error) }
             result = answer
-        } else if let retriers = plan.registered?.retriers, !retriers.isEmpty {
-            // The chain is asked from this frame, not through `RequestPlan.retryResult(for:dueTo:)`: one frame level
-            // less on the deepest path of a failed attempt, whose frames a request waiting in backoff keeps
-            // (Docs/Performance.md, section 4).
-            result = await plan.retryResult(asking: retriers, for: question.request, dueTo: question.error)
         } else {
-            result = await plan.chain?.retry(question.request, dueTo: question.error) ?? .doNotRetry
+            result = await plan.retryResult(for: question.request, dueTo: question.error)
         }
         // A retrier may take its time; a request cancelled meanwhile ends as cancelled, whatever it answered.
         if Task.isCancelled { return .cancelled }
