@@ -1,0 +1,82 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A chain held by reference, called through its methods: a request calls the existential in place instead of copying
+/// it (a copy is a call to an outlined function per attempt, cold between two round trips).
+final class ChainBox: Sendable {
+    let interceptor: any RequestInterceptor
+    /// What adapts in place when the chain never suspends (an ``Interceptor`` of such parts: see ``AdaptsInPlace``),
+    /// called without an asynchronous call; `nil` otherwise.
+    let adaptInPlace: Adapter.ModifyNowHandler?
+
+    init(_ interceptor: any RequestInterceptor) {
+        self.interceptor = interceptor
+        self.adaptInPlace = (interceptor as? any AdaptsInPlace)?.adaptInPlace
+    }
+
+    /// The session's chain followed by a request's own, whose in-place adaptation is known without a look at the
+    /// session's type.
+    convenience init(session: ChainBox, thenRequest request: any RequestInterceptor) {
+        let chain = SessionThenRequest(session: session, request: request)
+        self.init(interceptor: chain, adaptInPlace: chain.adaptInPlace)
+    }
+
+    private init(interceptor: any RequestInterceptor, adaptInPlace: Adapter.ModifyNowHandler?) {
+        self.interceptor = interceptor
+        self.adaptInPlace = adaptInPlace
+    }
+
+    func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
+        try await interceptor.adapt(consume request, context: context)
+    }
+
+    func retry(_ request: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
+        await interceptor.retry(request, dueTo: error)
+    }
+
+    /// The methods the chain's retry policies retry, `nil` when none says (see ``RetriesMethods``): read before a
+    /// hedge only.
+    var retriedMethods: Set<HTTPMethod>? { (interceptor as? any RetriesMethods)?.retriedMethods }
+}
+
+/// A session's interceptor followed by a request's: adapts with the session's, then the request's; asks the session's
+/// retriers, then the request's, and the first answer other than `doNotRetry` wins.
+///
+/// Adapts in place when both halves do (``AdaptsInPlace``): the session's half is read from its chain box, where it was
+/// found once for the session, so a request with an interceptor of its own looks at one type only, its own.
+private struct SessionThenRequest: RequestInterceptor, AdaptsInPlace, RetriesMethods {
+    let session: any RequestInterceptor
+    let request: any RequestInterceptor
+    let adaptInPlace: Adapter.ModifyNowHandler?
+
+    init(session: ChainBox, request: any RequestInterceptor) {
+        self.session = session.interceptor
+        self.request = request
+        self.adaptInPlace =
+            if let first = session.adaptInPlace, let second = (request as? any AdaptsInPlace)?.adaptInPlace {
+                { request, context in
+                    try first(&request, context)
+                    try second(&request, context)
+                }
+            } else {
+                nil
+            }
+    }
+
+    func adapt(_ urlRequest: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
+        let adapted = try await session.adapt(urlRequest, context: context)
+        return try await request.adapt(adapted, context: context)
+    }
+
+    func retry(_ retryRequest: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
+        let result = await session.retry(retryRequest, dueTo: error)
+        guard case .doNotRetry = result else { return result }
+        return await request.retry(retryRequest, dueTo: error)
+    }
+
+    /// The methods either chain's retry policies retry.
+    var retriedMethods: Set<HTTPMethod>? { Self.union(of: [session, request]) }
+}
