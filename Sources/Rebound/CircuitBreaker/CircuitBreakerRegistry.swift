@@ -65,7 +65,8 @@ public final class CircuitBreakerRegistry: RequestAdapter {
     /// without a host.
     @Sendable public static func hostKey(for request: URLRequest) -> String? {
         guard let url = request.url else { return nil }
-        return HostKey.fast(url.absoluteString) ?? HostKey.parsed(url)
+        guard let host = url.host?.lowercased(), !host.isEmpty else { return nil }
+        return url.port.map { "\(host):\($0)" } ?? host
     }
 
     /// The breaker for `key`, created closed if there is none yet (or the registry forgot it).
@@ -112,89 +113,5 @@ extension CircuitBreakerRegistry: AdaptsInPlace {
     /// Admits the attempt as ``adapt(_:context:)`` does, leaving the request unchanged.
     var adaptInPlace: Adapter.ModifyNowHandler? {
         { [self] request, context in try admit(request, context: context) }
-    }
-}
-
-/// The work of ``CircuitBreakerRegistry/hostKey(for:)``, which runs on every attempt through a registry and a budget.
-///
-/// Foundation's `host`, `port` and `lowercased()` each walk the URL anew, and a chain with a registry and a budget
-/// asks twice per attempt. The common URL (an ASCII host, no user information, no percent sign, no IPv6 literal) is
-/// read here in one pass over its string instead; anything else takes Foundation's way, so the key is always what
-/// `host` and `port` say.
-enum HostKey {
-    /// The key Foundation's accessors give.
-    static func parsed(_ url: URL) -> String? {
-        guard let host = url.host?.lowercased(), !host.isEmpty else { return nil }
-        return url.port.map { "\(host):\($0)" } ?? host
-    }
-
-    /// The key of an absolute URL string read in one pass, or `nil` when the string is not one the pass handles
-    /// (then ``parsed(_:)`` decides, `nil` included).
-    static func fast(_ string: String) -> String? {
-        var string = string
-        return string.withUTF8 { bytes -> String? in
-            let count = bytes.count
-            var index = 0
-            // The scheme (letters, digits, "+", "-", "."), then "://"; or "//" alone.
-            while index < count, isSchemeByte(bytes[index]) { index += 1 }
-            if index > 0 {
-                guard index < count, bytes[index] == UInt8(ascii: ":") else { return nil }
-                index += 1
-            }
-            guard index + 1 < count, bytes[index] == UInt8(ascii: "/"), bytes[index + 1] == UInt8(ascii: "/") else {
-                return nil
-            }
-            index += 2
-            let hostStart = index
-            var colon = -1
-            var hasUppercase = false
-            while index < count {
-                let byte = bytes[index]
-                if byte == UInt8(ascii: "/") || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#") { break }
-                switch byte {
-                // User information, percent-encoding, IPv6 literals and anything not ASCII: Foundation's way.
-                case UInt8(ascii: "@"), UInt8(ascii: "%"), UInt8(ascii: "["), 0x80...: return nil
-                case UInt8(ascii: ":"):
-                    guard colon < 0 else { return nil }
-                    colon = index
-                case UInt8(ascii: "A")...UInt8(ascii: "Z"):
-                    if colon < 0 { hasUppercase = true }
-                default: break
-                }
-                index += 1
-            }
-            let hostEnd = colon < 0 ? index : colon
-            guard hostEnd > hostStart else { return nil }
-            // The key is the string's own bytes, the host lower-cased: "host" or "host:port" (a port written with
-            // leading zeros is Foundation's to read; an empty one is left out).
-            var keyEnd = hostEnd
-            if colon >= 0, colon + 1 < index {
-                guard index - colon - 1 <= 9, bytes[colon + 1] != UInt8(ascii: "0") || index - colon == 2 else {
-                    return nil
-                }
-                for position in (colon + 1)..<index {
-                    guard bytes[position] &- UInt8(ascii: "0") < 10 else { return nil }
-                }
-                keyEnd = index
-            }
-            let keyBytes = UnsafeBufferPointer(rebasing: bytes[hostStart..<keyEnd])
-            guard hasUppercase else { return String(decoding: keyBytes, as: UTF8.self) }
-            return String(unsafeUninitializedCapacity: keyBytes.count) { buffer in
-                for (offset, byte) in keyBytes.enumerated() {
-                    buffer[offset] = (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 : byte
-                }
-                return keyBytes.count
-            }
-        }
-    }
-
-    private static func isSchemeByte(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-            UInt8(ascii: "0")...UInt8(ascii: "9"),
-            UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."):
-            true
-        default: false
-        }
     }
 }
