@@ -10,7 +10,7 @@ import Testing
 /// The samples of the built-ins' guides (Docs/*.md), the README's "Built-ins together" and the DocC articles
 /// WritingInterceptors and GettingStarted (its configuration from run-time values), kept compiling and true here; change both together. The swift-log and os.Logger bridges of
 /// Docs/LoggingRetrier.md need packages Rebound does not depend on and are not compiled here.
-@Suite("Built-ins documentation samples", .timeLimit(.minutes(1)))
+@Suite("Built-ins documentation samples", .timeLimit(.minutes(5)))
 struct BuiltInsDocumentationSamplesTests {
     // Docs/Authentication.md
     struct Token: AuthenticationCredential {

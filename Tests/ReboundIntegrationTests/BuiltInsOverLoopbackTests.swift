@@ -55,7 +55,7 @@ private struct Bearer: Authenticator {
     }
 }
 
-@Suite("Built-in interceptors over loopback", .timeLimit(.minutes(1)))
+@Suite("Built-in interceptors over loopback", .timeLimit(.minutes(5)))
 struct BuiltInsOverLoopbackTests {
     @Test func loggingRetrierLogsRealFailuresWithSecretsRedacted() async throws {
         let server = try LoopbackServer()

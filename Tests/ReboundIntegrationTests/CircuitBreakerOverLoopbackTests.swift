@@ -7,7 +7,7 @@ import Testing
     import FoundationNetworking
 #endif
 
-@Suite("Circuit breakers over loopback", .timeLimit(.minutes(1)))
+@Suite("Circuit breakers over loopback", .timeLimit(.minutes(5)))
 struct CircuitBreakerOverLoopbackTests {
     /// Sends `count` requests at once and returns how many failed because a breaker stopped them.
     private func sendConcurrently(_ count: Int, to url: URL, through session: Session) async -> Int {

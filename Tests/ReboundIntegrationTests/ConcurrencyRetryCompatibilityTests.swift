@@ -82,7 +82,7 @@ private struct ProbingRetrier: RequestRetrier {
     }
 }
 
-@Suite("swift-concurrency-retry's README, with Rebound", .timeLimit(.minutes(1)))
+@Suite("swift-concurrency-retry's README, with Rebound", .timeLimit(.minutes(5)))
 struct ConcurrencyRetryCompatibilityTests {
     @Test func theDefaultsRetryAnErrorAtOnce() async throws {
         let server = try LoopbackServer()

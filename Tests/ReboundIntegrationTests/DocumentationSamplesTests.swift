@@ -8,7 +8,7 @@ import Testing
 #endif
 
 /// The samples of README.md and Docs/Testing.md, kept compiling and true here; change both together.
-@Suite("Documentation samples", .timeLimit(.minutes(1)))
+@Suite("Documentation samples", .timeLimit(.minutes(5)))
 struct DocumentationSamplesTests {
     struct Item: Decodable, Equatable {
         let name: String

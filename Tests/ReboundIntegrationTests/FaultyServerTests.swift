@@ -9,7 +9,7 @@ import Testing
 
 /// A server that misbehaves on purpose. Each fault costs one attempt, which the attempt timeout (or the connection's
 /// loss) ends, and the policy retries onto a healthy reply.
-@Suite("A faulty server costs one attempt", .timeLimit(.minutes(2)))
+@Suite("A faulty server costs one attempt", .timeLimit(.minutes(5)))
 struct FaultyServerTests {
     typealias Reply = LoopbackServer.Reply
 

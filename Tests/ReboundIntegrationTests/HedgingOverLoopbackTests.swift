@@ -7,7 +7,7 @@ import Testing
     import FoundationNetworking
 #endif
 
-@Suite("Hedging real HTTP over loopback", .timeLimit(.minutes(1)))
+@Suite("Hedging real HTTP over loopback", .timeLimit(.minutes(5)))
 struct HedgingOverLoopbackTests {
     @Test(
         "A slow first attempt loses to a fast hedge: the client gets the fast answer, the server sees the slow one dropped"

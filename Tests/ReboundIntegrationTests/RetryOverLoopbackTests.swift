@@ -13,7 +13,7 @@ private func freshTransport() -> URLSessionTransport {
     URLSessionTransport(session: URLSession(configuration: .ephemeral))
 }
 
-@Suite("Retrying real HTTP over loopback", .timeLimit(.minutes(1)))
+@Suite("Retrying real HTTP over loopback", .timeLimit(.minutes(5)))
 struct RetryOverLoopbackTests {
     @Test func twoServiceUnavailablesThenSuccessTakesThreeHitsAndTheDefaultDelays() async throws {
         let server = try LoopbackServer()

@@ -7,7 +7,7 @@ import Testing
     import FoundationNetworking
 #endif
 
-@Suite("Retry safety over loopback", .timeLimit(.minutes(1)))
+@Suite("Retry safety over loopback", .timeLimit(.minutes(5)))
 struct RetrySafetyOverLoopbackTests {
     @Test func theServerSeesOneKeyAcrossTheAttemptsOfAPost() async throws {
         let server = try LoopbackServer()

@@ -9,7 +9,7 @@ import Testing
 
 /// The samples of Docs/SharingPolicies.md, kept compiling and true here against a loopback server; change both
 /// together.
-@Suite("Sharing policies samples", .timeLimit(.minutes(1)))
+@Suite("Sharing policies samples", .timeLimit(.minutes(5)))
 struct SharingPoliciesSamplesTests {
     typealias OAuth = BuiltInsDocumentationSamplesTests.OAuth
     typealias Token = BuiltInsDocumentationSamplesTests.Token

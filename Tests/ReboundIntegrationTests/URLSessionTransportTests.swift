@@ -42,7 +42,7 @@ enum TransportKind: String, CaseIterable, Sendable, CustomTestStringConvertible 
     }
 }
 
-@Suite("URLSessionTransport", .timeLimit(.minutes(1)))
+@Suite("URLSessionTransport", .timeLimit(.minutes(5)))
 struct URLSessionTransportTests {
     @Test(arguments: TransportKind.allCases)
     func returnsAnyStatusWithItsBodyAndHeaders(_ kind: TransportKind) async throws {

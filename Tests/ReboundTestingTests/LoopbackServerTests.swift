@@ -16,7 +16,7 @@ private func fetch(
         URLRequest(url: url, method: method, headers: headers, body: body))
 }
 
-@Suite("LoopbackServer", .timeLimit(.minutes(1)))
+@Suite("LoopbackServer", .timeLimit(.minutes(5)))
 struct LoopbackServerTests {
     @Test func answersARoutesRepliesInOrderAndRepeatsTheLast() async throws {
         let server = try LoopbackServer()

@@ -3,7 +3,7 @@ import ReboundTesting
 import Testing
 
 /// The loopback server on the wire, with a bare TCP client.
-@Suite("LoopbackServer on the wire", .timeLimit(.minutes(1)))
+@Suite("LoopbackServer on the wire", .timeLimit(.minutes(5)))
 struct LoopbackServerWireTests {
     @Test func answersExpectContinueBeforeTheBodyIsSent() throws {
         let server = try LoopbackServer()

@@ -2,7 +2,7 @@ import Rebound
 import ReboundTesting
 import Testing
 
-@Suite("ManualClock", .timeLimit(.minutes(1)))
+@Suite("ManualClock", .timeLimit(.minutes(5)))
 struct ManualClockTests {
     @Test func sleepEndsOnlyWhenTimeReachesItsDeadline() async throws {
         let clock = ManualClock()

@@ -7,7 +7,7 @@ import Testing
     import FoundationNetworking
 #endif
 
-@Suite("RefusedPort", .timeLimit(.minutes(1)))
+@Suite("RefusedPort", .timeLimit(.minutes(5)))
 struct RefusedPortTests {
     @Test func refusesConnectionsUntilClosed() async throws {
         let down = try RefusedPort()

@@ -9,7 +9,7 @@ import Testing
 
 private let url = URL(string: "https://example.com/a")!
 
-@Suite("ScriptedTransport", .timeLimit(.minutes(1)))
+@Suite("ScriptedTransport", .timeLimit(.minutes(5)))
 struct ScriptedTransportTests {
     @Test func answersStepsInOrderAndRecordsRequests() async throws {
         let transport = ScriptedTransport([

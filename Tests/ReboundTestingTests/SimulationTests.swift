@@ -35,7 +35,7 @@ private final class SlowServer: HTTPTransport {
     }
 }
 
-@Suite("Simulation", .timeLimit(.minutes(1)))
+@Suite("Simulation", .timeLimit(.minutes(5)))
 struct SimulationTests {
     /// One request's record: when it arrived, how it ended, after how many attempts, and when.
     struct Record: Equatable, Sendable {

@@ -8,7 +8,7 @@ import Testing
     import FoundationNetworking
 #endif
 
-@Suite("AdaptiveRateLimiter, the AWS SDKs' adaptive mode", .timeLimit(.minutes(1)))
+@Suite("AdaptiveRateLimiter, the AWS SDKs' adaptive mode", .timeLimit(.minutes(5)))
 struct AdaptiveRateLimiterTests {
     /// Sends `count` requests through `session`, one every `interval` on `clock`.
     private func send(_ count: Int, every interval: Duration, _ session: Session, _ clock: ManualClock) async {

@@ -30,7 +30,7 @@ private let neverRejects = RandomSource(Stuck(value: .max))
 /// Draws that always reject when the probability is above 0.
 private let alwaysRejects = RandomSource(Stuck(value: 0))
 
-@Suite("AdaptiveThrottle", .timeLimit(.minutes(1)))
+@Suite("AdaptiveThrottle", .timeLimit(.minutes(5)))
 struct AdaptiveThrottleTests {
     /// A session that sends each request once, through `throttle`.
     private func session(_ throttle: AdaptiveThrottle, _ transport: ScriptedTransport) -> Session {

@@ -53,7 +53,7 @@ final class RecordingObserver: AttemptObserver, RequestInterceptor {
 
 struct ObserverTestError: NonRetryableError {}
 
-@Suite("Attempt observers and inspectors", .timeLimit(.minutes(1)))
+@Suite("Attempt observers and inspectors", .timeLimit(.minutes(5)))
 struct AttemptObserverTests {
     @Test func toldOnceOfEveryAttemptWithTheDecision() async throws {
         let observer = RecordingObserver()

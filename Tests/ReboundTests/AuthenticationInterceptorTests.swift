@@ -40,7 +40,7 @@ private func server(accepting accepted: Int, delay: Duration = .zero, clock: Man
     }
 }
 
-@Suite("AuthenticationInterceptor", .timeLimit(.minutes(1)))
+@Suite("AuthenticationInterceptor", .timeLimit(.minutes(5)))
 struct AuthenticationInterceptorTests {
     let clock = ManualClock()
 

@@ -11,7 +11,7 @@ private struct RefreshFailed: Error, Equatable {}
 
 /// 500 concurrent requests hit 401 together; exactly one refresh; when it fails, throws or stalls, all 500 end with a
 /// clear error in bounded (manual-clock) time, and the interceptor can refresh again.
-@Suite("AuthenticationInterceptor under a 401 storm", .timeLimit(.minutes(1)))
+@Suite("AuthenticationInterceptor under a 401 storm", .timeLimit(.minutes(5)))
 struct AuthenticationStormTests {
     enum Refresh: Sendable { case succeeds, fails, stalls }
 
@@ -61,7 +61,7 @@ struct AuthenticationStormTests {
         try await clock.waitForSleepers(Self.count)
         clock.advance(by: .seconds(1))
         // Every request got its 401 and waits for the one refresh.
-        while auth.pendingRefresh.waiters < Self.count { await Task.yield() }
+        try await waitWhile { auth.pendingRefresh.waiters < Self.count }
         #expect(auth.pendingRefresh.refreshing)
         await gate.open()
         if refresh == .stalls {
@@ -100,7 +100,7 @@ struct AuthenticationStormTests {
         #expect(auth.unfinishedRefreshCalls >= (refresh == .stalls ? 1 : 0))
         await stalled.open()
         // Its late result has been handled once no call is left.
-        while auth.unfinishedRefreshCalls > 0 { await Task.yield() }
+        try await waitWhile { auth.unfinishedRefreshCalls > 0 }
         #expect(auth.credential == Token(value: 2))
     }
 

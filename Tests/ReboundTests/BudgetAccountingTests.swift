@@ -7,7 +7,7 @@ import Testing
     import FoundationNetworking
 #endif
 
-@Suite("Retry budget accounting", .timeLimit(.minutes(1)))
+@Suite("Retry budget accounting", .timeLimit(.minutes(5)))
 struct BudgetAccountingTests {
     let clock = ManualClock()
 

@@ -7,7 +7,7 @@ import Testing
     import FoundationNetworking
 #endif
 
-@Suite("CircuitBreaker: refusals, pure reads, expiring trials, storms", .timeLimit(.minutes(1)))
+@Suite("CircuitBreaker: refusals, pure reads, expiring trials, storms", .timeLimit(.minutes(5)))
 struct CircuitBreakerRecoveryTests {
     let clock = ManualClock()
 

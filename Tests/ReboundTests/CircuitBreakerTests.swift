@@ -39,7 +39,7 @@ private struct StateRecorder: AttemptObserver {
     func attemptDidFinish(_ outcome: AttemptOutcome) async { record() }
 }
 
-@Suite("CircuitBreaker", .timeLimit(.minutes(1)))
+@Suite("CircuitBreaker", .timeLimit(.minutes(5)))
 struct CircuitBreakerTests {
     let clock = ManualClock()
 
@@ -348,7 +348,7 @@ struct CircuitBreakerTests {
     }
 }
 
-@Suite("CircuitBreakerRegistry", .timeLimit(.minutes(1)))
+@Suite("CircuitBreakerRegistry", .timeLimit(.minutes(5)))
 struct CircuitBreakerRegistryTests {
     let clock = ManualClock()
 

@@ -28,12 +28,12 @@ private final class HeldTransport: HTTPTransport {
     }
 
     /// Waits until `count` requests were sent in all.
-    func waitForSent(_ count: Int) async {
-        while sent < count { await Task.yield() }
+    func waitForSent(_ count: Int) async throws {
+        try await waitWhile { sent < count }
     }
 }
 
-@Suite("ConcurrencyLimiter", .timeLimit(.minutes(1)))
+@Suite("ConcurrencyLimiter", .timeLimit(.minutes(5)))
 struct ConcurrencyLimiterTests {
     private func limiter(
         _ limit: ConcurrencyLimit, queued: Int = 0, timeout: Duration = .seconds(1), clock: ManualClock = ManualClock()
@@ -43,22 +43,22 @@ struct ConcurrencyLimiterTests {
     }
 
     /// Waits until `limiter` has `count` attempts queued for the example host.
-    private func waitForQueued(_ count: Int, in limiter: ConcurrencyLimiter) async {
-        while limiter.snapshot(for: "api.example.com").queued < count { await Task.yield() }
+    private func waitForQueued(_ count: Int, in limiter: ConcurrencyLimiter) async throws {
+        try await waitWhile { limiter.snapshot(for: "api.example.com").queued < count }
     }
 
     /// A limit of one place and one in the queue, the place taken by `first` (held in the transport) and the queue by
     /// `waiting`.
-    private func oneSentOneQueued(timeout: Duration, clock: ManualClock) async -> (
+    private func oneSentOneQueued(timeout: Duration, clock: ManualClock) async throws -> (
         ConcurrencyLimiter, HeldTransport, Session, first: Task<Response, any Error>, waiting: Task<Response, any Error>
     ) {
         let limiter = limiter(.fixed(1), queued: 1, timeout: timeout, clock: clock)
         let transport = HeldTransport()
         let session = Session(transport: transport, adapters: [limiter], clock: FastForwardClock())
         let first = Task { try await session.send(request()) }
-        await transport.waitForSent(1)
+        try await transport.waitForSent(1)
         let waiting = Task { try await session.send(request()) }
-        await waitForQueued(1, in: limiter)
+        try await waitForQueued(1, in: limiter)
         return (limiter, transport, session, first, waiting)
     }
 
@@ -70,7 +70,7 @@ struct ConcurrencyLimiterTests {
             transport: transport, adapters: [limiter], retriers: [retryAnything(limit: 5)], clock: FastForwardClock())
         let first = Task { try await session.send(request()) }
         let second = Task { try await session.send(request()) }
-        await transport.waitForSent(2)
+        try await transport.waitForSent(2)
         #expect(limiter.snapshot(for: exampleURL) == .init(limit: 2, inFlight: 2, queued: 0))
 
         let error = try await #require(throws: ReboundError.self) { try await session.send(request()) }
@@ -107,11 +107,11 @@ struct ConcurrencyLimiterTests {
             }
         }
         let first = send("first")
-        await transport.waitForSent(1)
+        try await transport.waitForSent(1)
         let second = send("second")
-        await waitForQueued(1, in: limiter)
+        try await waitForQueued(1, in: limiter)
         let third = send("third")
-        await waitForQueued(2, in: limiter)
+        try await waitForQueued(2, in: limiter)
 
         let error = try await #require(throws: ReboundError.self) { try await session.send(request()) }
         #expect((error.underlyingError as? ConcurrencyLimitExceeded)?.limitHit == .queue)
@@ -127,7 +127,7 @@ struct ConcurrencyLimiterTests {
     @Test("An attempt that waits longer than the queue timeout fails, and the queue forgets it")
     func theQueueTimeout() async throws {
         let clock = ManualClock()
-        let (limiter, transport, _, first, waiting) = await oneSentOneQueued(timeout: .seconds(2), clock: clock)
+        let (limiter, transport, _, first, waiting) = try await oneSentOneQueued(timeout: .seconds(2), clock: clock)
         try await clock.waitForSleepers(1)
 
         clock.advance(by: .seconds(2))
@@ -144,14 +144,15 @@ struct ConcurrencyLimiterTests {
     @Test("A request cancelled while it waits in the queue ends at once and leaves nothing behind")
     func cancelledInTheQueue() async throws {
         let clock = ManualClock()
-        let (limiter, transport, session, first, waiting) = await oneSentOneQueued(timeout: .seconds(1), clock: clock)
+        let (limiter, transport, session, first, waiting) = try await oneSentOneQueued(
+            timeout: .seconds(1), clock: clock)
 
         waiting.cancel()
 
         await #expect(throws: CancellationError.self) { try await waiting.value }
         #expect(limiter.snapshot(for: "api.example.com").queued == 0)
         // The timer of the cancelled wait is gone too: nothing sleeps on the clock.
-        while clock.pendingSleepCount > 0 { await Task.yield() }
+        try await waitWhile { clock.pendingSleepCount > 0 }
         await transport.gate.open()
         _ = try await first.value
         _ = try await session.send(request())
@@ -192,7 +193,7 @@ struct ConcurrencyLimiterTests {
             try await limiter.adapt(
                 request(), context: RequestContext(requestID: second.id, attempt: 1, label: nil, roles: second.roles))
         }
-        await waitForQueued(1, in: limiter)
+        try await waitForQueued(1, in: limiter)
         return (limiter, first, second, waiting)
     }
 
@@ -242,11 +243,11 @@ struct ConcurrencyLimiterTests {
                 return try await limiter.adapt(request(), context: context)
             }
         }
-        await waitForQueued(count, in: limiter)
+        try await waitForQueued(count, in: limiter)
         try await clock.waitForSleepers(count)
         // Every other wait is cancelled, from the front and the back of the queue alike.
         for (index, wait) in waits.enumerated() where index.isMultiple(of: 2) { wait.cancel() }
-        while limiter.snapshot(for: "api.example.com").queued > count / 2 { await Task.yield() }
+        try await waitWhile { limiter.snapshot(for: "api.example.com").queued > count / 2 }
 
         clock.advance(by: .seconds(1))
 
@@ -331,7 +332,7 @@ struct ConcurrencyLimiterTests {
         let first = Session(transport: held, adapters: [limiter], clock: FastForwardClock())
         let second = Session(transport: ScriptedTransport { _, _ in .status(200) }, adapters: [limiter])
         let task = Task { try await first.send(request()) }
-        await held.waitForSent(1)
+        try await held.waitForSent(1)
 
         await #expect(throws: ReboundError.self) { try await second.send(request()) }
         _ = try await second.send(request(.get, URL(string: "https://other.example.com/")!))
@@ -356,14 +357,14 @@ struct ConcurrencyLimiterTests {
         let transport = HeldTransport()
         let session = Session(transport: transport, adapters: [limiter], clock: FastForwardClock())
         let opener = Task {
-            await transport.waitForSent(4)
+            try await transport.waitForSent(4)
             await transport.gate.open()
         }
         let ended = await withTaskGroup(of: Bool.self) { group in
             for _ in 0..<200 { group.addTask { (try? await session.send(request())) != nil } }
             return await group.reduce(into: 0) { $0 += $1 ? 1 : 0 }
         }
-        await opener.value
+        try await opener.value
 
         #expect(ended == 200)
         #expect(transport.most <= 4)

@@ -10,7 +10,7 @@ import Testing
 
 /// The largest values each `validated(...)` accepts, used as a user would: whatever is accepted works (its arithmetic
 /// saturates), and what cannot work is refused with its field.
-@Suite("Configuration extremes", .timeLimit(.minutes(1)))
+@Suite("Configuration extremes", .timeLimit(.minutes(5)))
 struct ConfigurationExtremesTests {
     /// A session whose transport answers 503 once, then 200, through `adapters`, retrying with `retriers`.
     private func failOnceThenSucceed<C: Clock>(

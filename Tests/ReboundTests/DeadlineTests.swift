@@ -7,7 +7,7 @@ import Testing
     import FoundationNetworking
 #endif
 
-@Suite("Deadlines", .timeLimit(.minutes(1)))
+@Suite("Deadlines", .timeLimit(.minutes(5)))
 struct DeadlineTests {
     let clock = ManualClock()
 

@@ -37,7 +37,7 @@ enum Wrapping: String, CaseIterable, CustomTestStringConvertible {
 /// Every built-in keeps its whole behaviour behind a forwarding wrapper of the role it is placed in, because the
 /// session calls the same methods either way and the built-in registers every other role through their context; or,
 /// where a role could not be reached that way, the wrapper cannot be written.
-@Suite("Built-ins behind a user's forwarding wrapper", .timeLimit(.minutes(1)))
+@Suite("Built-ins behind a user's forwarding wrapper", .timeLimit(.minutes(5)))
 struct ForwardingWrapperTests {
     let clock = ManualClock()
 
@@ -198,7 +198,7 @@ struct ForwardingWrapperTests {
 
 /// An authentication interceptor asked to retry requests it never adapted: it sits where its credential cannot be
 /// applied (in `retriers:`, or behind a wrapper that forwards only `retry`).
-@Suite("An authentication interceptor placed as a retrier only", .timeLimit(.minutes(1)))
+@Suite("An authentication interceptor placed as a retrier only", .timeLimit(.minutes(5)))
 struct AuthenticationPlacedAsRetrierTests {
     @Test(arguments: [nil, ["api.example.com"]] as [Set<String>?])
     func endsTheFirst401WithAnErrorThatSaysWhere(_ hosts: Set<String>?) async throws {

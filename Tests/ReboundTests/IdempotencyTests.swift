@@ -7,7 +7,7 @@ import Testing
     import FoundationNetworking
 #endif
 
-@Suite("Idempotency safety", .timeLimit(.minutes(1)))
+@Suite("Idempotency safety", .timeLimit(.minutes(5)))
 struct IdempotencyTests {
     @Test(arguments: [HTTPMethod.post, .patch, .connect, HTTPMethod(rawValue: "PURGE")])
     func retryPolicyNeverRetriesANonIdempotentMethod(method: HTTPMethod) async throws {

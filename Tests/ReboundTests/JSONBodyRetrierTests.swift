@@ -7,7 +7,7 @@ import Testing
     import FoundationNetworking
 #endif
 
-@Suite("JSONBodyRetrier", .timeLimit(.minutes(1)))
+@Suite("JSONBodyRetrier", .timeLimit(.minutes(5)))
 struct JSONBodyRetrierTests {
     let retrier = JSONBodyRetrier(values: ["RATE_LIMITED", "TEMPORARY_ERROR"])
 
@@ -218,7 +218,7 @@ struct JSONBodyRetrierTests {
     }
 }
 
-@Suite("JSONBodyRetrier backoff", .timeLimit(.minutes(1)))
+@Suite("JSONBodyRetrier backoff", .timeLimit(.minutes(5)))
 struct JSONBodyRetrierBackoffTests {
     @Test func takesABackoffStrategyInsteadOfTheConstantDelay() async throws {
         let clock = FastForwardClock()

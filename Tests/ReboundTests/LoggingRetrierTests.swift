@@ -17,7 +17,7 @@ final class EventLog: Sendable {
     var messages: [String] { events.map { String($0.message.drop { $0 != "]" }.dropFirst(2)) } }
 }
 
-@Suite("LoggingRetrier", .timeLimit(.minutes(1)))
+@Suite("LoggingRetrier", .timeLimit(.minutes(5)))
 struct LoggingRetrierTests {
     let log = EventLog()
 

@@ -10,7 +10,7 @@ import Testing
 /// 20 instances send 200 requests a second in all to one host that answers 503 from 3 s to 8 s; each chain is a
 /// jittered RetryPolicy (3 retries, 500 ms base, full jitter), alone or with a budget and a breaker on their
 /// defaults. Deterministic: a manual clock and seeded randomness.
-@Suite("Recovery after an outage", .timeLimit(.minutes(2)))
+@Suite("Recovery after an outage", .timeLimit(.minutes(5)))
 struct OutageRecoveryTests {
     static let outage = Duration.seconds(3)..<Duration.seconds(8)
 

@@ -10,7 +10,7 @@ import Testing
 
 /// Every per-host part keeps a bounded number of hosts: requests to ever new hosts (user-supplied URLs, redirects to
 /// fresh hosts, a crawler) do not grow its memory without limit.
-@Suite("Per-host memory", .timeLimit(.minutes(1)))
+@Suite("Per-host memory", .timeLimit(.minutes(5)))
 struct PerHostMemoryTests {
     /// One request to each of `count` distinct hosts through `adapters`, 4 ms apart on `clock`, each answered 200.
     private func visit(

@@ -70,7 +70,7 @@ enum Shape: String, CaseIterable, CustomTestStringConvertible {
     }
 }
 
-@Suite("Roles registered through the context", .timeLimit(.minutes(1)))
+@Suite("Roles registered through the context", .timeLimit(.minutes(5)))
 struct RegisteredRolesTests {
     let clock = ManualClock()
 

@@ -48,7 +48,7 @@ private struct SweepClock: Clock {
     }
 }
 
-@Suite("How requests end", .timeLimit(.minutes(2)))
+@Suite("How requests end", .timeLimit(.minutes(5)))
 struct RequestOutcomeTests {
     @Test func aDecisionsNameLeavesOutItsDelayAndItsDescriptionSaysIt() {
         let decisions: [AttemptDecision] = [.succeeded, .retry(after: .milliseconds(500)), .failed, .cancelled]

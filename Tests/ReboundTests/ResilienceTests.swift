@@ -8,7 +8,7 @@ import Testing
     import FoundationNetworking
 #endif
 
-@Suite("Resilience, the preset", .timeLimit(.minutes(1)))
+@Suite("Resilience, the preset", .timeLimit(.minutes(5)))
 struct ResilienceTests {
     @Test("The recommended parts, with the defaults the docs state")
     func theDefaults() {

@@ -39,7 +39,7 @@ private struct FoundationTransport: HTTPTransport {
     }
 }
 
-@Suite("ResponseHead", .timeLimit(.minutes(1)))
+@Suite("ResponseHead", .timeLimit(.minutes(5)))
 struct ResponseHeadTests {
     @Test func looksFieldsUpWithoutRegardToCaseAndJoinsRepeatedOnes() {
         let head = head(

@@ -7,7 +7,7 @@ import Testing
     import FoundationNetworking
 #endif
 
-@Suite("Retrier", .timeLimit(.minutes(1)))
+@Suite("Retrier", .timeLimit(.minutes(5)))
 struct RetrierTests {
     let fallback = URL(string: "https://fallback.example.com/items")!
 

@@ -14,7 +14,7 @@ private func response(_ status: Int, _ headers: [String: String]) -> HTTPURLResp
     HTTPURLResponse(url: exampleURL, statusCode: status, httpVersion: "HTTP/1.1", headerFields: headers)!
 }
 
-@Suite("RetryAfter", .timeLimit(.minutes(1)))
+@Suite("RetryAfter", .timeLimit(.minutes(5)))
 struct RetryAfterTests {
     @Test(arguments: [
         ("120", Duration.seconds(120)), ("0", .zero), (" 7 ", .seconds(7)),

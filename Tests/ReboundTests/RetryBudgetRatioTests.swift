@@ -7,7 +7,7 @@ import Testing
     import FoundationNetworking
 #endif
 
-@Suite("RetryBudget: ratio form and refunds", .timeLimit(.minutes(1)))
+@Suite("RetryBudget: ratio form and refunds", .timeLimit(.minutes(5)))
 struct RetryBudgetRatioTests {
     private func session(_ budget: RetryBudget, _ transport: ScriptedTransport, retryLimit: Int = 3) -> Session {
         Session(

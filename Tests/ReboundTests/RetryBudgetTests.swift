@@ -7,7 +7,7 @@ import Testing
     import FoundationNetworking
 #endif
 
-@Suite("RetryBudget", .timeLimit(.minutes(1)))
+@Suite("RetryBudget", .timeLimit(.minutes(5)))
 struct RetryBudgetTests {
     private func session(
         _ budget: RetryBudget, _ transport: ScriptedTransport, retryLimit: Int = 2

@@ -40,7 +40,7 @@ private struct BrokenClock: Clock {
     }
 }
 
-@Suite("retry(maxAttempts:tolerance:clock:operation:strategy:)", .timeLimit(.minutes(1)))
+@Suite("retry(maxAttempts:tolerance:clock:operation:strategy:)", .timeLimit(.minutes(5)))
 struct RetryFunctionTests {
     @Test func returnsTheFirstSuccessBackingOffOnTheClock() async throws {
         let clock = FastForwardClock()

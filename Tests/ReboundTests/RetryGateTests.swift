@@ -25,7 +25,7 @@ final class CountingGate: RetryGate {
     var delays: [Duration] { asked.withLock { $0 } }
 }
 
-@Suite("Retry gates", .timeLimit(.minutes(1)))
+@Suite("Retry gates", .timeLimit(.minutes(5)))
 struct RetryGateTests {
     @Test func aGateIsAskedAfterTheRetriersAndItsDenialEndsTheRequestKeepingTheFailure() async throws {
         let gate = CountingGate(allowed: 1)

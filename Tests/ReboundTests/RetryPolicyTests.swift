@@ -7,7 +7,7 @@ import Testing
     import FoundationNetworking
 #endif
 
-@Suite("RetryPolicy", .timeLimit(.minutes(1)))
+@Suite("RetryPolicy", .timeLimit(.minutes(5)))
 struct RetryPolicyTests {
     static let transientURLErrorCodes: [URLError.Code] = [
         .backgroundSessionInUseByAnotherProcess, .backgroundSessionWasDisconnected, .badServerResponse,

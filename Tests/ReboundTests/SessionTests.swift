@@ -7,7 +7,7 @@ import Testing
     import FoundationNetworking
 #endif
 
-@Suite("Session", .timeLimit(.minutes(1)))
+@Suite("Session", .timeLimit(.minutes(5)))
 struct SessionTests {
     // MARK: - Success and records
 

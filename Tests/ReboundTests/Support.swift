@@ -120,3 +120,14 @@ struct ForwardingAdapter: RequestAdapter {
         try await wrapped.adapt(request, context: context)
     }
 }
+
+/// Lets other tasks run while `condition` holds, checking it between turns.
+///
+/// - Throws: `CancellationError` when the task is cancelled first (a test past its time limit), so that a wait that
+///   never ends fails its test instead of holding the run.
+func waitWhile(_ condition: () -> Bool) async throws {
+    while condition() {
+        try Task.checkCancellation()
+        await Task.yield()
+    }
+}
