@@ -38,7 +38,7 @@ final class ChainBox: Sendable {
     }
 
     /// The methods the chain's retry policies retry, `nil` when none says (see ``RetriesMethods``): read before a
-    /// hedge only.
+    /// hedge, and before a retry of a request that hedging may repeat.
     var retriedMethods: Set<HTTPMethod>? { (interceptor as? any RetriesMethods)?.retriedMethods }
 }
 

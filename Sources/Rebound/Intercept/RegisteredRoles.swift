@@ -39,7 +39,7 @@ final class RoleGroup: Sendable {
 /// (a nested ``Interceptor``, a ``LoggingRetrier``, a user's decorator) keeps the role: no role is found from a part's
 /// type.
 ///
-/// One per request whose chain has adapters or retriers, made of one heap object (its ``Locked`` state); copies share
+/// One per request with a chain (the session's or its own), made of one heap object (its ``Locked`` state); copies share
 /// it. The first registration is held inline and the others in one array (``Registrations``), so that the realistic
 /// chain's registration (its breaker's) allocates nothing, and reading them allocates nothing either: the readers
 /// iterate a snapshot. The parts that settle their own attempts are also kept in a list of their own, which the

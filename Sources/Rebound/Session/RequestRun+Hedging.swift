@@ -123,14 +123,6 @@ extension RequestRun {
         return true
     }
 
-    /// Whether a request may be sent more than once at a time: a method the chain's retry policies retry (those
-    /// ``RetryPolicy`` retries by default when none says), or an `Idempotency-Key` that is not empty; never a stream
-    /// body.
-    mutating func mayBeRepeated(_ request: URLRequest) -> Bool {
-        guard request.httpBodyStream == nil, !plan.original.hasBodyStream else { return false }
-        return request.isRepeatable(methods: plan.chain?.retriedMethods ?? RetryPolicy.defaultRetryableHTTPMethods)
-    }
-
     /// Asks the retriers about a failed attempt of a round while others are in flight (recorded already); `nil` when
     /// the deadline came or the task was cancelled first.
     @inline(never)

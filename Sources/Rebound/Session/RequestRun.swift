@@ -4,8 +4,9 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// What stays the same across the attempts of one request, in one box, so that the frames that carry a request's run
-/// from await to await hold a reference instead of all of it.
+/// What a request keeps across its attempts, in one box, so that the frames that carry a request's run from await to
+/// await hold a reference instead of all of it: its settings, fixed when it starts, and the registrations its parts
+/// make through their contexts.
 ///
 /// What the request does not set for itself (its chain, validator, redirect handler, observers and gates) is read from
 /// the session when used rather than copied here: most requests set none of it, and each existential copied into a
@@ -18,7 +19,7 @@ final class RequestPlan: Sendable {
     let label: String?
     /// What the request brought of its own (chain, validator, redirect handler, observers and gates); `nil` for
     /// none, the common case: one reference, which the plan stores and releases without a call through a value
-    /// witness, where four optional existentials cost four to copy and four to destroy.
+    /// witness, where the parts' optional references and existential would each be copied and destroyed.
     private let own: RequestParts?
     /// The roles parts register through the contexts they are handed; `nil` without a chain, which has no parts.
     let registered: RegisteredRoles?
@@ -32,9 +33,7 @@ final class RequestPlan: Sendable {
 
     /// The plan of a request with nothing of its own besides its label and time limits, the common case: nothing the
     /// caller passed as an existential is copied (each such copy is a call through a value witness, run cold between
-    /// two round trips). Out of line: its temporaries would otherwise stay in the frame of `Session.send` for the whole
-    /// request.
-    @inline(never)
+    /// two round trips).
     convenience init(
         session: Session, original: consuming OriginalRequest, label: String?, deadline: Duration?,
         attemptTimeout: Duration?, hedging: Hedging?
@@ -46,7 +45,6 @@ final class RequestPlan: Sendable {
 
     /// The plan of a request with parts of its own: each of `requestInterceptor`, `requestRoles`, `validator` and
     /// `redirectHandler` is the request's own, `nil` for the session's.
-    @inline(never)
     convenience init(
         session: Session, original: consuming OriginalRequest, label: String?,
         requestInterceptor: (any RequestInterceptor)?, requestRoles: ChainRoles?, validator: (any ResponseValidator)?,
@@ -233,32 +231,6 @@ struct RequestRun {
         case .cancelled: .cancelled
         case .deadlineReached: deadlineReachedInAttempt()
         case .failure: await afterFailure(result)
-        }
-    }
-
-    /// Sleeps the backoff before a retry on the session's clock; a breaker that granted the retry ends the wait if it
-    /// opens meanwhile.
-    ///
-    /// Out of line, so that its temporaries do not stay in the frame of `Session.send` for the whole request: a request
-    /// waiting in backoff keeps its deepest frames (Docs/Performance.md, section 4).
-    ///
-    /// - Throws: `CancellationError` when the task is cancelled, or the ``ReboundError`` the request ends with when a
-    ///   gate ended the wait.
-    @inline(never)
-    mutating func backOff(for delay: Duration) async throws {
-        guard delay > .zero else { return }
-        if let wait = plan.registered?.backoffWait {
-            switch await wait.sleep(for: delay, on: plan.session.clock) {
-            case .slept: return
-            case .cancelled: throw CancellationError()
-            case .ended(let error): throw endedInBackoff(by: error)
-            }
-        }
-        do {
-            try await plan.session.clock.sleep(delay)
-        } catch {
-            // Clocks throw from `sleep` only when the sleeping task is cancelled.
-            throw CancellationError()
         }
     }
 
@@ -613,6 +585,14 @@ extension RequestRun {
         return .retry(after: delay)
     }
 
+    /// Whether a request may be sent more than once at a time: a method the chain's retry policies retry (those
+    /// ``RetryPolicy`` retries by default when none says), or an `Idempotency-Key` that is not empty; never a stream
+    /// body.
+    mutating func mayBeRepeated(_ request: URLRequest) -> Bool {
+        guard request.httpBodyStream == nil, !plan.original.hasBodyStream else { return false }
+        return request.isRepeatable(methods: plan.chain?.retriedMethods ?? RetryPolicy.defaultRetryableHTTPMethods)
+    }
+
     /// The error a request ends with when a gate that granted its retry ended the backoff (a breaker that opened):
     /// the gate's error beside the last attempt's failure, as if the gate had denied the retry.
     @inline(never)
@@ -705,6 +685,36 @@ extension RequestPlan {
     }
 }
 
+// MARK: - The backoff before a retry
+
+extension RequestRun {
+    /// Sleeps the backoff before a retry on the session's clock; a breaker that granted the retry ends the wait if it
+    /// opens meanwhile.
+    ///
+    /// Out of line, so that its temporaries do not stay in the frame of `Session.send` for the whole request: a request
+    /// waiting in backoff keeps its deepest frames (Docs/Performance.md, section 4).
+    ///
+    /// - Throws: `CancellationError` when the task is cancelled, or the ``ReboundError`` the request ends with when a
+    ///   gate ended the wait.
+    @inline(never)
+    mutating func backOff(for delay: Duration) async throws {
+        guard delay > .zero else { return }
+        if let wait = plan.registered?.backoffWait {
+            switch await wait.sleep(for: delay, on: plan.session.clock) {
+            case .slept: return
+            case .cancelled: throw CancellationError()
+            case .ended(let error): throw endedInBackoff(by: error)
+            }
+        }
+        do {
+            try await plan.session.clock.sleep(delay)
+        } catch {
+            // Clocks throw from `sleep` only when the sleeping task is cancelled.
+            throw CancellationError()
+        }
+    }
+}
+
 // MARK: - What the observers are told
 
 // What the observers are told: each attempt's outcome, and the request's end.
@@ -791,7 +801,6 @@ extension RequestRun {
     }
 
     /// What the observers are told of `attempt`, the last recorded.
-    @inline(never)
     mutating func outcome(of attempt: Attempt, data: Data?, decision: AttemptDecision) -> AttemptOutcome {
         AttemptOutcome(
             requestID: plan.requestID, label: plan.label, original: plan.original, attempt: attempt,

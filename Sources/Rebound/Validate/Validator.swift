@@ -34,9 +34,6 @@ public struct Validator: ResponseValidator {
         }
     }
 
-    /// Why `validation` rejects a response, as the session reports it: an ``UnacceptableStatusCode`` as
-    /// ``ReboundError/Reason/unacceptableStatusCode(_:)``, any other error as
-    /// ``ReboundError/Reason/validationFailed(error:)``; `nil` when it returns.
     /// `validator` as a `Validator`: itself, or one that asks it. Made once per session or request, where
     /// ``ResponseValidator/reason(for:data:context:)`` looks at the validator's type on every call.
     static func resolving(_ validator: any ResponseValidator) -> Validator {
@@ -46,6 +43,9 @@ public struct Validator: ResponseValidator {
         }
     }
 
+    /// Why `validation` rejects a response, as the session reports it: an ``UnacceptableStatusCode`` as
+    /// ``ReboundError/Reason/unacceptableStatusCode(_:)``, any other error as
+    /// ``ReboundError/Reason/validationFailed(error:)``; `nil` when it returns.
     static func reason(of validation: () throws -> Void) -> ReboundError.Reason? {
         do {
             try validation()
