@@ -16,8 +16,9 @@ enum RaceOutcome<Value: Sendable>: Sendable {
 /// ends resumes the caller; the others find the race decided and do nothing.
 final class Race<Value: Sendable>: Sendable {
     private struct State: Sendable {
-        var continuation: CheckedContinuation<RaceOutcome<Value>, Never>?
-        var decided = false
+        var continuation: CheckedContinuation<Void, Never>?
+        /// How the race ended, once it is decided.
+        var outcome: RaceOutcome<Value>?
         var work: Task<Void, Never>?
         var timer: Task<Void, Never>?
     }
@@ -30,14 +31,14 @@ final class Race<Value: Sendable>: Sendable {
     ) async -> RaceOutcome<Value> {
         guard limit > .zero else { return .limitReached }
         let race = Race()
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 // The tasks start under the lock, so that whatever decides the race finds them and cancels them before
                 // the caller resumes: an attempt cut short is cancelled before the session settles it, which is what
                 // keeps a limiter's place or a breaker's permit from being taken after its attempt was settled.
-                let cancelledEarly = race.state.withLock { state -> Bool in
+                let decidedEarly = race.state.withLock { state -> Bool in
                     // Cancelled before this point, the race is decided with nobody to resume: resume here.
-                    if state.decided { return true }
+                    if state.outcome != nil { return true }
                     state.continuation = continuation
                     state.work = Spawn.task { race.decide(.finished(await operation())) }
                     state.timer = Spawn.task {
@@ -50,23 +51,28 @@ final class Race<Value: Sendable>: Sendable {
                     }
                     return false
                 }
-                if cancelledEarly { continuation.resume(returning: .cancelled) }
+                if decidedEarly { continuation.resume() }
             }
         } onCancel: {
             race.decide(.cancelled)
         }
+        // The outcome is handed over through the lock it was stored under, not through the continuation: what the
+        // operation's task made is then visibly published to this task, also when the continuation was resumed
+        // before this task suspended (the runtime's own synchronisation in that case is invisible to the thread
+        // sanitizer).
+        return race.state.withLock { $0.outcome } ?? .cancelled
     }
 
-    /// Resumes the caller with `outcome` unless the race is decided already, and cancels what still runs.
+    /// Decides the race with `outcome` unless it is decided already, cancels what still runs and resumes the caller.
     private func decide(_ outcome: RaceOutcome<Value>) {
-        let won = state.withLock { state -> (CheckedContinuation<RaceOutcome<Value>, Never>?, [Task<Void, Never>])? in
-            guard !state.decided else { return nil }
-            state.decided = true
+        let won = state.withLock { state -> (CheckedContinuation<Void, Never>?, [Task<Void, Never>])? in
+            guard state.outcome == nil else { return nil }
+            state.outcome = outcome
             defer { state.continuation = nil }
             return (state.continuation, [state.work, state.timer].compactMap { $0 })
         }
         guard let (continuation, tasks) = won else { return }
         for task in tasks { task.cancel() }
-        continuation?.resume(returning: outcome)
+        continuation?.resume()
     }
 }
