@@ -277,8 +277,8 @@ public final class JSONBodyRetrier: RequestAdapter {
 
     /// Fails a successful response whose body matches, with ``Signal``; reads the body alone.
     public func validate(_ head: ResponseHead, data: Data, context: RequestContext) throws {
-        guard inspectsSuccessfulResponses, let signal = signal(in: data) else { return }
-        throw signal
+        guard inspectsSuccessfulResponses else { return }
+        try match.validate(head, data: data, context: context)
     }
 
     /// Retries a failed attempt whose body matches, until the limit; then ends the request with ``SignalPersisted``:

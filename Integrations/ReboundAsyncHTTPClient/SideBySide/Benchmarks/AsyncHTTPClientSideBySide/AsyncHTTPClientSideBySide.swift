@@ -29,7 +29,7 @@ import SideBySide
 let headerName = "X-Client-Version"
 let headerValue = "4.2.0"
 
-/// The realistic chain of issue 23: a policy, a breaker registry, a ratio budget, an idempotency key, one header.
+/// The realistic chain on AsyncHTTPClient: a policy, a breaker registry, a ratio budget, an idempotency key, a header.
 func realisticSession(on transport: any HTTPTransport) -> Session {
     Session(
         transport: transport,
