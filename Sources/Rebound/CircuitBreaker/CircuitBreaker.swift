@@ -178,7 +178,6 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
     /// the breaker makes no second async call. An attempt let through registers the breaker, through the context, to
     /// hear how it ends, and the request holds its permit until then: wrapped in anything that forwards `adapt`, the
     /// breaker still counts it and gets its permit back.
-    @inline(never)
     func admit(_ context: RequestContext) throws(CircuitBreakerOpenError) {
         let requestID = context.requestID
         let attempt = context.attempt
@@ -265,8 +264,7 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
         forgetWait(of: outcome.requestID)
     }
 
-    /// Forgets a request's backoff wait; out of line, so that the async frame above stays small.
-    @inline(never)
+    /// Forgets a request's backoff wait, if it kept one.
     fileprivate func forgetWait(of requestID: UUID) {
         storage.withLock { storage in
             if !storage.waits.isEmpty { storage.waits[requestID] = nil }

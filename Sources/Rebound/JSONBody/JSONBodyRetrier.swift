@@ -268,8 +268,8 @@ public final class JSONBodyRetrier: RequestAdapter {
         return request
     }
 
-    /// Registers through the context; out of line, so that the context stays out of the async frame above.
-    @inline(never)
+    /// Registers the retrier with the request through its context: as a retrier, and as a validator when it inspects
+    /// successful responses.
     fileprivate func register(through context: RequestContext) {
         if inspectsSuccessfulResponses { context.validateResponses(with: match) }
         context.decideRetries(with: self)

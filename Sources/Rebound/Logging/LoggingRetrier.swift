@@ -137,22 +137,13 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
     /// Registers the logger as an observer through the request's context, then returns the wrapped retrier's answer
     /// unchanged, or ``RetryResult/doNotRetry`` without one.
     public func retry(_ request: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
-        register(through: request)
+        request.context.observe(self)
         let answer = await wrapped?.retry(request, dueTo: error) ?? .doNotRetry
         if wrappedName != nil { keep(answer, for: request) }
         return answer
     }
 
-    /// Registers the logger through the request's context; out of line, so that the context stays out of the async
-    /// frame above.
-    @inline(never)
-    private func register(through request: RetryRequest) {
-        request.context.observe(self)
-    }
-
-    /// Keeps the wrapped retrier's answer until the attempt is logged; out of line, so that the async frame above
-    /// stays small (a waiting request's memory is the high-water mark of its frames).
-    @inline(never)
+    /// Keeps the wrapped retrier's answer until the attempt is logged.
     private func keep(_ answer: RetryResult, for request: RetryRequest) {
         // Kept only where the request's end will be told (a session's request), which forgets it.
         guard request.context.canRegister else { return }
@@ -166,12 +157,6 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
 
     /// Keeps the hop, to be logged with its attempt's outcome.
     public func attemptWasRedirected(_ hop: RedirectHop) async {
-        keep(hop)
-    }
-
-    /// Keeps a hop's line until its attempt is logged; out of line, so that the async frame above stays small.
-    @inline(never)
-    private func keep(_ hop: RedirectHop) {
         let line =
             "\(hop.request.method) \(redaction.string(for: hop.request.url)) → \(hop.responseHead.statusCode) → "
             + "\(hop.next.method) \(redaction.string(for: hop.next.url))"
@@ -197,13 +182,7 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
     /// Logs a request cancelled after a failed attempt was to be retried (in its backoff sleep, say): every other
     /// end was logged with its last attempt.
     public func requestDidFinish(_ outcome: RequestOutcome) async {
-        logEnd(of: outcome)
-    }
-
-    /// Forgets the request's kept answer and logs a cancellation that came after a retry was decided; out of line,
-    /// so that the async frame above stays small.
-    @inline(never)
-    private func logEnd(of outcome: RequestOutcome) {
+        // Forgets what was kept for the request, then logs a cancellation that came after a retry was decided.
         kept.withLock { kept in
             // Nothing is kept for most requests: no key is hashed then.
             if !kept.answers.isEmpty { kept.answers[outcome.requestID] = nil }
@@ -216,9 +195,7 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
                 attempt: last, elapsed: outcome.elapsed, decision: .cancelled))
     }
 
-    /// Builds and sinks the event for an outcome; out of line, so that the event's temporaries stay out of the async
-    /// frame above (a waiting request's memory is the high-water mark of its frames).
-    @inline(never)
+    /// Builds and sinks the event for an outcome at or above the minimum level.
     private func log(_ outcome: AttemptOutcome) {
         // Below the minimum level (a first attempt's success, by default) nothing is read: what was kept for the
         // attempt is forgotten when the request ends.

@@ -29,7 +29,6 @@ enum Redirection {
     ]
 
     /// Whether `status` is one the session follows: 301, 302, 303, 307 or 308.
-    @inline(__always)
     static func isRedirect(_ status: Int) -> Bool {
         switch status {
         case 301, 302, 303, 307, 308: true

@@ -19,7 +19,6 @@ extension RequestRun {
     /// the newest attempt was handed over), it starts a hedge, if the settings, the request and the hedge gates allow.
     /// A success wins; a failure with a response that no retrier would retry ends the round; so does the last attempt
     /// in flight failing.
-    @inline(never)
     mutating func hedgedAttempts(_ hedging: Hedging) async -> AttemptResult {
         let round = HedgeRound()
         let roundBase = nextBase()
@@ -87,8 +86,7 @@ extension RequestRun {
     }
 
     /// Starts the next attempt of the round in a task of its own and returns its number.
-    @inline(never)
-    mutating func start(_ base: URLRequest, hedge: Int, in round: HedgeRound, inFlight: inout InFlight) -> Int {
+    func start(_ base: URLRequest, hedge: Int, in round: HedgeRound, inFlight: inout InFlight) -> Int {
         let number = attempts.count + inFlight.count + 1
         // The request's first attempt starts with the request, whose start was just read.
         let attemptStart = number == 1 ? start : plan.session.clock.now()
@@ -102,8 +100,7 @@ extension RequestRun {
     }
 
     /// Whether the settings and the time left let the round start another attempt.
-    @inline(never)
-    mutating func mayStartAnother(_ hedging: Hedging, inFlight: InFlight) -> Bool {
+    func mayStartAnother(_ hedging: Hedging, inFlight: InFlight) -> Bool {
         guard inFlight.count < hedging.maximumInFlight, attempts.count + inFlight.count < hedging.maximumAttempts,
             !Task.isCancelled
         else { return false }
@@ -113,8 +110,7 @@ extension RequestRun {
 
     /// Whether attempt `number` may start as a hedge of `sent`, the newest request of the round: a request that may
     /// be repeated, let through by every hedge gate registered (a throttle, a breaker, a budget), in order.
-    @inline(never)
-    mutating func admitsHedge(_ sent: URLRequest, number: Int) -> Bool {
+    func admitsHedge(_ sent: URLRequest, number: Int) -> Bool {
         guard mayBeRepeated(sent) else { return false }
         guard let roles = plan.registered else { return true }
         for gate in roles.hedgeGates {
@@ -125,7 +121,6 @@ extension RequestRun {
 
     /// Asks the retriers about a failed attempt of a round while others are in flight (recorded already); `nil` when
     /// the deadline came or the task was cancelled first.
-    @inline(never)
     mutating func askMidRound(about failed: AttemptResult) async -> RetryResult? {
         let question = question(about: failed)
         if let deadline = plan.deadline {
@@ -138,7 +133,6 @@ extension RequestRun {
     /// Ends a round: cancels what is in flight, records each such attempt as cancelled, settles it and tells the
     /// observers, then returns `result`, recorded after them. With no result (the task was cancelled), the newest
     /// attempt in flight is the one the run goes on with, recorded last.
-    @inline(never)
     mutating func endRound(_ round: HedgeRound, inFlight: InFlight, with result: AttemptResult?) async
         -> AttemptResult
     {

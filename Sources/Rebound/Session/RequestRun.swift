@@ -145,14 +145,14 @@ final class RequestParts: Sendable {
 /// delay, failed, cancelled), which the observers are told and `execute()` acts on. The error a failed request ends
 /// with is kept in `failure`.
 ///
-/// Memory: a task keeps the memory of its deepest frames (in its task allocator's slabs) until it ends, so a request
-/// waiting in backoff costs the high-water mark of the pipeline's async frames. Hence the shape: the async functions
-/// below only carry references and small enums across their awaits, and everything between awaits happens in
-/// synchronous helpers kept out of line (`@inline(never)`), whose temporaries live on the thread's stack instead of
-/// the task's. Docs/Performance.md, section 4, measures it and tells how to read the frames' sizes.
+/// Memory: a task keeps the memory of its deepest async frames (its task allocator's slabs) until it ends, so a
+/// request waiting in backoff costs the high-water mark of the frames below. They carry references and small enums
+/// across their awaits (the plan, an attempt's result and a retry request are each one box).
 ///
-/// Its methods are all `mutating`, also those that change nothing: a mutating method gets the run by reference, where a
-/// non-mutating one gets a copy of it, which an async caller keeps in its frame.
+/// The methods the request's async frames call on the run are `mutating`, also `response(to:)`, `settle(_:decision:)`,
+/// `ending()` and the observers' steps, which change nothing: a non-mutating call copies the run into the calling
+/// async frame, which `ReboundAllocations/WaitingInBackoff` counts (about 1 KB more per waiting request).
+/// Docs/Performance.md, section 4, tells how to read the frames' sizes.
 struct RequestRun {
     let plan: RequestPlan
     var attempts: [Attempt] = []
@@ -186,9 +186,8 @@ struct RequestRun {
     /// validate), the decision after a failure (the retriers, the deadline, the gates), the backoff, and what the
     /// observers hear. A hedged round, in place of one attempt, is in `RequestRun+Hedging.swift`.
     ///
-    /// Memory: the attempt, the decision and the backoff run one after the other in frames of their own
-    /// (``decision(after:)`` is inlined here), so a request waiting in backoff costs the largest of the three paths, not
-    /// their sum, and this frame, which lasts the whole request, stays small.
+    /// Inlined into `Session.send`: a frame of its own would be one more for a waiting request to keep (about 1 KB for
+    /// the realistic chain, `ReboundAllocations/WaitingInBackoffRealisticChain`).
     @inline(__always)
     mutating func execute() async throws -> Response {
         do {
@@ -197,12 +196,12 @@ struct RequestRun {
                 let result = await attemptOnce()
                 let decision = await decision(after: result)
                 let observed = settle(result, decision: decision)
-                // Nothing that observes, no call: each of these makes a frame of its own.
+                // Nothing that observes, no call.
                 if observed { await report(result, decision: decision) }
                 switch decision {
                 case .succeeded:
                     if observed { await finish(.succeeded) }
-                    if attempts.count > 1 { endAccounts() }
+                    if attempts.count > 1 { plan.endAccounts() }
                     return response(to: result)
                 case .cancelled:
                     throw CancellationError()
@@ -216,15 +215,14 @@ struct RequestRun {
             // A `ReboundError` is the one `fail(with:)` kept; nothing else is thrown but cancellation. Only the decision
             // crosses the await, not the error.
             let decision: AttemptDecision = error is ReboundError ? .failed : .cancelled
-            if hasObservers() { await finish(decision) }
-            endAccounts()
+            if plan.hasObservers { await finish(decision) }
+            plan.endAccounts()
             if decision == .failed { throw ending() }
             throw CancellationError()
         }
     }
 
     /// What follows an attempt: for a failure, what the retriers, the gates and the deadline say.
-    @inline(__always)
     mutating func decision(after result: AttemptResult) async -> AttemptDecision {
         switch result.kind {
         case .success: .succeeded
@@ -235,13 +233,12 @@ struct RequestRun {
     }
 
     /// Makes one attempt and records it; a request to hedge makes a hedged round instead (``hedgedAttempts(_:)``).
-    @inline(never)
     mutating func attemptOnce() async -> AttemptResult {
         if let hedging = plan.hedging, !plan.original.hasBodyStream { return await hedgedAttempts(hedging) }
         let number = attempts.count + 1
         // The first attempt starts with the request, whose start was just read.
         let attemptStart = number == 1 ? start : plan.session.clock.now()
-        // Without a deadline or an attempt timeout, no race and no frame for one.
+        // Without a deadline or an attempt timeout, nothing to race.
         let result: AttemptResult
         if plan.isRaced {
             result = await plan.attempt(nextBase(), number: number, startedAfter: attemptStart - start)
@@ -257,14 +254,12 @@ struct RequestRun {
     /// (the caller's request shares its storage, and Foundation copies shared storage on the first change, on Linux a
     /// whole copy that normalizes the method again); otherwise `base`, or the caller's request when no retrier
     /// replaced it. Returned owned, so that the unshared request's only reference travels to the adapters.
-    @inline(never)
     mutating func nextBase() -> URLRequest {
         if let request = unshared.take() { return request }
         return base ?? plan.originalRequest
     }
 
     /// Records an attempt, the `hedge`-th of its round.
-    @inline(never)
     mutating func record(_ result: AttemptResult, number: Int, since attemptStart: Duration, hedge: Int = 0) {
         let duration = plan.session.clock.now() - attemptStart
         let failure: ReboundError.Reason? =
@@ -288,7 +283,6 @@ struct RequestRun {
     }
 
     /// The response of a successful attempt.
-    @inline(never)
     mutating func response(to result: AttemptResult) -> Response {
         guard let sent = result.sent, let response = result.response else {
             preconditionFailure("a successful attempt has a request and a response")
@@ -301,14 +295,13 @@ struct RequestRun {
 
 // MARK: - One attempt: adapt, send, follow redirects, validate
 
-// The steps of an attempt that do not change the run's state take the plan (a reference) rather than the run, so
-// that no copy of the run is kept in the frames that call them.
+// The steps of an attempt change nothing of the run's: they belong to the plan, which every attempt shares, hedges
+// too.
 extension RequestPlan {
     /// Runs one attempt, started `elapsed` into the request, racing the deadline's time left and the attempt timeout,
     /// whichever comes first; the attempt is cancelled when its time runs out, and the run goes on at once even if the
     /// attempt ignores cancellation (its result is then dropped).
     /// `onSend` hears the request handed to the transport (a hedged round's attempts report it).
-    @inline(never)
     func attempt(
         _ base: consuming URLRequest, number: Int, startedAfter elapsed: Duration,
         onSend: (@Sendable (URLRequest) -> Void)? = nil
@@ -373,9 +366,7 @@ extension RequestPlan {
         }
     }
 
-    /// `request` adapted in place by `adaptInPlace`; out of line, so that the request being changed stays out of the
-    /// attempt's async frame.
-    @inline(never)
+    /// `request` adapted in place by `adaptInPlace`.
     static func adapt(
         _ request: consuming URLRequest, inPlace adaptInPlace: Adapter.ModifyNowHandler, context: RequestContext
     ) throws -> URLRequest {
@@ -385,7 +376,6 @@ extension RequestPlan {
     }
 
     /// The result of an attempt that threw before it had a response: cancelled, if the error or the task says so.
-    @inline(never)
     static func failed(
         _ reason: ReboundError.Reason, sent: URLRequest?, firstHop: URLRequest? = nil
     ) -> AttemptResult {
@@ -402,7 +392,6 @@ extension RequestPlan {
 
     /// Validates a response: with the validator in effect, then with those the chain's parts registered.
     /// `firstHop` is the adapted request when `sent` is the last hop of its redirects.
-    @inline(never)
     func check(
         _ response: ResponseHead, data: Data, sent: URLRequest, firstHop: URLRequest? = nil, context: RequestContext
     ) -> AttemptResult {
@@ -422,9 +411,7 @@ extension RequestPlan {
 // An attempt's redirects, followed hop by hop by the session itself.
 extension RequestPlan {
     /// Follows the redirects of an attempt hop by hop, as the redirect handler decides, and validates the response
-    /// the last hop got (a redirect not followed included). Out of line: requests without redirects never make its
-    /// frame.
-    @inline(never)
+    /// the last hop got (a redirect not followed included).
     func followRedirects(
         from sent: URLRequest, response: ResponseHead, data: Data, context: RequestContext
     ) async -> AttemptResult {
@@ -494,7 +481,6 @@ extension RequestPlan {
 // request ends with).
 extension RequestRun {
     /// Asks the retriers about a failed attempt and decides what follows.
-    @inline(never)
     mutating func afterFailure(_ failed: AttemptResult) async -> AttemptDecision {
         let question = question(about: failed)
         // A hedged round asked already.
@@ -504,8 +490,7 @@ extension RequestRun {
         if !question.isOffered {
             result = .doNotRetry
         } else if let deadline = plan.deadline {
-            // The retriers' decision is bounded by the deadline too, even a retrier that ignores cancellation; out of
-            // line, so that a request waiting in backoff does not keep the race's frame.
+            // The retriers' decision is bounded by the deadline too, even a retrier that ignores cancellation.
             guard
                 let answer = await plan.retryResult(
                     for: question, racing: deadline - (plan.session.clock.now() - start))
@@ -528,8 +513,7 @@ extension RequestRun {
     }
 
     /// What the retriers are asked about a failed attempt.
-    @inline(never)
-    mutating func question(about failed: AttemptResult) -> Question {
+    func question(about failed: AttemptResult) -> Question {
         guard case .failure(let reason) = failed.kind else { preconditionFailure("only failures are asked about") }
         let error = failure(reason, response: failed.response, data: failed.data)
         let request = RetryRequest(
@@ -541,7 +525,6 @@ extension RequestRun {
 
     /// Decides what follows the retriers' answer to a failed attempt: a retry after its delay, unless the deadline
     /// comes first or a gate denies it, or the failure the request ends with. Records the retry in the attempt.
-    @inline(never)
     mutating func decide(after result: RetryResult, for request: RetryRequest, dueTo error: ReboundError)
         -> AttemptDecision
     {
@@ -588,14 +571,13 @@ extension RequestRun {
     /// Whether a request may be sent more than once at a time: a method the chain's retry policies retry (those
     /// ``RetryPolicy`` retries by default when none says), or an `Idempotency-Key` that is not empty; never a stream
     /// body.
-    mutating func mayBeRepeated(_ request: URLRequest) -> Bool {
+    func mayBeRepeated(_ request: URLRequest) -> Bool {
         guard request.httpBodyStream == nil, !plan.original.hasBodyStream else { return false }
         return request.isRepeatable(methods: plan.chain?.retriedMethods ?? RetryPolicy.defaultRetryableHTTPMethods)
     }
 
     /// The error a request ends with when a gate that granted its retry ended the backoff (a breaker that opened):
     /// the gate's error beside the last attempt's failure, as if the gate had denied the retry.
-    @inline(never)
     mutating func endedInBackoff(by error: any Error) -> ReboundError {
         guard let last = attempts.last, let reason = last.failure else {
             preconditionFailure("a retry follows a failure")
@@ -607,13 +589,11 @@ extension RequestRun {
     }
 
     /// The decision when the deadline came while the retriers were deciding about `error`.
-    @inline(never)
     mutating func decidedTooLate(_ error: ReboundError) -> AttemptDecision {
         fail(with: deadlineExceeded(after: error.reason, response: error.responseHead, data: error.data))
     }
 
     /// The decision after an attempt the deadline cut short.
-    @inline(never)
     mutating func deadlineReachedInAttempt() -> AttemptDecision {
         fail(with: deadlineExceeded(after: Self.deadlineCutShort))
     }
@@ -630,7 +610,7 @@ extension RequestRun {
         return failure
     }
 
-    mutating func failure(_ reason: ReboundError.Reason, response: ResponseHead?, data: Data?)
+    func failure(_ reason: ReboundError.Reason, response: ResponseHead?, data: Data?)
         -> ReboundError
     {
         ReboundError(
@@ -639,7 +619,7 @@ extension RequestRun {
     }
 
     /// The deadline error after `reason`.
-    mutating func deadlineExceeded(
+    func deadlineExceeded(
         after reason: ReboundError.Reason, response: ResponseHead? = nil, data: Data? = nil
     ) -> ReboundError {
         failure(.deadlineExceeded(deadline: plan.deadline ?? .zero, last: reason), response: response, data: data)
@@ -650,7 +630,6 @@ extension RequestRun {
 extension RequestPlan {
     /// Asks the retriers about `question`, racing the time left; `nil` when the time ran out or the task was cancelled
     /// first.
-    @inline(never)
     func retryResult(for question: RequestRun.Question, racing remaining: Duration) async -> RetryResult? {
         let (request, error) = (question.request, question.error)
         switch await Race.run(remaining, clock: session.clock, { await self.retryResult(for: request, dueTo: error) }) {
@@ -662,21 +641,7 @@ extension RequestPlan {
     /// Asks the retriers registered through the context, then the session's, then the request's; the first answer
     /// other than `doNotRetry` wins.
     func retryResult(for request: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
-        // Out of line, so that a chain without registered retriers never makes the loop's frame.
-        if let retriers = registered?.retriers, !retriers.isEmpty {
-            return await retryResult(asking: retriers, for: request, dueTo: error)
-        }
-        return await chain?.retry(request, dueTo: error) ?? .doNotRetry
-    }
-
-    /// Asks `retriers`, then the chain; the first answer other than `doNotRetry` wins.
-    @inline(never)
-    func retryResult(
-        asking retriers: [any RegisteredRetrier], for request: RetryRequest, dueTo error: ReboundError
-    )
-        async -> RetryResult
-    {
-        for retrier in retriers {
+        for retrier in registered?.retriers ?? [] {
             let result = await retrier.retry(request, dueTo: error)
             if case .doNotRetry = result { continue }
             return result
@@ -691,12 +656,8 @@ extension RequestRun {
     /// Sleeps the backoff before a retry on the session's clock; a breaker that granted the retry ends the wait if it
     /// opens meanwhile.
     ///
-    /// Out of line, so that its temporaries do not stay in the frame of `Session.send` for the whole request: a request
-    /// waiting in backoff keeps its deepest frames (Docs/Performance.md, section 4).
-    ///
     /// - Throws: `CancellationError` when the task is cancelled, or the ``ReboundError`` the request ends with when a
     ///   gate ended the wait.
-    @inline(never)
     mutating func backOff(for delay: Duration) async throws {
         guard delay > .zero else { return }
         if let wait = plan.registered?.backoffWait {
@@ -719,15 +680,8 @@ extension RequestRun {
 
 // What the observers are told: each attempt's outcome, and the request's end.
 extension RequestRun {
-    /// Whether any observer is to be told: one the session or the request was given, or one that registered so far.
-    @inline(never)
-    mutating func hasObservers() -> Bool {
-        plan.listsObservers || plan.registered?.hasObservers == true
-    }
-
     /// Has the parts that let the last recorded attempt through settle it (``AttemptAccountant``), at once and in
     /// order, before any observer hears of it; returns whether any observer is to be told of it (one lock for both).
-    @inline(never)
     mutating func settle(_ result: AttemptResult, decision: AttemptDecision) -> Bool {
         guard let roles = plan.registered else { return plan.listsObservers }
         let (accountants, registeredObservers) = roles.accountantsAndObservers
@@ -747,18 +701,8 @@ extension RequestRun {
         return registeredObservers || plan.listsObservers
     }
 
-    /// Tells the parts that settle their attempts that the request ended. (Not called for a success at the first
-    /// attempt: a part keeps something for a request only once it granted it a retry.)
-    @inline(never)
-    mutating func endAccounts() {
-        guard let accountants = plan.registered?.accountantsAndObservers.accountants, !accountants.isEmpty else {
-            return
-        }
-        for part in accountants { part.requestEnded(plan.requestID) }
-    }
-
-    /// Tells the observers how the last recorded attempt ended.
-    @inline(never)
+    /// Tells the observers how the last recorded attempt ended: the session's and the request's, then those that
+    /// registered.
     mutating func report(_ result: AttemptResult, decision: AttemptDecision) async {
         let registered = plan.registeredObservers
         guard let outcome = outcome(data: result.data, decision: decision) else { return }
@@ -771,8 +715,7 @@ extension RequestRun {
         }
     }
 
-    /// Tells the observers how the request ended.
-    @inline(never)
+    /// Tells the observers how the request ended, in the same order.
     mutating func finish(_ decision: AttemptDecision) async {
         let registered = plan.registeredObservers
         let outcome = requestOutcome(decision)
@@ -786,25 +729,40 @@ extension RequestRun {
     }
 
     /// What the observers are told of the request's end.
-    @inline(never)
-    mutating func requestOutcome(_ decision: AttemptDecision) -> RequestOutcome {
+    func requestOutcome(_ decision: AttemptDecision) -> RequestOutcome {
         RequestOutcome(
             requestID: plan.requestID, label: plan.label, original: plan.original, attempts: attempts,
             elapsed: plan.session.clock.now() - start, decision: decision, error: decision == .failed ? failure : nil)
     }
 
     /// What the observers are told of the last recorded attempt.
-    @inline(never)
-    mutating func outcome(data: Data?, decision: AttemptDecision) -> AttemptOutcome? {
+    func outcome(data: Data?, decision: AttemptDecision) -> AttemptOutcome? {
         guard let attempt = attempts.last else { return nil }
         return outcome(of: attempt, data: data, decision: decision)
     }
 
     /// What the observers are told of `attempt`, the last recorded.
-    mutating func outcome(of attempt: Attempt, data: Data?, decision: AttemptDecision) -> AttemptOutcome {
+    func outcome(of attempt: Attempt, data: Data?, decision: AttemptDecision) -> AttemptOutcome {
         AttemptOutcome(
             requestID: plan.requestID, label: plan.label, original: plan.original, attempt: attempt,
             data: data, elapsed: plan.session.clock.now() - start, decision: decision,
             error: decision == .failed ? failure : nil)
+    }
+}
+
+// Whom the request's end concerns.
+extension RequestPlan {
+    /// Whether any observer is to be told: one the session or the request was given, or one that registered so far.
+    var hasObservers: Bool {
+        listsObservers || registered?.hasObservers == true
+    }
+
+    /// Tells the parts that settle their attempts that the request ended. (Not called for a success at the first
+    /// attempt: a part keeps something for a request only once it granted it a retry.)
+    func endAccounts() {
+        guard let accountants = registered?.accountantsAndObservers.accountants, !accountants.isEmpty else {
+            return
+        }
+        for part in accountants { part.requestEnded(requestID) }
     }
 }

@@ -230,9 +230,12 @@ public final class Session: Sendable {
         return try await run.execute()
     }
 
-    /// The run of a request built from a URL, out of line like the other; its adapters get a request of their own to
-    /// change in place (see `RequestRun.nextBase()`): one more request to build, cheaper than the copy a change would
-    /// make; not with headers, which would cost as much to set again.
+    /// The run of a request built from a URL; its adapters get a request of their own to change in place (see
+    /// `RequestRun.nextBase()`): one more request to build, cheaper than the copy a change would make; not with
+    /// headers, which would cost as much to set again.
+    ///
+    /// Out of line, as the other: its temporaries would stay in the frame of `send`, which lasts the whole request
+    /// (about 1 KB more per waiting request, `ReboundAllocations/WaitingInBackoff`).
     @inline(never)
     private func run(
         _ url: URL, method: HTTPMethod, headers: [String: String], body: Data?, label: String?,
@@ -257,8 +260,10 @@ public final class Session: Sendable {
             redirectHandler: redirectHandler, hedging: hedging)
     }
 
-    /// A request's run, made out of line so that its temporaries (existentials, optionals resolved against the
-    /// session's defaults) stay out of the frame of `send`, which lasts as long as the request.
+    /// A request's run: its plan, with what the request did not set resolved against the session's defaults.
+    ///
+    /// Out of line: its temporaries (existentials, optionals) would stay in the frame of `send`, which lasts the whole
+    /// request (about 1 KB more per waiting request, `ReboundAllocations/WaitingInBackoff`).
     @inline(never)
     private func run(
         _ original: consuming OriginalRequest, unshared: consuming URLRequest? = nil, label: String?,
