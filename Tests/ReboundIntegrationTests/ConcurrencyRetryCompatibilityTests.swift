@@ -58,7 +58,7 @@ private func customization3(_ url: URL) async throws -> (Data, URLResponse) {
 
 /// The README's prebuilt strategies, each where a strategy goes.
 private let readmeStrategies: [RetryStrategy] = [
-    .backoff(.none),
+    .backoff(.zero),
     .backoff(.constant(.seconds(2))),
     .backoff(.linear(a: .seconds(1), b: .seconds(1))),
     .backoff(.exponential(a: .seconds(1), b: 2.0)),

@@ -33,7 +33,7 @@ struct FaultyServerTests {
         // RetryPolicy for timeouts; ConnectionLostRetryPolicy for a connection lost mid-body, which Linux reports as
         // `URLError.unknown`.
         let session = Session(
-            retriers: [RetryPolicy(backoff: .none), ConnectionLostRetryPolicy(exponentialBackoffScale: 0.01)],
+            retriers: [RetryPolicy(backoff: .zero), ConnectionLostRetryPolicy(exponentialBackoffScale: 0.01)],
             attemptTimeout: .milliseconds(400), clock: ContinuousClock())
 
         let response = try await session.send(server.url("/flaky"))
@@ -61,7 +61,7 @@ struct FaultyServerTests {
         defer { server.stop() }
         server.route("/first", [Reply.status(200, body: "one").closingSilently()])
         server.route("/post", [.status(200, body: "two")])
-        let session = Session(retriers: [RetryPolicy(backoff: .none)], attemptTimeout: .seconds(2))
+        let session = Session(retriers: [RetryPolicy(backoff: .zero)], attemptTimeout: .seconds(2))
 
         _ = try await session.send(server.url("/first"))
         // Whatever URLSession makes of the dead connection (a retry of its own, an error, a hang), the request ends:

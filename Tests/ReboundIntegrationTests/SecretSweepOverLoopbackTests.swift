@@ -84,7 +84,7 @@ struct SecretSweepOverLoopbackTests {
 
         var target = server.baseURL
         var routes: [LoopbackServer.Reply] = [.status(200, body: "{}")]
-        var retriers: [any RequestRetrier] = [RetryPolicy(retryLimit: 1, backoff: .none)]
+        var retriers: [any RequestRetrier] = [RetryPolicy(retryLimit: 1, backoff: .zero)]
         var adapters: [any RequestAdapter] = []
         var interceptor: (any RequestInterceptor)?
         var deadline: Duration?

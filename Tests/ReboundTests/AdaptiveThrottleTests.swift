@@ -220,7 +220,7 @@ struct AdaptiveThrottleTests {
             random: RandomSource(CountedStuck(value: .max, count: count)))
         let transport = ScriptedTransport([.status(503), .status(503), .status(200)])
         let session = Session(
-            transport: transport, adapters: [throttle], retriers: [RetryPolicy(backoff: .none)],
+            transport: transport, adapters: [throttle], retriers: [RetryPolicy(backoff: .zero)],
             clock: FastForwardClock())
 
         let response = try await session.send(request())
@@ -239,7 +239,7 @@ struct AdaptiveThrottleTests {
         let throttle = AdaptiveThrottle(configuration: Self.bare, clock: ManualClock(), random: neverRejects)
         let transport = ScriptedTransport { _, _ in .status(503) }
         let session = Session(
-            transport: transport, adapters: [throttle], retriers: [RetryPolicy(backoff: .none)],
+            transport: transport, adapters: [throttle], retriers: [RetryPolicy(backoff: .zero)],
             gates: [DenyingGate()], clock: FastForwardClock())
         for _ in 0..<3 { _ = try? await session.send(request()) }
 
@@ -288,7 +288,7 @@ struct AdaptiveThrottleTests {
         let transport = ScriptedTransport { _, _ in .status(503) }
         let session = Session(
             transport: transport, adapters: [ForwardingAdapter(wrapped: throttle)],
-            retriers: [RetryPolicy(backoff: .none)], clock: FastForwardClock())
+            retriers: [RetryPolicy(backoff: .zero)], clock: FastForwardClock())
 
         let error = try await #require(throws: ReboundError.self) { try await session.send(request()) }
 
@@ -338,7 +338,7 @@ struct AdaptiveThrottleTests {
         let throttle = AdaptiveThrottle(configuration: Self.bare, clock: ManualClock(), random: .seeded(1))
         let transport = ScriptedTransport { _, number in number.isMultiple(of: 3) ? .status(200) : .status(503) }
         let session = Session(
-            transport: transport, adapters: [throttle], retriers: [RetryPolicy(backoff: .none)],
+            transport: transport, adapters: [throttle], retriers: [RetryPolicy(backoff: .zero)],
             clock: FastForwardClock())
         // Each request's end: `nil` for a success, else its error's type.
         let ends = await withTaskGroup(of: String?.self) { group in

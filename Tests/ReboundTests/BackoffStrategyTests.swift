@@ -43,7 +43,7 @@ struct BackoffStrategyTests {
     }
 
     @Test func theShapesFollowTheirFormulas() {
-        #expect(delays(.none) == [.zero, .zero, .zero, .zero])
+        #expect(delays(.zero) == [.zero, .zero, .zero, .zero])
         #expect(delays(.constant(.seconds(2))) == [.seconds(2), .seconds(2), .seconds(2), .seconds(2)])
         #expect(
             delays(.linear(a: .seconds(1), b: .milliseconds(500)))
@@ -159,14 +159,23 @@ struct BackoffStrategyTests {
     }
 }
 
-@Suite("BackoffStrategy.automatic")
-struct AutomaticBackoffTests {
-    @Test func noneMeansNoDelayInRetryPolicyAndAutomaticMeansItsFormula() throws {
-        #expect(RetryPolicy(backoff: .none).delay(forRetryCount: 3) == .zero)
+@Suite("A backoff left out")
+struct DefaultBackoffTests {
+    @Test func zeroMeansNoDelayAndNilTheReceiversOwnDelays() {
+        #expect(RetryPolicy(backoff: .zero).delay(forRetryCount: 3) == .zero)
         #expect(RetryPolicy(exponentialBackoffScale: 1).delay(forRetryCount: 3) == .seconds(8))
+        #expect(RetryPolicy(exponentialBackoffScale: 1, backoff: nil).delay(forRetryCount: 3) == .seconds(8))
         #expect(JSONBodyRetrier(values: ["X"], delay: .seconds(2)).delay(forRetryCount: 4) == .seconds(2))
-        #expect(JSONBodyRetrier(values: ["X"], backoff: .none).delay(forRetryCount: 4) == .zero)
-        #expect(BackoffStrategy.automatic.delay(forRetryCount: 2) == .zero)
+        #expect(JSONBodyRetrier(values: ["X"], delay: .seconds(2), backoff: nil).delay(forRetryCount: 4) == .seconds(2))
+        #expect(JSONBodyRetrier(values: ["X"], backoff: .zero).delay(forRetryCount: 4) == .zero)
+    }
+
+    @Test func aBackoffGivenReplacesTheFormula() {
+        let policy = RetryPolicy(exponentialBackoffScale: 1, backoff: .constant(.seconds(3)))
+        #expect(policy.delay(forRetryCount: 0) == .seconds(3))
+        #expect(policy.delay(forRetryCount: 5) == .seconds(3))
+        let json = JSONBodyRetrier(values: ["X"], delay: .seconds(2), backoff: .linear(a: .seconds(1), b: .zero))
+        #expect(json.delay(forRetryCount: 4) == .seconds(4))
     }
 }
 

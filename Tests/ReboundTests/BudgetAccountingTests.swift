@@ -34,7 +34,7 @@ struct BudgetAccountingTests {
         let budget = RetryBudget(configuration: .init(initialTokens: 100, maximumTokens: 500))
         let transport = ScriptedTransport([.status(503), .hang, .status(200)])
         let session = Session(
-            transport: transport, adapters: [budget], retriers: [RetryPolicy(backoff: .none)],
+            transport: transport, adapters: [budget], retriers: [RetryPolicy(backoff: .zero)],
             attemptTimeout: .seconds(5), clock: clock)
         let task = Task { try await session.send(request()) }
         try await transport.waitForRequests(2)

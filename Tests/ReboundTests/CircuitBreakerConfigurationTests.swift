@@ -72,7 +72,7 @@ struct CircuitBreakerConfigurationTests {
 
     @Test func aBreakThatNeverOpensOrATrialThatNeverExpiresIsRejected() {
         let never = #expect(throws: ConfigurationError.self) {
-            try CircuitBreaker.Configuration.validated(breakDuration: .none)
+            try CircuitBreaker.Configuration.validated(breakDuration: .zero)
         }
         #expect(
             never?.message
@@ -156,7 +156,7 @@ struct CircuitBreakerConfigurationTests {
         let statuses = Locked([503, 200, 200, 200, 200])
         let transport = ScriptedTransport { _, _ in .status(statuses.withLock { $0.removeFirst() }) }
         let session = Session(
-            transport: transport, adapters: [breaker], retriers: [RetryPolicy(backoff: .none)], clock: ManualClock())
+            transport: transport, adapters: [breaker], retriers: [RetryPolicy(backoff: .zero)], clock: ManualClock())
         let url = URL(string: "https://example.com/a")!
 
         _ = try await session.send(url, label: "first")

@@ -316,7 +316,7 @@ struct ConcurrencyLimiterTests {
         let limiter = limiter(.fixed(1))
         let transport = ScriptedTransport([.status(503), .status(503), .status(200)])
         let session = Session(
-            transport: transport, adapters: [limiter], retriers: [RetryPolicy(backoff: .none)],
+            transport: transport, adapters: [limiter], retriers: [RetryPolicy(backoff: .zero)],
             clock: FastForwardClock())
 
         let response = try await session.send(request())
@@ -346,7 +346,7 @@ struct ConcurrencyLimiterTests {
         let limiter = limiter(.fixed(1))
         let session = Session(
             transport: ScriptedTransport { _, _ in .status(503) }, adapters: [ForwardingAdapter(wrapped: limiter)],
-            retriers: [RetryPolicy(backoff: .none)], clock: FastForwardClock())
+            retriers: [RetryPolicy(backoff: .zero)], clock: FastForwardClock())
         for _ in 0..<3 { _ = try? await session.send(request()) }
         #expect(limiter.placesHeld == 0)
     }

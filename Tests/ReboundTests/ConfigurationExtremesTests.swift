@@ -14,7 +14,7 @@ import Testing
 struct ConfigurationExtremesTests {
     /// A session whose transport answers 503 once, then 200, through `adapters`, retrying with `retriers`.
     private func failOnceThenSucceed<C: Clock>(
-        adapters: [any RequestAdapter] = [], retriers: [any RequestRetrier] = [RetryPolicy(backoff: .none)],
+        adapters: [any RequestAdapter] = [], retriers: [any RequestRetrier] = [RetryPolicy(backoff: .zero)],
         deadline: Duration? = nil, attemptTimeout: Duration? = nil, hedging: Hedging? = nil, clock: C
     ) async throws -> Response where C.Duration == Duration {
         let transport = ScriptedTransport([.status(503), .status(200)])
@@ -99,7 +99,7 @@ struct ConfigurationExtremesTests {
             configuration: try .validated(initialTokens: initial, maximumTokens: maximum, successReward: reward))
         let transport = ScriptedTransport([.status(200), .status(503), .status(200)])
         let session = Session(
-            transport: transport, adapters: [budget], retriers: [RetryPolicy(backoff: .none)],
+            transport: transport, adapters: [budget], retriers: [RetryPolicy(backoff: .zero)],
             clock: FastForwardClock())
 
         _ = try await session.send(request())

@@ -108,7 +108,7 @@ struct DeadlineEveryAwaitTests {
     func attemptTimeoutIsRetried() async throws {
         let transport = ScriptedTransport([.hang, .status(200)])
         let session = Session(
-            transport: transport, retriers: [RetryPolicy(backoff: .none)], attemptTimeout: .seconds(5), clock: clock)
+            transport: transport, retriers: [RetryPolicy(backoff: .zero)], attemptTimeout: .seconds(5), clock: clock)
         let task = Task { try await session.send(request()) }
         try await transport.waitForRequests(1)
         try await clock.waitForSleepers(1)

@@ -18,7 +18,7 @@ struct PerHostMemoryTests {
     ) async throws {
         let session = Session(
             transport: ScriptedTransport { _, _ in .status(200) }, adapters: adapters,
-            retriers: [RetryPolicy(backoff: .none)], clock: clock)
+            retriers: [RetryPolicy(backoff: .zero)], clock: clock)
         for index in first..<(first + count) {
             _ = try await session.send(URL(string: "https://h\(index).example.com/")!)
             clock.advance(by: .milliseconds(4))
@@ -72,7 +72,7 @@ struct PerHostMemoryTests {
         // Every host fails once (a 500, retried): not at rest in any part that learns from failures.
         let session = Session(
             transport: ScriptedTransport { _, number in number.isMultiple(of: 2) ? .status(200) : .status(500) },
-            adapters: parts.map(\.part), retriers: [RetryPolicy(backoff: .none)], clock: clock)
+            adapters: parts.map(\.part), retriers: [RetryPolicy(backoff: .zero)], clock: clock)
         for index in 0..<1_000 {
             _ = try? await session.send(URL(string: "https://h\(index).example.com/")!)
         }

@@ -308,7 +308,7 @@ struct HeaderAuthenticator: Authenticator {
 
         // A retried request through the budget and the pacing.
         let retrying = Session(
-            transport: transport, adapters: [pacing, budget], retriers: [RetryPolicy(retryLimit: 1, backoff: .none)],
+            transport: transport, adapters: [pacing, budget], retriers: [RetryPolicy(retryLimit: 1, backoff: .zero)],
             clock: clock)
         let retried = try await #require(throws: ReboundError.self) { try await retrying.send(entry) }
         #expect(retried.attempts.count == 2, "the 503 was retried once")

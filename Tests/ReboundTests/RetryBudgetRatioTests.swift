@@ -11,7 +11,7 @@ import Testing
 struct RetryBudgetRatioTests {
     private func session(_ budget: RetryBudget, _ transport: ScriptedTransport, retryLimit: Int = 3) -> Session {
         Session(
-            transport: transport, adapters: [budget], retriers: [RetryPolicy(retryLimit: retryLimit, backoff: .none)],
+            transport: transport, adapters: [budget], retriers: [RetryPolicy(retryLimit: retryLimit, backoff: .zero)],
             clock: FastForwardClock())
     }
 
@@ -98,7 +98,7 @@ struct RetryBudgetRatioTests {
             : CircuitBreaker(configuration: configuration, clock: ManualClock())
         let transport = ScriptedTransport { _, _ in .status(503) }
         let session = Session(
-            transport: transport, adapters: [budget, breaker], retriers: [RetryPolicy(backoff: .none)],
+            transport: transport, adapters: [budget, breaker], retriers: [RetryPolicy(backoff: .zero)],
             clock: FastForwardClock())
 
         let error = try await #require(throws: ReboundError.self) { try await session.send(request()) }

@@ -197,14 +197,25 @@ struct RetryFunctionTests {
         #expect(calls.withLock { $0 } == 1)
     }
 
-    @Test(arguments: [0, -1])
-    func rejectsFewerThanOneAttempt(maxAttempts: Int) async {
-        let error = await #expect(throws: ConfigurationError.self) {
-            try await retry(maxAttempts: maxAttempts, clock: FastForwardClock()) { 1 }
+    @Test func fewerThanOneAttemptTrapsNamingTheSetting() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = try? await retry(maxAttempts: 0, clock: FastForwardClock()) { 1 }
         }
 
-        #expect(error?.field == "retry(maxAttempts:)")
-        #expect(error?.message == "retry(maxAttempts:) must be at least 1, got \(maxAttempts)")
+        expectStandardError(of: result, contains: "retry(maxAttempts:) must be at least 1, got 0")
+    }
+
+    @Test func aNegativeCountTrapsBeforeCallingTheOperation() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = try? await retry(maxAttempts: -1, clock: FastForwardClock()) { () -> Int in
+                FileHandle.standardError.write(Data("operation called\n".utf8))
+                return 1
+            }
+        }
+
+        expectStandardError(of: result, contains: "retry(maxAttempts:) must be at least 1, got -1")
+        let standardError = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(!standardError.contains("operation called"))
     }
 
     @Test func worksOnTheContinuousClockFromAnActor() async throws {

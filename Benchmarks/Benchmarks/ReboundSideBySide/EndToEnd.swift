@@ -125,7 +125,7 @@ func retryPath(base: URL, rounds: Int, count: Int) async throws -> Section {
     let sessionURL = base.appendingPathComponent("flaky-a")
     let handURL = base.appendingPathComponent("flaky-b")
     let plainSession = URLSession(configuration: plainConfiguration())
-    let session = Session(transport: URLSessionTransport(), retriers: [RetryPolicy(backoff: .none)])
+    let session = Session(transport: URLSessionTransport(), retriers: [RetryPolicy(backoff: .zero)])
     let handWritten: @Sendable () async throws -> Void = {
         for _ in 0..<3 {
             let (_, response) = try await plainSession.data(for: URLRequest(url: handURL))
@@ -158,7 +158,7 @@ func retryPath(base: URL, rounds: Int, count: Int) async throws -> Section {
                 name: "hand-written retry loop on URLSession",
                 figures: ["requests/s": hand.medianRate, "client CPU µs/req": hand.medianCPU / 1_000]),
             Row(
-                name: "Session with RetryPolicy(backoff: .none)",
+                name: "Session with RetryPolicy(backoff: .zero)",
                 figures: ratioFigures(roundRatios, as: "Session/hand").merging([
                     "requests/s": reboundSamples.medianRate, "client CPU µs/req": reboundSamples.medianCPU / 1_000,
                 ]) { $1 }, rounds: ["Session/hand": roundRatios]),

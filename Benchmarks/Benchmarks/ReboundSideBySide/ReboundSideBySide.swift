@@ -178,10 +178,10 @@ let benchmarks: @Sendable () -> Void = {
     sideBySide(
         "RetryPath",
         headlines: [
-            .ratio("ratio_session_hand", row: "Session with RetryPolicy(backoff: .none)", column: "Session/hand"),
+            .ratio("ratio_session_hand", row: "Session with RetryPolicy(backoff: .zero)", column: "Session/hand"),
             Headline(metric: "cpu_us_hand", row: "hand-written retry loop on URLSession", column: "client CPU µs/req"),
             Headline(
-                metric: "cpu_us_session", row: "Session with RetryPolicy(backoff: .none)", column: "client CPU µs/req"),
+                metric: "cpu_us_session", row: "Session with RetryPolicy(backoff: .zero)", column: "client CPU µs/req"),
         ]
     ) {
         [

@@ -41,7 +41,7 @@ func soakContender(_ name: String, base: URL) -> @Sendable () async throws -> Vo
     func realisticChain(over transport: any HTTPTransport) -> Session {
         Session(
             transport: transport, adapters: headerAdapters + [CircuitBreakerRegistry(), RetryBudget()],
-            retriers: [LoggingRetrier(wrapping: RetryPolicy(backoff: .none), sink: { _ in })],
+            retriers: [LoggingRetrier(wrapping: RetryPolicy(backoff: .zero), sink: { _ in })],
             interceptor: AuthenticationInterceptor(authenticator: SoakAuthenticator(), credential: SoakToken()))
     }
     switch name {

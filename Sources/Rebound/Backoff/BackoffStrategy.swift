@@ -5,7 +5,7 @@ import Foundation
 ///
 /// | strategy | delay for retry count x |
 /// |---|---|
-/// | ``none`` | 0 |
+/// | ``zero`` | 0 |
 /// | ``constant(_:)`` | c |
 /// | ``linear(a:b:)`` | a·x + b |
 /// | ``exponential(a:b:)-(_,Int)`` | a·bˣ |
@@ -26,7 +26,7 @@ import Foundation
 /// ```
 public struct BackoffStrategy: Sendable {
     private indirect enum Shape: Sendable {
-        case none
+        case zero
         case constant(Duration)
         case linear(a: Duration, b: Duration)
         case exponential(a: Duration, b: Double)
@@ -36,7 +36,6 @@ public struct BackoffStrategy: Sendable {
         case equalJitter(Shape, RandomSource)
         case decorrelated(base: Duration, cap: Duration, RandomSource)
         case custom(@Sendable (Int, Duration?) -> Duration)
-        case automatic
     }
 
     private let shape: Shape
@@ -55,7 +54,7 @@ public struct BackoffStrategy: Sendable {
         case .atLeast(let inner, let m): .atLeast(unjittered(inner), m)
         case .atMost(let inner, let m): .atMost(unjittered(inner), m)
         case .decorrelated(let base, _, _): .constant(base)
-        case .none, .constant, .linear, .exponential, .custom, .automatic: shape
+        case .zero, .constant, .linear, .exponential, .custom: shape
         }
     }
 
@@ -70,20 +69,12 @@ public struct BackoffStrategy: Sendable {
     }
 
     /// No delay: f(x) = 0.
-    public static var none: BackoffStrategy { BackoffStrategy(.none) }
+    public static var zero: BackoffStrategy { BackoffStrategy(.zero) }
 
-    /// The default of whatever it is given to: for ``RetryPolicy``, its exponential backoff from
-    /// ``RetryPolicy/exponentialBackoffBase`` and ``RetryPolicy/exponentialBackoffScale``; for ``JSONBodyRetrier``, its
-    /// constant delay. Used on its own, it means no delay.
-    ///
-    /// It is what those initializers' `backoff:` defaults to, so that `backoff: .none` always means no delay.
-    public static var automatic: BackoffStrategy { BackoffStrategy(.automatic) }
-
-    /// Whether this is ``automatic``.
-    public var isAutomatic: Bool {
-        if case .automatic = shape { return true }
-        return false
-    }
+    /// No delay under the name it had: ``zero``. Where a `BackoffStrategy?` is expected, `.none` would be `nil`, the
+    /// receiver's default backoff; declared, so that the compiler warns there instead of choosing silently.
+    @available(*, unavailable, renamed: "zero", message: "no delay is .zero; an optional backoff's nil is the default")
+    public static var none: BackoffStrategy { .zero }
 
     /// The same delay every time: f(x) = c.
     public static func constant(_ c: Duration) -> BackoffStrategy {
@@ -161,7 +152,7 @@ public struct BackoffStrategy: Sendable {
     /// (so that nothing overflows), before the final clamp to zero and up.
     private static func value(_ shape: Shape, x: Int, previous: Duration?) -> Duration {
         switch shape {
-        case .none, .automatic:
+        case .zero:
             return .zero
         case .constant(let c):
             return saturated(c)

@@ -2,10 +2,12 @@
 /// for each error: the `retry` of swift-concurrency-retry, with the same behaviour, so that moving over is a change of
 /// import.
 ///
-/// - `maxAttempts` counts the first call: 3 (the default) means one call and at most two retries.
+/// - `maxAttempts` counts the first call: 3 (the default) means one call and at most two retries. Fewer than 1 traps
+///   with a message naming the setting, as swift-concurrency-retry's precondition does; check a value read at run time
+///   before passing it.
 /// - After a failure, `strategy(error)` decides: ``RetryStrategy/backoff(_:)`` sleeps that strategy's delay for the
 ///   retry count (0 before the first retry) on `clock`, then calls again; ``RetryStrategy/stop`` rethrows the error.
-///   The default, `.backoff(.none)`, sleeps `.zero` on the clock and calls again.
+///   The default, `.backoff(.zero)`, sleeps `.zero` on the clock and calls again.
 ///   The last attempt's error is rethrown without asking `strategy`.
 /// - Every error the operation throws is rethrown as it was thrown, never wrapped.
 /// - Cancellation: the operation is called at least once, even in a task already cancelled (it decides what that
@@ -33,18 +35,19 @@
 ///   - operation: The operation to run.
 ///   - strategy: Decides per error whether and how to back off; retry at once by default.
 /// - Returns: The operation's first successful result.
-/// - Throws: The operation's last error, the clock's error, or ``ConfigurationError`` (before any call) when
-///   `maxAttempts` is less than 1.
+/// - Throws: The operation's last error, or the clock's error.
 public func retry<R, E: Error, C: Clock>(
     maxAttempts: Int = 3,
     tolerance: C.Duration? = nil,
     clock: C,
     isolation: isolated (any Actor)? = #isolation,
     operation: () async throws(E) -> sending R,
-    strategy: (E) -> RetryStrategy = { _ in .backoff(.none) }
+    strategy: (E) -> RetryStrategy = { _ in .backoff(.zero) }
 ) async throws -> R where C.Duration == Duration {
-    guard maxAttempts > 0 else {
-        throw ConfigurationError(field: "retry(maxAttempts:)", problem: "must be at least 1, got \(maxAttempts)")
+    ConfigurationError.trapIfInvalid { () throws(ConfigurationError) in
+        guard maxAttempts > 0 else {
+            throw ConfigurationError(field: "retry(maxAttempts:)", problem: "must be at least 1, got \(maxAttempts)")
+        }
     }
     var previousDelay: Duration?
     for retryCount in 0..<(maxAttempts - 1) {
@@ -66,7 +69,7 @@ public func retry<R, E: Error, C: Clock>(
 /// ``retry(maxAttempts:tolerance:clock:isolation:operation:strategy:)``.
 ///
 /// - Parameters:
-///   - maxAttempts: How many times the operation is called at most, counting the first; more than 0; 3 by default.
+///   - maxAttempts: How many times the operation is called at most, counting the first; at least 1; 3 by default.
 ///   - tolerance: The tolerance the backoff sleeps allow the clock; none by default.
 ///   - isolation: The actor the operation runs on; the caller's by default.
 ///   - operation: The operation to run.
@@ -76,7 +79,7 @@ public func retry<R, E: Error>(
     tolerance: ContinuousClock.Duration? = nil,
     isolation: isolated (any Actor)? = #isolation,
     operation: () async throws(E) -> sending R,
-    strategy: (E) -> RetryStrategy = { _ in .backoff(.none) }
+    strategy: (E) -> RetryStrategy = { _ in .backoff(.zero) }
 ) async throws -> R {
     try await retry(
         maxAttempts: maxAttempts, tolerance: tolerance, clock: ContinuousClock(), isolation: isolation,

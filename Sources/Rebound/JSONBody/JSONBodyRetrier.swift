@@ -106,13 +106,13 @@ public final class JSONBodyRetrier: RequestAdapter {
     ///   - retryLimit: How many times a request is retried at most, `0` or more; `3` by default.
     ///   - delay: The delay before each retry, `0` or more; 5 seconds by default.
     ///   - backoff: A strategy for the delays instead of the constant `delay`, for example with jitter;
-    ///     ``BackoffStrategy/automatic`` (the constant `delay`) by default.
+    ///     `nil` (the default) for the constant `delay`.
     ///   - maximumBodySize: Larger bodies are no match; more than `0`; 1 MiB by default.
     ///   - maximumDepth: Deeper bodies are no match; between `1` and ``maximumDepthLimit`` (512); `64` by default.
     ///   - inspectsSuccessfulResponses: Whether a 2xx whose body matches is failed and retried; `true` by default.
     public convenience init(
         path: String = "error_code", values: Set<JSONValue>, retryLimit: Int = defaultRetryLimit,
-        delay: Duration = defaultDelay, backoff: BackoffStrategy = .automatic,
+        delay: Duration = defaultDelay, backoff: BackoffStrategy? = nil,
         maximumBodySize: Int = defaultMaximumBodySize,
         maximumDepth: Int = defaultMaximumDepth, inspectsSuccessfulResponses: Bool = true
     ) {
@@ -139,13 +139,13 @@ public final class JSONBodyRetrier: RequestAdapter {
     ///   - retryLimit: How many times a request is retried at most, `0` or more; `3` by default.
     ///   - delay: The delay before each retry, `0` or more; 5 seconds by default.
     ///   - backoff: A strategy for the delays instead of the constant `delay`, for example with jitter;
-    ///     ``BackoffStrategy/automatic`` (the constant `delay`) by default.
+    ///     `nil` (the default) for the constant `delay`.
     ///   - maximumBodySize: Larger bodies are no match; more than `0`; 1 MiB by default.
     ///   - maximumDepth: Deeper bodies are no match; between `1` and ``maximumDepthLimit`` (512); `64` by default.
     ///   - inspectsSuccessfulResponses: Whether a 2xx whose body matches is failed and retried; `true` by default.
     ///   - predicate: Says whether the decoded body means "retry"; it must be quick and must not block.
     public convenience init(
-        retryLimit: Int = defaultRetryLimit, delay: Duration = defaultDelay, backoff: BackoffStrategy = .automatic,
+        retryLimit: Int = defaultRetryLimit, delay: Duration = defaultDelay, backoff: BackoffStrategy? = nil,
         maximumBodySize: Int = defaultMaximumBodySize, maximumDepth: Int = defaultMaximumDepth,
         inspectsSuccessfulResponses: Bool = true, where predicate: @escaping @Sendable (JSONValue) -> Bool
     ) {
@@ -169,7 +169,7 @@ public final class JSONBodyRetrier: RequestAdapter {
     /// - Throws: ``ConfigurationError`` naming the first invalid setting.
     public static func validated(
         path: String = "error_code", values: Set<JSONValue>, retryLimit: Int = defaultRetryLimit,
-        delay: Duration = defaultDelay, backoff: BackoffStrategy = .automatic,
+        delay: Duration = defaultDelay, backoff: BackoffStrategy? = nil,
         maximumBodySize: Int = defaultMaximumBodySize,
         maximumDepth: Int = defaultMaximumDepth, inspectsSuccessfulResponses: Bool = true
     ) throws(ConfigurationError) -> JSONBodyRetrier {
@@ -190,7 +190,7 @@ public final class JSONBodyRetrier: RequestAdapter {
     ///
     /// - Throws: ``ConfigurationError`` naming the first invalid setting.
     public static func validated(
-        retryLimit: Int = defaultRetryLimit, delay: Duration = defaultDelay, backoff: BackoffStrategy = .automatic,
+        retryLimit: Int = defaultRetryLimit, delay: Duration = defaultDelay, backoff: BackoffStrategy? = nil,
         maximumBodySize: Int = defaultMaximumBodySize, maximumDepth: Int = defaultMaximumDepth,
         inspectsSuccessfulResponses: Bool = true, where predicate: @escaping @Sendable (JSONValue) -> Bool
     ) throws(ConfigurationError) -> JSONBodyRetrier {
@@ -241,14 +241,14 @@ public final class JSONBodyRetrier: RequestAdapter {
 
     private init(
         checkedPath path: [String], values: Set<JSONValue>, predicate: (@Sendable (JSONValue) -> Bool)?,
-        retryLimit: Int, delay: Duration, backoff: BackoffStrategy, maximumBodySize: Int, maximumDepth: Int,
+        retryLimit: Int, delay: Duration, backoff: BackoffStrategy?, maximumBodySize: Int, maximumDepth: Int,
         inspectsSuccessfulResponses: Bool
     ) {
         self.match = JSONBodyMatch(
             path: path, values: values, predicate: predicate, maximumBodySize: maximumBodySize,
             maximumDepth: maximumDepth)
         self.retryLimit = retryLimit
-        self.backoff = backoff.isAutomatic ? .constant(delay) : backoff
+        self.backoff = backoff ?? .constant(delay)
         self.inspectsSuccessfulResponses = inspectsSuccessfulResponses
     }
 

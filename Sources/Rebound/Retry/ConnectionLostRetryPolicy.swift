@@ -105,7 +105,7 @@ public struct ConnectionLostRetryPolicy: RequestRetrier {
             checkedRetryLimit: retryLimit, exponentialBackoffBase: exponentialBackoffBase,
             exponentialBackoffScale: exponentialBackoffScale, retryableHTTPMethods: retryableHTTPMethods,
             retryableHTTPStatusCodes: [], retryableURLErrorCodes: Self.connectionLostURLErrorCodes,
-            backoff: .automatic, retryAfter: .default)
+            backoff: nil, retryAfter: .default)
     }
 
     /// Retries as ``policy`` decides.

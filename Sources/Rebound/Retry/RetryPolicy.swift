@@ -77,7 +77,7 @@ public struct RetryPolicy: RequestRetrier {
             exponentialBackoffScale: Self.defaultExponentialBackoffScale,
             retryableHTTPMethods: Self.defaultRetryableHTTPMethods,
             retryableHTTPStatusCodes: Self.defaultRetryableHTTPStatusCodes,
-            retryableURLErrorCodes: Self.defaultRetryableURLErrorCodes, backoff: .automatic, retryAfter: .default)
+            retryableURLErrorCodes: Self.defaultRetryableURLErrorCodes, backoff: nil, retryAfter: .default)
     }
 
     /// Creates a policy from settings written in code; an invalid one traps.
@@ -96,8 +96,8 @@ public struct RetryPolicy: RequestRetrier {
     ///   - retryableHTTPMethods: The methods that may be retried; ``defaultRetryableHTTPMethods`` by default.
     ///   - retryableHTTPStatusCodes: The status codes that are retried; ``defaultRetryableHTTPStatusCodes`` by default.
     ///   - retryableURLErrorCodes: The `URLError` codes that are retried; ``defaultRetryableURLErrorCodes`` by default.
-    ///   - backoff: The delay before each retry; by default (``BackoffStrategy/automatic``) the exponential backoff
-    ///     given by `exponentialBackoffBase` and `exponentialBackoffScale`. Pass one to add a cap or jitter.
+    ///   - backoff: The delay before each retry; `nil` (the default) for the exponential backoff given by
+    ///     `exponentialBackoffBase` and `exponentialBackoffScale`. Pass one to add a cap or jitter.
     ///   - retryAfter: Which `Retry-After` headers are honoured, up to how long; ``RetryAfter/default`` by default,
     ///     ``RetryAfter/ignored`` to never honour one.
     public init(
@@ -107,7 +107,7 @@ public struct RetryPolicy: RequestRetrier {
         retryableHTTPMethods: Set<HTTPMethod> = defaultRetryableHTTPMethods,
         retryableHTTPStatusCodes: Set<Int> = defaultRetryableHTTPStatusCodes,
         retryableURLErrorCodes: Set<URLError.Code> = defaultRetryableURLErrorCodes,
-        backoff: BackoffStrategy = .automatic,
+        backoff: BackoffStrategy? = nil,
         retryAfter: RetryAfter = .default
     ) {
         ConfigurationError.trapIfInvalid { () throws(ConfigurationError) in
@@ -135,7 +135,7 @@ public struct RetryPolicy: RequestRetrier {
         retryableHTTPMethods: Set<HTTPMethod> = defaultRetryableHTTPMethods,
         retryableHTTPStatusCodes: Set<Int> = defaultRetryableHTTPStatusCodes,
         retryableURLErrorCodes: Set<URLError.Code> = defaultRetryableURLErrorCodes,
-        backoff: BackoffStrategy = .automatic,
+        backoff: BackoffStrategy? = nil,
         retryAfter: RetryAfter = .default
     ) throws(ConfigurationError) -> RetryPolicy {
         try check(
@@ -170,11 +170,11 @@ public struct RetryPolicy: RequestRetrier {
         }
     }
 
-    /// Creates a policy from settings already checked; `.automatic` backoff becomes Alamofire's formula.
+    /// Creates a policy from settings already checked; no backoff given becomes Alamofire's formula.
     init(
         checkedRetryLimit retryLimit: Int, exponentialBackoffBase: Int, exponentialBackoffScale: Double,
         retryableHTTPMethods: Set<HTTPMethod>, retryableHTTPStatusCodes: Set<Int>,
-        retryableURLErrorCodes: Set<URLError.Code>, backoff: BackoffStrategy, retryAfter: RetryAfter
+        retryableURLErrorCodes: Set<URLError.Code>, backoff: BackoffStrategy?, retryAfter: RetryAfter
     ) {
         self.retryLimit = retryLimit
         self.exponentialBackoffBase = exponentialBackoffBase
@@ -182,9 +182,7 @@ public struct RetryPolicy: RequestRetrier {
         self.retryableHTTPMethods = retryableHTTPMethods
         self.retryableHTTPStatusCodes = retryableHTTPStatusCodes
         self.retryableURLErrorCodes = retryableURLErrorCodes
-        self.backoff =
-            backoff.isAutomatic
-            ? .exponential(a: .seconds(exponentialBackoffScale), b: exponentialBackoffBase) : backoff
+        self.backoff = backoff ?? .exponential(a: .seconds(exponentialBackoffScale), b: exponentialBackoffBase)
         self.retryAfter = retryAfter
     }
 
@@ -250,7 +248,7 @@ extension RequestRetrier where Self == RetryPolicy {
         retryableHTTPMethods: Set<HTTPMethod> = RetryPolicy.defaultRetryableHTTPMethods,
         retryableHTTPStatusCodes: Set<Int> = RetryPolicy.defaultRetryableHTTPStatusCodes,
         retryableURLErrorCodes: Set<URLError.Code> = RetryPolicy.defaultRetryableURLErrorCodes,
-        backoff: BackoffStrategy = .automatic,
+        backoff: BackoffStrategy? = nil,
         retryAfter: RetryAfter = .default
     ) -> RetryPolicy {
         RetryPolicy(

@@ -24,7 +24,7 @@ struct AsyncHTTPClientTransportTests {
 
     @Test func aRetryPolicyRetriesA503AndTheResponseComesBackWhole() async throws {
         server.route("/items", [.status(503), .status(200, headers: ["X-Page": "1"], body: "[1,2,3]")])
-        let session = Session(transport: transport, retriers: [RetryPolicy(backoff: .none)])
+        let session = Session(transport: transport, retriers: [RetryPolicy(backoff: .zero)])
 
         let response = try await session.send(server.url("/items"))
 
@@ -146,7 +146,7 @@ struct AsyncHTTPClientTransportTests {
         server.route("/flaky", [.reset, .closeMidBody(length: 1024), .status(200, body: "ok")])
         let session = Session(
             transport: transport,
-            retriers: [RetryPolicy(backoff: .none), ConnectionLostRetryPolicy(exponentialBackoffScale: 0.01)])
+            retriers: [RetryPolicy(backoff: .zero), ConnectionLostRetryPolicy(exponentialBackoffScale: 0.01)])
 
         let response = try await session.send(server.url("/flaky"))
 

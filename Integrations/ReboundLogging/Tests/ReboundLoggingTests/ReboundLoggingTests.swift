@@ -99,7 +99,7 @@ struct LoggerSinkTests {
 
     @Test func theLoggersLevelIsTheRetriersMinimumLevel() async throws {
         let log = CapturedLog(level: .error)
-        let retrier = LoggingRetrier(wrapping: RetryPolicy(retryLimit: 1, backoff: .none), logger: log.logger)
+        let retrier = LoggingRetrier(wrapping: RetryPolicy(retryLimit: 1, backoff: .zero), logger: log.logger)
         #expect(retrier.minimumLevel == .error)
         let session = Session(
             transport: ScriptedTransport([.status(503), .status(503)]), retriers: [retrier], clock: FastForwardClock())
@@ -121,7 +121,7 @@ struct LoggerSinkTests {
         let session = Session(
             transport: ScriptedTransport([.status(503), .status(200)]),
             interceptor: LoggingRetrier(
-                wrapping: RetryPolicy(backoff: .none), logger: log.logger, includesHeaders: true),
+                wrapping: RetryPolicy(backoff: .zero), logger: log.logger, includesHeaders: true),
             clock: FastForwardClock())
 
         _ = try await session.send(sent)
@@ -164,7 +164,7 @@ struct LoggerSinkTests {
         ])
         let session = Session(
             transport: transport,
-            interceptor: .logging(Interceptor(retriers: [RetryPolicy(backoff: .none)]), logger: log.logger),
+            interceptor: .logging(Interceptor(retriers: [RetryPolicy(backoff: .zero)]), logger: log.logger),
             clock: FastForwardClock())
 
         _ = try await session.send(request("https://a.example.com/start"))

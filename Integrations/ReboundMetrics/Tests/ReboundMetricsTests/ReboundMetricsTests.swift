@@ -78,7 +78,7 @@ struct MetricsObserverTests {
         let budget = RetryBudget(configuration: .init(initialTokens: 5, maximumTokens: 5, retryCost: 5))
         let session = Session(
             transport: ScriptedTransport { _, _ in .status(503) }, adapters: [budget],
-            retriers: [RetryPolicy(retryLimit: 5, backoff: .none)],
+            retriers: [RetryPolicy(retryLimit: 5, backoff: .zero)],
             observers: [MetricsObserver(budget: budget, factory: metrics)], clock: FastForwardClock())
 
         await #expect(throws: ReboundError.self) { try await session.send(request()) }
@@ -119,7 +119,7 @@ struct MetricsObserverTests {
 
     @Test func dimensionsAreBoundedNeverAPathAQueryOrAnIdentifier() async throws {
         let session = Session(
-            transport: ScriptedTransport([.status(503), .status(201)]), retriers: [RetryPolicy(backoff: .none)],
+            transport: ScriptedTransport([.status(503), .status(201)]), retriers: [RetryPolicy(backoff: .zero)],
             observers: [MetricsObserver(factory: metrics)], clock: FastForwardClock())
         var sent = request("https://api.example.com:8443/users/12345/orders?token=t0ken", method: "PUT")
         sent.setValue(UUID().uuidString, forHTTPHeaderField: "Idempotency-Key")

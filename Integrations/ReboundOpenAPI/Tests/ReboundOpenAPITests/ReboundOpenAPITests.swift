@@ -21,7 +21,7 @@ enum Placement: String, CaseIterable, CustomTestStringConvertible {
     var testDescription: String { rawValue }
 
     func client(
-        _ server: LoopbackServer, retriers: [any RequestRetrier] = [RetryPolicy(backoff: .none)],
+        _ server: LoopbackServer, retriers: [any RequestRetrier] = [RetryPolicy(backoff: .zero)],
         adapters: [any RequestAdapter] = [], singleBodies: SingleBodies = .sentOnce,
         clock: some Clock<Duration> = FastForwardClock()
     ) -> Client {
@@ -157,9 +157,9 @@ struct GeneratedClientTests {
             status: 404, headers: ["Content-Type": "application/problem+json"],
             body: Data(#"{"title":"no items","status":404}"#.utf8))
         server.route("/items", [problem, problem, problem])
-        let retriesNotFound = RetryPolicy(retryLimit: 1, retryableHTTPStatusCodes: [404], backoff: .none)
+        let retriesNotFound = RetryPolicy(retryLimit: 1, retryableHTTPStatusCodes: [404], backoff: .zero)
 
-        for (retriers, hits) in [([RetryPolicy(backoff: .none)], 1), ([retriesNotFound], 3)] {
+        for (retriers, hits) in [([RetryPolicy(backoff: .zero)], 1), ([retriesNotFound], 3)] {
             let output = try await placement.client(server, retriers: retriers).listItems()
 
             guard case .notFound(let notFound) = output else {

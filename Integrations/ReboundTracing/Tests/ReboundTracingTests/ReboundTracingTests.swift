@@ -69,7 +69,7 @@ struct TracingInterceptorTests {
         let transport = ScriptedTransport([.status(503), .status(200)])
         let session = Session(
             transport: transport, adapters: [TracingInterceptor(tracer: tracer)],
-            retriers: [RetryPolicy(backoff: .none)], clock: FastForwardClock())
+            retriers: [RetryPolicy(backoff: .zero)], clock: FastForwardClock())
 
         _ = try await session.send(request())
 
@@ -104,7 +104,7 @@ struct TracingInterceptorTests {
         let transport = ScriptedTransport { _, _ in .status(503) }
         let session = Session(
             transport: transport, adapters: [TracingInterceptor(tracer: tracer), budget],
-            retriers: [RetryPolicy(backoff: .none)], clock: FastForwardClock())
+            retriers: [RetryPolicy(backoff: .zero)], clock: FastForwardClock())
         let guarded = Session(
             transport: transport, adapters: [TracingInterceptor(tracer: tracer), breaker], clock: FastForwardClock())
 
@@ -214,7 +214,7 @@ struct TracingInterceptorTests {
         sent.setValue("Bearer s3cr3t", forHTTPHeaderField: "Authorization")
         let session = Session(
             transport: ScriptedTransport([.status(503), .status(200)]), adapters: [TracingInterceptor(tracer: tracer)],
-            retriers: [RetryPolicy(backoff: .none)], clock: FastForwardClock())
+            retriers: [RetryPolicy(backoff: .zero)], clock: FastForwardClock())
 
         _ = try await session.send(sent)
 
