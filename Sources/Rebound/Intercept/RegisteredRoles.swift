@@ -100,8 +100,6 @@ struct RegisteredRoles: Sendable {
         /// The parts that settle their own attempts, in the order they registered: read after every attempt, without
         /// copying the registrations' entries.
         var accountants = InlineList<any AttemptAccountant>.none
-        /// The request's backoff wait, made when a breaker grants a retry.
-        var backoffWait: BackoffWait?
         /// The gates asked before a hedge besides the accountants (a budget), each once, in the order they registered.
         var hedgeGates: [any HedgeGate] = []
         /// The permits held, one per breaker and attempt in flight: usually one, held without an allocation (more for a
@@ -270,6 +268,9 @@ struct RegisteredRoles: Sendable {
     /// Whether any observer registered so far.
     var hasObservers: Bool { state.withLock { $0.observerCount > 0 } }
 
+    /// Whether any part that settles its own attempts (a breaker) registered so far.
+    var hasAccountants: Bool { state.withLock { !$0.accountants.isEmpty } }
+
     /// The parts that settle their own attempts, in the order they registered (a snapshot, which registrations made
     /// later do not change, and reading it allocates nothing) and ``hasObservers``, under one lock: what the session
     /// reads after every attempt.
@@ -309,19 +310,6 @@ struct RegisteredRoles: Sendable {
     var retriers: [any RegisteredRetrier] {
         registrations.compactMap { if case .retrier(let retrier) = $0.entry { retrier } else { nil } }
     }
-
-    /// The request's backoff wait, made on first use: a gate that grants a retry keeps it to end the wait early.
-    func makeBackoffWait() -> BackoffWait {
-        state.withLock { state in
-            if let wait = state.backoffWait { return wait }
-            let wait = BackoffWait()
-            state.backoffWait = wait
-            return wait
-        }
-    }
-
-    /// The request's backoff wait, if a gate made one.
-    var backoffWait: BackoffWait? { state.withLock { $0.backoffWait } }
 }
 
 extension InlineList where Element == RegisteredRoles.Registration {

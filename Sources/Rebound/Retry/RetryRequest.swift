@@ -34,6 +34,7 @@ public struct RetryRequest: Sendable {
         let data: Data?
         let attempts: [Attempt]
         let roles: RegisteredRoles?
+        let backoffWait: BackoffWait?
     }
 
     private let storage: Box<Fields>
@@ -45,17 +46,18 @@ public struct RetryRequest: Sendable {
     ) {
         self.init(
             requestID: requestID, label: label, original: .request(originalRequest), lastRequest: lastRequest,
-            responseHead: response.map(ResponseHead.init), data: data, attempts: attempts, roles: nil)
+            responseHead: response.map(ResponseHead.init), data: data, attempts: attempts, roles: nil, backoffWait: nil)
     }
 
     init(
         requestID: UUID, label: String?, original: OriginalRequest, lastRequest: URLRequest?,
-        responseHead response: ResponseHead?, data: Data?, attempts: [Attempt], roles: RegisteredRoles?
+        responseHead response: ResponseHead?, data: Data?, attempts: [Attempt], roles: RegisteredRoles?,
+        backoffWait: BackoffWait?
     ) {
         storage = Box(
             Fields(
                 requestID: requestID, label: label, original: original, lastRequest: lastRequest,
-                response: response, data: data, attempts: attempts, roles: roles))
+                response: response, data: data, attempts: attempts, roles: roles, backoffWait: backoffWait))
     }
 
     /// The caller's request, or what it is made of.
@@ -71,8 +73,9 @@ public struct RetryRequest: Sendable {
     /// The request's registrations; `nil` for a retry request made outside a session.
     var roles: RegisteredRoles? { storage.value.roles }
 
-    /// The request's backoff wait, which a gate that grants a retry keeps to end it early; `nil` outside a session.
-    var backoffWait: BackoffWait? { storage.value.roles?.makeBackoffWait() }
+    /// The request's backoff wait, which a breaker that grants a retry keeps to end it early; `nil` outside a session
+    /// and for a request no breaker let through.
+    var backoffWait: BackoffWait? { storage.value.backoffWait }
 
     /// How many retries were made before the attempt that just failed: `0` after the first attempt fails.
     public var retryCount: Int { max(attempts.count - 1, 0) }

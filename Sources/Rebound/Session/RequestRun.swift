@@ -169,6 +169,10 @@ struct RequestRun {
     /// The body of the failed attempt whose retry waits in a backoff a gate can end (see ``BackoffWait``): the error
     /// the request ends with if the gate ends the wait carries it, as every other failure's error does.
     var bodyBeforeBackoff: Data?
+    /// The request's backoff wait, which a breaker that grants a retry keeps so that its opening ends the wait: made
+    /// when the retriers are first asked about a request a breaker let through; `nil` for every other request, whose
+    /// backoff is a plain sleep on the clock.
+    var backoffWait: BackoffWait?
 
     init(_ plan: RequestPlan, unshared: consuming URLRequest? = nil) {
         self.plan = plan
@@ -513,13 +517,14 @@ extension RequestRun {
     }
 
     /// What the retriers are asked about a failed attempt.
-    func question(about failed: AttemptResult) -> Question {
+    mutating func question(about failed: AttemptResult) -> Question {
         guard case .failure(let reason) = failed.kind else { preconditionFailure("only failures are asked about") }
         let error = failure(reason, response: failed.response, data: failed.data)
+        if backoffWait == nil, plan.registered?.hasAccountants == true { backoffWait = BackoffWait() }
         let request = RetryRequest(
             requestID: plan.requestID, label: plan.label, original: plan.original, lastRequest: failed.sent,
             responseHead: failed.response, data: failed.data, attempts: attempts,
-            roles: plan.registered)
+            roles: plan.registered, backoffWait: backoffWait)
         return Question(request: request, error: error, isOffered: !reason.isNonRetryable)
     }
 
@@ -564,7 +569,7 @@ extension RequestRun {
         }
         attempts[attempts.count - 1].retryDelay = delay
         if let request = result.request { base = request }
-        if plan.registered?.backoffWait != nil { bodyBeforeBackoff = error.data }
+        if backoffWait != nil { bodyBeforeBackoff = error.data }
         return .retry(after: delay)
     }
 
@@ -656,11 +661,15 @@ extension RequestRun {
     /// Sleeps the backoff before a retry on the session's clock; a breaker that granted the retry ends the wait if it
     /// opens meanwhile.
     ///
+    /// Out of line: inlined into `Session.send`, the breaker's wait would stay in that frame for the whole request,
+    /// also for requests that never wait (about 1 KB more per waiting request, `ReboundAllocations/WaitingInBackoff`).
+    ///
     /// - Throws: `CancellationError` when the task is cancelled, or the ``ReboundError`` the request ends with when a
-    ///   gate ended the wait.
+    ///   breaker ended the wait.
+    @inline(never)
     mutating func backOff(for delay: Duration) async throws {
         guard delay > .zero else { return }
-        if let wait = plan.registered?.backoffWait {
+        if let wait = backoffWait {
             switch await wait.sleep(for: delay, on: plan.session.clock) {
             case .slept: return
             case .cancelled: throw CancellationError()
