@@ -21,7 +21,7 @@ struct HedgingOverLoopbackTests {
             number == 1 ? .status(200, body: "slow").delayed(by: slow) : .status(200, body: "fast")
         }
         let session = Session(
-            transport: URLSessionTransport(session: URLSession(configuration: .ephemeral)),
+            transport: URLSessionHTTPTransport(session: URLSession(configuration: .ephemeral)),
             hedging: Hedging(delay: .milliseconds(100)))
 
         let response = try await session.send(server.url("/tail"))

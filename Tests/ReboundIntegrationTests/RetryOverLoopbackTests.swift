@@ -9,8 +9,8 @@ import Testing
 
 /// A transport on a URLSession of its own, so that the first request opens a new connection (libcurl silently
 /// re-sends a request once on a kept-alive connection that the server closed).
-private func freshTransport() -> URLSessionTransport {
-    URLSessionTransport(session: URLSession(configuration: .ephemeral))
+private func freshTransport() -> URLSessionHTTPTransport {
+    URLSessionHTTPTransport(session: URLSession(configuration: .ephemeral))
 }
 
 @Suite("Retrying real HTTP over loopback", .timeLimit(.minutes(5)))

@@ -144,11 +144,11 @@ struct SecretSweepOverLoopbackTests {
         var request = URLRequest(url: components.url!, timeoutInterval: timeoutInterval)
         request.setValue("Bearer SECRET-HEADER", forHTTPHeaderField: "Authorization")
 
-        var transport = URLSessionTransport()
+        var transport = URLSessionHTTPTransport()
         if path == .timeout {
             let configuration = URLSessionConfiguration.ephemeral
             configuration.timeoutIntervalForRequest = timeoutInterval
-            transport = URLSessionTransport(configuration: configuration)
+            transport = URLSessionHTTPTransport(configuration: configuration)
         }
         let session = Session(
             transport: transport, adapters: adapters, retriers: retriers, interceptor: interceptor,

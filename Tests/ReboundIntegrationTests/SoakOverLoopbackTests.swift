@@ -87,7 +87,7 @@ struct SoakOverLoopbackTests {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.httpMaximumConnectionsPerHost = 64
         let session = Session(
-            transport: URLSessionTransport(configuration: configuration),
+            transport: URLSessionHTTPTransport(configuration: configuration),
             adapters: [registry, budget],
             retriers: [
                 RetryPolicy(

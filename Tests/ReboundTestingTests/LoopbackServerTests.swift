@@ -12,7 +12,7 @@ private func fetch(
     _ url: URL, method: HTTPMethod = .get, headers: [String: String] = [:], body: Data? = nil,
     session: URLSession = .shared
 ) async throws -> (Data, HTTPURLResponse) {
-    try await URLSessionTransport(session: session).send(
+    try await URLSessionHTTPTransport(session: session).send(
         URLRequest(url: url, method: method, headers: headers, body: body))
 }
 

@@ -14,7 +14,7 @@ struct RefusedPortTests {
         defer { down.close() }
 
         await #expect {
-            try await URLSessionTransport(session: URLSession(configuration: .ephemeral)).send(
+            try await URLSessionHTTPTransport(session: URLSession(configuration: .ephemeral)).send(
                 URLRequest(url: down.url("/x")))
         } throws: { error in
             (error as? URLError)?.code == .cannotConnectToHost

@@ -32,11 +32,11 @@ let realisticReplayName = "URLSession, then the realistic chain's work in memory
 
 func endToEnd(base: URL, rounds: Int, concurrentRounds: Int, count: Int) async throws -> Section {
     let url = base.appendingPathComponent("ok")
-    // One URLSession for plain URLSession and the calibration contenders, and one URLSessionTransport() (the
+    // One URLSession for plain URLSession and the calibration contenders, and one URLSessionHTTPTransport() (the
     // session's default transport, with a URLSession of its own) shared by every Session contender: each side keeps
     // its connections warm, and the sessions differ only in what runs on top of the transport.
     let plainSession = URLSession(configuration: plainConfiguration())
-    let transport = URLSessionTransport()
+    let transport = URLSessionHTTPTransport()
     let plain: @Sendable () async throws -> Void = {
         let (_, response) = try await plainSession.data(for: requestWithRealisticHeaders(to: url))
         guard (response as? HTTPURLResponse)?.statusCode == 200 else { throw BenchmarkError("plain: \(response)") }
@@ -125,7 +125,7 @@ func retryPath(base: URL, rounds: Int, count: Int) async throws -> Section {
     let sessionURL = base.appendingPathComponent("flaky-a")
     let handURL = base.appendingPathComponent("flaky-b")
     let plainSession = URLSession(configuration: plainConfiguration())
-    let session = Session(transport: URLSessionTransport(), retriers: [RetryPolicy(backoff: .zero)])
+    let session = Session(transport: URLSessionHTTPTransport(), retriers: [RetryPolicy(backoff: .zero)])
     let handWritten: @Sendable () async throws -> Void = {
         for _ in 0..<3 {
             let (_, response) = try await plainSession.data(for: URLRequest(url: handURL))

@@ -12,18 +12,18 @@ import Synchronization
 ///
 /// Contenders: `plain` (URLSession), `spinN` (URLSession, then N µs of busy work per request), `session` (no
 /// interceptor), `adapters`, `breaker`, `logging`, `policy`, `realistic` (section 2's chain), each on
-/// `URLSessionTransport()`; `datafor` and `theirs`, a bare session on a transport that calls `URLSession.data(for:)`
-/// (section 6's baseline) and on `URLSessionTransport(session:)`.
+/// `URLSessionHTTPTransport()`; `datafor` and `theirs`, a bare session on a transport that calls
+/// `URLSession.data(for:)` (section 6's baseline) and on `URLSessionHTTPTransport(session:)`.
 func profile(_ contender: String, count: Int) async throws {
     let url = try ChildServer.url().appendingPathComponent("ok")
     let urlSession = URLSession(configuration: plainConfiguration())
-    // `datafor`: a bare Session on a data(for:) transport; `theirs`: on URLSessionTransport(session:); every other
-    // contender on URLSessionTransport(), the default.
+    // `datafor`: a bare Session on a data(for:) transport; `theirs`: on URLSessionHTTPTransport(session:); every other
+    // contender on URLSessionHTTPTransport(), the default.
     let transport: any HTTPTransport =
         switch contender {
         case "datafor": DataForTransport(session: urlSession)
-        case "theirs": URLSessionTransport(session: urlSession)
-        default: URLSessionTransport()
+        case "theirs": URLSessionHTTPTransport(session: urlSession)
+        default: URLSessionHTTPTransport()
         }
     let session = Session(transport: transport, interceptor: contenderInterceptor(named: contender))
     let spin = contender.hasPrefix("spin") ? Duration.microseconds(Int(contender.dropFirst(4)) ?? 0) : nil
@@ -67,7 +67,7 @@ func compare(_ contenders: [String], rounds: Int) async throws {
     let url = try ChildServer.url().appendingPathComponent("ok")
     let urlSession = URLSession(configuration: plainConfiguration())
     let otherURLSession = URLSession(configuration: plainConfiguration())
-    let transport = URLSessionTransport()
+    let transport = URLSessionHTTPTransport()
     let runs: [Contender] = contenders.map { contender in
         let session = Session(transport: transport, interceptor: contenderInterceptor(named: contender))
         @Sendable func run(_ count: Int) async throws {

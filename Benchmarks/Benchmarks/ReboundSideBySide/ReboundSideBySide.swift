@@ -195,11 +195,11 @@ let benchmarks: @Sendable () -> Void = {
     for inFlight in [1, 64] {
         transportHeadlines += [
             .ratio(
-                "ratio_own_\(inFlight)", row: "URLSessionTransport(), its own session, \(inFlight) in flight",
+                "ratio_own_\(inFlight)", row: "URLSessionHTTPTransport(), its own session, \(inFlight) in flight",
                 column: "ratio"),
             .ratio(
                 "ratio_theirs_\(inFlight)",
-                row: "URLSessionTransport(session:), a task delegate, \(inFlight) in flight", column: "ratio"),
+                row: "URLSessionHTTPTransport(session:), a task delegate, \(inFlight) in flight", column: "ratio"),
         ]
     }
     sideBySide("TransportCost", headlines: transportHeadlines) {

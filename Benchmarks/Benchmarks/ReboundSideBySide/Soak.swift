@@ -52,7 +52,7 @@ func soakContender(_ name: String, base: URL) -> @Sendable () async throws -> Vo
             _ = try await plain.data(for: requestWithRealisticHeaders(to: url))
         }
     case "Soak_RealisticChain":
-        let chain = realisticChain(over: URLSessionTransport())
+        let chain = realisticChain(over: URLSessionHTTPTransport())
         return { _ = try await chain.send(url) }
     default:
         let inMemory = realisticChain(over: FlakyInMemoryTransport())

@@ -7,7 +7,7 @@ import SideBySide
 #endif
 
 /// Section 6's baseline: a transport that calls `URLSession.data(for:)` on a session without a delegate, whose
-/// completion runs inline, without a hop through the session's delegate queue. (`URLSessionTransport` does not call
+/// completion runs inline, without a hop through the session's delegate queue. (`URLSessionHTTPTransport` does not call
 /// `data(for:)`: see its documentation.)
 struct DataForTransport: HTTPTransport {
     let session: URLSession
@@ -28,17 +28,17 @@ struct DataForTransport: HTTPTransport {
     }
 }
 
-/// Section 6: `URLSessionTransport` (its own session, and a caller's session) against `URLSession.data(for:)`, each
+/// Section 6: `URLSessionHTTPTransport` (its own session, and a caller's session) against `URLSession.data(for:)`, each
 /// called directly, one at a time and 64 in flight.
 func transportCost(base: URL, rounds: Int, concurrentRounds: Int, count: Int) async throws -> Section {
     let url = base.appendingPathComponent("ok")
     let baselineName = "URLSession.data(for:)"
     let transports: [(name: String, transport: any HTTPTransport)] = [
         (baselineName, DataForTransport(session: URLSession(configuration: plainConfiguration()))),
-        ("URLSessionTransport(), its own session", URLSessionTransport()),
+        ("URLSessionHTTPTransport(), its own session", URLSessionHTTPTransport()),
         (
-            "URLSessionTransport(session:), a task delegate",
-            URLSessionTransport(session: URLSession(configuration: plainConfiguration()))
+            "URLSessionHTTPTransport(session:), a task delegate",
+            URLSessionHTTPTransport(session: URLSession(configuration: plainConfiguration()))
         ),
     ]
     let request = URLRequest(url: url)
@@ -64,7 +64,7 @@ func transportCost(base: URL, rounds: Int, concurrentRounds: Int, count: Int) as
             let these = samples[name]!
             let roundRatios = zip(baseline, these).map { $1.operationsPerSecond / $0.operationsPerSecond }
             let isBaseline = name == baselineName
-            if name.hasPrefix("URLSessionTransport()") { ratios.append(median(roundRatios)) }
+            if name.hasPrefix("URLSessionHTTPTransport()") { ratios.append(median(roundRatios)) }
             rows.append(
                 Row(
                     name: "\(name), \(inFlight) in flight",
@@ -74,8 +74,8 @@ func transportCost(base: URL, rounds: Int, concurrentRounds: Int, count: Int) as
         }
     }
     return Section(
-        title: "6. Transport: URLSessionTransport against URLSession.data(for:)",
-        target: "requests per second of URLSessionTransport() / data(for:) ≥ 0.99",
+        title: "6. Transport: URLSessionHTTPTransport against URLSession.data(for:)",
+        target: "requests per second of URLSessionHTTPTransport() / data(for:) ≥ 0.99",
         met: ratios.allSatisfy { $0 >= 0.99 },
         note: "each transport called directly, over loopback; the server runs in a child process",
         columns: ["requests/s", "client CPU µs/req", "ratio", "± (standard error)", "ratio p25", "ratio p75"],

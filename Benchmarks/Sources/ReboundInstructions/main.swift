@@ -11,10 +11,10 @@ import SideBySide
 // takes the difference, so that start-up and the first requests' warm-up drop out). The server is the one
 // `REBOUND_BENCHMARK_SERVER` names, or a child process; with `REBOUND_BENCHMARK_SERVE` set, this process serves.
 //
-// Contenders: `plain` (URLSession's `data(for:)`, the five headers set by hand), `transport` (`URLSessionTransport()`
-// called directly), `session` and `url` (a bare `Session`, sent a request or a URL), and every chain the other tools know by name
-// (`contenderInterceptor(named:)`: `adapters`, `breaker`, `realistic`, …), sent what they send (a URL for the chains
-// whose adapters set the headers).
+// Contenders: `plain` (URLSession's `data(for:)`, the five headers set by hand), `transport`
+// (`URLSessionHTTPTransport()` called directly), `session` and `url` (a bare `Session`, sent a request or a URL), and
+// every chain the other tools know by name (`contenderInterceptor(named:)`: `adapters`, `breaker`, `realistic`, …),
+// sent what they send (a URL for the chains whose adapters set the headers).
 
 ChildServer.serveIfAsked(routes: installBenchmarkRoutes)
 
@@ -23,7 +23,7 @@ ChildServer.serveIfAsked(routes: installBenchmarkRoutes)
 func run(_ contender: String, count: Int) async {
     do {
         let url = try ChildServer.url().appendingPathComponent("ok")
-        let transport = URLSessionTransport()
+        let transport = URLSessionHTTPTransport()
         let plain = URLSession(configuration: plainConfiguration())
         let interceptor = contenderInterceptor(named: contender)
         guard interceptor != nil || ["plain", "transport", "session", "url"].contains(contender) else {

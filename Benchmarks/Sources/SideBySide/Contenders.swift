@@ -7,8 +7,8 @@ import ReboundTesting
 #endif
 
 /// The configuration of every plain `URLSession` the benchmarks compare Rebound with: `.default`, without a response
-/// cache on Linux, as `URLSessionTransport()` makes its own session there (see its documentation), so that both sides
-/// make the same system calls.
+/// cache on Linux, as `URLSessionHTTPTransport()` makes its own session there (see its documentation), so that both
+/// sides make the same system calls.
 public func plainConfiguration() -> URLSessionConfiguration {
     let configuration = URLSessionConfiguration.default
     #if canImport(FoundationNetworking)

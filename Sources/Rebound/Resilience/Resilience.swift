@@ -12,8 +12,8 @@ import Foundation
 ///
 /// **Sharing.** The throttle, the breakers and the budget keep their state per host: every session given the same
 /// `Resilience` shares it, which is what a process wants (one view of each host). ``recommended`` is one such value for
-/// the whole process. Make a `Resilience` of your own to keep a set of sessions apart, to time it on a test clock, or to
-/// change a part.
+/// the whole process. Make a `Resilience` of your own to keep a set of sessions apart, to time it on a test clock, or
+/// to change a part.
 ///
 /// Hedging is off: it is for requests that may be repeated, and a session asks for it with `hedging:` and a delay
 /// that suits its service (`Session(resilience: .recommended, hedging: Hedging(delay: .milliseconds(150)))`).
@@ -93,7 +93,7 @@ extension Session {
     /// `retriers`, and its deadline is the session's.
     ///
     /// - Parameters:
-    ///   - transport: The transport; `URLSessionTransport()` by default.
+    ///   - transport: The transport; `URLSessionHTTPTransport()` by default.
     ///   - resilience: The chain; ``Resilience/recommended`` for the process-wide one.
     ///   - adapters: Adapters of your own, run after the chain's (a credential, a header); none by default.
     ///   - retriers: Retriers of your own, asked before the chain's retry policy; none by default.
@@ -108,7 +108,7 @@ extension Session {
     ///   - clock: The clock backoffs are slept on and attempts timed with; `ContinuousClock` by default (give the
     ///     parts of a test's `Resilience` the same clock).
     public convenience init<C: Clock>(
-        transport: any HTTPTransport = URLSessionTransport(),
+        transport: any HTTPTransport = URLSessionHTTPTransport(),
         resilience: Resilience,
         adapters: [any RequestAdapter] = [],
         retriers: [any RequestRetrier] = [],

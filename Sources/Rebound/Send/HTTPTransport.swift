@@ -6,7 +6,7 @@ import Foundation
 
 /// Sends one request and returns the server's answer: the seam between a ``Session`` and the network.
 ///
-/// ``URLSessionTransport`` is the default. Implement this protocol to run a session on another HTTP client, or use
+/// ``URLSessionHTTPTransport`` is the default. Implement this protocol to run a session on another HTTP client, or use
 /// `ScriptedTransport` from `ReboundTesting` in tests. A transport answers with whatever status the server sent
 /// (validation is the session's job) and throws when no HTTP response arrived, preferably a `URLError` so that
 /// retry policies recognise it. It must end promptly with `CancellationError` when the calling task is cancelled.
@@ -18,7 +18,7 @@ import Foundation
 /// - An authentication challenge (a 401 with `WWW-Authenticate`) is returned as the 401, with its body, within the
 ///   round trip: credentials are the interceptors' job (``AuthenticationInterceptor``).
 ///
-/// (``URLSessionTransport`` on Linux returns two of these bodies empty, where swift-corelibs-foundation drops them:
+/// (``URLSessionHTTPTransport`` on Linux returns two of these bodies empty, where swift-corelibs-foundation drops them:
 /// see its documentation.)
 ///
 /// A transport implements one method, ``exchange(_:)``, answering with a ``ResponseHead``: made of an

@@ -11,7 +11,7 @@ import Foundation
 /// (`Location`, `Retry-After`) by name. A transport on another HTTP client (AsyncHTTPClient) makes a head from its
 /// own response's status and fields, so that no Foundation response is built for a request whose code never asks for
 /// one: on Linux, building an `HTTPURLResponse` checks every field's name.
-/// ``URLSessionTransport`` wraps the `HTTPURLResponse` it got, which then costs nothing more.
+/// ``URLSessionHTTPTransport`` wraps the `HTTPURLResponse` it got, which then costs nothing more.
 ///
 /// Every public `response` property of the library's records (``Attempt/response``, ``ReboundError/response``,
 /// ``Response/httpResponse`` and the others) reads ``httpURLResponse``, which is built on first use and kept: copies

@@ -79,7 +79,7 @@ public final class Session: Sendable {
     /// Creates a session.
     ///
     /// - Parameters:
-    ///   - transport: Sends each attempt; a new ``URLSessionTransport`` (with a `URLSession` of its own) by default.
+    /// - transport: Sends each attempt; a new ``URLSessionHTTPTransport`` (with a `URLSession` of its own) by default.
     ///     Sessions that should share connections share one transport.
     ///   - adapters: Adapt every request, first, in order; none by default.
     ///   - retriers: Are asked about every failed attempt, first, in order; none by default.
@@ -103,7 +103,7 @@ public final class Session: Sendable {
     ///   - clock: The clock that backoff delays are slept on and attempts are timed with; `ContinuousClock` by
     ///     default. Tests pass a `ManualClock` or an `FastForwardClock` from `ReboundTesting`.
     public init<C: Clock>(
-        transport: any HTTPTransport = URLSessionTransport(),
+        transport: any HTTPTransport = URLSessionHTTPTransport(),
         adapters: [any RequestAdapter] = [],
         retriers: [any RequestRetrier] = [],
         interceptor: (any RequestInterceptor)? = nil,

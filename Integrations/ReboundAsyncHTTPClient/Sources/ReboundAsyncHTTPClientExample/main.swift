@@ -17,7 +17,7 @@ home.route("/moved", [.status(302, headers: ["Location": elsewhere.url("/items")
 elsewhere.route("/items", [.status(200, body: "[4,5]")])
 
 let session = Session(
-    transport: AsyncHTTPClientTransport(),
+    transport: AsyncHTTPClientHTTPTransport(),
     adapters: [
         Adapter.modifying { request, _ in request.setValue("Bearer example", forHTTPHeaderField: "Authorization") }
     ],

@@ -26,7 +26,7 @@ public enum SingleBodies: Sendable, Equatable {
 ///
 /// ```swift
 /// let client = Client(
-///     serverURL: try Servers.Server1.url(), transport: OpenAPIURLSession.URLSessionTransport(),
+///     serverURL: try Servers.Server1.url(), transport: URLSessionTransport(),
 ///     middlewares: [ReboundMiddleware(adapters: [CircuitBreakerRegistry()], retriers: [RetryPolicy()])])
 /// ```
 ///

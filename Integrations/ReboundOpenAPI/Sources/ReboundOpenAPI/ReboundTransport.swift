@@ -31,7 +31,7 @@ public struct ReboundTransport: ClientTransport {
     /// Creates a transport that sends through `session`.
     ///
     /// - Parameters:
-    ///   - session: The session every operation is sent through; a `Session()` on `URLSessionTransport()` by default.
+    /// - session: The session every operation is sent through; a `Session()` on `URLSessionHTTPTransport()` by default.
     ///   - singleBodies: How request bodies that can be read once are treated; ``SingleBodies/sentOnce`` by default.
     public init(session: Session = Session(), singleBodies: SingleBodies = .sentOnce) {
         self.session = session

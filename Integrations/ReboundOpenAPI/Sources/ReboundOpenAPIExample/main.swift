@@ -13,7 +13,7 @@ server.route("/uploads/report.csv", [.status(503), .status(204)])
 
 // The one line: a middleware that runs the chain around the usual URLSession transport.
 let client = Client(
-    serverURL: server.baseURL, transport: OpenAPIURLSession.URLSessionTransport(),
+    serverURL: server.baseURL, transport: URLSessionTransport(),
     middlewares: [
         ReboundMiddleware(
             adapters: [CircuitBreakerRegistry()], retriers: [RetryPolicy(backoff: .constant(.milliseconds(20)))])

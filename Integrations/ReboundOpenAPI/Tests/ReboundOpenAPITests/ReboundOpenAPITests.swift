@@ -28,7 +28,7 @@ enum Placement: String, CaseIterable, CustomTestStringConvertible {
         switch self {
         case .middleware:
             Client(
-                serverURL: server.baseURL, transport: OpenAPIURLSession.URLSessionTransport(),
+                serverURL: server.baseURL, transport: URLSessionTransport(),
                 middlewares: [
                     ReboundMiddleware(adapters: adapters, retriers: retriers, singleBodies: singleBodies, clock: clock)
                 ])
@@ -215,7 +215,7 @@ struct GeneratedClientTests {
         server.route("/items", [.json("[]")])
         let labels = Labels()
         let client = Client(
-            serverURL: server.baseURL, transport: OpenAPIURLSession.URLSessionTransport(),
+            serverURL: server.baseURL, transport: URLSessionTransport(),
             middlewares: [
                 ReboundMiddleware(adapters: [
                     Adapter { request, context in

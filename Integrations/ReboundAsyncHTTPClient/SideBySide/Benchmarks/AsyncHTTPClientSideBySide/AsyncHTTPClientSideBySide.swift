@@ -79,13 +79,13 @@ func inMemoryWork(url: URL, settings: Settings) async throws -> Duration {
 /// work per request; with `parts`, the realistic chain's parts one by one and the transport called directly (for
 /// `profile`).
 func contenders(url: URL, parts: Bool = false, chainWork: Duration? = nil) -> [Contender] {
-    let client = AsyncHTTPClientTransport.sharedClient
+    let client = AsyncHTTPClientHTTPTransport.sharedClient
     var plainRequest = HTTPClientRequest(url: url.absoluteString)
     plainRequest.headers.add(name: headerName, value: headerValue)
     let plain = plainRequest
-    let bare = Session(transport: AsyncHTTPClientTransport())
-    let realisticOnAHC = realisticSession(on: AsyncHTTPClientTransport())
-    let realisticOnURLSession = realisticSession(on: URLSessionTransport())
+    let bare = Session(transport: AsyncHTTPClientHTTPTransport())
+    let realisticOnAHC = realisticSession(on: AsyncHTTPClientHTTPTransport())
+    let realisticOnURLSession = realisticSession(on: URLSessionHTTPTransport())
     var list = [
         Contender(name: "AsyncHTTPClient", key: "ahc") {
             let response = try await client.execute(plain, timeout: .seconds(30))
@@ -109,19 +109,19 @@ func contenders(url: URL, parts: Bool = false, chainWork: Duration? = nil) -> [C
     }
     guard parts else { return list }
     let sessions: [(String, Session)] = [
-        ("bare + RetryPolicy", Session(transport: AsyncHTTPClientTransport(), retriers: [RetryPolicy()])),
+        ("bare + RetryPolicy", Session(transport: AsyncHTTPClientHTTPTransport(), retriers: [RetryPolicy()])),
         (
             "bare + CircuitBreakerRegistry",
-            Session(transport: AsyncHTTPClientTransport(), adapters: [CircuitBreakerRegistry()])
+            Session(transport: AsyncHTTPClientHTTPTransport(), adapters: [CircuitBreakerRegistry()])
         ),
         (
             "bare + ratio RetryBudget",
-            Session(transport: AsyncHTTPClientTransport(), adapters: [RetryBudget(ratio: .default)])
+            Session(transport: AsyncHTTPClientHTTPTransport(), adapters: [RetryBudget(ratio: .default)])
         ),
         (
             "bare + IdempotencyKeyAdapter and the header adapter",
             Session(
-                transport: AsyncHTTPClientTransport(),
+                transport: AsyncHTTPClientHTTPTransport(),
                 adapters: [
                     Adapter.modifying { request, _ in request.setValue(headerValue, forHTTPHeaderField: headerName) },
                     IdempotencyKeyAdapter(),
@@ -131,10 +131,10 @@ func contenders(url: URL, parts: Bool = false, chainWork: Duration? = nil) -> [C
     for (name, session) in sessions {
         list.append(Contender(name: name, key: name) { _ = try await session.send(url) })
     }
-    let direct = AsyncHTTPClientTransport()
+    let direct = AsyncHTTPClientHTTPTransport()
     let request = URLRequest(url: url)
     list.append(
-        Contender(name: "AsyncHTTPClientTransport.exchange called directly", key: "direct") {
+        Contender(name: "AsyncHTTPClientHTTPTransport.exchange called directly", key: "direct") {
             _ = try await direct.exchange(request)
         })
     return list

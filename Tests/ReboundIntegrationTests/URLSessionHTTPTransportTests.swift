@@ -34,16 +34,16 @@ enum TransportKind: String, CaseIterable, Sendable, CustomTestStringConvertible 
         #endif
     }
 
-    func make() -> URLSessionTransport {
+    func make() -> URLSessionHTTPTransport {
         switch self {
-        case .ownSession: URLSessionTransport()
-        case .callersSession: URLSessionTransport(session: URLSession(configuration: .ephemeral))
+        case .ownSession: URLSessionHTTPTransport()
+        case .callersSession: URLSessionHTTPTransport(session: URLSession(configuration: .ephemeral))
         }
     }
 }
 
-@Suite("URLSessionTransport", .timeLimit(.minutes(5)))
-struct URLSessionTransportTests {
+@Suite("URLSessionHTTPTransport", .timeLimit(.minutes(5)))
+struct URLSessionHTTPTransportTests {
     @Test(arguments: TransportKind.allCases)
     func returnsAnyStatusWithItsBodyAndHeaders(_ kind: TransportKind) async throws {
         let server = try LoopbackServer()
@@ -248,7 +248,7 @@ struct URLSessionTransportTests {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.httpAdditionalHeaders = ["X-Configured": "yes"]
 
-        _ = try await URLSessionTransport(configuration: configuration).send(URLRequest(url: server.url("/a")))
+        _ = try await URLSessionHTTPTransport(configuration: configuration).send(URLRequest(url: server.url("/a")))
 
         #expect(server.requests("/a").first?.value(forHeader: "X-Configured") == "yes")
     }
@@ -260,7 +260,7 @@ struct URLSessionTransportTests {
         weak var released: URLSession?
 
         do {
-            let transport = URLSessionTransport()
+            let transport = URLSessionHTTPTransport()
             released = transport.session
             _ = try await transport.send(URLRequest(url: server.url("/a")))
         }
@@ -277,7 +277,7 @@ struct URLSessionTransportTests {
             let cache = URLCache(memoryCapacity: 1_024, diskCapacity: 0, diskPath: nil)
             configuration.urlCache = cache
 
-            let transport = URLSessionTransport(configuration: configuration)
+            let transport = URLSessionHTTPTransport(configuration: configuration)
 
             #expect(transport.session.configuration.urlCache == nil)
             #expect(configuration.urlCache === cache)
@@ -291,7 +291,7 @@ struct URLSessionTransportTests {
                 let server = try LoopbackServer()
                 defer { server.stop() }
                 server.route("/fast", [.status(200, body: "ok")])
-                let transport = URLSessionTransport()
+                let transport = URLSessionHTTPTransport()
                 let request = URLRequest(url: server.url("/fast"))
                 for _ in 0..<5 {
                     await withTaskGroup(of: Void.self) { group in

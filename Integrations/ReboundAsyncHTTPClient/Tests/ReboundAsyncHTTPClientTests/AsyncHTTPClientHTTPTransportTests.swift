@@ -10,9 +10,9 @@ import Testing
 #endif
 
 @Suite("AsyncHTTPClient transport, over loopback", .timeLimit(.minutes(1)))
-struct AsyncHTTPClientTransportTests {
+struct AsyncHTTPClientHTTPTransportTests {
     let server: LoopbackServer
-    let transport = AsyncHTTPClientTransport()
+    let transport = AsyncHTTPClientHTTPTransport()
 
     init() throws { server = try LoopbackServer() }
 
@@ -86,11 +86,11 @@ struct AsyncHTTPClientTransportTests {
         server.route("/landing", [.status(200)])
 
         let error = await #expect(throws: ReboundError.self) {
-            try await Session(transport: AsyncHTTPClientTransport(client: client)).send(server.url("/start"))
+            try await Session(transport: AsyncHTTPClientHTTPTransport(client: client)).send(server.url("/start"))
         }
         try await client.shutdown()
 
-        #expect(error?.underlyingError is AsyncHTTPClientTransport.RedirectFollowedByClient)
+        #expect(error?.underlyingError is AsyncHTTPClientHTTPTransport.RedirectFollowedByClient)
     }
 
     @Test func aRefusedConnectionIsCannotConnectToHost() async throws {

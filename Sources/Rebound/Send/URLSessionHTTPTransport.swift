@@ -15,15 +15,16 @@ import Foundation
 /// transport does not call `URLSession.data(for:)`: on Linux (Swift 6.3.1) cancelling a task that waits in it can
 /// deadlock against its completion, and stall the process (Docs/Performance.md, section 6).
 ///
-/// `URLSessionTransport()` sends through a `URLSession` of its own. On Linux its delegate queue runs each completion
-/// at once, on `URLSession`'s own queue, as `data(for:)` does, so an ordinary request costs what `data(for:)` costs.
+/// `URLSessionHTTPTransport()` sends through a `URLSession` of its own. On Linux its delegate queue runs each
+/// completion at once, on `URLSession`'s own queue, as `data(for:)` does, so an ordinary request costs what
+/// `data(for:)` costs.
 /// That session lives as long as the transport (and its copies): it is invalidated once the last copy is released
 /// and its tasks have finished. Create one transport and reuse it, so that its connections are kept alive between
 /// requests. If you use its ``session`` directly, a completion handler you give it (`getAllTasks`, say) runs on that
 /// queue too, and must not call back into the session synchronously: cancel tasks from another queue.
 ///
-/// `URLSessionTransport(session:)` sends the same way through a session you bring; each completion then hops to that
-/// session's delegate queue, a thread wake-up per request on Linux (Docs/Performance.md, section 6).
+/// `URLSessionHTTPTransport(session:)` sends the same way through a session you bring; each completion then hops to
+/// that session's delegate queue, a thread wake-up per request on Linux (Docs/Performance.md, section 6).
 ///
 /// What a data task with a completion handler cannot give on Linux, where swift-corelibs-foundation (Swift 6.3.1)
 /// completes it with an empty body in two cases; the status and headers always arrive:
@@ -47,7 +48,7 @@ import Foundation
 /// session has no `URLCache` (``init(configuration:)`` uses a copy of the configuration without one); a session given
 /// to ``init(session:)`` should have none either (`configuration.urlCache = nil`) if its requests are hedged or
 /// cancelled. On Apple platforms neither applies.
-public struct URLSessionTransport: HTTPTransport {
+public struct URLSessionHTTPTransport: HTTPTransport {
     /// The session requests go through: the transport's own, or the one given to ``init(session:)``.
     public let session: URLSession
 
@@ -121,7 +122,7 @@ private final class OwnedSession: Sendable {
         #if canImport(FoundationNetworking)
             // No response cache (a copy, so the caller's configuration is left as it was): swift-corelibs-foundation
             // looks a new task up in it on another queue, and a cancel that arrives meanwhile can be delivered after
-            // the task finished and left its session, which traps the process (see `URLSessionTransport`).
+            // the task finished and left its session, which traps the process (see `URLSessionHTTPTransport`).
             let configuration = (configuration.copy() as? URLSessionConfiguration) ?? .default
             configuration.urlCache = nil
             // Each completion runs at once on the session's own queue, as `data(for:)` runs its own (see
@@ -145,8 +146,8 @@ private final class OwnedSession: Sendable {
     ///
     /// swift-corelibs-foundation hops every completion handler through the delegate queue, a thread wake-up per
     /// request (Docs/Performance.md, section 6); `data(for:)` runs its completion inline instead, but cannot be used
-    /// (see `URLSessionTransport`). Whatever runs here must not wait for the session's queue: `DataTaskSend` cancels
-    /// tasks and answers challenges from another queue for that reason.
+    /// (see `URLSessionHTTPTransport`). Whatever runs here must not wait for the session's queue: `DataTaskSend`
+    /// cancels tasks and answers challenges from another queue for that reason.
     ///
     /// `@unchecked Sendable` restates `OperationQueue`'s own conformance, which Swift requires a subclass to do. The
     /// invariant: this subclass adds no stored state, and runs each block on the caller's thread, so the only state

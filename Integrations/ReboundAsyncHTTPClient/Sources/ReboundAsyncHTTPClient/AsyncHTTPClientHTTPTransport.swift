@@ -12,16 +12,17 @@ import Rebound
 /// A Rebound transport that sends each attempt with AsyncHTTPClient, the HTTP client of Swift on the server.
 ///
 /// ```swift
-/// let session = Session(transport: AsyncHTTPClientTransport(), retriers: [RetryPolicy()])
+/// let session = Session(transport: AsyncHTTPClientHTTPTransport(), retriers: [RetryPolicy()])
 /// ```
 ///
 /// **The client.** Give it your `HTTPClient` (its event loops, pool and TLS settings are yours, and so is its
 /// shutdown), created with ``configuration()`` or at least `redirectConfiguration: .disallow`; or take the default,
-/// one process-wide client made for Rebound, which needs no shutdown (as `HTTPClient.shared`). The session follows redirects itself, with its rules
-/// (credentials dropped across origins, an authenticator's hosts per hop, the hop cap): a client that followed one
-/// itself makes the attempt fail with ``RedirectFollowedByClient`` rather than bypass them. That comes after the fact
-/// (a client's redirect setting cannot be read): the hop was sent with AsyncHTTPClient's own rules, which drop
-/// `Authorization`, `Cookie` and `Proxy-Authorization` across origins but no credential in a header of another name.
+/// one process-wide client made for Rebound, which needs no shutdown (as `HTTPClient.shared`). The session follows
+/// redirects itself, with its rules (credentials dropped across origins, an authenticator's hosts per hop, the hop
+/// cap): a client that followed one itself makes the attempt fail with ``RedirectFollowedByClient`` rather than bypass
+/// them. That comes after the fact (a client's redirect setting cannot be read): the hop was sent with
+/// AsyncHTTPClient's own rules, which drop `Authorization`, `Cookie` and `Proxy-Authorization` across origins but no
+/// credential in a header of another name.
 ///
 /// **Requests.** The method, the header fields and the body are mapped: `httpBody` is sent as bytes with its length,
 /// `httpBodyStream` is streamed in chunks as it is read, never collected whole. `timeoutInterval` (60 s unless set)
@@ -34,7 +35,7 @@ import Rebound
 /// response `.badServerResponse`; cancellation is `CancellationError`. Any other error is passed on as it is.
 ///
 /// **Responses** are collected whole, up to ``maximumResponseBodySize``. Thread-safe: sessions share one transport.
-public final class AsyncHTTPClientTransport: HTTPTransport {
+public final class AsyncHTTPClientHTTPTransport: HTTPTransport {
     /// The error of an attempt whose response came through a redirect the `HTTPClient` followed by itself, which
     /// would have bypassed the session's redirect rules: create the client with `redirectConfiguration: .disallow`.
     public struct RedirectFollowedByClient: Error, Sendable, CustomStringConvertible {
@@ -54,7 +55,8 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     /// - Parameters:
     ///   - client: The client; one made for Rebound and shared by the process (no shutdown needed) by default.
     ///   - maximumResponseBodySize: The largest response body collected, in bytes; 64 MiB by default.
-    public init(client: HTTPClient = AsyncHTTPClientTransport.sharedClient, maximumResponseBodySize: Int = 64 << 20) {
+    public init(client: HTTPClient = AsyncHTTPClientHTTPTransport.sharedClient, maximumResponseBodySize: Int = 64 << 20)
+    {
         precondition(maximumResponseBodySize > 0, "maximumResponseBodySize must be more than 0")
         self.client = client
         self.maximumResponseBodySize = maximumResponseBodySize
@@ -64,7 +66,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     /// refused connection reported at once, never shut down (it lives as long as the process, as `HTTPClient.shared`
     /// does).
     public static let sharedClient = HTTPClient(
-        eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: AsyncHTTPClientTransport.configuration())
+        eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: AsyncHTTPClientHTTPTransport.configuration())
 
     /// A client configuration that suits the transport: redirects not followed (the session follows them), and a
     /// connection that cannot be established reported at once rather than tried again until the connect timeout (10 s
