@@ -6,13 +6,14 @@ let package = Package(
     name: "Benchmarks",
     platforms: [.macOS(.v15)],
     products: [
-        // What a side-by-side benchmark is made of (interleaved rounds, the server in a child process), also for the
-        // benchmarks of the integrations (Integrations/ReboundAsyncHTTPClient/SideBySide).
+        // What a side-by-side benchmark is made of (interleaved rounds, the server in a child process).
         .library(name: "SideBySide", targets: ["SideBySide"])
     ],
     dependencies: [
         // `name:` pins the root's identity, which would otherwise be the checkout folder's name.
-        .package(name: "Rebound", path: "../"),
+        // The AsyncHTTPClient trait for the benchmark on AsyncHTTPClient; the others use the core alone.
+        .package(name: "Rebound", path: "../", traits: ["AsyncHTTPClient"]),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         // ordo-one's harness; its malloc interposer is the trait these machines can build.
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
     ],
@@ -59,6 +60,21 @@ let package = Package(
                 .product(name: "ReboundTesting", package: "Rebound"),
             ],
             path: "Benchmarks/ReboundSideBySide",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        // `swift package --package-path Benchmarks benchmark --target AsyncHTTPClientSideBySide`: Rebound on
+        // AsyncHTTPClient against plain AsyncHTTPClient, the same way (Docs/AsyncHTTPClient.md, "Performance").
+        .executableTarget(
+            name: "AsyncHTTPClientSideBySide",
+            dependencies: [
+                "SideBySide",
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "Rebound", package: "Rebound"),
+                .product(name: "ReboundTesting", package: "Rebound"),
+                .product(name: "ReboundAsyncHTTPClient", package: "Rebound"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ],
+            path: "Benchmarks/AsyncHTTPClientSideBySide",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
     ],

@@ -64,12 +64,12 @@ GIVENS = {
         [],
     ),
     ("Sources/Rebound/Backoff/Retry.swift", "let (data, _) = try await retry(maxAttempts: 5) {"): ([URL], []),
-    ("Integrations/ReboundLogging/Sources/ReboundLogging/CircuitBreaker+Logger.swift", "let transitions = registry.transitions()"): (
+    ("Sources/ReboundLogging/CircuitBreaker+Logger.swift", "let transitions = registry.transitions()"): (
         ["let registry = CircuitBreakerRegistry()", 'let logger = Logger(label: "app")'], ["Logging"]),
-    ("Integrations/ReboundOpenAPI/Sources/ReboundOpenAPI/ReboundMiddleware.swift", "let client = Client("): (
+    ("Sources/ReboundOpenAPI/ReboundMiddleware.swift", "let client = Client("): (
         OPENAPI_CLIENT, ["OpenAPIRuntime", "OpenAPIURLSession"]),
     (
-        "Integrations/ReboundOpenAPI/Sources/ReboundOpenAPI/ReboundTransport.swift",
+        "Sources/ReboundOpenAPI/ReboundTransport.swift",
         "let session = Session(adapters: [CircuitBreakerRegistry()], retriers: [RetryPolicy()], attemptTimeout: .seconds(10))",
     ): (OPENAPI_CLIENT, ["OpenAPIRuntime"]),
 }

@@ -1,0 +1,161 @@
+#if AsyncHTTPClient
+    import AsyncHTTPClient
+    import Foundation
+    import Rebound
+    import ReboundAsyncHTTPClient
+    import ReboundTesting
+    import Testing
+
+    #if canImport(FoundationNetworking)
+        import FoundationNetworking
+    #endif
+
+    @Suite("AsyncHTTPClient transport, over loopback", .timeLimit(.minutes(5)))
+    struct AsyncHTTPClientHTTPTransportTests {
+        let server: LoopbackServer
+        let transport = AsyncHTTPClientHTTPTransport()
+
+        init() throws { server = try LoopbackServer() }
+
+        /// The error a session on this transport ends `request` with, retrying nothing.
+        func failure(of request: URLRequest) async throws -> ReboundError {
+            let session = Session(transport: transport)
+            return try await #require(throws: ReboundError.self) { try await session.send(request) }
+        }
+
+        @Test func aRetryPolicyRetriesA503AndTheResponseComesBackWhole() async throws {
+            server.route("/items", [.status(503), .status(200, headers: ["X-Page": "1"], body: "[1,2,3]")])
+            let session = Session(transport: transport, retriers: [RetryPolicy(backoff: .zero)])
+
+            let response = try await session.send(server.url("/items"))
+
+            #expect(String(decoding: response.data, as: UTF8.self) == "[1,2,3]")
+            #expect(response.statusCode == 200)
+            #expect(response.httpResponse.value(forHTTPHeaderField: "X-Page") == "1")
+            #expect(response.attempts.count == 2)
+        }
+
+        @Test func methodHeadersAndADataBodyAreSentAsGiven() async throws {
+            server.route("/items", [.status(201)])
+            var request = URLRequest(url: server.url("/items?page=2"))
+            request.httpMethod = "PUT"
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.setValue("abc", forHTTPHeaderField: "X-Trace")
+            request.httpBody = Data(#"{"name":"new"}"#.utf8)
+
+            _ = try await Session(transport: transport).send(request)
+
+            let sent = try #require(server.requests("/items").first)
+            #expect(sent.method == "PUT")
+            #expect(sent.query == "page=2")
+            #expect(sent.value(forHeader: "X-Trace") == "abc")
+            #expect(sent.value(forHeader: "Content-Type") == "application/json")
+            #expect(String(decoding: sent.body, as: UTF8.self) == #"{"name":"new"}"#)
+            #expect(sent.value(forHeader: "Content-Length") == "14")
+        }
+
+        @Test func aStreamBodyIsSentWhole() async throws {
+            server.route("/upload", [.status(204)])
+            let payload = Data((0..<100_000).map { UInt8($0 % 251) })
+            var request = URLRequest(url: server.url("/upload"))
+            request.httpMethod = "POST"
+            request.httpBodyStream = InputStream(data: payload)
+
+            _ = try await Session(transport: transport).send(request)
+
+            #expect(server.requests("/upload").first?.body == payload)
+        }
+
+        @Test func theSessionFollowsRedirectsAndKeepsCredentialsAtHome() async throws {
+            let other = try LoopbackServer()
+            defer { other.stop() }
+            other.route("/landing", [.status(200, body: "there")])
+            server.route("/start", [.status(302, headers: ["Location": other.url("/landing").absoluteString])])
+            var request = URLRequest(url: server.url("/start"))
+            request.setValue("Bearer home-only", forHTTPHeaderField: "Authorization")
+
+            let response = try await Session(transport: transport).send(request)
+
+            #expect(String(decoding: response.data, as: UTF8.self) == "there")
+            #expect(server.requests("/start").first?.value(forHeader: "Authorization") == "Bearer home-only")
+            #expect(other.requests("/landing").first?.value(forHeader: "Authorization") == nil)
+        }
+
+        @Test func aClientThatFollowsRedirectsItselfIsRefused() async throws {
+            let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup)
+            server.route("/start", [.status(302, headers: ["Location": server.url("/landing").absoluteString])])
+            server.route("/landing", [.status(200)])
+
+            let error = await #expect(throws: ReboundError.self) {
+                try await Session(transport: AsyncHTTPClientHTTPTransport(client: client)).send(server.url("/start"))
+            }
+            try await client.shutdown()
+
+            #expect(error?.underlyingError is AsyncHTTPClientHTTPTransport.RedirectFollowedByClient)
+        }
+
+        @Test func aRefusedConnectionIsCannotConnectToHost() async throws {
+            let refused = try RefusedPort()
+            defer { refused.close() }
+
+            let error = try await failure(of: URLRequest(url: refused.url("/items")))
+
+            #expect(error.urlError?.code == .cannotConnectToHost)
+        }
+
+        @Test func aResetIsNetworkConnectionLost() async throws {
+            server.route("/reset", [.reset])
+
+            let error = try await failure(of: URLRequest(url: server.url("/reset")))
+
+            #expect(error.urlError?.code == .networkConnectionLost)
+        }
+
+        @Test func aConnectionClosedMidBodyIsNetworkConnectionLost() async throws {
+            server.route("/cut", [.closeMidBody(length: 4096)])
+
+            let error = try await failure(of: URLRequest(url: server.url("/cut")))
+
+            #expect(error.urlError?.code == .networkConnectionLost)
+        }
+
+        @Test func aStalledServerTimesOut() async throws {
+            server.route("/stall", [.stall])
+            var request = URLRequest(url: server.url("/stall"))
+            request.timeoutInterval = 0.3
+
+            let error = try await failure(of: request)
+
+            #expect(error.urlError?.code == .timedOut)
+            server.stop()
+        }
+
+        @Test func cancellingTheCallerCancelsTheRequestInFlight() async throws {
+            server.route("/stall", [.stall])
+            let session = Session(transport: transport)
+
+            let call = Task { try await session.send(server.url("/stall")) }
+            // The server has the request: it is in flight.
+            try await server.waitForRequests(1)
+            call.cancel()
+
+            await #expect(throws: CancellationError.self) { try await call.value }
+            server.stop()
+        }
+
+        @Test func resetsAndConnectionsClosedMidBodyAreRetried() async throws {
+            server.route("/flaky", [.reset, .closeMidBody(length: 1024), .status(200, body: "ok")])
+            let session = Session(
+                transport: transport,
+                retriers: [RetryPolicy(backoff: .zero), ConnectionLostRetryPolicy(exponentialBackoffScale: 0.01)])
+
+            let response = try await session.send(server.url("/flaky"))
+
+            #expect(String(decoding: response.data, as: UTF8.self) == "ok")
+            #expect(
+                response.attempts.map { $0.failure?.urlError?.code } == [
+                    .networkConnectionLost, .networkConnectionLost, nil,
+                ])
+        }
+    }
+#endif
