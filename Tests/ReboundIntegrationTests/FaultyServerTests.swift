@@ -38,11 +38,13 @@ struct FaultyServerTests {
 
         let response = try await session.send(server.url("/flaky"))
         #expect(String(decoding: response.data, as: UTF8.self) == "ok", "\(name)")
-        #expect(response.attempts.count == 2, "\(name)")
+        // Two attempts, the fault's and the healthy one; a machine so loaded that the healthy answer takes longer than
+        // the attempt timeout retries that one too, and the route answers 200 again.
+        #expect(response.attempts.count >= 2, "\(name)")
         #expect(
             response.attempts[0].failure?.urlError != nil,
             "\(name): \(String(describing: response.attempts[0].failure))")
-        #expect(server.hits("/flaky") == 2)
+        #expect(server.hits("/flaky") == response.attempts.count)
     }
 
     @Test("A stalled server ends at the attempt timeout, not at URLSession's 60 s, and stopping it frees its threads")

@@ -27,7 +27,7 @@ private struct KeyAuthenticator: Authenticator {
 }
 
 /// Two loopback servers on different ports are two origins: what the second receives shows what a redirect carried.
-@Suite("Redirects over loopback")
+@Suite("Redirects over loopback", .timeLimit(.minutes(5)))
 struct RedirectsOverLoopbackTests {
     @Test("A redirect to another origin never carries the credential, the caller's Cookie or Proxy-Authorization")
     func credentialStaysHome() async throws {

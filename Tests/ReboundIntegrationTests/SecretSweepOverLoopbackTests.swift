@@ -65,7 +65,7 @@ private struct SecretAuthenticator: Authenticator {
 
 /// On every failure path, over real HTTP, with the secret in the query, the user-info and the `Authorization` header,
 /// no string the library produces contains it.
-@Suite("No secret in any string the library produces, on any failure path")
+@Suite("No secret in any string the library produces, on any failure path", .timeLimit(.minutes(5)))
 struct SecretSweepOverLoopbackTests {
     enum Path: String, CaseIterable, Sendable {
         case refused, reset, timeout, clientError, serverError, deadline, budgetDenial, openBreaker

@@ -105,6 +105,9 @@ struct RegisteredRoles: Sendable {
         /// The permits held, one per breaker and attempt in flight: usually one, held without an allocation (more for a
         /// hedged round's attempts, or more than one breaker).
         var permits = InlineList<HeldPermit>.none
+        /// Whether a breaker let an attempt of the request through (held a permit for it), so that its grant of a
+        /// retry may keep the backoff wait.
+        var admittedByBreaker = false
     }
 
     /// A registered instance in one role.
@@ -159,6 +162,7 @@ struct RegisteredRoles: Sendable {
             Self.add(accountant: part, to: &state)
             if state.permits.contains(where: { $0.isFor(held.holder, attempt: attempt) }) { return false }
             state.permits.append(held)
+            state.admittedByBreaker = true
             return true
         }
     }
@@ -268,8 +272,8 @@ struct RegisteredRoles: Sendable {
     /// Whether any observer registered so far.
     var hasObservers: Bool { state.withLock { $0.observerCount > 0 } }
 
-    /// Whether any part that settles its own attempts (a breaker) registered so far.
-    var hasAccountants: Bool { state.withLock { !$0.accountants.isEmpty } }
+    /// Whether a breaker let an attempt of the request through so far.
+    var admittedByBreaker: Bool { state.withLock { $0.admittedByBreaker } }
 
     /// The parts that settle their own attempts, in the order they registered (a snapshot, which registrations made
     /// later do not change, and reading it allocates nothing) and ``hasObservers``, under one lock: what the session

@@ -1,8 +1,9 @@
 /// A request's backoff sleep that a gate which granted the retry can end early: a circuit breaker that opens while the
 /// request waits ends the wait at once with its error, so that no caller sleeps a backoff only to be refused.
 ///
-/// One per request whose retry a breaker granted, made then (a request whose chain has no breaker never makes one). The
-/// breaker keeps it until the request's next attempt, its end, or the breaker's opening, whichever comes first.
+/// One per request a breaker let through, made by the request's run when its retriers are first asked (a request
+/// that no breaker let through never makes one). A breaker that grants a retry keeps it until the request's next
+/// attempt, its end, or the breaker's opening, whichever comes first.
 final class BackoffWait: Sendable {
     private enum State: Sendable {
         case idle

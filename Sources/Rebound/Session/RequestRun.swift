@@ -520,7 +520,7 @@ extension RequestRun {
     mutating func question(about failed: AttemptResult) -> Question {
         guard case .failure(let reason) = failed.kind else { preconditionFailure("only failures are asked about") }
         let error = failure(reason, response: failed.response, data: failed.data)
-        if backoffWait == nil, plan.registered?.hasAccountants == true { backoffWait = BackoffWait() }
+        if backoffWait == nil, plan.registered?.admittedByBreaker == true { backoffWait = BackoffWait() }
         let request = RetryRequest(
             requestID: plan.requestID, label: plan.label, original: plan.original, lastRequest: failed.sent,
             responseHead: failed.response, data: failed.data, attempts: attempts,
