@@ -39,6 +39,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
         // Only the OpenAPI example and its tests send through it, as most apps do; ReboundOpenAPI does not.
         .package(url: "https://github.com/apple/swift-openapi-urlsession", from: "1.4.0"),
+        // Only the metrics example reports through it, as a service would; a user of ReboundMetrics never resolves it.
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         .target(name: "Rebound"),
@@ -127,8 +129,8 @@ let package = Package(
             dependencies: [
                 "ReboundMetrics", "Rebound", "ReboundTesting",
                 guarded("Metrics", in: "swift-metrics", trait: "Metrics"),
-                // Its StreamMetricsFactory prints each metric as it changes, for examples.
-                guarded("MetricsTestKit", in: "swift-metrics", trait: "Metrics"),
+                // A real backend, whose text format the example prints: what a scrape of the service would read.
+                guarded("Prometheus", in: "swift-prometheus", trait: "Metrics"),
             ]),
         .testTarget(
             name: "ReboundMetricsTests",

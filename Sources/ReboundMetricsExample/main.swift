@@ -1,10 +1,10 @@
-// What the metrics observer reports, printed as each metric changes, against a local server that fails twice, then
-// answers, and a host that is down. Offline, from a checkout of Rebound: `swift run --traits Metrics
-// ReboundMetricsExample`.
+// What the metrics observer reports, through Prometheus as a service would, against a local server that fails twice,
+// then answers, and a host that is down; printed as a scrape of the service's `/metrics` would read it. Offline, from a
+// checkout of Rebound: `swift run --traits Metrics ReboundMetricsExample`.
 #if Metrics
     import Foundation
     import Metrics
-    import MetricsTestKit
+    import Prometheus
     import Rebound
     import ReboundMetrics
     import ReboundTesting
@@ -13,8 +13,9 @@
         import FoundationNetworking
     #endif
 
-    // An app bootstraps its backend (swift-prometheus, swift-otel, …) once; this one prints every change instead.
-    MetricsSystem.bootstrap(StreamMetricsFactory.standardOutput())
+    // A service bootstraps its backend once, at start-up; Prometheus reads the registry at each scrape.
+    let registry = PrometheusCollectorRegistry()
+    MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
 
     let server = try LoopbackServer()
     server.route("/items", [.status(503), .status(503), .status(200, body: "[]")])
@@ -34,4 +35,9 @@
     for _ in 0..<2 {
         _ = try? await session.send(URLRequest(url: server.url("/down?token=not-a-dimension")))
     }
+    // The gauges of every breaker, read now (a scrape handler would call this first).
+    metrics.updateGauges()
+    print("== what a scrape of /metrics reads (Rebound's lines)")
+    let scrape = registry.emitToString().split(separator: "\n").filter { $0.contains("rebound_") }
+    print(scrape.joined(separator: "\n"))
 #endif
