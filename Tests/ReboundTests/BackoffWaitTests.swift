@@ -25,7 +25,7 @@ struct BackoffWaitTests {
         let response = try await session.send(request())
 
         #expect(response.attempts.count == 2)
-        return try #require(handedAWait.withLock { $0 })
+        return try #require(handedAWait.withLock { $0 } as Bool?)
     }
 
     @Test func aRequestABreakerLetThroughHasOne() async throws {
