@@ -58,6 +58,12 @@ public final class LoopbackServer: Sendable {
             /// Answers as if keeping the connection alive, then closes it without a word: the client finds out when
             /// it sends its next request on it.
             case closeAfterReply
+            /// Sends the head with `Transfer-Encoding: chunked` and half the body as one chunk, then closes the
+            /// connection without the last chunk: a chunked response cut short.
+            case truncatedChunkedBody
+            /// Sends a status line that is not HTTP (`HTTP/1.1 2x0 Broken`), then closes the connection: a proxy or
+            /// server that answers garbage.
+            case malformedStatusLine
         }
 
         /// A reply with `status`, `headers` and a UTF-8 `body`; no headers and an empty body by default.
@@ -108,6 +114,19 @@ public final class LoopbackServer: Sendable {
         public static func closeMidBody(status: Int = 200, length: Int = 1024) -> Reply {
             truncated(status: status, length: length)
         }
+
+        /// Sends the head of a response with `status`, `Transfer-Encoding: chunked` and half of a `length`-byte body
+        /// as one chunk, then closes the connection before the last chunk: a chunked body cut short.
+        public static func truncatedChunked(status: Int = 200, length: Int = 1024) -> Reply {
+            var reply = response(status: status, body: Data(repeating: UInt8(ascii: "x"), count: max(length, 2)))
+            reply.fault = .truncatedChunkedBody
+            return reply
+        }
+
+        /// Answers with a status line that is not HTTP, then closes the connection.
+        public static let malformedStatusLine = Reply(
+            status: 200, headers: [], body: Data("ok".utf8), delay: .zero, dropsConnection: false,
+            fault: .malformedStatusLine)
 
         /// The same reply, sent `bytes` at a time with `interval` of real time between chunks: a slow server.
         public func trickled(bytes: Int = 1, every interval: Duration) -> Reply {
@@ -239,6 +258,17 @@ public final class LoopbackServer: Sendable {
     /// Requests being delayed are dropped. Calling it again does nothing.
     public func stop() {
         core.stop()
+    }
+}
+
+extension LoopbackServer.Reply.Fault {
+    /// Whether the server closes the connection after a reply with this fault (the faults that end before the
+    /// reply's end close it at once).
+    var closesConnection: Bool {
+        switch self {
+        case .closeAfterReply, .truncatedChunkedBody, .malformedStatusLine: true
+        case .stallBeforeHeaders, .stallMidBody, .reset, .trickle: false
+        }
     }
 }
 
@@ -384,15 +414,15 @@ private final class ServerCore: Sendable {
                     isHead: false, truncated: true)
                 _ = POSIXSocket.sleep(milliseconds: -1, orWake: wake.read)
                 return
-            case .trickle, .closeAfterReply, nil:
+            case .trickle, .closeAfterReply, .truncatedChunkedBody, .malformedStatusLine, nil:
                 break
             }
             let keepAlive = head.keepsAlive && !reply.closesConnection
             guard
                 respond(
                     fd, status: reply.status, headers: reply.headers, body: reply.body, keepAlive: keepAlive,
-                    isHead: head.method == "HEAD", truncated: reply.truncatesBody, trickle: reply.fault),
-                keepAlive, !reply.truncatesBody, reply.fault != .closeAfterReply
+                    isHead: head.method == "HEAD", truncated: reply.truncatesBody, fault: reply.fault),
+                keepAlive, !reply.truncatesBody, !(reply.fault?.closesConnection ?? false)
             else { return }
         }
     }
@@ -461,9 +491,12 @@ private final class ServerCore: Sendable {
     @discardableResult
     private func respond(
         _ fd: Int32, status: Int, headers: [(name: String, value: String)], body: Data, keepAlive: Bool,
-        isHead: Bool, truncated: Bool = false, trickle: LoopbackServer.Reply.Fault? = nil
+        isHead: Bool, truncated: Bool = false, fault: LoopbackServer.Reply.Fault? = nil
     ) -> Bool {
-        var head = "HTTP/1.1 \(status) \(Self.reasonPhrase(status))\r\n"
+        let chunked = fault == .truncatedChunkedBody
+        var head =
+            fault == .malformedStatusLine
+            ? "HTTP/1.1 2x0 Broken\r\n" : "HTTP/1.1 \(status) \(Self.reasonPhrase(status))\r\n"
         var hasCacheControl = false
         for (name, value) in headers where name.caseInsensitiveCompare("Content-Length") != .orderedSame {
             if name.caseInsensitiveCompare("Cache-Control") == .orderedSame { hasCacheControl = true }
@@ -471,13 +504,19 @@ private final class ServerCore: Sendable {
         }
         // Keep clients' caches out of the way of scripted sequences.
         if !hasCacheControl { head += "Cache-Control: no-store\r\n" }
-        head += "Content-Length: \(body.count)\r\n"
+        head += chunked ? "Transfer-Encoding: chunked\r\n" : "Content-Length: \(body.count)\r\n"
         let hasConnection = headers.contains { $0.name.caseInsensitiveCompare("Connection") == .orderedSame }
         if !keepAlive && !hasConnection { head += "Connection: close\r\n" }
         head += "\r\n"
         var bytes = Array(head.utf8)
-        if !isHead { bytes.append(contentsOf: truncated ? body.prefix(body.count / 2) : body) }
-        guard case .trickle(let size, let interval) = trickle else { return POSIXSocket.writeAll(fd, bytes) }
+        if chunked {
+            // One chunk of half the body, and no last chunk: the connection closes after it.
+            let half = body.prefix(body.count / 2)
+            bytes += Array("\(String(half.count, radix: 16))\r\n".utf8) + half + Array("\r\n".utf8)
+        } else if !isHead {
+            bytes.append(contentsOf: truncated ? body.prefix(body.count / 2) : body)
+        }
+        guard case .trickle(let size, let interval) = fault else { return POSIXSocket.writeAll(fd, bytes) }
         let milliseconds = Int32(
             clamping: interval.components.seconds * 1000 + interval.components.attoseconds / 1_000_000_000_000_000)
         var offset = 0

@@ -46,6 +46,30 @@ struct RetryOverLoopbackTests {
         #expect(error.data == Data("maintenance".utf8))
     }
 
+    @Test(arguments: [false, true])
+    func aRetryAfterPastTheDeadlineEndsTheRequestAtOnceNamingTheResponse(preset: Bool) async throws {
+        let server = try LoopbackServer()
+        defer { server.stop() }
+        server.route("/busy", [.status(503, headers: ["Retry-After": preset ? "45" : "10"]), .status(200)])
+        let session =
+            preset
+            ? Session(resilience: Resilience()) : Session(retriers: [RetryPolicy()], deadline: .seconds(2))
+
+        let error = try await #require(throws: ReboundError.self) { try await session.send(server.url("/busy")) }
+
+        let deadline = preset ? Duration.seconds(30) : .seconds(2)
+        // Not cut short in a backoff: the 503 is the reason's last failure, the one attempt sent.
+        guard case .deadlineExceeded(deadline, .unacceptableStatusCode(503)) = error.reason else {
+            Issue.record("reason: \(error.reason)")
+            return
+        }
+        #expect(server.hits("/busy") == 1)
+        #expect(
+            error.description.hasSuffix(
+                "attempt 1 failed with status 503 asking to wait \(preset ? 45 : 10) s; deadline of \(preset ? 30 : 2) s exceeded (1 attempt)"
+            ))
+    }
+
     @Test func postToA503IsNotRetried() async throws {
         let server = try LoopbackServer()
         defer { server.stop() }

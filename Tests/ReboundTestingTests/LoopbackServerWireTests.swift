@@ -49,6 +49,75 @@ struct LoopbackServerWireTests {
         #expect(responses.contains("n=1;") && responses.contains("n=2;") && responses.contains("n=3;"))
     }
 
+    @Test func aTruncatedChunkedBodySendsOneChunkOfHalfTheBodyAndCloses() throws {
+        let server = try LoopbackServer()
+        defer { server.stop() }
+        server.route("/chunked", [.truncatedChunked(length: 8)])
+        let client = try RawClient(port: server.port)
+
+        client.send("GET /chunked HTTP/1.1\r\nHost: x\r\n\r\n")
+        let (response, closed) = client.readToEnd()
+
+        #expect(response.hasPrefix("HTTP/1.1 200 OK\r\n"))
+        #expect(response.contains("Transfer-Encoding: chunked\r\n"))
+        #expect(!response.contains("Content-Length"))
+        #expect(response.hasSuffix("\r\n\r\n4\r\nxxxx\r\n"))  // no last chunk
+        #expect(closed)
+    }
+
+    @Test func aMalformedStatusLineIsSentAndTheConnectionCloses() throws {
+        let server = try LoopbackServer()
+        defer { server.stop() }
+        server.route("/garbage", [.malformedStatusLine])
+        let client = try RawClient(port: server.port)
+
+        client.send("GET /garbage HTTP/1.1\r\nHost: x\r\n\r\n")
+        let (response, closed) = client.readToEnd()
+
+        #expect(response.hasPrefix("HTTP/1.1 2x0 Broken\r\n"))
+        #expect(closed)
+    }
+
+    @Test func chaosPutsTheSameFaultsInTheSameRequestNumbersForASeed() {
+        let faults: [LoopbackServer.Reply] = [.reset, .drop, .status(503)]
+        let chaos = LoopbackServer.Chaos(rate: 0.3, faults: faults, seed: 7)
+        let again = LoopbackServer.Chaos(rate: 0.3, faults: faults, seed: 7)
+        let other = LoopbackServer.Chaos(rate: 0.3, faults: faults, seed: 8)
+        func drawn(_ chaos: LoopbackServer.Chaos) -> [Int] {
+            (1...10_000).filter { chaos.fault(forRequest: $0) != nil }
+        }
+
+        #expect(drawn(chaos) == drawn(again))
+        #expect(drawn(chaos) != drawn(other))
+        #expect((2_850...3_150).contains(drawn(chaos).count))
+        // Each fault about as often as the others.
+        func kind(_ reply: LoopbackServer.Reply) -> String {
+            reply.dropsConnection ? "drop" : reply.fault == .reset ? "reset" : "\(reply.status)"
+        }
+        let kinds = drawn(chaos).compactMap { chaos.fault(forRequest: $0) }.map(kind)
+        #expect(Set(kinds) == ["drop", "reset", "503"])
+        for fault in Set(kinds) { #expect((850...1_150).contains(kinds.filter { $0 == fault }.count), "\(fault)") }
+        #expect(drawn(LoopbackServer.Chaos(rate: 0, faults: faults, seed: 7)).isEmpty)
+        #expect(drawn(LoopbackServer.Chaos(rate: 1, faults: faults, seed: 7)).count == 10_000)
+    }
+
+    @Test func aChaosRouteAnswersTheFaultsItDrewAndTheScriptElsewhere() throws {
+        let server = try LoopbackServer()
+        defer { server.stop() }
+        let chaos = LoopbackServer.Chaos(rate: 0.5, faults: [.status(503)], seed: 3)
+        server.route("/items", [.status(200, body: "ok")], chaos: chaos)
+
+        for number in 1...20 {
+            let client = try RawClient(port: server.port)
+            client.send("GET /items HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            let (response, _) = client.readToEnd()
+            let expected =
+                chaos.fault(forRequest: number) == nil ? "HTTP/1.1 200 OK" : "HTTP/1.1 503 Service Unavailable"
+            #expect(response.hasPrefix(expected), "request \(number)")
+        }
+        #expect(server.hits("/items") == 20)
+    }
+
     @Test func answersAMalformedRequestWith400AndCloses() throws {
         let server = try LoopbackServer()
         defer { server.stop() }

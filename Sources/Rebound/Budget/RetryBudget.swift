@@ -14,12 +14,13 @@ import Foundation
 /// slowly.
 ///
 /// **The token bucket.**
-/// Each host starts with ``Configuration/initialTokens`` (500). A retry costs ``Configuration/retryCost`` (5), or
-/// ``Configuration/timeoutRetryCost`` (10) after a timeout. A success gives back what its last retry cost, or
-/// ``Configuration/successReward`` (1) if it needed no retry, up to ``Configuration/maximumTokens`` (500). When a
-/// host's bucket cannot pay for a retry, the retry does not happen and the caller gets the original failure, marked
-/// with ``RetryBudgetExhausted`` (as ``ReboundError/Reason/retryAborted(error:original:)``). These are the numbers of
-/// the AWS SDKs' standard retry mode.
+/// Each host starts with ``Configuration/initialTokens`` (500). A retry costs ``Configuration/retryCost`` (5),
+/// ``Configuration/timeoutRetryCost`` (10) after a timeout, or ``Configuration/throttlingRetryCost`` (5) after a 429
+/// Too Many Requests. A success gives back what its last retry cost, or ``Configuration/successReward`` (1) if it
+/// needed no retry, up to ``Configuration/maximumTokens`` (500). When a host's bucket cannot pay for a retry, the retry
+/// does not happen and the caller gets the original failure, marked with ``RetryBudgetExhausted`` (as
+/// ``ReboundError/Reason/retryAborted(error:original:)``). These are the numbers of the AWS SDKs' standard retry mode;
+/// ``Configuration/awsRetries2026`` has those of their retry behavior 2.1.
 ///
 /// **Grants that never reach the wire are refunded**, in both forms: a retry whose attempt is refused before it is
 /// sent (an open circuit breaker, a failing adapter) or that never starts (a later gate denies it, the deadline comes
@@ -50,7 +51,18 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
     public struct Configuration: Sendable, Equatable {
         /// The AWS SDKs' standard mode: 500 tokens, 5 per retry, 10 per retry after a timeout, 1 back per success.
         public static let `default` = Configuration(
-            checkedInitialTokens: 500, maximumTokens: 500, retryCost: 5, timeoutRetryCost: 10, successReward: 1)
+            checkedInitialTokens: 500, maximumTokens: 500, retryCost: 5, timeoutRetryCost: 10, throttlingRetryCost: 5,
+            successReward: 1)
+
+        /// The AWS SDKs' retry behavior 2.1 ("new retries 2026", their default since November 2026): 500 tokens, 14
+        /// per retry (after a timeout too), 5 per retry after a 429, 1 back per success; pair it with
+        /// ``RetryPolicy/awsRetries2026(using:)``.
+        ///
+        /// A throttled host is retried cheaply and slowly (the policy waits at least 1 s), other failures dearly: 35
+        /// retries after 5xx or network errors empty a host's bucket, against 100 in the standard mode.
+        public static let awsRetries2026 = Configuration(
+            checkedInitialTokens: 500, maximumTokens: 500, retryCost: 14, timeoutRetryCost: 14, throttlingRetryCost: 5,
+            successReward: 1)
 
         /// The tokens a host starts with; `500` by default.
         public let initialTokens: Int
@@ -60,6 +72,8 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
         public let retryCost: Int
         /// What a retry after a timeout costs; `10` by default.
         public let timeoutRetryCost: Int
+        /// What a retry after a 429 Too Many Requests costs; ``retryCost`` by default.
+        public let throttlingRetryCost: Int
         /// What a success that needed no retry gives back; `1` by default.
         public let successReward: Int
 
@@ -67,7 +81,8 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
         ///
         /// An invalid number is a programming error; the trap's message names it, for example
         /// `RetryBudget.Configuration.retryCost must be at least 1, got 0`. For numbers that arrive at run time, use
-        /// ``validated(initialTokens:maximumTokens:retryCost:timeoutRetryCost:successReward:)``, which throws instead.
+        /// ``validated(initialTokens:maximumTokens:retryCost:timeoutRetryCost:successReward:throttlingRetryCost:)``,
+        /// which throws instead.
         ///
         /// - Parameters:
         ///   - initialTokens: The tokens a host starts with, between 0 and `maximumTokens`; 500 by default.
@@ -75,41 +90,47 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
         ///   - retryCost: What a retry costs, at least 1; 5 by default.
         ///   - timeoutRetryCost: What a retry after a timeout costs, at least 1; 10 by default.
         ///   - successReward: What a success without retries gives back, 0 or more; 1 by default.
+        ///   - throttlingRetryCost: What a retry after a 429 costs, at least 1; `nil` (the default) for `retryCost`.
         public init(
             initialTokens: Int = 500, maximumTokens: Int = 500, retryCost: Int = 5, timeoutRetryCost: Int = 10,
-            successReward: Int = 1
+            successReward: Int = 1, throttlingRetryCost: Int? = nil
         ) {
             ConfigurationError.trapIfInvalid { () throws(ConfigurationError) in
                 try Self.check(
                     initialTokens: initialTokens, maximumTokens: maximumTokens, retryCost: retryCost,
-                    timeoutRetryCost: timeoutRetryCost, successReward: successReward)
+                    timeoutRetryCost: timeoutRetryCost, throttlingRetryCost: throttlingRetryCost ?? retryCost,
+                    successReward: successReward)
             }
             self.init(
                 checkedInitialTokens: initialTokens, maximumTokens: maximumTokens, retryCost: retryCost,
-                timeoutRetryCost: timeoutRetryCost, successReward: successReward)
+                timeoutRetryCost: timeoutRetryCost, throttlingRetryCost: throttlingRetryCost ?? retryCost,
+                successReward: successReward)
         }
 
         /// Creates a configuration from numbers that arrive at run time, throwing when one is invalid.
         ///
         /// The parameters, their defaults and what is valid are those of
-        /// ``init(initialTokens:maximumTokens:retryCost:timeoutRetryCost:successReward:)``.
+        /// ``init(initialTokens:maximumTokens:retryCost:timeoutRetryCost:successReward:throttlingRetryCost:)``.
         ///
         /// - Throws: ``ConfigurationError`` naming the first invalid number.
         public static func validated(
             initialTokens: Int = 500, maximumTokens: Int = 500, retryCost: Int = 5, timeoutRetryCost: Int = 10,
-            successReward: Int = 1
+            successReward: Int = 1, throttlingRetryCost: Int? = nil
         ) throws(ConfigurationError) -> Configuration {
             try check(
                 initialTokens: initialTokens, maximumTokens: maximumTokens, retryCost: retryCost,
-                timeoutRetryCost: timeoutRetryCost, successReward: successReward)
+                timeoutRetryCost: timeoutRetryCost, throttlingRetryCost: throttlingRetryCost ?? retryCost,
+                successReward: successReward)
             return Configuration(
                 checkedInitialTokens: initialTokens, maximumTokens: maximumTokens, retryCost: retryCost,
-                timeoutRetryCost: timeoutRetryCost, successReward: successReward)
+                timeoutRetryCost: timeoutRetryCost, throttlingRetryCost: throttlingRetryCost ?? retryCost,
+                successReward: successReward)
         }
 
         /// Throws a ``ConfigurationError`` for the first invalid number.
         private static func check(
-            initialTokens: Int, maximumTokens: Int, retryCost: Int, timeoutRetryCost: Int, successReward: Int
+            initialTokens: Int, maximumTokens: Int, retryCost: Int, timeoutRetryCost: Int, throttlingRetryCost: Int,
+            successReward: Int
         ) throws(ConfigurationError) {
             guard maximumTokens >= 1 else {
                 throw ConfigurationError(
@@ -130,6 +151,11 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
                     field: "RetryBudget.Configuration.timeoutRetryCost",
                     problem: "must be at least 1, got \(timeoutRetryCost)")
             }
+            guard throttlingRetryCost >= 1 else {
+                throw ConfigurationError(
+                    field: "RetryBudget.Configuration.throttlingRetryCost",
+                    problem: "must be at least 1, got \(throttlingRetryCost)")
+            }
             guard successReward >= 0 else {
                 throw ConfigurationError(
                     field: "RetryBudget.Configuration.successReward", problem: "must be 0 or more, got \(successReward)"
@@ -138,13 +164,22 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
         }
 
         private init(
-            checkedInitialTokens: Int, maximumTokens: Int, retryCost: Int, timeoutRetryCost: Int, successReward: Int
+            checkedInitialTokens: Int, maximumTokens: Int, retryCost: Int, timeoutRetryCost: Int,
+            throttlingRetryCost: Int, successReward: Int
         ) {
             self.initialTokens = checkedInitialTokens
             self.maximumTokens = maximumTokens
             self.retryCost = retryCost
             self.timeoutRetryCost = timeoutRetryCost
+            self.throttlingRetryCost = throttlingRetryCost
             self.successReward = successReward
+        }
+
+        /// What a retry after `error` costs: a timeout's cost, a throttling response's, or the plain one.
+        func cost(ofRetryAfter error: ReboundError, response: ResponseHead?) -> Int {
+            if error.reason.original.urlError?.code == .timedOut { return timeoutRetryCost }
+            if response?.isThrottling == true { return throttlingRetryCost }
+            return retryCost
         }
     }
 
@@ -286,12 +321,8 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
         if request.responseHead?.statusCode == 401 { return nil }
         let failed = request.attempts.count
         let failedWasSent = request.attempts.last?.request != nil
-        // A ratio budget counts retries; a token bucket charges a timeout's retry its own cost.
-        let cost =
-            ratio != nil
-            ? 1
-            : error.reason.original.urlError?.code == .timedOut
-                ? configuration.timeoutRetryCost : configuration.retryCost
+        // A ratio budget counts retries; a token bucket charges a timeout's and a throttled request's retry their own.
+        let cost = ratio != nil ? 1 : configuration.cost(ofRetryAfter: error, response: request.responseHead)
         let now = now()
         let denial = state.withLock { state -> RetryBudgetExhausted? in
             settle(&state, request.requestID, failed: failed, wasSent: failedWasSent, now: now)

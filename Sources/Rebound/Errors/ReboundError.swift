@@ -234,7 +234,13 @@ extension ReboundError: CustomStringConvertible {
         let failed = reason.original
         let what: String =
             switch failed {
-            case .unacceptableStatusCode(let code): "failed with status \(code)"
+            case .unacceptableStatusCode(let code):
+                // A server that asked to be left alone for a while says why no retry followed, or why it came late.
+                if let asked = responseHead.flatMap(RetryAfter.asked.delay(for:)) {
+                    "failed with status \(code) asking to wait \(asked.logDescription)"
+                } else {
+                    "failed with status \(code)"
+                }
             case .decodingFailed(let error):
                 "succeeded, but its body could not be decoded: \(Redaction.describe(error))"
             default: "failed with \(failed)"

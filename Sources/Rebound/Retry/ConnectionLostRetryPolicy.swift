@@ -105,7 +105,7 @@ public struct ConnectionLostRetryPolicy: RequestRetrier {
             checkedRetryLimit: retryLimit, exponentialBackoffBase: exponentialBackoffBase,
             exponentialBackoffScale: exponentialBackoffScale, retryableHTTPMethods: retryableHTTPMethods,
             retryableHTTPStatusCodes: [], retryableURLErrorCodes: Self.connectionLostURLErrorCodes,
-            backoff: nil, retryAfter: .default)
+            backoff: nil, retryAfter: .default, throttlingBackoff: nil)
     }
 
     /// Retries as ``policy`` decides.

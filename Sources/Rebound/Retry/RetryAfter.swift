@@ -11,7 +11,10 @@ import Foundation
 /// IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), RFC 850 (`Sunday, 06-Nov-94 08:49:37 GMT`) and asctime
 /// (`Sun Nov  6 08:49:37 1994`). A date is measured from the response's own `Date` header when it has a valid one
 /// (so that a skewed local clock does not matter), otherwise from the local time; a date in the past means now.
-/// Anything malformed is ignored, and the delay is held at ``maximumDelay``.
+/// Anything malformed is ignored, and the delay is held at ``maximumDelay``. With ``maximumOverBackoff`` set, a
+/// retrier that knows its own backoff delay holds the server's delay between that delay and that delay plus this much
+/// (``delay(for:backoff:)``): the AWS SDKs' rule, which keeps a wrong or hostile hint from making a client retry at
+/// once or wait for minutes.
 ///
 /// `RetryPolicy` honours it by default; any retrier can call ``delay(for:)-(ResponseHead)`` (or
 /// ``delay(for:)-(HTTPURLResponse)`` with a Foundation response):
@@ -28,54 +31,75 @@ public struct RetryAfter: Sendable, Equatable {
     /// The default ``maximumDelay``: 60 seconds.
     public static let defaultMaximumDelay = Duration.seconds(60)
     /// Honours `Retry-After` on 429 and 503, up to 60 seconds.
-    public static let `default` = RetryAfter(checkedStatusCodes: defaultStatusCodes, maximumDelay: defaultMaximumDelay)
+    public static let `default` = RetryAfter(
+        checkedStatusCodes: defaultStatusCodes, maximumDelay: defaultMaximumDelay, maximumOverBackoff: nil)
     /// Never honours `Retry-After`.
-    public static let ignored = RetryAfter(checkedStatusCodes: [], maximumDelay: .zero)
+    public static let ignored = RetryAfter(checkedStatusCodes: [], maximumDelay: .zero, maximumOverBackoff: nil)
+    /// What a response asks for on 429 and 503, held at no maximum: what the session compares with a deadline, and
+    /// what an error's description quotes.
+    static let asked = RetryAfter(
+        checkedStatusCodes: defaultStatusCodes, maximumDelay: RetryResult.longestDelay, maximumOverBackoff: nil)
 
     /// The statuses whose `Retry-After` is honoured; 429 and 503 by default.
     public let statusCodes: Set<Int>
     /// The longest delay a `Retry-After` can ask for; longer ones are held here. 60 seconds by default.
     public let maximumDelay: Duration
+    /// How much longer than the retrier's own backoff delay a `Retry-After` may make the wait, which is then never
+    /// shorter than that delay either (see ``delay(for:backoff:)``); `nil` by default: the header's delay as it is.
+    public let maximumOverBackoff: Duration?
 
     /// Creates a configuration from settings written in code; an invalid one traps.
     ///
-    /// A negative `maximumDelay` is a programming error; the trap's message names it,
+    /// A negative `maximumDelay` or `maximumOverBackoff` is a programming error; the trap's message names it,
     /// `RetryAfter.maximumDelay must be 0 or more, got …`. For settings that arrive at run time, use
-    /// ``validated(statusCodes:maximumDelay:)``, which throws instead.
+    /// ``validated(statusCodes:maximumDelay:maximumOverBackoff:)``, which throws instead.
     ///
     /// - Parameters:
     ///   - statusCodes: The statuses whose `Retry-After` is honoured; 429 and 503 by default.
     ///   - maximumDelay: The longest delay honoured, zero or more; 60 seconds by default.
-    public init(statusCodes: Set<Int> = defaultStatusCodes, maximumDelay: Duration = defaultMaximumDelay) {
+    ///   - maximumOverBackoff: How much longer than the retrier's backoff delay the wait may be, zero or more; `nil`
+    ///     (the default) for the header's delay as it is. The AWS SDKs use 5 seconds.
+    public init(
+        statusCodes: Set<Int> = defaultStatusCodes, maximumDelay: Duration = defaultMaximumDelay,
+        maximumOverBackoff: Duration? = nil
+    ) {
         ConfigurationError.trapIfInvalid { () throws(ConfigurationError) in
-            try Self.check(maximumDelay: maximumDelay)
+            try Self.check(maximumDelay: maximumDelay, maximumOverBackoff: maximumOverBackoff)
         }
-        self.init(checkedStatusCodes: statusCodes, maximumDelay: maximumDelay)
+        self.init(checkedStatusCodes: statusCodes, maximumDelay: maximumDelay, maximumOverBackoff: maximumOverBackoff)
     }
 
     /// Creates a configuration from settings that arrive at run time, throwing when one is invalid.
     ///
-    /// The parameters, their defaults and what is valid are those of ``init(statusCodes:maximumDelay:)``.
+    /// The parameters, their defaults and what is valid are those of
+    /// ``init(statusCodes:maximumDelay:maximumOverBackoff:)``.
     ///
-    /// - Throws: ``ConfigurationError`` if `maximumDelay` is negative.
+    /// - Throws: ``ConfigurationError`` if `maximumDelay` or `maximumOverBackoff` is negative.
     public static func validated(
-        statusCodes: Set<Int> = defaultStatusCodes, maximumDelay: Duration = defaultMaximumDelay
+        statusCodes: Set<Int> = defaultStatusCodes, maximumDelay: Duration = defaultMaximumDelay,
+        maximumOverBackoff: Duration? = nil
     ) throws(ConfigurationError) -> RetryAfter {
-        try check(maximumDelay: maximumDelay)
-        return RetryAfter(checkedStatusCodes: statusCodes, maximumDelay: maximumDelay)
+        try check(maximumDelay: maximumDelay, maximumOverBackoff: maximumOverBackoff)
+        return RetryAfter(
+            checkedStatusCodes: statusCodes, maximumDelay: maximumDelay, maximumOverBackoff: maximumOverBackoff)
     }
 
-    /// Throws a ``ConfigurationError`` if `maximumDelay` is negative.
-    private static func check(maximumDelay: Duration) throws(ConfigurationError) {
+    /// Throws a ``ConfigurationError`` if `maximumDelay` or `maximumOverBackoff` is negative.
+    private static func check(maximumDelay: Duration, maximumOverBackoff: Duration?) throws(ConfigurationError) {
         guard maximumDelay >= .zero else {
             throw ConfigurationError(
                 field: "RetryAfter.maximumDelay", problem: "must be 0 or more, got \(maximumDelay)")
         }
+        if let maximumOverBackoff, maximumOverBackoff < .zero {
+            throw ConfigurationError(
+                field: "RetryAfter.maximumOverBackoff", problem: "must be 0 or more, got \(maximumOverBackoff)")
+        }
     }
 
-    private init(checkedStatusCodes: Set<Int>, maximumDelay: Duration) {
+    private init(checkedStatusCodes: Set<Int>, maximumDelay: Duration, maximumOverBackoff: Duration?) {
         self.statusCodes = checkedStatusCodes
         self.maximumDelay = maximumDelay
+        self.maximumOverBackoff = maximumOverBackoff
     }
 
     /// The delay the response asks for, held at ``maximumDelay``; `nil` when its status is not one of
@@ -92,6 +116,19 @@ public struct RetryAfter: Sendable, Equatable {
         else { return nil }
         let now = head.value(forHTTPHeaderField: "Date").flatMap(Self.date(from:)) ?? Date()
         return Self.delay(from: value, now: now).map { Swift.min($0, maximumDelay) }
+    }
+
+    /// The wait before a retry whose own backoff delay is `backoff`, when the response asks for one: the header's
+    /// delay (as ``delay(for:)-(ResponseHead)`` reads it), held between `backoff` and `backoff` +
+    /// ``maximumOverBackoff`` when that is set; `nil` when the response asks for no delay this configuration honours.
+    ///
+    /// With a `maximumOverBackoff` of 5 s and a backoff of 50 ms, `Retry-After: 0` waits 50 ms, `Retry-After: 1`
+    /// waits 1 s and `Retry-After: 10` waits 5.05 s.
+    public func delay(for head: ResponseHead, backoff: Duration) -> Duration? {
+        guard let asked = delay(for: head) else { return nil }
+        guard let maximumOverBackoff else { return asked }
+        let backoff = Swift.max(backoff, .zero)
+        return Swift.min(Swift.max(asked, backoff), backoff + Swift.min(maximumOverBackoff, RetryResult.longestDelay))
     }
 
     /// The delay a `Retry-After` value asks for, measured from `now`, not held at any maximum; `.zero` for a date in

@@ -22,9 +22,14 @@ import Foundation
 /// header (see ``IdempotencyKeyAdapter``). So POST, PATCH and CONNECT are never retried by default: no double
 /// payments.
 ///
-/// **Delays.** ``backoff`` gives the delay before each retry; by default the Alamofire formula above. When the
-/// response asks for a delay with `Retry-After` on a status that ``retryAfter`` honours (429 and 503 by default), that
-/// delay (at most 60 s by default) is used instead, and a 429 that carries one is retryable.
+/// **Delays.** ``backoff`` gives the delay before each retry; by default the Alamofire formula above. After a 429 Too
+/// Many Requests, ``throttlingBackoff`` gives it instead when it is set. When the response asks for a delay with
+/// `Retry-After` on a status that ``retryAfter`` honours (429 and 503 by default), that delay (at most 60 s by
+/// default; between the backoff's delay and 5 s more in ``awsRetries2026(using:)``) is used instead, and a 429 that
+/// carries one is retryable.
+///
+/// **The AWS SDKs' retry behavior 2.1.** ``awsRetries2026(using:)`` is their policy, to pair with the budget
+/// ``RetryBudget/Configuration/awsRetries2026``; see its documentation for the numbers.
 ///
 /// `RetryPolicy` is an immutable value, safe to share between sessions.
 ///
@@ -69,6 +74,8 @@ public struct RetryPolicy: RequestRetrier {
     /// Which `Retry-After` headers are honoured and up to how long; ``RetryAfter/default`` (429 and 503, at most 60 s)
     /// by default.
     public let retryAfter: RetryAfter
+    /// The delay before a retry after a 429 Too Many Requests; `nil` by default, for ``backoff``.
+    public let throttlingBackoff: BackoffStrategy?
 
     /// Creates a policy with every default.
     public init() {
@@ -77,7 +84,39 @@ public struct RetryPolicy: RequestRetrier {
             exponentialBackoffScale: Self.defaultExponentialBackoffScale,
             retryableHTTPMethods: Self.defaultRetryableHTTPMethods,
             retryableHTTPStatusCodes: Self.defaultRetryableHTTPStatusCodes,
-            retryableURLErrorCodes: Self.defaultRetryableURLErrorCodes, backoff: nil, retryAfter: .default)
+            retryableURLErrorCodes: Self.defaultRetryableURLErrorCodes, backoff: nil, retryAfter: .default,
+            throttlingBackoff: nil)
+    }
+
+    /// The AWS SDKs' retry behavior 2.1 ("new retries 2026", their default since November 2026), for the retryable
+    /// failures of HTTP: at most 3 attempts; a delay drawn uniformly under `min(base × 2ⁿ, 20 s)` before retry
+    /// `n + 1`, the base 50 ms after a 5xx, a 408 or a network error and 1 s after a 429; a `Retry-After` (on 429 and
+    /// 5xx) held between that delay and 5 s more.
+    ///
+    /// Pair it with the budget of the same behavior, ``RetryBudget/Configuration/awsRetries2026``, which makes a
+    /// retry after a 429 cheap and every other one dear:
+    ///
+    /// ```swift
+    /// let session = Session(
+    ///     adapters: [RetryBudget(configuration: .awsRetries2026)], retriers: [RetryPolicy.awsRetries2026()])
+    /// ```
+    ///
+    /// What it retries is HTTP's rather than AWS's error codes: the statuses 408, 429, 500, 502, 503 and 504 and
+    /// ``defaultRetryableURLErrorCodes``, for the idempotent methods (``defaultRetryableHTTPMethods``) or a request
+    /// with an `Idempotency-Key`, where the SDKs retry every operation; the server's hint is the standard
+    /// `Retry-After` header, where the SDKs read `x-amz-retry-after`.
+    ///
+    /// - Parameter random: Where the jitter is drawn from; ``RandomSource/system`` by default.
+    public static func awsRetries2026(using random: RandomSource = .system) -> RetryPolicy {
+        let cap = Duration.seconds(20)
+        return RetryPolicy(
+            checkedRetryLimit: 2, exponentialBackoffBase: defaultExponentialBackoffBase,
+            exponentialBackoffScale: defaultExponentialBackoffScale, retryableHTTPMethods: defaultRetryableHTTPMethods,
+            retryableHTTPStatusCodes: [408, 429, 500, 502, 503, 504],
+            retryableURLErrorCodes: defaultRetryableURLErrorCodes,
+            backoff: .exponential(a: .milliseconds(50), b: 2).max(cap).fullJitter(using: random),
+            retryAfter: RetryAfter(statusCodes: [429, 500, 502, 503, 504], maximumOverBackoff: .seconds(5)),
+            throttlingBackoff: .exponential(a: .seconds(1), b: 2).max(cap).fullJitter(using: random))
     }
 
     /// Creates a policy from settings written in code; an invalid one traps.
@@ -85,7 +124,7 @@ public struct RetryPolicy: RequestRetrier {
     /// An invalid setting is a programming error; the trap's message names it, for example
     /// `RetryPolicy.retryLimit must be 0 or more, got -1`. For settings that arrive at run time, such as remote
     /// configuration, use
-    /// ``validated(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:)``,
+    /// ``validated(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:throttlingBackoff:)``,
     /// which throws instead.
     ///
     /// - Parameters:
@@ -100,6 +139,7 @@ public struct RetryPolicy: RequestRetrier {
     ///     `exponentialBackoffBase` and `exponentialBackoffScale`. Pass one to add a cap or jitter.
     ///   - retryAfter: Which `Retry-After` headers are honoured, up to how long; ``RetryAfter/default`` by default,
     ///     ``RetryAfter/ignored`` to never honour one.
+    ///   - throttlingBackoff: The delay before a retry after a 429; `nil` (the default) for `backoff`.
     public init(
         retryLimit: Int = defaultRetryLimit,
         exponentialBackoffBase: Int = defaultExponentialBackoffBase,
@@ -108,7 +148,8 @@ public struct RetryPolicy: RequestRetrier {
         retryableHTTPStatusCodes: Set<Int> = defaultRetryableHTTPStatusCodes,
         retryableURLErrorCodes: Set<URLError.Code> = defaultRetryableURLErrorCodes,
         backoff: BackoffStrategy? = nil,
-        retryAfter: RetryAfter = .default
+        retryAfter: RetryAfter = .default,
+        throttlingBackoff: BackoffStrategy? = nil
     ) {
         ConfigurationError.trapIfInvalid { () throws(ConfigurationError) in
             try Self.check(
@@ -119,13 +160,13 @@ public struct RetryPolicy: RequestRetrier {
             checkedRetryLimit: retryLimit, exponentialBackoffBase: exponentialBackoffBase,
             exponentialBackoffScale: exponentialBackoffScale, retryableHTTPMethods: retryableHTTPMethods,
             retryableHTTPStatusCodes: retryableHTTPStatusCodes, retryableURLErrorCodes: retryableURLErrorCodes,
-            backoff: backoff, retryAfter: retryAfter)
+            backoff: backoff, retryAfter: retryAfter, throttlingBackoff: throttlingBackoff)
     }
 
     /// Creates a policy from settings that arrive at run time, throwing when one is invalid.
     ///
     /// The parameters, their defaults and what is valid are those of
-    /// ``init(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:)``.
+    /// ``init(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:throttlingBackoff:)``.
     ///
     /// - Throws: ``ConfigurationError`` naming the first invalid setting.
     public static func validated(
@@ -136,7 +177,8 @@ public struct RetryPolicy: RequestRetrier {
         retryableHTTPStatusCodes: Set<Int> = defaultRetryableHTTPStatusCodes,
         retryableURLErrorCodes: Set<URLError.Code> = defaultRetryableURLErrorCodes,
         backoff: BackoffStrategy? = nil,
-        retryAfter: RetryAfter = .default
+        retryAfter: RetryAfter = .default,
+        throttlingBackoff: BackoffStrategy? = nil
     ) throws(ConfigurationError) -> RetryPolicy {
         try check(
             retryLimit: retryLimit, exponentialBackoffBase: exponentialBackoffBase,
@@ -145,7 +187,7 @@ public struct RetryPolicy: RequestRetrier {
             checkedRetryLimit: retryLimit, exponentialBackoffBase: exponentialBackoffBase,
             exponentialBackoffScale: exponentialBackoffScale, retryableHTTPMethods: retryableHTTPMethods,
             retryableHTTPStatusCodes: retryableHTTPStatusCodes, retryableURLErrorCodes: retryableURLErrorCodes,
-            backoff: backoff, retryAfter: retryAfter)
+            backoff: backoff, retryAfter: retryAfter, throttlingBackoff: throttlingBackoff)
     }
 
     /// Throws a ``ConfigurationError`` for the first invalid setting, its field named after `owner`, the type the
@@ -174,7 +216,8 @@ public struct RetryPolicy: RequestRetrier {
     init(
         checkedRetryLimit retryLimit: Int, exponentialBackoffBase: Int, exponentialBackoffScale: Double,
         retryableHTTPMethods: Set<HTTPMethod>, retryableHTTPStatusCodes: Set<Int>,
-        retryableURLErrorCodes: Set<URLError.Code>, backoff: BackoffStrategy?, retryAfter: RetryAfter
+        retryableURLErrorCodes: Set<URLError.Code>, backoff: BackoffStrategy?, retryAfter: RetryAfter,
+        throttlingBackoff: BackoffStrategy?
     ) {
         self.retryLimit = retryLimit
         self.exponentialBackoffBase = exponentialBackoffBase
@@ -184,6 +227,7 @@ public struct RetryPolicy: RequestRetrier {
         self.retryableURLErrorCodes = retryableURLErrorCodes
         self.backoff = backoff ?? .exponential(a: .seconds(exponentialBackoffScale), b: exponentialBackoffBase)
         self.retryAfter = retryAfter
+        self.throttlingBackoff = throttlingBackoff
     }
 
     /// The backoff before retry number `retryCount + 1` from ``backoff``, given the delay before the previous retry;
@@ -221,15 +265,22 @@ public struct RetryPolicy: RequestRetrier {
 
     /// Answers ``RetryResult/retryWithDelay(_:)`` while the retry count is below the limit and
     /// ``shouldRetry(_:dueTo:)`` holds, ``RetryResult/doNotRetry`` otherwise. The delay is the response's honoured
-    /// `Retry-After` if it has one, else ``delay(forRetryCount:previousDelay:)``.
+    /// `Retry-After` if it has one (held near the backoff's delay when ``RetryAfter/maximumOverBackoff`` is set), else
+    /// the backoff's: ``throttlingBackoff`` after a 429 when it is set, ``backoff`` otherwise.
     public func retry(_ request: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
         // The header is read once: it decides whether a 429 is retried and how long to wait.
         let retryAfterDelay = request.responseHead.flatMap(retryAfter.delay(for:))
         guard request.retryCount < retryLimit, shouldRetry(request, dueTo: error, retryAfterDelay: retryAfterDelay)
         else { return .doNotRetry }
-        if let retryAfterDelay { return .retryWithDelay(retryAfterDelay) }
+        // The server's delay as it is draws no jitter; held near the backoff, it needs the backoff's delay.
+        if let retryAfterDelay, retryAfter.maximumOverBackoff == nil { return .retryWithDelay(retryAfterDelay) }
         let previous = request.attempts.dropLast().last?.retryDelay
-        return .retryWithDelay(delay(forRetryCount: request.retryCount, previousDelay: previous))
+        let strategy = request.responseHead?.isThrottling == true ? throttlingBackoff ?? backoff : backoff
+        let backoffDelay = strategy.delay(forRetryCount: request.retryCount, previousDelay: previous)
+        if let head = request.responseHead, let held = retryAfter.delay(for: head, backoff: backoffDelay) {
+            return .retryWithDelay(held)
+        }
+        return .retryWithDelay(backoffDelay)
     }
 }
 
@@ -238,8 +289,8 @@ extension RequestRetrier where Self == RetryPolicy {
     public static var retryPolicy: RetryPolicy { RetryPolicy() }
 
     /// A ``RetryPolicy`` with the settings given, which traps on an invalid one; see
-    /// ``RetryPolicy/init(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:)``
-    /// for what is valid and the defaults, and ``RetryPolicy/validated(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:)``
+    /// ``RetryPolicy/init(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:throttlingBackoff:)``
+    /// for what is valid and the defaults, and ``RetryPolicy/validated(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:throttlingBackoff:)``
     /// for settings that arrive at run time.
     public static func retryPolicy(
         retryLimit: Int = RetryPolicy.defaultRetryLimit,
@@ -249,12 +300,13 @@ extension RequestRetrier where Self == RetryPolicy {
         retryableHTTPStatusCodes: Set<Int> = RetryPolicy.defaultRetryableHTTPStatusCodes,
         retryableURLErrorCodes: Set<URLError.Code> = RetryPolicy.defaultRetryableURLErrorCodes,
         backoff: BackoffStrategy? = nil,
-        retryAfter: RetryAfter = .default
+        retryAfter: RetryAfter = .default,
+        throttlingBackoff: BackoffStrategy? = nil
     ) -> RetryPolicy {
         RetryPolicy(
             retryLimit: retryLimit, exponentialBackoffBase: exponentialBackoffBase,
             exponentialBackoffScale: exponentialBackoffScale, retryableHTTPMethods: retryableHTTPMethods,
             retryableHTTPStatusCodes: retryableHTTPStatusCodes, retryableURLErrorCodes: retryableURLErrorCodes,
-            backoff: backoff, retryAfter: retryAfter)
+            backoff: backoff, retryAfter: retryAfter, throttlingBackoff: throttlingBackoff)
     }
 }

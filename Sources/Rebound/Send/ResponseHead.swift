@@ -51,6 +51,10 @@ public struct ResponseHead: Sendable {
         }
     }
 
+    /// Whether the server throttled the request: 429 Too Many Requests, which budgets charge and retry policies back
+    /// off for as throttling rather than as a failure.
+    var isThrottling: Bool { statusCode == 429 }
+
     /// The URL the response answers; `nil` only if a transport's `HTTPURLResponse` had none.
     public var url: URL? {
         switch storage {

@@ -38,7 +38,9 @@ import Foundation
 /// `nil` to rule that out.
 ///
 /// Cancelling the calling task cancels the data task at once and the send ends with `CancellationError` (a task that
-/// is already cancelled sends nothing). Other errors are the `URLError`s that `URLSession` reports, codes unchanged.
+/// is already cancelled sends nothing). Other errors are the `URLError`s that `URLSession` reports, codes unchanged but
+/// one: on Linux, a reply whose status line libcurl cannot read arrives as `.unsupportedURL`, which the transport
+/// reports as `.badServerResponse` for an http(s) URL, as Apple platforms do.
 /// Sends may run concurrently from any number of tasks.
 ///
 /// **Cancellation on Linux.** swift-corelibs-foundation (Swift 6.3.1) looks every new task up in its session's
@@ -89,6 +91,17 @@ public struct URLSessionHTTPTransport: HTTPTransport {
         } catch {
             // A cancelled data task reports `URLError.cancelled`; the caller asked for cancellation, so say that.
             if Task.isCancelled { throw CancellationError() }
+            #if canImport(FoundationNetworking)
+                // libcurl reports a status line it cannot read ("Unsupported response code in HTTP response") as an
+                // unsupported protocol, which FoundationNetworking turns into `.unsupportedURL`. For an http(s) URL
+                // that is the server's reply, not the URL: say so as Apple platforms do, so that policies classify a
+                // reply that is not HTTP the same way on both.
+                if let urlError = error as? URLError, urlError.code == .unsupportedURL,
+                    let scheme = request.url?.scheme?.lowercased(), scheme == "http" || scheme == "https"
+                {
+                    throw URLError(.badServerResponse, userInfo: urlError.userInfo)
+                }
+            #endif
             throw error
         }
         if Task.isCancelled { throw CancellationError() }

@@ -556,9 +556,14 @@ extension RequestRun {
                     .retryAborted(error: StreamBodyNotReplayable(), original: reason), response: error.responseHead,
                     data: error.data))
         }
-        // Backoff never sleeps past the deadline: a delay that would end after it ends the request now.
-        if let deadline = plan.deadline, plan.session.clock.now() + delay - start > deadline {
-            return fail(with: deadlineExceeded(after: reason, response: error.responseHead, data: error.data))
+        // Backoff never sleeps past the deadline: a delay that would end after it ends the request now. So does a
+        // server's `Retry-After` (on a 429 or 503) that ends after it, whatever delay the retriers chose: a retry
+        // before the time the server asked for would meet the same answer, so one rule holds for every chain.
+        if let deadline = plan.deadline {
+            let asked = error.responseHead.flatMap(RetryAfter.asked.delay(for:)) ?? .zero
+            if plan.session.clock.now() + Swift.max(delay, asked) - start > deadline {
+                return fail(with: deadlineExceeded(after: reason, response: error.responseHead, data: error.data))
+            }
         }
         for gate in plan.roles.gates + plan.registeredGates {
             if let denial = gate.admitRetry(request, dueTo: error, after: delay) {

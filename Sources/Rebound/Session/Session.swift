@@ -90,8 +90,9 @@ public final class Session: Sendable {
     ///     ``Validator/successfulStatusCodes`` (200..<300) by default.
     ///   - deadline: The total time limit of each request, across all its attempts and backoff sleeps; none by
     ///     default. A request past it ends with ``ReboundError/Reason/deadlineExceeded(deadline:last:)``: an attempt
-    ///     in flight is cancelled, and a backoff delay that would end after it is not slept. Zero or less ends every
-    ///     request before its first attempt.
+    ///     in flight is cancelled, and a backoff delay that would end after it is not slept; nor is any when the
+    ///     failed response's `Retry-After` (on a 429 or 503) ends after it, whatever delay the retriers chose. Zero or
+    ///     less ends every request before its first attempt.
     ///   - attemptTimeout: The time limit of each attempt, separate from the deadline; none by default (the transport's
     ///     own limits apply: 60 s without data for `URLSession`). An attempt past it is cancelled and fails with
     ///     `URLError(.timedOut)`, which retry policies retry like any timeout; the run goes on at once even if the
