@@ -45,11 +45,6 @@ struct RetryAfterDeadlineTests {
         }
     }
 
-    /// Suspends until `clock` has been asked for a sleep of `duration` (the backoff, beside the deadline's timers).
-    private func waitForSleep(of duration: Duration, on clock: ManualClock) async throws {
-        while !clock.sleeps.contains(duration) { try await clock.waitForSleeps(clock.sleeps.count + 1) }
-    }
-
     @Test(arguments: Chain.allCases, [429, 503])
     func aRetryAfterPastTheDeadlineEndsTheRequestAtOnceNamingTheResponse(chain: Chain, status: Int) async throws {
         let clock = ManualClock()

@@ -131,3 +131,13 @@ func waitWhile(_ condition: () -> Bool) async throws {
         await Task.yield()
     }
 }
+
+/// Suspends until `clock` has been asked for a sleep of `duration` (a backoff, say, beside a deadline's timers).
+func waitForSleep(of duration: Duration, on clock: ManualClock) async throws {
+    while true {
+        // The count first: a sleep asked for after it is read wakes the wait below.
+        let asked = clock.sleeps.count
+        if clock.sleeps.contains(duration) { return }
+        try await clock.waitForSleeps(asked + 1)
+    }
+}

@@ -1,0 +1,174 @@
+import Foundation
+import Rebound
+import ReboundTesting
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+@Suite("OfflineRetrier", .timeLimit(.minutes(5)))
+struct OfflineRetrierTests {
+    let clock = ManualClock()
+    let network = ManualConnectivityMonitor(isConnected: false)
+
+    private func session(
+        _ transport: ScriptedTransport, retriers: [any RequestRetrier] = [], deadline: Duration? = nil,
+        adapters: [any RequestAdapter] = []
+    ) -> Session {
+        Session(
+            transport: transport, adapters: adapters,
+            retriers: [OfflineRetrier(monitor: network, clock: clock)] + retriers, deadline: deadline, clock: clock)
+    }
+
+    @Test func anOfflineRequestWaitsForTheNetworkThenIsRetriedAtOnce() async throws {
+        let transport = ScriptedTransport([.urlError(.notConnectedToInternet), .status(200)], clock: clock)
+        let session = session(transport)
+
+        let task = Task { try await session.send(request()) }
+        try await network.waitForWaits(1)
+        clock.advance(by: .seconds(3))
+        #expect(transport.requestCount == 1)  // three seconds offline: still waiting, nothing sent
+        network.setConnected(true)
+        let response = try await task.value
+
+        #expect(response.statusCode == 200)
+        #expect(transport.requestCount == 2)
+        #expect(response.attempts.first?.retryDelay == .zero)
+        #expect(network.waiterCount == 0)
+    }
+
+    @Test func aNetworkThatDoesNotComeBackLeavesTheDecisionToTheNextRetrier() async throws {
+        let transport = ScriptedTransport([.urlError(.notConnectedToInternet), .status(200)], clock: clock)
+        let session = session(transport, retriers: [retryAnything(limit: 1, delay: .seconds(1))])
+
+        let task = Task { try await session.send(request()) }
+        try await network.waitForWaits(1)
+        clock.advance(by: .seconds(5))  // the wait's end: the next retrier retries after its own second
+        try await waitForSleep(of: .seconds(1), on: clock)
+        clock.advance(by: .seconds(1))
+        _ = try await task.value
+
+        #expect(transport.requestCount == 2)
+        #expect(clock.now.offset == .seconds(6))
+        #expect(network.waiterCount == 0)
+    }
+
+    @Test func aloneItEndsTheRequestWithTheOfflineErrorAfterTheWait() async throws {
+        let transport = ScriptedTransport([.urlError(.notConnectedToInternet), .status(200)], clock: clock)
+        let session = session(transport)
+
+        let task = Task { try await session.send(request()) }
+        try await network.waitForWaits(1)
+        clock.advance(by: .seconds(5))
+        let error = try await #require(throws: ReboundError.self) { try await task.value }
+
+        #expect(error.urlError?.code == .notConnectedToInternet)
+        #expect(transport.requestCount == 1)
+    }
+
+    @Test func aPOSTIsRetriedToo() async throws {
+        let transport = ScriptedTransport([.urlError(.notConnectedToInternet), .status(201)], clock: clock)
+        network.setConnected(true)
+
+        let response = try await session(transport).send(request(.post))
+
+        #expect(response.statusCode == 201)
+        #expect(transport.requestCount == 2)
+    }
+
+    @Test(arguments: [URLError.Code.timedOut, .cannotConnectToHost, .networkConnectionLost])
+    func otherFailuresAreLeftToTheNextRetrierWithoutWaiting(code: URLError.Code) async throws {
+        let transport = ScriptedTransport([.urlError(code), .status(200)], clock: clock)
+
+        let error = try await #require(throws: ReboundError.self) { try await session(transport).send(request()) }
+
+        #expect(error.urlError?.code == code)
+        #expect(transport.requestCount == 1)
+        #expect(network.waiterCount == 0)
+    }
+
+    @Test func aRequestIsRetriedAtMostRetryLimitTimes() async throws {
+        network.setConnected(true)
+        let transport = ScriptedTransport(Array(repeating: .urlError(.notConnectedToInternet), count: 5), clock: clock)
+
+        _ = try? await session(transport).send(request())
+
+        #expect(transport.requestCount == 3)
+    }
+
+    @Test func manyWaitingRequestsAllResumeWhenTheNetworkComesBack() async throws {
+        let transport = ScriptedTransport(clock: clock) { _, number in
+            number <= 100 ? .urlError(.notConnectedToInternet) : .status(200)
+        }
+        let session = session(transport)
+
+        let tasks = (0..<100).map { _ in Task { try await session.send(request()) } }
+        try await network.waitForWaits(100)
+        network.setConnected(true)
+        for task in tasks { #expect(try await task.value.statusCode == 200) }
+
+        #expect(transport.requestCount == 200)
+        #expect(network.waiterCount == 0)
+    }
+
+    @Test func theDeadlineEndsTheWaitKeepingTheOfflineFailure() async throws {
+        let transport = ScriptedTransport([.urlError(.notConnectedToInternet), .status(200)], clock: clock)
+        let session = session(transport, deadline: .seconds(2))
+
+        let task = Task { try await session.send(request()) }
+        try await network.waitForWaits(1)
+        clock.advance(by: .seconds(2))
+        let error = try await #require(throws: ReboundError.self) { try await task.value }
+
+        guard case .deadlineExceeded(.seconds(2), .transportFailed(let failure as URLError)) = error.reason else {
+            Issue.record("reason: \(error.reason)")
+            return
+        }
+        #expect(failure.code == .notConnectedToInternet)
+        #expect(transport.requestCount == 1)
+    }
+
+    @Test func cancellingAWaitingRequestEndsItAtOnceAndLeavesNoWaiter() async throws {
+        let transport = ScriptedTransport([.urlError(.notConnectedToInternet), .status(200)], clock: clock)
+        let session = session(transport)
+
+        let task = Task { try await session.send(request()) }
+        try await network.waitForWaits(1)
+        task.cancel()
+
+        await #expect(throws: CancellationError.self) { try await task.value }
+        #expect(network.waiterCount == 0)
+        #expect(transport.requestCount == 1)
+    }
+
+    @Test func aBudgetPaysForItsRetriesAndRefusesThemWhenEmpty() async throws {
+        let budget = RetryBudget(configuration: .init(initialTokens: 5))
+        network.setConnected(true)
+        let transport = ScriptedTransport(
+            [.urlError(.notConnectedToInternet), .urlError(.notConnectedToInternet), .status(200)], clock: clock)
+
+        let error = try await #require(throws: ReboundError.self) {
+            try await session(transport, adapters: [budget]).send(request())
+        }
+
+        // The first retry took the 5 tokens; the second was refused, ending the request with the offline failure.
+        guard case .retryAborted(is RetryBudgetExhausted, _) = error.reason else {
+            Issue.record("reason: \(error.reason)")
+            return
+        }
+        #expect(transport.requestCount == 2)
+    }
+
+    @Test func invalidSettingsAreRejectedNamingThem() {
+        #expect(
+            throws: ConfigurationError(
+                field: "OfflineRetrier.maximumWait", problem: "must be longer than zero, got 0.0 seconds")
+        ) {
+            try OfflineRetrier.validated(monitor: ManualConnectivityMonitor(), maximumWait: .zero)
+        }
+        #expect(throws: ConfigurationError(field: "OfflineRetrier.retryLimit", problem: "must be 0 or more, got -1")) {
+            try OfflineRetrier.validated(monitor: ManualConnectivityMonitor(), retryLimit: -1)
+        }
+    }
+}
