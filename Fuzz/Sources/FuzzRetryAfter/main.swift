@@ -6,7 +6,8 @@ import Rebound
     import FoundationNetworking
 #endif
 
-/// A `Retry-After` value, parsed alone and through a 503's headers: any result is fine, a crash or a hang is not.
+/// A `Retry-After` value, parsed alone and through a 503's headers, and the same text as each rate-limit quota field:
+/// any result is fine, a crash or a hang is not.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     let value = String(decoding: UnsafeRawBufferPointer(start: start, count: count), as: UTF8.self)
@@ -21,6 +22,18 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     {
         if let delay = RetryAfter.default.delay(for: response) {
             precondition(delay >= .zero && delay <= RetryAfter.defaultMaximumDelay, "not held at the maximum: \(delay)")
+        }
+    }
+    for name in [
+        "RateLimit", "RateLimit-Policy", "RateLimit-Remaining", "RateLimit-Reset", "X-RateLimit-Remaining",
+        "X-RateLimit-Reset", "X-RateLimit-Reset-After",
+    ] {
+        let head = ResponseHead(
+            url: URL(string: "https://fuzz.invalid/")!, statusCode: 200,
+            headerFields: [(name, value), ("RateLimit-Remaining", "0"), ("X-RateLimit-Remaining", "0")])
+        if let quota = RateLimitQuota(head) {
+            precondition(quota.remaining >= 0 && quota.resetsIn >= .zero, "quota out of range: \(quota)")
+            precondition(quota.resetsIn <= .seconds(86_400 * 366), "reset not held at a year: \(quota)")
         }
     }
     return 0

@@ -1,0 +1,213 @@
+import Foundation
+
+/// The quota a response says its client has left: how many requests, and how long until the quota is renewed.
+///
+/// ``init(_:)`` reads it from the spellings servers send:
+/// - the IETF's `RateLimit` and `RateLimit-Policy` fields (draft-ietf-httpapi-ratelimit-headers), structured-field
+///   lists such as `RateLimit: "default";r=0;t=30` and `RateLimit-Policy: "default";q=100;w=60`: `r` the requests
+///   left, `t` the seconds until the quota is renewed, `q` the quota of a window;
+/// - the earlier drafts' `RateLimit: limit=100, remaining=0, reset=30` and their separate fields `RateLimit-Limit`,
+///   `RateLimit-Remaining` and `RateLimit-Reset` (seconds);
+/// - the `X-RateLimit-Limit`, `X-RateLimit-Remaining` and `X-RateLimit-Reset` fields many APIs send, `X-RateLimit-Reset`
+///   in seconds or as a Unix time (GitHub's, measured from the response's `Date`), or `X-RateLimit-Reset-After` in
+///   seconds.
+///
+/// With several quotas (a burst and a daily one), the one that binds first counts: a spent one, the one renewed last;
+/// else the one with the fewest requests left. A field that is malformed (not a whole number, negative, a list that is
+/// not one) is no signal: the response then advertises nothing, and nothing traps.
+public struct RateLimitQuota: Sendable, Equatable, CustomStringConvertible {
+    /// The requests left until the quota is renewed.
+    public let remaining: Int
+    /// How long until the quota is renewed, from the response.
+    public let resetsIn: Duration
+    /// The requests the quota allows per window, when the response says; `nil` otherwise.
+    public let limit: Int?
+
+    /// Creates a quota.
+    public init(remaining: Int, resetsIn: Duration, limit: Int? = nil) {
+        self.remaining = max(remaining, 0)
+        self.resetsIn = max(resetsIn, .zero)
+        self.limit = limit.map { max($0, 0) }
+    }
+
+    /// The quota `head` advertises, in the first spelling it uses (the IETF fields, the earlier drafts', then the
+    /// `X-RateLimit-` fields); `nil` when it advertises none or only malformed fields.
+    public init?(_ head: ResponseHead) {
+        guard let quota = Self.ietf(head) ?? Self.draft(head) ?? Self.prefixed(head) else { return nil }
+        self = quota
+    }
+
+    /// For example `0 left, renewed in 30 s (limit 100)`.
+    public var description: String {
+        "\(remaining) left, renewed in \(resetsIn.logDescription)" + (limit.map { " (limit \($0))" } ?? "")
+    }
+
+    /// Longer than any quota's window: values past it are held here rather than trusted.
+    static let longestReset = Duration.seconds(86_400 * 366)
+
+    // MARK: - The IETF fields
+
+    /// `RateLimit: "name";r=…;t=…, …` with `RateLimit-Policy: "name";q=…;w=…, …`.
+    private static func ietf(_ head: ResponseHead) -> RateLimitQuota? {
+        guard let field = head.value(forHTTPHeaderField: "RateLimit"),
+            let members = StructuredList(field)?.members, !members.isEmpty,
+            members.allSatisfy({ $0.parameters["r"] != nil && $0.parameters["t"] != nil })
+        else { return nil }
+        let policies = head.value(forHTTPHeaderField: "RateLimit-Policy").flatMap { StructuredList($0)?.members } ?? []
+        var quotas: [RateLimitQuota] = []
+        for member in members {
+            guard let remaining = member.parameters["r"].flatMap(wholeNumber),
+                let reset = member.parameters["t"].flatMap(wholeNumber)
+            else { return nil }
+            let limit = policies.first { $0.item == member.item }?.parameters["q"].flatMap(wholeNumber)
+            quotas.append(RateLimitQuota(remaining: remaining, resetsIn: seconds(reset), limit: limit))
+        }
+        return binding(quotas)
+    }
+
+    // MARK: - The earlier drafts
+
+    /// `RateLimit: limit=…, remaining=…, reset=…`, or `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset`.
+    private static func draft(_ head: ResponseHead) -> RateLimitQuota? {
+        if let field = head.value(forHTTPHeaderField: "RateLimit"), let members = StructuredList(field)?.members {
+            var values: [String: String] = [:]
+            for member in members {
+                let parts = member.item.split(separator: "=", maxSplits: 1).map(String.init)
+                guard parts.count == 2 else { return nil }
+                values[parts[0].lowercased()] = parts[1]
+            }
+            guard let remaining = values["remaining"].flatMap(wholeNumber),
+                let reset = values["reset"].flatMap(wholeNumber)
+            else { return nil }
+            return RateLimitQuota(
+                remaining: remaining, resetsIn: seconds(reset), limit: values["limit"].flatMap(wholeNumber))
+        }
+        guard let remaining = head.value(forHTTPHeaderField: "RateLimit-Remaining").flatMap(wholeNumber),
+            let reset = head.value(forHTTPHeaderField: "RateLimit-Reset").flatMap(wholeNumber)
+        else { return nil }
+        let limit = head.value(forHTTPHeaderField: "RateLimit-Limit").flatMap(wholeNumber)
+        return RateLimitQuota(remaining: remaining, resetsIn: seconds(reset), limit: limit)
+    }
+
+    // MARK: - The X-RateLimit- fields
+
+    /// `X-RateLimit-Remaining` with `X-RateLimit-Reset-After` (seconds, maybe fractional) or `X-RateLimit-Reset`
+    /// (seconds, or a Unix time when it is past 10⁹), and `X-RateLimit-Limit`.
+    private static func prefixed(_ head: ResponseHead) -> RateLimitQuota? {
+        guard let remaining = head.value(forHTTPHeaderField: "X-RateLimit-Remaining").flatMap(wholeNumber) else {
+            return nil
+        }
+        let resetsIn: Duration
+        if let after = head.value(forHTTPHeaderField: "X-RateLimit-Reset-After").flatMap(decimalSeconds) {
+            resetsIn = after
+        } else if let reset = head.value(forHTTPHeaderField: "X-RateLimit-Reset").flatMap(wholeNumber) {
+            if reset >= 1_000_000_000 {
+                // A Unix time: measured from the response's own clock, so that a skewed local clock does not matter.
+                let now = head.value(forHTTPHeaderField: "Date").flatMap(RetryAfter.date(from:)) ?? Date()
+                resetsIn = .seconds(max(Double(reset) - now.timeIntervalSince1970, 0))
+            } else {
+                resetsIn = seconds(reset)
+            }
+        } else {
+            return nil
+        }
+        let limit = head.value(forHTTPHeaderField: "X-RateLimit-Limit").flatMap(wholeNumber)
+        return RateLimitQuota(remaining: remaining, resetsIn: min(resetsIn, longestReset), limit: limit)
+    }
+
+    // MARK: - Values
+
+    /// The quota that binds first: a spent one renewed last, else the one with the fewest requests left.
+    private static func binding(_ quotas: [RateLimitQuota]) -> RateLimitQuota? {
+        if let spent = quotas.filter({ $0.remaining == 0 }).max(by: { $0.resetsIn < $1.resetsIn }) { return spent }
+        return quotas.min { $0.remaining < $1.remaining }
+    }
+
+    /// A whole number of ASCII digits, at most 18 of them (so that it fits); `nil` for anything else.
+    static func wholeNumber(_ text: String) -> Int? {
+        let text = text.trimmingCharacters(in: .whitespaces)
+        guard (1...18).contains(text.utf8.count), text.utf8.allSatisfy({ (48...57).contains($0) }) else { return nil }
+        return Int(text)
+    }
+
+    /// Seconds written as digits with at most one fraction (`1.5`); `nil` for anything else.
+    private static func decimalSeconds(_ text: String) -> Duration? {
+        let parts = text.trimmingCharacters(in: .whitespaces).split(separator: ".", omittingEmptySubsequences: false)
+        guard (1...2).contains(parts.count), let whole = wholeNumber(String(parts[0])) else { return nil }
+        var duration = seconds(whole)
+        if parts.count == 2 {
+            let fraction = String(parts[1].prefix(9))
+            guard let digits = wholeNumber(fraction) else { return nil }
+            duration += .nanoseconds(digits * Int(pow(10, Double(9 - fraction.count))))
+        }
+        return min(duration, longestReset)
+    }
+
+    /// `value` seconds, held at ``longestReset``.
+    private static func seconds(_ value: Int) -> Duration {
+        min(.seconds(value), longestReset)
+    }
+}
+
+/// A structured-field list (RFC 9651) read only as far as a quota needs: members separated by commas outside quotes,
+/// each an item (a string's content, or a token) and its `;key=value` parameters, values unquoted. `nil` when quotes
+/// do not pair up.
+struct StructuredList {
+    struct Member {
+        let item: String
+        let parameters: [String: String]
+    }
+
+    let members: [Member]
+
+    init?(_ field: String) {
+        guard let texts = Self.split(field, on: ",") else { return nil }
+        var members: [Member] = []
+        for text in texts {
+            let parts = Self.split(text, on: ";") ?? []
+            guard let first = parts.first else { return nil }
+            var parameters: [String: String] = [:]
+            for parameter in parts.dropFirst() {
+                let pair = parameter.split(separator: "=", maxSplits: 1).map {
+                    $0.trimmingCharacters(in: .whitespaces)
+                }
+                guard let key = pair.first, !key.isEmpty else { return nil }
+                parameters[key.lowercased()] = pair.count == 2 ? Self.unquoted(pair[1]) : "?1"
+            }
+            members.append(
+                Member(item: Self.unquoted(first.trimmingCharacters(in: .whitespaces)), parameters: parameters))
+        }
+        self.members = members
+    }
+
+    /// `text` split on `separator` outside double quotes; `nil` when a quote is left open.
+    private static func split(_ text: String, on separator: Character) -> [String]? {
+        var parts: [String] = []
+        var current = ""
+        var quoted = false
+        var escaped = false
+        for character in text {
+            if escaped {
+                escaped = false
+            } else if character == "\\", quoted {
+                escaped = true
+            } else if character == "\"" {
+                quoted.toggle()
+            } else if character == separator, !quoted {
+                parts.append(current)
+                current = ""
+                continue
+            }
+            current.append(character)
+        }
+        guard !quoted else { return nil }
+        parts.append(current)
+        return parts.map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
+
+    /// The content of a quoted string, or `text` as it is.
+    private static func unquoted(_ text: String) -> String {
+        guard text.count >= 2, text.hasPrefix("\""), text.hasSuffix("\"") else { return text }
+        return String(text.dropFirst().dropLast())
+    }
+}

@@ -1,0 +1,210 @@
+import Foundation
+import Rebound
+import ReboundTesting
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+@Suite("RateLimitQuota: reading the quota a response advertises", .timeLimit(.minutes(5)))
+struct RateLimitQuotaTests {
+    private func head(_ fields: [(String, String)]) -> ResponseHead {
+        ResponseHead(url: exampleURL, statusCode: 200, headerFields: fields)
+    }
+
+    @Test(
+        arguments: [
+            // The IETF fields.
+            ([("RateLimit", "\"default\";r=0;t=30")], RateLimitQuota(remaining: 0, resetsIn: .seconds(30))),
+            (
+                [("RateLimit", "\"default\";r=7;t=60"), ("RateLimit-Policy", "\"default\";q=100;w=60")],
+                RateLimitQuota(remaining: 7, resetsIn: .seconds(60), limit: 100)
+            ),
+            // Two quotas: the spent one binds, whatever the other says.
+            (
+                [("RateLimit", "\"burst\";r=5;t=1, \"daily\";r=0;t=3600")],
+                RateLimitQuota(remaining: 0, resetsIn: .seconds(3_600))
+            ),
+            (
+                [("RateLimit", "burst;r=9;t=1, daily;r=2;t=3600")],
+                RateLimitQuota(remaining: 2, resetsIn: .seconds(3_600))
+            ),
+            // The earlier drafts.
+            (
+                [("RateLimit", "limit=100, remaining=0, reset=30")],
+                RateLimitQuota(remaining: 0, resetsIn: .seconds(30), limit: 100)
+            ),
+            (
+                [("RateLimit-Limit", "10"), ("RateLimit-Remaining", "3"), ("RateLimit-Reset", "12")],
+                RateLimitQuota(remaining: 3, resetsIn: .seconds(12), limit: 10)
+            ),
+            // The X-RateLimit- fields: seconds, a fraction of them, or a Unix time from the response's Date.
+            (
+                [("X-RateLimit-Limit", "60"), ("X-RateLimit-Remaining", "0"), ("X-RateLimit-Reset", "45")],
+                RateLimitQuota(remaining: 0, resetsIn: .seconds(45), limit: 60)
+            ),
+            (
+                [("X-RateLimit-Remaining", "0"), ("X-RateLimit-Reset-After", "1.5")],
+                RateLimitQuota(remaining: 0, resetsIn: .milliseconds(1_500))
+            ),
+            (
+                [
+                    ("Date", "Sat, 28 Nov 2026 10:00:00 GMT"), ("X-RateLimit-Remaining", "0"),
+                    ("X-RateLimit-Reset", "1795860030"),
+                ],
+                RateLimitQuota(remaining: 0, resetsIn: .seconds(30))
+            ),
+        ] as [([(String, String)], RateLimitQuota?)])
+    func readsEachSpelling(fields: [(String, String)], expected: RateLimitQuota?) {
+        #expect(RateLimitQuota(head(fields)) == expected, "\(fields)")
+    }
+
+    @Test(arguments: [
+        [("RateLimit", "\"default\";r=-1;t=30")],
+        [("RateLimit", "\"default\";r=1e3;t=30")],
+        [("RateLimit", "\"default\";r=0")],
+        [("RateLimit", "\"default;r=0;t=30")],
+        [("RateLimit", "limit=100, remaining=none, reset=30")],
+        [("RateLimit", "")],
+        [("RateLimit-Remaining", "0")],
+        [("RateLimit-Remaining", "0"), ("RateLimit-Reset", "soon")],
+        [("X-RateLimit-Remaining", "0"), ("X-RateLimit-Reset", "99999999999999999999999")],
+        [("X-RateLimit-Remaining", "٣"), ("X-RateLimit-Reset", "30")],
+        [("X-RateLimit-Remaining", "0"), ("X-RateLimit-Reset-After", "1.5.2")],
+        [("X-RateLimit-Limit", "60")],
+    ])
+    func aMalformedFieldIsNoSignal(fields: [(String, String)]) {
+        #expect(RateLimitQuota(head(fields)) == nil, "\(fields)")
+    }
+
+    @Test func absurdValuesAreHeldAtAYear() throws {
+        let quota = try #require(RateLimitQuota(head([("RateLimit", "\"d\";r=0;t=999999999999999999")])))
+
+        #expect(quota.resetsIn == .seconds(86_400 * 366))
+        #expect("\(quota)" == "0 left, renewed in 31622400 s")
+    }
+}
+
+@Suite("RateLimitPacer", .timeLimit(.minutes(5)))
+struct RateLimitPacerTests {
+    let clock = ManualClock()
+
+    private func quota(_ remaining: Int, resetsIn seconds: Int, status: Int = 200) -> ScriptedTransport.Step {
+        .response(status: status, headers: ["RateLimit": "\"default\";r=\(remaining);t=\(seconds)"])
+    }
+
+    @Test func aSpentQuotaHoldsTheNextRequestUntilItIsRenewed() async throws {
+        let pacer = RateLimitPacer(clock: clock)
+        let transport = ScriptedTransport([quota(0, resetsIn: 10), .status(200)], clock: clock)
+        let session = Session(transport: transport, adapters: [pacer], clock: clock)
+
+        _ = try await session.send(request())
+        #expect(pacer.quota(for: "api.example.com") == RateLimitQuota(remaining: 0, resetsIn: .seconds(10)))
+        let task = Task { try await session.send(request()) }
+        try await clock.waitForSleepers(1)
+        #expect(transport.requestCount == 1)  // held, not sent
+        clock.advance(by: .seconds(10))
+        _ = try await task.value
+
+        #expect(transport.requestCount == 2)
+        #expect(clock.sleeps == [.seconds(10)])
+    }
+
+    @Test func concurrentRequestsDoNotOverdrawTheQuotaTheLastResponseGave() async throws {
+        let pacer = RateLimitPacer(clock: clock)
+        let transport = ScriptedTransport(
+            [quota(2, resetsIn: 5)] + Array(repeating: .status(200), count: 3), clock: clock)
+        let session = Session(transport: transport, adapters: [pacer], clock: clock)
+        _ = try await session.send(request())
+
+        let tasks = (0..<3).map { _ in Task { try await session.send(request()) } }
+        try await transport.waitForRequests(3)
+        try await clock.waitForSleepers(1)
+        #expect(transport.requestCount == 3)  // two sent, one held
+        clock.advance(by: .seconds(5))
+        for task in tasks { _ = try await task.value }
+
+        #expect(transport.requestCount == 4)
+    }
+
+    @Test func aRenewalPastTheMaximumWaitFailsTheRequestAtOnceWithoutSendingIt() async throws {
+        let pacer = RateLimitPacer(maximumWait: .seconds(30), clock: clock)
+        let transport = ScriptedTransport([quota(0, resetsIn: 45), .status(200)], clock: clock)
+        let session = Session(transport: transport, adapters: [pacer], retriers: [RetryPolicy()], clock: clock)
+        _ = try await session.send(request())
+
+        let error = try await #require(throws: ReboundError.self) { try await session.send(request()) }
+
+        guard case .adaptationFailed(let spent as RateLimitQuotaSpent) = error.reason else {
+            Issue.record("reason: \(error.reason)")
+            return
+        }
+        #expect(spent == RateLimitQuotaSpent(key: "api.example.com", renewedIn: .seconds(45)))
+        #expect("\(spent)" == "rate limit quota for api.example.com spent: renewed in 45 s")
+        #expect(transport.requestCount == 1)
+        #expect(clock.sleeps.isEmpty)
+    }
+
+    @Test func eachHostHasItsOwnQuotaAndAHostThatAdvertisesNoneIsNeverHeld() async throws {
+        let pacer = RateLimitPacer(clock: clock)
+        let transport = ScriptedTransport(clock: clock) { request, _ in
+            request.url?.host == "api.example.com" ? .response(headers: ["RateLimit": "\"d\";r=0;t=60"]) : .status(200)
+        }
+        let session = Session(transport: transport, adapters: [pacer], clock: clock)
+        let other = URLRequest(url: URL(string: "https://other.example.com/")!)
+
+        _ = try await session.send(request())
+        for _ in 0..<3 { _ = try await session.send(other) }
+
+        #expect(transport.requestCount == 4)
+        #expect(pacer.quota(for: "other.example.com") == nil)
+        #expect(clock.sleeps.isEmpty)
+    }
+
+    @Test func aRetryAfterA429IsPacedByTheQuotaItAdvertises() async throws {
+        let pacer = RateLimitPacer(clock: clock)
+        let transport = ScriptedTransport([quota(0, resetsIn: 3, status: 429), .status(200)], clock: clock)
+        let session = Session(
+            transport: transport, adapters: [pacer],
+            retriers: [RetryPolicy(retryableHTTPStatusCodes: [429], backoff: .zero)],
+            clock: clock)
+
+        let task = Task { try await session.send(request()) }
+        try await clock.waitForSleepers(1)
+        clock.advance(by: .seconds(3))
+        let response = try await task.value
+
+        #expect(response.statusCode == 200)
+        #expect(clock.sleeps == [.seconds(3)])
+    }
+
+    @Test func cancellingAHeldRequestEndsItAndSendsNothing() async throws {
+        let pacer = RateLimitPacer(clock: clock)
+        let transport = ScriptedTransport([quota(0, resetsIn: 10), .status(200)], clock: clock)
+        let session = Session(transport: transport, adapters: [pacer], clock: clock)
+        _ = try await session.send(request())
+
+        let task = Task { try await session.send(request()) }
+        try await clock.waitForSleepers(1)
+        task.cancel()
+
+        await #expect(throws: CancellationError.self) { try await task.value }
+        #expect(transport.requestCount == 1)
+    }
+
+    @Test func aRenewedQuotaIsNotHeldUntilAResponseSaysItAgain() async throws {
+        let pacer = RateLimitPacer(clock: clock)
+        let transport = ScriptedTransport(
+            [quota(0, resetsIn: 1)] + Array(repeating: .status(200), count: 3), clock: clock)
+        let session = Session(transport: transport, adapters: [pacer], clock: clock)
+        _ = try await session.send(request())
+
+        clock.advance(by: .seconds(1))
+        for _ in 0..<3 { _ = try await session.send(request()) }
+
+        #expect(transport.requestCount == 4)
+        #expect(clock.sleeps.isEmpty)
+        #expect(pacer.quota(for: "api.example.com") == nil)
+    }
+}
