@@ -4,12 +4,10 @@ import Foundation
 @available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, *)
 struct Report {
     let model: ServerModel
-    let clients: Int
     private var sections: [(scenario: Scenario, outcomes: [Outcome])] = []
 
-    init(model: ServerModel, clients: Int) {
+    init(model: ServerModel) {
         self.model = model
-        self.clients = clients
     }
 
     mutating func add(_ scenario: Scenario, _ outcomes: [Outcome]) {
@@ -18,6 +16,21 @@ struct Report {
 
     private static func fixed(_ value: Double, _ decimals: Int) -> String {
         String(format: "%.\(decimals)f", value)
+    }
+
+    /// A count with thousands separated by commas: `100,000`.
+    private static func count(_ value: Int) -> String {
+        let digits = String(value)
+        return digits.enumerated().map { index, digit in
+            index > 0 && (digits.count - index) % 3 == 0 ? ",\(digit)" : "\(digit)"
+        }.joined()
+    }
+
+    /// The client counts of the scenarios, in order: `100 or 100,000`.
+    private var clientCounts: String {
+        var seen: [Int] = []
+        for section in sections where !seen.contains(section.scenario.clients) { seen.append(section.scenario.clients) }
+        return seen.map(Self.count).joined(separator: " or ")
     }
 
     private static func milliseconds(_ duration: Duration) -> String {
@@ -40,11 +53,11 @@ struct Report {
             gives the same numbers, to the last digit, on every machine.
 
             ```sh
-            swift run --package-path Examples -c release StormSimulator                   # this page's tables, under 10 s
-            swift run --package-path Examples -c release StormSimulator --clients 100000  # as many clients as you like
+            swift run --package-path Examples -c release StormSimulator                   # this page, under a minute
+            swift run --package-path Examples -c release StormSimulator --clients 1000    # as many clients as you like
             ```
 
-            **The model.** \(clients) clients send to one server that serves \(Int(model.capacity)) requests a second \
+            **The model.** \(clientCounts) clients send to one server that serves \(Int(model.capacity)) requests a second \
             (\(model.workers) workers, \(Self.milliseconds(model.service)) each; more at once share the workers and take \
             longer, and past \(model.maximumInFlight) in flight the excess fails at once; work whose client gave up \
             goes on to its end). The server fails everything, in 5 ms, from \(Int(outage.lowerBound.seconds)) s to \
@@ -55,16 +68,19 @@ struct Report {
             ![Requests reaching the server per second over time, one line per policy, with the outage shaded](storm.svg)
 
             - **during** / **after**: attempts that reached the server per request offered, during the outage and in the \
-            10 s after it.
+            10 s after it; **peak after**: the most attempts that reached it in any 500 ms of those 10 s, per second \
+            (a synchronized wave of retries shows here).
             - **back to normal**: how long after the outage the server stays out of overload for good (overload: down, \
             failing the excess, or holding more than one and a half times its workers).
             - **success**: the share of all requests that succeeded; **after**: of those that arrived in the 5 s after \
             the outage.
             - **p50 / p99 / p99.9**: the latency of the requests that succeeded, from arrival to response.
 
-            Each client's parts learn only from its own traffic: with many clients that each send little, a budget, a \
-            breaker or a throttle per client sees too few requests to act (try `--clients 100000`), and only the shape \
-            of the retries is left to protect the server.
+            Each client's parts learn only from its own traffic: with many clients that each send little (every \
+            install of an app is such a client), a budget, a breaker or a throttle per client sees too few requests to \
+            act, and only the shape of the retries is left to protect the server; each scenario is shown with a few \
+            clients that send much and with a fleet that sends little. A server that says it is overloaded (the \
+            scenario with `Retry-After`) protects itself at any fleet size, because every client honours what it says.
 
             """
         text += outageTables
@@ -111,19 +127,23 @@ struct Report {
         for (scenario, outcomes) in sections where scenario.hasOutage {
             text += """
 
-                ## \(scenario.name.prefix(1).uppercased() + scenario.name.dropFirst())
+                ## \(scenario.name.prefix(1).uppercased() + scenario.name.dropFirst()), \(Self.count(scenario.clients)) clients
 
-                \(Int(scenario.offered.rounded())) requests a second for \(Int(scenario.duration.seconds)) s.
+                \(Int(scenario.offered.rounded())) requests a second for \(Int(scenario.duration.seconds)) s\
+                \(scenario.model.signal.map { signal in
+                    "; the server answers the outage, and requests past \(signal.shedsAbove) in flight, with " +
+                    "\(signal.status) and `Retry-After: \(signal.retryAfter.components.seconds)`"
+                } ?? "").
 
-                | policy | during | after | back to normal | success | after | p50 | p99 | p99.9 |
-                |---|---|---|---|---|---|---|---|---|
+                | policy | during | after | peak after | back to normal | success | after | p50 | p99 | p99.9 |
+                |---|---|---|---|---|---|---|---|---|---|
 
                 """
             let recovery = outage.upperBound..<outage.upperBound + .seconds(5)
             for outcome in outcomes {
                 let cells = [
                     outcome.policy.name, Self.fixed(outcome.duringOutage, 2), Self.fixed(outcome.afterOutage, 2),
-                    Self.fixed(outcome.backToNormal.seconds, 1) + " s",
+                    "\(Int(outcome.peakAfterOutage.rounded()))/s", Self.fixed(outcome.backToNormal.seconds, 1) + " s",
                     Self.fixed(outcome.success(in: .zero..<scenario.duration) * 100, 1) + "%",
                     Self.fixed(outcome.success(in: recovery) * 100, 1) + "%",
                     Self.milliseconds(outcome.latency(50)), Self.milliseconds(outcome.latency(99)),
@@ -182,7 +202,8 @@ struct Report {
         let colors = ["#7f7f7f", "#d62728", "#ff7f0e", "#bcbd22", "#2ca02c", "#1f77b4", "#9467bd", "#000000"]
         var svg = """
             <text x="\(Int(left))" y="26" font-size="15" font-weight="bold">Requests reaching the server per second, \
-            \(clients) clients, \(Int(scenario.offered.rounded())) offered a second</text>
+            \(Self.count(scenario.clients)) clients, \(Int(scenario.offered.rounded())) offered a second\
+            \(scenario.model.signal == nil ? "" : ", the server signals")</text>
             <rect x="\(number(x(model.outage.lowerBound.seconds)))" y="\(number(top))" \
             width="\(number(x(model.outage.upperBound.seconds) - x(model.outage.lowerBound.seconds)))" \
             height="\(number(height - top - bottom))" fill="#f2dede"/>

@@ -39,6 +39,18 @@ struct Outcome: Sendable {
         return Double(arrived.filter { $0.latency != nil }.count) / Double(max(arrived.count, 1))
     }
 
+    /// The most attempts that reached the server in any 500 ms of the 10 s after the outage, per second.
+    var peakAfterOutage: Double {
+        let perWindow = 5  // 100 ms buckets
+        let first = Int(scenario.model.outage.upperBound / SimulatedServer.bucket)
+        let last = min(first + 100, attemptsPerBucket.count)
+        let peak =
+            stride(from: first, to: last, by: perWindow).map { start in
+                attemptsPerBucket[start..<min(start + perWindow, last)].reduce(0, +)
+            }.max() ?? 0
+        return Double(peak) / (SimulatedServer.bucket.seconds * Double(perWindow))
+    }
+
     /// Attempts that reached the server per request offered, over the whole run.
     var load: Double {
         Double(attemptsPerBucket.reduce(0, +)) / Double(max(requests.count, 1))

@@ -21,6 +21,19 @@ struct ServerModel: Sendable {
     var slowShare = 0.0
     /// How long a request of the slow tail takes with a worker to itself.
     var slowService = Duration.milliseconds(600)
+    /// How the server tells its clients it is overloaded; `nil` for a server that says nothing.
+    var signal: Signal?
+
+    /// What a server that signals overload answers, as real servers do: a status with `Retry-After`, during the outage
+    /// and to the requests past what it takes on at once (load shedding), instead of queueing them.
+    struct Signal: Sendable {
+        /// 503 Service Unavailable or 429 Too Many Requests.
+        var status = 503
+        /// The `Retry-After` it sends, the same to every client.
+        var retryAfter = Duration.seconds(10)
+        /// Past this many requests in flight it sheds the excess at once with the signal.
+        var shedsAbove = 100
+    }
 
     /// Requests a second it serves at full speed.
     var capacity: Double { Double(workers) / service.seconds }
@@ -34,7 +47,8 @@ struct ServerModel: Sendable {
 /// hear of it would: abandoned work keeps its place. A share of the requests, drawn from a seeded source, take the slow
 /// service time instead (the slow tail). During the outage every request fails with 503 after 5 ms. It
 /// counts, per 100 ms bucket, the requests that reached it and whether it was overloaded: down, failing the excess, or
-/// holding more than one and a half times its workers.
+/// holding more than one and a half times its workers. A server with a ``ServerModel/Signal`` answers the outage and
+/// the requests past its `shedsAbove` with the signal's status and `Retry-After`.
 @available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, *)
 final class SimulatedServer: HTTPTransport {
     static let bucket = Duration.milliseconds(100)
@@ -67,13 +81,22 @@ final class SimulatedServer: HTTPTransport {
                 state.buckets[bucket, default: Bucket()].overloaded = true
             }
             try await clock.sleep(for: .milliseconds(5))
-            return answer(503, to: request)
+            return answer(model.signal?.status ?? 503, to: request)
         }
-        let inFlight = state.withLock { state in
-            state.inFlight += 1
+        let inFlight = state.withLock { state -> Int? in
             state.buckets[bucket, default: Bucket()].attempts += 1
+            if let signal = model.signal, state.inFlight >= signal.shedsAbove {
+                state.buckets[bucket, default: Bucket()].overloaded = true
+                return nil
+            }
+            state.inFlight += 1
             if state.inFlight * 2 > model.workers * 3 { state.buckets[bucket, default: Bucket()].overloaded = true }
             return state.inFlight
+        }
+        guard let inFlight else {
+            // Shed: answered at once, taking no worker.
+            try await clock.sleep(for: .milliseconds(1))
+            return answer(model.signal?.status ?? 503, to: request)
         }
         let service = model.slowShare > 0 && tail.unitInterval() < model.slowShare ? model.slowService : model.service
         let time =
@@ -93,7 +116,9 @@ final class SimulatedServer: HTTPTransport {
     }
 
     private func answer(_ status: Int, to request: URLRequest) -> (Data, ResponseHead) {
-        (Data(), ResponseHead(url: request.url!, statusCode: status, headerFields: []))
+        let fields =
+            status == 200 ? [] : model.signal.map { [("Retry-After", "\($0.retryAfter.components.seconds)")] } ?? []
+        return (Data(), ResponseHead(url: request.url!, statusCode: status, headerFields: fields))
     }
 
     /// The requests that reached the server in `range`.

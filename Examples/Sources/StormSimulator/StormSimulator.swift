@@ -18,24 +18,35 @@ enum StormSimulator {
         func value(after flag: String) -> String? {
             arguments.firstIndex(of: flag).flatMap { arguments.indices.contains($0 + 1) ? arguments[$0 + 1] : nil }
         }
-        let clients = value(after: "--clients").flatMap(Int.init) ?? 100
-        guard clients >= 1 else {
+        // The page shows a few clients that each send much beside a fleet of many that each send little (every
+        // install of an app is such a client); `--clients N` shows N alone.
+        let fleets = value(after: "--clients").flatMap(Int.init).map { [$0] } ?? [100, 100_000]
+        guard fleets.allSatisfy({ $0 >= 1 }) else {
             print("--clients must be at least 1")
             return
         }
         let model = ServerModel()
+        let signalling = ServerModel(signal: ServerModel.Signal())
         let tail = ServerModel(outage: .zero..<Duration.zero, slowShare: 0.02)
-        let scenarios = [
+        var scenarios: [Scenario] = []
+        for clients in fleets {
+            scenarios += [
+                Scenario(
+                    name: "offered load half the capacity (2× headroom)", clients: clients,
+                    offered: model.capacity / 2),
+                Scenario(
+                    name: "offered load two thirds of the capacity (1.5× headroom)", clients: clients,
+                    offered: model.capacity / 1.5),
+                Scenario(
+                    name: "a server that signals: 503 and Retry-After: 10, 2× headroom", model: signalling,
+                    clients: clients, offered: model.capacity / 2),
+            ]
+        }
+        scenarios.append(
             Scenario(
-                name: "offered load half the capacity (2× headroom)", clients: clients, offered: model.capacity / 2),
-            Scenario(
-                name: "offered load two thirds of the capacity (1.5× headroom)", clients: clients,
-                offered: model.capacity / 1.5),
-            Scenario(
-                name: "a slow tail, no outage: 2% of requests take 600 ms", model: tail, clients: clients,
-                offered: model.capacity / 2, duration: .seconds(20), policies: Policy.tailPolicies),
-        ]
-        var report = Report(model: model, clients: clients)
+                name: "a slow tail, no outage: 2% of requests take 600 ms", model: tail, clients: fleets[0],
+                offered: model.capacity / 2, duration: .seconds(20), policies: Policy.tailPolicies))
+        var report = Report(model: model)
         for scenario in scenarios {
             report.add(scenario, await outcomes(of: scenario))
         }
