@@ -77,6 +77,20 @@ struct OfflineRetrierTests {
         #expect(transport.requestCount == 2)
     }
 
+    @Test func aPOSTIsNotRetriedAfterAnOfflineCodeOfYourOwnThatMayFollowASend() async throws {
+        network.setConnected(true)
+        let transport = ScriptedTransport(
+            [.urlError(.networkConnectionLost), .urlError(.networkConnectionLost), .status(200)], clock: clock)
+        let retrier = OfflineRetrier(
+            monitor: network, offlineURLErrorCodes: [.notConnectedToInternet, .networkConnectionLost], clock: clock)
+        let session = Session(transport: transport, retriers: [retrier], clock: clock)
+
+        await #expect(throws: ReboundError.self) { try await session.send(request(.post)) }
+        #expect(transport.requestCount == 1)
+        _ = try await session.send(request(.get))  // a GET may be repeated: retried
+        #expect(transport.requestCount == 3)
+    }
+
     @Test(arguments: [URLError.Code.timedOut, .cannotConnectToHost, .networkConnectionLost])
     func otherFailuresAreLeftToTheNextRetrierWithoutWaiting(code: URLError.Code) async throws {
         let transport = ScriptedTransport([.urlError(code), .status(200)], clock: clock)

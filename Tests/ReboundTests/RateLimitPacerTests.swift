@@ -19,7 +19,7 @@ struct RateLimitQuotaTests {
             ([("RateLimit", "\"default\";r=0;t=30")], RateLimitQuota(remaining: 0, resetsIn: .seconds(30))),
             (
                 [("RateLimit", "\"default\";r=7;t=60"), ("RateLimit-Policy", "\"default\";q=100;w=60")],
-                RateLimitQuota(remaining: 7, resetsIn: .seconds(60), limit: 100)
+                RateLimitQuota(remaining: 7, resetsIn: .seconds(60), limit: 100, window: .seconds(60))
             ),
             // Two quotas: the spent one binds, whatever the other says.
             (
@@ -126,6 +126,66 @@ struct RateLimitPacerTests {
         for task in tasks { _ = try await task.value }
 
         #expect(transport.requestCount == 4)
+    }
+
+    @Test func manyConcurrentRequestsAgainstAQuotaWithAKnownWindowDrawNo429() async throws {
+        // The server: 3 requests per second-long window on the test's clock, said in the IETF fields; 429 past them.
+        let windows = Locked([Int: Int]())
+        let throttled = Locked(0)
+        let transport = ScriptedTransport(clock: clock) { [clock] _, _ in
+            let now = clock.now.offset
+            let window = Int((now / .seconds(1)).rounded(.down))
+            let seconds = Int(((Duration.seconds(window + 1) - now) / .seconds(1)).rounded(.up))
+            let used = windows.withLock { windows -> Int in
+                windows[window, default: 0] += 1
+                return windows[window]!
+            }
+            let policy = "\"q\";q=3;w=1"
+            guard used <= 3 else {
+                throttled.withLock { $0 += 1 }
+                return .response(
+                    status: 429, headers: ["RateLimit-Policy": policy, "RateLimit": "\"q\";r=0;t=\(seconds)"])
+            }
+            return .response(headers: ["RateLimit-Policy": policy, "RateLimit": "\"q\";r=\(3 - used);t=\(seconds)"])
+        }
+        let pacer = RateLimitPacer(clock: clock)
+        let session = Session(transport: transport, adapters: [pacer], clock: clock)
+        _ = try await session.send(request())  // the first response tells the quota
+
+        let tasks = (0..<12).map { _ in Task { try await session.send(request()) } }
+        // Moves the clock to each renewal the held requests wait for.
+        let driver = Task {
+            while !Task.isCancelled {
+                try await clock.waitForSleepers(1)
+                if let next = clock.nextDeadline { clock.advance(to: next) }
+            }
+        }
+        for task in tasks { #expect(try await task.value.statusCode == 200) }
+        driver.cancel()
+
+        #expect(throttled.withLock { $0 } == 0)
+        #expect(transport.requestCount == 13)
+        #expect(clock.now.offset == .seconds(4))  // 13 requests at 3 a second: the fifth window
+        #expect(pacer.requestsCounted == 0)
+    }
+
+    @Test func aResponsesCountLeavesOutTheRequestsStillInFlight() async throws {
+        let pacer = RateLimitPacer(clock: clock)
+        let gate = Gate()
+        let transport = ScriptedTransport(clock: clock) { _, number in
+            if number == 2 { await gate.wait() }
+            return number == 1 ? self.quota(3, resetsIn: 10) : .response(headers: ["RateLimit": "\"d\";r=2;t=10"])
+        }
+        let session = Session(transport: transport, adapters: [pacer], clock: clock)
+        _ = try await session.send(request())  // 3 left
+
+        let held = Task { try await session.send(request()) }  // the second request, in flight until the gate opens
+        try await transport.waitForRequests(2)
+        _ = try await session.send(request())  // the third: its response says 2 left, of which one is in flight
+
+        #expect(pacer.quota(for: "api.example.com")?.remaining == 1)
+        await gate.open()
+        _ = try await held.value
     }
 
     @Test func aRenewalPastTheMaximumWaitFailsTheRequestAtOnceWithoutSendingIt() async throws {

@@ -94,6 +94,22 @@ struct RetryAfterDeadlineTests {
         #expect(transport.requestCount == 2)
     }
 
+    @Test func aRetryToAFallbackHostIsNotHeldToTheFirstHostsRetryAfter() async throws {
+        let clock = ManualClock()
+        let transport = ScriptedTransport(
+            [.response(status: 503, headers: ["Retry-After": "10"]), .status(200)], clock: clock)
+        let fallback = Retrier { request, _ in
+            guard request.retryCount == 0 else { return .doNotRetry }
+            return .retryWithRequest(URLRequest(url: URL(string: "https://fallback.example.com/items")!), delay: .zero)
+        }
+        let session = Session(transport: transport, retriers: [fallback], deadline: .seconds(2), clock: clock)
+
+        let response = try await session.send(request())
+
+        #expect(response.statusCode == 200)
+        #expect(transport.requests.last?.url?.host == "fallback.example.com")
+    }
+
     @Test func withoutADeadlineTheRetriersDelayStands() async throws {
         let clock = ManualClock()
         let transport = ScriptedTransport(

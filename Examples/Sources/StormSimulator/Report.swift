@@ -80,7 +80,9 @@ struct Report {
             install of an app is such a client), a budget, a breaker or a throttle per client sees too few requests to \
             act, and only the shape of the retries is left to protect the server; each scenario is shown with a few \
             clients that send much and with a fleet that sends little. A server that says it is overloaded (the \
-            scenario with `Retry-After`) protects itself at any fleet size, because every client honours what it says.
+            scenario with `Retry-After`) gets one attempt per request during its outage at any fleet size, because \
+            every client honours what it says; the requests it turned away come back when it said, as spread as they \
+            arrived.
 
             """
         text += outageTables

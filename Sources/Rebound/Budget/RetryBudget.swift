@@ -58,8 +58,9 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
         /// per retry (after a timeout too), 5 per retry after a 429, 1 back per success; pair it with
         /// ``RetryPolicy/awsRetries2026(using:)``.
         ///
-        /// A throttled host is retried cheaply and slowly (the policy waits at least 1 s), other failures dearly: 35
-        /// retries after 5xx or network errors empty a host's bucket, against 100 in the standard mode.
+        /// A throttled host is retried cheaply and slowly (the policy's delays after a 429 are drawn under 1 s, 2 s,
+        /// … rather than 50 ms, 100 ms, …), other failures dearly: 35 retries after 5xx or network errors empty a
+        /// host's bucket, against 100 in the standard mode.
         public static let awsRetries2026 = Configuration(
             checkedInitialTokens: 500, maximumTokens: 500, retryCost: 14, timeoutRetryCost: 14, throttlingRetryCost: 5,
             successReward: 1)

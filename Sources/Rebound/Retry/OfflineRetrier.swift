@@ -9,8 +9,9 @@ import Foundation
 ///
 /// When an attempt fails with an offline error (``offlineURLErrorCodes``: `URLError.notConnectedToInternet` by
 /// default), the retrier waits on its ``monitor`` for the network, for at most ``maximumWait`` (5 s by default) on its
-/// clock. If the network comes back in time, it retries at once, whatever the method: a request that found no network
-/// was never sent. If not, it answers ``RetryResult/doNotRetry``, and the next retrier in the chain decides with the
+/// clock. If the network comes back in time, it retries at once, whatever the method after `notConnectedToInternet` (a
+/// request that found no network was never sent), and only a request that may be repeated after another code you
+/// add. If not, it answers ``RetryResult/doNotRetry``, and the next retrier in the chain decides with the
 /// original error (`RetryPolicy` retries `notConnectedToInternet` after its backoff). Other failures, and requests
 /// past ``retryLimit`` retries, it leaves to the next retrier at once.
 ///
@@ -128,7 +129,15 @@ public struct OfflineRetrier: RequestRetrier {
     /// Waits up to ``maximumWait`` for the network after an offline failure and answers ``RetryResult/retry`` when it
     /// comes back; ``RetryResult/doNotRetry`` otherwise, at once for any other failure or past ``retryLimit``.
     public func retry(_ request: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
-        guard request.retryCount < retryLimit, isOffline(error) else { return .doNotRetry }
+        guard request.retryCount < retryLimit, let code = error.reason.original.urlError?.code,
+            offlineURLErrorCodes.contains(code)
+        else { return .doNotRetry }
+        // A request that found no network was never sent; after any other code it may have been, so only a request
+        // that may be repeated is retried.
+        guard
+            code == .notConnectedToInternet
+                || request.request.isRepeatable(methods: RetryPolicy.defaultRetryableHTTPMethods)
+        else { return .doNotRetry }
         let monitor = monitor
         let outcome = await Race.run(maximumWait, clock: clock) { () async -> Bool in
             do {

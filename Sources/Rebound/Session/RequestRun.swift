@@ -560,7 +560,9 @@ extension RequestRun {
         // server's `Retry-After` (on a 429 or 503) that ends after it, whatever delay the retriers chose: a retry
         // before the time the server asked for would meet the same answer, so one rule holds for every chain.
         if let deadline = plan.deadline {
-            let asked = error.responseHead.flatMap(RetryAfter.asked.delay(for:)) ?? .zero
+            // A retry to another request (a fallback host) was not asked to wait by this response.
+            let asked =
+                result.request == nil ? error.responseHead.flatMap(RetryAfter.asked.delay(for:)) ?? .zero : .zero
             if plan.session.clock.now() + Swift.max(delay, asked) - start > deadline {
                 return fail(with: deadlineExceeded(after: reason, response: error.responseHead, data: error.data))
             }

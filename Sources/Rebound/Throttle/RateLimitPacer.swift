@@ -10,9 +10,11 @@ import Foundation
 /// Every response's quota fields are read (``RateLimitQuota``: the IETF `RateLimit` and `RateLimit-Policy` fields, the
 /// earlier drafts' `RateLimit-Remaining` and `RateLimit-Reset`, the `X-RateLimit-` fields). The pacer keeps each
 /// host's requests left and when the quota is renewed, and counts down one per attempt it lets through, so that
-/// concurrent requests do not overdraw what the last response said. A request to a host with none left waits for the
-/// renewal, then goes on; after a renewal the host is not held until a response says its quota again (so requests that
-/// waited together for one renewal go together). A renewal further away than ``maximumWait`` fails the request at once
+/// concurrent requests do not overdraw what the last response said (a response's count does not include the requests
+/// still in flight, which the pacer subtracts). A request to a host with none left waits for the renewal, then goes
+/// on. When the server gave the quota's limit and window (`RateLimit-Policy`'s `q` and `w`), each renewal begins a
+/// window with the limit; otherwise the host is not held after a renewal until a response says its quota again, so
+/// requests that waited together go together. A renewal further away than ``maximumWait`` fails the request at once
 /// with ``RateLimitQuotaSpent``, which no retry policy retries; the session's deadline bounds every wait as well.
 ///
 /// Put it in a chain's adapters; share one instance between sessions to share each host's quota. Responses that
@@ -34,13 +36,23 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver {
         var remaining: Int
         var renewedAt: Duration
         var limit: Int?
+        var window: Duration?
+        /// Requests let through against this quota whose attempts have not ended: a response's count of requests
+        /// left does not include them yet.
+        var inFlight = 0
+    }
+
+    private struct State: Sendable {
+        var hosts: HostTable<Host>
+        /// The attempts let through against a host's quota, by request, until each ends.
+        var counted: [UUID: [(attempt: Int, key: String)]] = [:]
     }
 
     /// How long a request waits for its host's quota to be renewed at most; 30 s by default.
     public let maximumWait: Duration
     private let keyFunction: CircuitBreakerRegistry.KeyFunction
     private let clock: SessionClock
-    private let hosts: Locked<HostTable<Host>>
+    private let state: Locked<State>
 
     /// Creates a pacer; an invalid setting traps, naming it.
     ///
@@ -67,16 +79,17 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver {
         self.maximumWait = maximumWait
         self.keyFunction = key
         self.clock = SessionClock(clock)
-        self.hosts = Locked(HostTable(capacity: maximumHosts))
+        self.state = Locked(State(hosts: HostTable(capacity: maximumHosts)))
     }
 
     /// The quota of `key`'s host as the pacer counts it now; `nil` for a host it holds nothing for. Reading changes
     /// nothing.
     public func quota(for key: String) -> RateLimitQuota? {
         let now = clock.now()
-        return hosts.withLock { hosts in
-            guard let host = hosts[key], host.renewedAt > now else { return nil }
-            return RateLimitQuota(remaining: host.remaining, resetsIn: host.renewedAt - now, limit: host.limit)
+        return state.withLock { state in
+            guard let host = state.hosts[key], host.renewedAt > now else { return nil }
+            return RateLimitQuota(
+                remaining: host.remaining, resetsIn: host.renewedAt - now, limit: host.limit, window: host.window)
         }
     }
 
@@ -88,7 +101,7 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver {
     public func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
         context.observe(self)
         guard let key = keyFunction(request) else { return request }
-        while let wait = take(key) {
+        while let wait = take(key, for: context.requestID, attempt: context.attempt) {
             guard wait <= maximumWait else { throw RateLimitQuotaSpent(key: key, renewedIn: wait) }
             do {
                 try await clock.sleep(wait)
@@ -99,39 +112,74 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver {
         return request
     }
 
-    /// Counts a request against `key`'s quota; returns how long until its renewal when none is left.
-    private func take(_ key: String) -> Duration? {
+    /// Counts attempt `attempt` of request `requestID` against `key`'s quota; returns how long until the quota's
+    /// renewal when none is left.
+    private func take(_ key: String, for requestID: UUID, attempt: Int) -> Duration? {
         let now = clock.now()
-        return hosts.withLock { hosts -> Duration? in
+        return state.withLock { state -> Duration? in
             // A host the pacer heard no quota from is never held, and nothing is written for it here.
-            guard let host = hosts[key] else { return nil }
-            // Renewed: not held until a response says the quota again.
-            if now >= host.renewedAt {
-                hosts.remove(key)
-                return nil
+            guard let heard = state.hosts[key] else { return nil }
+            if now >= heard.renewedAt {
+                // Renewed. With the quota's limit and window known, a new window begins with the limit, less the
+                // requests still in flight; otherwise the host is not held until a response says its quota again.
+                guard let limit = heard.limit, let window = heard.window, window > .zero else {
+                    state.hosts.remove(key)
+                    return nil
+                }
+                state.hosts.modify(key) { host in
+                    let windows = ((now - host.renewedAt) / window).rounded(.down) + 1
+                    host.renewedAt += window * windows
+                    host.remaining = max(limit - host.inFlight, 0)
+                }
             }
-            return hosts.modify(key) { host -> Duration? in
-                guard host.remaining > 0 else { return host.renewedAt - now }
-                host.remaining -= 1
-                return nil
-            } ?? nil
+            let wait =
+                state.hosts.modify(key) { host -> Duration? in
+                    guard host.remaining > 0 else { return host.renewedAt - now }
+                    host.remaining -= 1
+                    host.inFlight += 1
+                    return nil
+                } ?? nil
+            if wait == nil { state.counted[requestID, default: []].append((attempt, key)) }
+            return wait
         }
     }
 
-    /// Reads the quota the attempt's response advertises, if any, as the host's.
+    /// Ends the attempt's count against its host's quota, and reads the quota its response advertises, if any, as
+    /// the host's, less the requests still in flight.
     public func attemptDidFinish(_ outcome: AttemptOutcome) async {
-        guard let head = outcome.responseHead, let quota = RateLimitQuota(head),
-            let key = keyFunction(outcome.attempt.admittedRequest ?? outcome.request)
-        else { return }
+        let quota = outcome.responseHead.flatMap(RateLimitQuota.init)
+        let key = quota == nil ? nil : keyFunction(outcome.attempt.admittedRequest ?? outcome.request)
         let now = clock.now()
-        let heard = Host(remaining: quota.remaining, renewedAt: now + quota.resetsIn, limit: quota.limit)
-        hosts.withLock { hosts in
-            hosts.update(key, make: { heard }, isAtRest: { $0.renewedAt <= now }) { $0 = heard }
+        state.withLock { state in
+            settle(&state, outcome.requestID) { $0 == outcome.attempt.number }
+            guard let quota, let key else { return }
+            let inFlight = state.hosts[key]?.inFlight ?? 0
+            let heard = Host(
+                remaining: max(quota.remaining - inFlight, 0), renewedAt: now + quota.resetsIn, limit: quota.limit,
+                window: quota.window, inFlight: inFlight)
+            state.hosts.update(key, make: { heard }, isAtRest: { $0.renewedAt <= now && $0.inFlight == 0 }) {
+                $0 = heard
+            }
         }
     }
 
-    /// Nothing to do: the quota is read from each attempt.
-    public func requestDidFinish(_ outcome: RequestOutcome) async {}
+    /// Ends the counts of the request's attempts still counted (one that never heard its end, cancelled say).
+    public func requestDidFinish(_ outcome: RequestOutcome) async {
+        state.withLock { state in settle(&state, outcome.requestID) { _ in true } }
+    }
+
+    /// Ends the counts of the attempts of `requestID` that `matches` picks.
+    private func settle(_ state: inout State, _ requestID: UUID, matching matches: (Int) -> Bool) {
+        guard var attempts = state.counted.removeValue(forKey: requestID) else { return }
+        for (attempt, key) in attempts where matches(attempt) {
+            state.hosts.modify(key) { $0.inFlight = max($0.inFlight - 1, 0) }
+        }
+        attempts.removeAll { matches($0.attempt) }
+        if !attempts.isEmpty { state.counted[requestID] = attempts }
+    }
+
+    /// How many requests hold counted attempts; for tests that check nothing is kept.
+    package var requestsCounted: Int { state.withLock { $0.counted.count } }
 }
 
 /// Why a ``RateLimitPacer`` did not send a request: its host's quota is spent until further away than the pacer waits.

@@ -22,12 +22,15 @@ public struct RateLimitQuota: Sendable, Equatable, CustomStringConvertible {
     public let resetsIn: Duration
     /// The requests the quota allows per window, when the response says; `nil` otherwise.
     public let limit: Int?
+    /// The quota's window, when the response says (`RateLimit-Policy`'s `w`); `nil` otherwise.
+    public let window: Duration?
 
     /// Creates a quota.
-    public init(remaining: Int, resetsIn: Duration, limit: Int? = nil) {
+    public init(remaining: Int, resetsIn: Duration, limit: Int? = nil, window: Duration? = nil) {
         self.remaining = max(remaining, 0)
         self.resetsIn = max(resetsIn, .zero)
         self.limit = limit.map { max($0, 0) }
+        self.window = window.map { max($0, .zero) }
     }
 
     /// The quota `head` advertises, in the first spelling it uses (the IETF fields, the earlier drafts', then the
@@ -37,9 +40,10 @@ public struct RateLimitQuota: Sendable, Equatable, CustomStringConvertible {
         self = quota
     }
 
-    /// For example `0 left, renewed in 30 s (limit 100)`.
+    /// For example `0 left, renewed in 30 s (limit 100 per 60 s)`.
     public var description: String {
-        "\(remaining) left, renewed in \(resetsIn.logDescription)" + (limit.map { " (limit \($0))" } ?? "")
+        "\(remaining) left, renewed in \(resetsIn.logDescription)"
+            + (limit.map { " (limit \($0)" + (window.map { " per \($0.logDescription)" } ?? "") + ")" } ?? "")
     }
 
     /// Longer than any quota's window: values past it are held here rather than trusted.
@@ -59,8 +63,10 @@ public struct RateLimitQuota: Sendable, Equatable, CustomStringConvertible {
             guard let remaining = member.parameters["r"].flatMap(wholeNumber),
                 let reset = member.parameters["t"].flatMap(wholeNumber)
             else { return nil }
-            let limit = policies.first { $0.item == member.item }?.parameters["q"].flatMap(wholeNumber)
-            quotas.append(RateLimitQuota(remaining: remaining, resetsIn: seconds(reset), limit: limit))
+            let policy = policies.first { $0.item == member.item }
+            let limit = policy?.parameters["q"].flatMap(wholeNumber)
+            let window = policy?.parameters["w"].flatMap(wholeNumber).map(seconds)
+            quotas.append(RateLimitQuota(remaining: remaining, resetsIn: seconds(reset), limit: limit, window: window))
         }
         return binding(quotas)
     }
