@@ -12,11 +12,14 @@ enum Policy: CaseIterable, Sendable {
     case throttle
     case preset
     case hedged
+    case paced
 
     /// The policies of the outage scenarios: every one but hedging, which is for slow tails.
     static let outagePolicies: [Policy] = [.none, .naive, .alamofire, .jittered, .budget, .breaker, .throttle, .preset]
     /// The policies of the slow-tail scenario.
     static let tailPolicies: [Policy] = [.none, .preset, .hedged]
+    /// The policies of the quota scenario.
+    static let quotaPolicies: [Policy] = [.none, .preset, .paced]
     /// The hedging delay of ``hedged``: about the p97 of the slow-tail server's latency.
     static let hedgingDelay = Duration.milliseconds(100)
 
@@ -32,6 +35,7 @@ enum Policy: CaseIterable, Sendable {
         case .throttle: "+ adaptive throttle"
         case .preset: "Session(resilience:) (the preset)"
         case .hedged: "the preset + hedging (100 ms)"
+        case .paced: "the preset + RateLimitPacer"
         }
     }
 
@@ -47,11 +51,11 @@ enum Policy: CaseIterable, Sendable {
             configuration: .init(breakDuration: CircuitBreaker.Configuration.defaultBreakDuration(using: random)),
             clock: clock)
         let budget = RetryBudget(ratio: .default, clock: clock)
-        if self == .preset || self == .hedged {
+        if self == .preset || self == .hedged || self == .paced {
             return Session(
                 transport: transport, resilience: Resilience(clock: clock, random: random),
-                attemptTimeout: Self.attemptTimeout, hedging: self == .hedged ? Hedging(delay: Self.hedgingDelay) : nil,
-                clock: clock)
+                adapters: self == .paced ? [RateLimitPacer(clock: clock)] : [], attemptTimeout: Self.attemptTimeout,
+                hedging: self == .hedged ? Hedging(delay: Self.hedgingDelay) : nil, clock: clock)
         }
         let (adapters, retriers): ([any RequestAdapter], [any RequestRetrier]) =
             switch self {
@@ -62,7 +66,7 @@ enum Policy: CaseIterable, Sendable {
             case .budget: ([budget], [jittered])
             case .breaker: ([breakers, budget], [jittered])
             case .throttle: ([AdaptiveThrottle(clock: clock, random: random), breakers, budget], [jittered])
-            case .preset, .hedged: ([], [])
+            case .preset, .hedged, .paced: ([], [])
             }
         return Session(
             transport: transport, adapters: adapters, retriers: retriers, attemptTimeout: Self.attemptTimeout,

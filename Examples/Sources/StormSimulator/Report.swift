@@ -87,7 +87,7 @@ struct Report {
             """
         text += outageTables
         for (scenario, outcomes) in sections where !scenario.hasOutage {
-            text += tail(scenario, outcomes)
+            text += scenario.model.quota == nil ? tail(scenario, outcomes) : quota(scenario, outcomes)
         }
         return text
     }
@@ -113,6 +113,40 @@ struct Report {
         for outcome in outcomes {
             let cells = [
                 outcome.policy.name, Self.fixed(outcome.load, 3),
+                Self.fixed(outcome.success(in: .zero..<scenario.duration) * 100, 1) + "%",
+                Self.milliseconds(outcome.latency(50)), Self.milliseconds(outcome.latency(99)),
+                Self.milliseconds(outcome.latency(99.9)),
+            ]
+            text += "| " + cells.joined(separator: " | ") + " |\n"
+        }
+        return text
+    }
+
+    /// The table of the scenario whose server advertises a quota per client.
+    private func quota(_ scenario: Scenario, _ outcomes: [Outcome]) -> String {
+        let quota = scenario.model.quota ?? ServerModel.Quota()
+        var text = """
+
+            ## \(scenario.name.prefix(1).uppercased() + scenario.name.dropFirst())
+
+            \(Int(scenario.offered.rounded())) requests a second for \(Int(scenario.duration.seconds)) s from \
+            \(Self.count(scenario.clients)) clients (about \(Int((scenario.offered / Double(scenario.clients)).rounded())) \
+            a second each, in bursts) to the same server without an outage, which allows each client \
+            \(quota.requests) requests per \(Int(quota.window.seconds)) s window, says so in every answer \
+            (`RateLimit-Policy: "client";q=\(quota.requests);w=\(Int(quota.window.seconds))` and \
+            `RateLimit: "client";r=…;t=…`) and answers a request past it with 429. **429s**: the requests it \
+            answered so, per 1,000 offered; a client can avoid all but those it sends before its first answer. A \
+            paced request's wait for the next window is part of its attempt, so the clients' \
+            \(Self.milliseconds(Policy.attemptTimeout)) attempt timeout cuts the longest waits.
+
+            | policy | 429s | success | p50 | p99 | p99.9 |
+            |---|---|---|---|---|---|
+
+            """
+        for outcome in outcomes {
+            let perThousand = Double(outcome.throttled) * 1_000 / Double(max(outcome.requests.count, 1))
+            let cells = [
+                outcome.policy.name, Self.fixed(perThousand, 1),
                 Self.fixed(outcome.success(in: .zero..<scenario.duration) * 100, 1) + "%",
                 Self.milliseconds(outcome.latency(50)), Self.milliseconds(outcome.latency(99)),
                 Self.milliseconds(outcome.latency(99.9)),

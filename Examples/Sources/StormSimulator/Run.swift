@@ -32,6 +32,8 @@ struct Outcome: Sendable {
     let afterOutage: Double
     let backToNormal: Duration
     let noRetriesBackToNormal: Duration?
+    /// The requests the server answered 429 because their client was past its quota.
+    let throttled: Int
 
     /// The share of the requests that arrived in `range` and succeeded.
     func success(in range: Range<Duration>) -> Double {
@@ -96,7 +98,6 @@ func simulate(_ policy: Policy, in scenario: Scenario) async -> (
         let arrivals = RandomSource.seeded(scenario.seed)
         var requests: [Duration] = []
         var time = Duration.zero
-        let url = URL(string: "https://server.example/work")!
         while true {
             time += .nanoseconds(Int64(-log(1 - arrivals.unitInterval()) / scenario.offered * 1e9))
             guard time < scenario.duration else { break }
@@ -114,6 +115,8 @@ func simulate(_ policy: Policy, in scenario: Scenario) async -> (
             let index = requests.count
             let arrival = time
             requests.append(arrival)
+            // The client's number in the query: the quota server's way to tell clients apart.
+            let url = URL(string: "https://server.example/work?client=\(client)")!
             Task(executorPreference: simulation.executor) {
                 let succeeded = (try? await session.send(url)) != nil
                 records.add(index, latency: succeeded ? clock.now.offset - arrival : nil)
@@ -149,7 +152,7 @@ func outcomes(of scenario: Scenario) async -> [Outcome] {
                 policy: policy, scenario: scenario, requests: requests.map { ($0.0, $0.1) },
                 attemptsPerBucket: server.attemptsPerBucket(until: scenario.duration),
                 duringOutage: amplification(outage), afterOutage: amplification(after), backToNormal: backToNormal,
-                noRetriesBackToNormal: noRetries))
+                noRetriesBackToNormal: noRetries, throttled: server.throttled))
     }
     return results
 }

@@ -23,6 +23,17 @@ struct ServerModel: Sendable {
     var slowService = Duration.milliseconds(600)
     /// How the server tells its clients it is overloaded; `nil` for a server that says nothing.
     var signal: Signal?
+    /// The quota each client has, which the server advertises; `nil` for none.
+    var quota: Quota?
+
+    /// A quota per client, advertised in the IETF `RateLimit` and `RateLimit-Policy` fields of every answer; a request
+    /// past it is answered 429 at once.
+    struct Quota: Sendable {
+        /// The requests a client may send per window.
+        var requests = 8
+        /// The window, which starts on every whole multiple of it.
+        var window = Duration.seconds(1)
+    }
 
     /// What a server that signals overload answers, as real servers do: a status with `Retry-After`, during the outage
     /// and to the requests past what it takes on at once (load shedding), instead of queueing them.
@@ -62,7 +73,8 @@ final class SimulatedServer: HTTPTransport {
     let clock: ManualClock
     /// Where the server's work runs, so that it goes on when the client gives up.
     let executor: any TaskExecutor
-    private let state = Mutex((inFlight: 0, buckets: [Int: Bucket]()))
+    private let state = Mutex(
+        (inFlight: 0, buckets: [Int: Bucket](), used: [Int: (window: Int, requests: Int)](), throttled: 0))
     /// Which requests fall in the slow tail.
     private let tail = RandomSource.seeded(17)
 
@@ -82,6 +94,31 @@ final class SimulatedServer: HTTPTransport {
             }
             try await clock.sleep(for: .milliseconds(5))
             return answer(model.signal?.status ?? 503, to: request)
+        }
+        var quotaFields: [(String, String)] = []
+        if let quota = model.quota {
+            // The client's number is in the query (`client=N`); its window and what it used of it.
+            let client = request.url?.query.flatMap { Int($0.dropFirst("client=".count)) } ?? 0
+            let window = Int(now / quota.window)
+            let renewedIn = quota.window * (window + 1) - now
+            let seconds = Int((renewedIn / .seconds(1)).rounded(.up))
+            let used = state.withLock { state -> Int in
+                let previous = state.used[client].flatMap { $0.window == window ? $0.requests : nil } ?? 0
+                state.used[client] = (window, previous + 1)
+                if previous + 1 > quota.requests {
+                    state.throttled += 1
+                    state.buckets[bucket, default: Bucket()].attempts += 1
+                }
+                return previous + 1
+            }
+            quotaFields = [
+                ("RateLimit-Policy", "\"client\";q=\(quota.requests);w=\(quota.window.components.seconds)"),
+                ("RateLimit", "\"client\";r=\(max(quota.requests - used, 0));t=\(seconds)"),
+            ]
+            if used > quota.requests {
+                try await clock.sleep(for: .milliseconds(1))
+                return (Data(), ResponseHead(url: request.url!, statusCode: 429, headerFields: quotaFields))
+            }
         }
         let inFlight = state.withLock { state -> Int? in
             state.buckets[bucket, default: Bucket()].attempts += 1
@@ -107,8 +144,13 @@ final class SimulatedServer: HTTPTransport {
             try? await clock.sleep(for: time)
             leave()
         }.value
-        return answer(inFlight > model.maximumInFlight ? 503 : 200, to: request)
+        let status = inFlight > model.maximumInFlight ? 503 : 200
+        guard status == 200, !quotaFields.isEmpty else { return answer(status, to: request) }
+        return (Data(), ResponseHead(url: request.url!, statusCode: 200, headerFields: quotaFields))
     }
+
+    /// The requests answered 429 because their client was past its quota.
+    var throttled: Int { state.withLock { $0.throttled } }
 
     /// Frees the place of a request that was served.
     private func leave() {

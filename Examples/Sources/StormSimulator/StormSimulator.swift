@@ -46,6 +46,11 @@ enum StormSimulator {
             Scenario(
                 name: "a slow tail, no outage: 2% of requests take 600 ms", model: tail, clients: fleets[0],
                 offered: model.capacity / 2, duration: .seconds(20), policies: Policy.tailPolicies))
+        scenarios.append(
+            Scenario(
+                name: "a quota of 8 requests a second per client, advertised, no outage",
+                model: ServerModel(outage: .zero..<Duration.zero, quota: ServerModel.Quota()), clients: fleets[0],
+                offered: model.capacity / 2, duration: .seconds(20), policies: Policy.quotaPolicies))
         var report = Report(model: model)
         for scenario in scenarios {
             report.add(scenario, await outcomes(of: scenario))
