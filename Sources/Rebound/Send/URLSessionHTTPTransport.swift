@@ -50,6 +50,12 @@ import Foundation
 /// session has no `URLCache` (``init(configuration:)`` uses a copy of the configuration without one); a session given
 /// to ``init(session:)`` should have none either (`configuration.urlCache = nil`) if its requests are hedged or
 /// cancelled. On Apple platforms neither applies.
+///
+/// **A trap on Linux that no transport setting avoids.** swift-corelibs-foundation (Swift 6.3.1) traps ("Transfer
+/// completed, but there's no response", its issue 5285, fixed upstream) when a connection closes after a request was
+/// sent and part of a response head arrived: seen against a loopback server that trickles its head byte by byte while
+/// the attempt times out, then closes. Against servers that may answer that slowly, prefer the AsyncHTTPClient
+/// transport on Linux (`AsyncHTTPClientHTTPTransport`, with the `AsyncHTTPClient` trait).
 public struct URLSessionHTTPTransport: HTTPTransport {
     /// The session requests go through: the transport's own, or the one given to ``init(session:)``.
     public let session: URLSession
