@@ -44,6 +44,7 @@ struct OfflineRetrierTests {
 
         let task = Task { try await session.send(request()) }
         try await network.waitForWaits(1)
+        try await waitForSleep(of: .seconds(5), on: clock)  // the wait's time limit
         clock.advance(by: .seconds(5))  // the wait's end: the next retrier retries after its own second
         try await waitForSleep(of: .seconds(1), on: clock)
         clock.advance(by: .seconds(1))
@@ -60,6 +61,7 @@ struct OfflineRetrierTests {
 
         let task = Task { try await session.send(request()) }
         try await network.waitForWaits(1)
+        try await waitForSleep(of: .seconds(5), on: clock)  // the wait's time limit
         clock.advance(by: .seconds(5))
         let error = try await #require(throws: ReboundError.self) { try await task.value }
 
