@@ -79,7 +79,11 @@ struct Report {
             Each client's parts learn only from its own traffic: with many clients that each send little (every \
             install of an app is such a client), a budget, a breaker or a throttle per client sees too few requests to \
             act, and only the shape of the retries is left to protect the server; each scenario is shown with a few \
-            clients that send much and with a fleet that sends little. A server that says it is overloaded (the \
+            clients that send much and with a fleet that sends little. That shape has a floor: clients that each send \
+            one request during an outage cannot average fewer attempts than 1 + the retries that land inside it, \
+            unless they skip retries. Two jittered retries both land inside a 10 s outage (2.9); the preset's policy \
+            makes no third attempt after two that failed the same way, which brings it to the floor of one retry \
+            (2.0), while a lone failure is still retried. A server that says it is overloaded (the \
             scenario with `Retry-After`) gets one attempt per request during its outage at any fleet size, because \
             every client honours what it says; the requests it turned away come back when it said, as spread as they \
             arrived.

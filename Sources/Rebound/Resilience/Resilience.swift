@@ -36,7 +36,8 @@ public final class Resilience: Sendable {
     /// The retry budget; by default retries are at most 10% of each host's requests over 10 s, plus one a second.
     public let budget: RetryBudget
     /// The retry policy; by default Alamofire's (2 retries of idempotent requests after 408, 5xx and connection
-    /// errors, 0.5 s × 2ⁿ) with full jitter: each delay is drawn in `0 ..< 0.5 × 2ⁿ` s.
+    /// errors, 0.5 s × 2ⁿ) with full jitter (each delay is drawn in `0 ..< 0.5 × 2ⁿ` s), and no third attempt after
+    /// two that failed the same way (``RetryPolicy/stopsAfterRepeatedFailure``).
     public let retryPolicy: RetryPolicy
     /// The total time limit of each request, all attempts and backoffs included; 30 s by default.
     public let deadline: Duration?
@@ -58,7 +59,8 @@ public final class Resilience: Sendable {
                 configuration: .init(breakDuration: .constant(.milliseconds(500)).equalJitter(using: random)),
                 clock: clock),
             budget: RetryBudget(ratio: .default, clock: clock),
-            retryPolicy: RetryPolicy(backoff: RetryPolicy().backoff.fullJitter(using: random)),
+            retryPolicy: RetryPolicy(
+                backoff: RetryPolicy().backoff.fullJitter(using: random), stopsAfterRepeatedFailure: true),
             deadline: deadline)
     }
 

@@ -105,7 +105,7 @@ public struct ConnectionLostRetryPolicy: RequestRetrier {
             checkedRetryLimit: retryLimit, exponentialBackoffBase: exponentialBackoffBase,
             exponentialBackoffScale: exponentialBackoffScale, retryableHTTPMethods: retryableHTTPMethods,
             retryableHTTPStatusCodes: [], retryableURLErrorCodes: Self.connectionLostURLErrorCodes,
-            backoff: nil, retryAfter: .default, throttlingBackoff: nil)
+            backoff: nil, retryAfter: .default, throttlingBackoff: nil, stopsAfterRepeatedFailure: false)
     }
 
     /// Retries as ``policy`` decides.

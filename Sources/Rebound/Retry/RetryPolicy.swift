@@ -76,6 +76,14 @@ public struct RetryPolicy: RequestRetrier {
     public let retryAfter: RetryAfter
     /// The delay before a retry after a 429 Too Many Requests; `nil` by default, for ``backoff``.
     public let throttlingBackoff: BackoffStrategy?
+    /// Whether a request whose last two attempts failed the same way (the same status, or the same `URLError` code) is
+    /// not retried again, unless the response asked for a delay with `Retry-After`; `false` by default (Alamofire's
+    /// behaviour), `true` in ``Resilience``'s policy.
+    ///
+    /// A host that answers a retry as it answered the attempt is likely down, and a third attempt would likely land in
+    /// the same outage: stopping there keeps a fleet of clients that each send little near one retry per request in
+    /// an outage (the storm simulator's 100,000-client tables), while a lone transient failure is still retried.
+    public let stopsAfterRepeatedFailure: Bool
 
     /// Creates a policy with every default.
     public init() {
@@ -85,7 +93,7 @@ public struct RetryPolicy: RequestRetrier {
             retryableHTTPMethods: Self.defaultRetryableHTTPMethods,
             retryableHTTPStatusCodes: Self.defaultRetryableHTTPStatusCodes,
             retryableURLErrorCodes: Self.defaultRetryableURLErrorCodes, backoff: nil, retryAfter: .default,
-            throttlingBackoff: nil)
+            throttlingBackoff: nil, stopsAfterRepeatedFailure: false)
     }
 
     /// The AWS SDKs' retry behavior 2.1 ("new retries 2026", their default since November 2026), for the retryable
@@ -116,7 +124,8 @@ public struct RetryPolicy: RequestRetrier {
             retryableURLErrorCodes: defaultRetryableURLErrorCodes,
             backoff: .exponential(a: .milliseconds(50), b: 2).max(cap).fullJitter(using: random),
             retryAfter: RetryAfter(statusCodes: [429, 500, 502, 503, 504], maximumOverBackoff: .seconds(5)),
-            throttlingBackoff: .exponential(a: .seconds(1), b: 2).max(cap).fullJitter(using: random))
+            throttlingBackoff: .exponential(a: .seconds(1), b: 2).max(cap).fullJitter(using: random),
+            stopsAfterRepeatedFailure: false)
     }
 
     /// Creates a policy from settings written in code; an invalid one traps.
@@ -124,7 +133,7 @@ public struct RetryPolicy: RequestRetrier {
     /// An invalid setting is a programming error; the trap's message names it, for example
     /// `RetryPolicy.retryLimit must be 0 or more, got -1`. For settings that arrive at run time, such as remote
     /// configuration, use
-    /// ``validated(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:throttlingBackoff:)``,
+    /// ``validated(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:throttlingBackoff:stopsAfterRepeatedFailure:)``,
     /// which throws instead.
     ///
     /// - Parameters:
@@ -140,6 +149,8 @@ public struct RetryPolicy: RequestRetrier {
     ///   - retryAfter: Which `Retry-After` headers are honoured, up to how long; ``RetryAfter/default`` by default,
     ///     ``RetryAfter/ignored`` to never honour one.
     ///   - throttlingBackoff: The delay before a retry after a 429; `nil` (the default) for `backoff`.
+    ///   - stopsAfterRepeatedFailure: Whether a request whose last two attempts failed the same way is not retried
+    ///     again; `false` by default.
     public init(
         retryLimit: Int = defaultRetryLimit,
         exponentialBackoffBase: Int = defaultExponentialBackoffBase,
@@ -149,7 +160,8 @@ public struct RetryPolicy: RequestRetrier {
         retryableURLErrorCodes: Set<URLError.Code> = defaultRetryableURLErrorCodes,
         backoff: BackoffStrategy? = nil,
         retryAfter: RetryAfter = .default,
-        throttlingBackoff: BackoffStrategy? = nil
+        throttlingBackoff: BackoffStrategy? = nil,
+        stopsAfterRepeatedFailure: Bool = false
     ) {
         ConfigurationError.trapIfInvalid { () throws(ConfigurationError) in
             try Self.check(
@@ -160,13 +172,14 @@ public struct RetryPolicy: RequestRetrier {
             checkedRetryLimit: retryLimit, exponentialBackoffBase: exponentialBackoffBase,
             exponentialBackoffScale: exponentialBackoffScale, retryableHTTPMethods: retryableHTTPMethods,
             retryableHTTPStatusCodes: retryableHTTPStatusCodes, retryableURLErrorCodes: retryableURLErrorCodes,
-            backoff: backoff, retryAfter: retryAfter, throttlingBackoff: throttlingBackoff)
+            backoff: backoff, retryAfter: retryAfter, throttlingBackoff: throttlingBackoff,
+            stopsAfterRepeatedFailure: stopsAfterRepeatedFailure)
     }
 
     /// Creates a policy from settings that arrive at run time, throwing when one is invalid.
     ///
     /// The parameters, their defaults and what is valid are those of
-    /// ``init(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:throttlingBackoff:)``.
+    /// ``init(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:throttlingBackoff:stopsAfterRepeatedFailure:)``.
     ///
     /// - Throws: ``ConfigurationError`` naming the first invalid setting.
     public static func validated(
@@ -178,7 +191,8 @@ public struct RetryPolicy: RequestRetrier {
         retryableURLErrorCodes: Set<URLError.Code> = defaultRetryableURLErrorCodes,
         backoff: BackoffStrategy? = nil,
         retryAfter: RetryAfter = .default,
-        throttlingBackoff: BackoffStrategy? = nil
+        throttlingBackoff: BackoffStrategy? = nil,
+        stopsAfterRepeatedFailure: Bool = false
     ) throws(ConfigurationError) -> RetryPolicy {
         try check(
             retryLimit: retryLimit, exponentialBackoffBase: exponentialBackoffBase,
@@ -187,7 +201,8 @@ public struct RetryPolicy: RequestRetrier {
             checkedRetryLimit: retryLimit, exponentialBackoffBase: exponentialBackoffBase,
             exponentialBackoffScale: exponentialBackoffScale, retryableHTTPMethods: retryableHTTPMethods,
             retryableHTTPStatusCodes: retryableHTTPStatusCodes, retryableURLErrorCodes: retryableURLErrorCodes,
-            backoff: backoff, retryAfter: retryAfter, throttlingBackoff: throttlingBackoff)
+            backoff: backoff, retryAfter: retryAfter, throttlingBackoff: throttlingBackoff,
+            stopsAfterRepeatedFailure: stopsAfterRepeatedFailure)
     }
 
     /// Throws a ``ConfigurationError`` for the first invalid setting, its field named after `owner`, the type the
@@ -217,7 +232,7 @@ public struct RetryPolicy: RequestRetrier {
         checkedRetryLimit retryLimit: Int, exponentialBackoffBase: Int, exponentialBackoffScale: Double,
         retryableHTTPMethods: Set<HTTPMethod>, retryableHTTPStatusCodes: Set<Int>,
         retryableURLErrorCodes: Set<URLError.Code>, backoff: BackoffStrategy?, retryAfter: RetryAfter,
-        throttlingBackoff: BackoffStrategy?
+        throttlingBackoff: BackoffStrategy?, stopsAfterRepeatedFailure: Bool
     ) {
         self.retryLimit = retryLimit
         self.exponentialBackoffBase = exponentialBackoffBase
@@ -228,6 +243,7 @@ public struct RetryPolicy: RequestRetrier {
         self.backoff = backoff ?? .exponential(a: .seconds(exponentialBackoffScale), b: exponentialBackoffBase)
         self.retryAfter = retryAfter
         self.throttlingBackoff = throttlingBackoff
+        self.stopsAfterRepeatedFailure = stopsAfterRepeatedFailure
     }
 
     /// The backoff before retry number `retryCount + 1` from ``backoff``, given the delay before the previous retry;
@@ -272,6 +288,11 @@ public struct RetryPolicy: RequestRetrier {
         let retryAfterDelay = request.responseHead.flatMap(retryAfter.delay(for:))
         guard request.retryCount < retryLimit, shouldRetry(request, dueTo: error, retryAfterDelay: retryAfterDelay)
         else { return .doNotRetry }
+        // Two attempts that failed the same way: likely an outage, which a third attempt would only add to; a server
+        // that asked for a delay is still answered.
+        if stopsAfterRepeatedFailure, retryAfterDelay == nil, Self.failedTheSameWay(request.attempts) {
+            return .doNotRetry
+        }
         // The server's delay as it is draws no jitter; held near the backoff, it needs the backoff's delay.
         if let retryAfterDelay, retryAfter.maximumOverBackoff == nil { return .retryWithDelay(retryAfterDelay) }
         let previous = request.attempts.dropLast().last?.retryDelay
@@ -284,13 +305,25 @@ public struct RetryPolicy: RequestRetrier {
     }
 }
 
+extension RetryPolicy {
+    /// Whether the last two of `attempts` failed the same way: the same status, or the same `URLError` code.
+    static func failedTheSameWay(_ attempts: [Attempt]) -> Bool {
+        guard attempts.count >= 2 else { return false }
+        let last = attempts[attempts.count - 1]
+        let before = attempts[attempts.count - 2]
+        if let status = last.statusCode { return status == before.statusCode }
+        guard let code = last.failure?.urlError?.code else { return false }
+        return before.statusCode == nil && before.failure?.urlError?.code == code
+    }
+}
+
 extension RequestRetrier where Self == RetryPolicy {
     /// A ``RetryPolicy`` with every default.
     public static var retryPolicy: RetryPolicy { RetryPolicy() }
 
     /// A ``RetryPolicy`` with the settings given, which traps on an invalid one; see
-    /// ``RetryPolicy/init(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:throttlingBackoff:)``
-    /// for what is valid and the defaults, and ``RetryPolicy/validated(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:throttlingBackoff:)``
+    /// ``RetryPolicy/init(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:throttlingBackoff:stopsAfterRepeatedFailure:)``
+    /// for what is valid and the defaults, and ``RetryPolicy/validated(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:throttlingBackoff:stopsAfterRepeatedFailure:)``
     /// for settings that arrive at run time.
     public static func retryPolicy(
         retryLimit: Int = RetryPolicy.defaultRetryLimit,
@@ -301,12 +334,14 @@ extension RequestRetrier where Self == RetryPolicy {
         retryableURLErrorCodes: Set<URLError.Code> = RetryPolicy.defaultRetryableURLErrorCodes,
         backoff: BackoffStrategy? = nil,
         retryAfter: RetryAfter = .default,
-        throttlingBackoff: BackoffStrategy? = nil
+        throttlingBackoff: BackoffStrategy? = nil,
+        stopsAfterRepeatedFailure: Bool = false
     ) -> RetryPolicy {
         RetryPolicy(
             retryLimit: retryLimit, exponentialBackoffBase: exponentialBackoffBase,
             exponentialBackoffScale: exponentialBackoffScale, retryableHTTPMethods: retryableHTTPMethods,
             retryableHTTPStatusCodes: retryableHTTPStatusCodes, retryableURLErrorCodes: retryableURLErrorCodes,
-            backoff: backoff, retryAfter: retryAfter, throttlingBackoff: throttlingBackoff)
+            backoff: backoff, retryAfter: retryAfter, throttlingBackoff: throttlingBackoff,
+            stopsAfterRepeatedFailure: stopsAfterRepeatedFailure)
     }
 }
