@@ -63,7 +63,7 @@ struct FaultyServerTests {
         // ConnectionLostRetryPolicy retries; Apple platforms report `.networkConnectionLost`, which both retry. A slow
         // trickle is classified as a stall is (`faultThenHealthy` covers it): not here, because a timed-out attempt
         // whose head was still trickling in when the server closes the connection can trap FoundationNetworking
-        // ("Transfer completed, but there's no response", swift-corelibs-foundation #5285).
+        // ("Transfer completed, but there's no response", a swift-corelibs-foundation bug).
         static let classifications: [Classification] = [
             .init(
                 name: "reset", fault: .reset, code: .networkConnectionLost, retryPolicyRetries: true,

@@ -52,7 +52,7 @@ import Foundation
 /// cancelled. On Apple platforms neither applies.
 ///
 /// **A trap on Linux that no transport setting avoids.** swift-corelibs-foundation (Swift 6.3.1) traps ("Transfer
-/// completed, but there's no response", its issue 5285, fixed upstream) when a connection closes after a request was
+/// completed, but there's no response", a bug fixed upstream) when a connection closes after a request was
 /// sent and part of a response head arrived: seen against a loopback server that trickles its head byte by byte while
 /// the attempt times out, then closes. Against servers that may answer that slowly, prefer the AsyncHTTPClient
 /// transport on Linux (`AsyncHTTPClientHTTPTransport`, with the `AsyncHTTPClient` trait).
