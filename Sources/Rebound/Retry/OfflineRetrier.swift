@@ -129,13 +129,11 @@ public struct OfflineRetrier: RequestRetrier {
     /// Waits up to ``maximumWait`` for the network after an offline failure and answers ``RetryResult/retry`` when it
     /// comes back; ``RetryResult/doNotRetry`` otherwise, at once for any other failure or past ``retryLimit``.
     public func retry(_ request: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
-        guard request.retryCount < retryLimit, let code = error.reason.original.urlError?.code,
-            offlineURLErrorCodes.contains(code)
-        else { return .doNotRetry }
+        guard request.retryCount < retryLimit, isOffline(error) else { return .doNotRetry }
         // A request that found no network was never sent; after any other code it may have been, so only a request
         // that may be repeated is retried.
         guard
-            code == .notConnectedToInternet
+            error.reason.original.urlError?.code == .notConnectedToInternet
                 || request.request.isRepeatable(methods: RetryPolicy.defaultRetryableHTTPMethods)
         else { return .doNotRetry }
         let monitor = monitor

@@ -125,7 +125,12 @@ public struct RetryAfter: Sendable, Equatable {
     /// With a `maximumOverBackoff` of 5 s and a backoff of 50 ms, `Retry-After: 0` waits 50 ms, `Retry-After: 1`
     /// waits 1 s and `Retry-After: 10` waits 5.05 s.
     public func delay(for head: ResponseHead, backoff: Duration) -> Duration? {
-        guard let asked = delay(for: head) else { return nil }
+        delay(for: head).map { held($0, backoff: backoff) }
+    }
+
+    /// `asked`, a delay ``delay(for:)-(ResponseHead)`` read, held between `backoff` and `backoff` +
+    /// ``maximumOverBackoff`` when that is set.
+    func held(_ asked: Duration, backoff: Duration) -> Duration {
         guard let maximumOverBackoff else { return asked }
         let backoff = Swift.max(backoff, .zero)
         return Swift.min(Swift.max(asked, backoff), backoff + Swift.min(maximumOverBackoff, RetryResult.longestDelay))

@@ -298,10 +298,8 @@ public struct RetryPolicy: RequestRetrier {
         let previous = request.attempts.dropLast().last?.retryDelay
         let strategy = request.responseHead?.isThrottling == true ? throttlingBackoff ?? backoff : backoff
         let backoffDelay = strategy.delay(forRetryCount: request.retryCount, previousDelay: previous)
-        if let head = request.responseHead, let held = retryAfter.delay(for: head, backoff: backoffDelay) {
-            return .retryWithDelay(held)
-        }
-        return .retryWithDelay(backoffDelay)
+        // The header was read above: held near the backoff's delay, not read again.
+        return .retryWithDelay(retryAfterDelay.map { retryAfter.held($0, backoff: backoffDelay) } ?? backoffDelay)
     }
 }
 
