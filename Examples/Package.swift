@@ -3,7 +3,7 @@ import PackageDescription
 
 let examples = [
     "Demo", "LoggingExample", "JSONBodyExample", "CircuitBreakerExample", "AuthenticationExample", "RetrySafetyExample",
-    "BackoffChart", "StormSimulator",
+    "BackoffChart", "StormSimulator", "LiveStorm",
 ]
 
 let package = Package(

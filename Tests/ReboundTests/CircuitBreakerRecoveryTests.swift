@@ -122,6 +122,102 @@ struct CircuitBreakerRecoveryTests {
         #expect(breaker.backoffWaitsKept == 0)
     }
 
+    /// How the breaker opens while a retry is on its way to it.
+    enum Opening {
+        /// Another request's failure trips it.
+        case tripped
+        /// `forceOpen()`.
+        case forced
+    }
+
+    /// Sends a request whose first attempt fails; its retry, once its backoff has ended, stops on its way to the
+    /// breaker while the breaker opens (`opening`), then goes on. Returns how the request ended, the transport and the
+    /// breaker.
+    func retryMeetingAnOpening(throughRegistry: Bool, opening: Opening) async throws
+        -> (Result<Response, ReboundError>, ScriptedTransport, CircuitBreaker)
+    {
+        let breakers = CircuitBreakerRegistry(
+            configuration: .init(tripCondition: .consecutiveFailures(2), openDuration: .seconds(30)), clock: clock)
+        let breaker = breakers.breaker(for: "api.example.com")
+        let adapter: any RequestAdapter = throughRegistry ? breakers : breaker
+        // The first request fails once, then succeeds; every other request fails.
+        let transport = ScriptedTransport { request, _ in
+            let first = request.value(forHTTPHeaderField: "X-Name") == "first"
+            return first && request.value(forHTTPHeaderField: "X-Attempt") == "2" ? .status(200) : .status(503)
+        }
+        let stopped = Gate()
+        let goOn = Gate()
+        let onTheWay = Adapter { request, context in
+            var request = request
+            request.setValue("\(context.attempt)", forHTTPHeaderField: "X-Attempt")
+            if request.value(forHTTPHeaderField: "X-Name") == "first", context.attempt == 2 {
+                await stopped.open()
+                await goOn.wait()
+            }
+            return request
+        }
+        let session = Session(
+            transport: transport, adapters: [onTheWay, adapter],
+            retriers: [RetryPolicy(backoff: .constant(.seconds(1)))], clock: clock)
+        var first = request()
+        first.setValue("first", forHTTPHeaderField: "X-Name")
+        let waiting = Task { [first] in try await session.send(first) }
+        try await waitForSleep(of: .seconds(1), on: clock)
+        clock.advance(by: .seconds(1))
+        await stopped.wait()
+
+        switch opening {
+        case .tripped: _ = try? await session.send(request())
+        case .forced: breaker.forceOpen()
+        }
+        #expect(breaker.state == (opening == .tripped ? .open : .forcedOpen))
+        await goOn.open()
+        do {
+            return (.success(try await waiting.value), transport, breaker)
+        } catch let error as ReboundError {
+            return (.failure(error), transport, breaker)
+        }
+    }
+
+    @Test(
+        "A retry whose backoff ended while the breaker was closed goes through when the breaker opens before it arrives",
+        arguments: [false, true])
+    func retryWokenBeforeTheOpeningGoesThrough(throughRegistry: Bool) async throws {
+        let (result, transport, breaker) = try await retryMeetingAnOpening(
+            throughRegistry: throughRegistry, opening: .tripped)
+
+        // The retry was admitted when its backoff ended: it goes through, and its outcome is not counted in the break
+        // that began after it was admitted.
+        let response = try result.get()
+        #expect(response.statusCode == 200)
+        #expect(response.attempts.count == 2)
+        #expect(transport.requestCount == 3)
+        #expect(breaker.state == .open)
+        #expect(breaker.permitsInFlight == 0)
+        #expect(breaker.backoffWaitsKept == 0)
+        // A fresh request is still refused.
+        let session = Session(transport: transport, adapters: [breaker], clock: clock)
+        let refused = try await #require(throws: ReboundError.self) { try await session.send(request()) }
+        #expect(refused.circuitBreakerOpenError != nil)
+        #expect(transport.requestCount == 3)
+    }
+
+    @Test(
+        "A breaker forced open refuses even a retry whose backoff ended before it was forced", arguments: [false, true])
+    func forcedOpenRefusesAWokenRetry(throughRegistry: Bool) async throws {
+        let (result, transport, breaker) = try await retryMeetingAnOpening(
+            throughRegistry: throughRegistry, opening: .forced)
+
+        guard case .failure(let error) = result else {
+            Issue.record("the retry went through a breaker forced open")
+            return
+        }
+        #expect(error.circuitBreakerOpenError?.state == .forcedOpen)
+        #expect(transport.requestCount == 1)
+        #expect(breaker.permitsInFlight == 0)
+        #expect(breaker.backoffWaitsKept == 0)
+    }
+
     @Test("A backoff a breaker granted that ends at once still wakes its request, also among many at once")
     func backoffThatEndsAtOnceWakesItsRequest() async throws {
         // The sleep ends as soon as it is asked, so the task that sleeps it finishes at once, racing the request that

@@ -20,7 +20,9 @@ import Foundation
 ///   reported within ``Configuration/trialTimeout``.
 ///
 /// It is also each admitted request's ``RetryGate``: a retry that would find the breaker open when its backoff ends is
-/// refused at once with ``CircuitBreakerOpenError``, nothing slept.
+/// refused at once with ``CircuitBreakerOpenError``, nothing slept; a backoff under way when the breaker opens ends at
+/// once with that error; and a retry whose backoff ended before the opening goes through (see
+/// ``admitRetry(_:dueTo:after:)``).
 ///
 /// When the failure that opens the breaker carries a `Retry-After` (on 429 or 503 by default), the breaker stays open
 /// at least that long.
@@ -183,8 +185,11 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
         let attempt = context.attempt
         let roles = context.roles
         let (rejection, transitions) = update { storage, time, transitions -> CircuitBreakerOpenError? in
-            // The retry this breaker granted is here: its wait is over.
-            if !storage.waits.isEmpty { storage.waits[requestID] = nil }
+            // The retry this breaker granted is here: its wait is over. Kept past an opening, the wait had been slept
+            // to its end before the breaker opened (see `endWaits`).
+            let sleptBeforeOpening =
+                !storage.waits.isEmpty && storage.waits.removeValue(forKey: requestID) != nil
+                && !storage.machine.admitsFreely
             // An attempt abandoned at its deadline goes on in the background, cancelled, and its end was already
             // told: a permit taken now would never come back. Checked under the lock, and the permit is held by the
             // request under it too, so that an attempt abandoned after this point holds its permit before its end is
@@ -199,6 +204,13 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
             }
             // The attempt already has its permit (the breaker held twice): admitting again could take a trial.
             if let roles, roles.holdsPermit(of: self, for: attempt) { return nil }
+            // A retry whose backoff ended while the breaker was closed was admitted then, as an attempt let through
+            // just before an opening is: it goes through, and its outcome says nothing about the break that began
+            // after it. (Forced open, nothing goes through.)
+            if sleptBeforeOpening, storage.machine.state != .forcedOpen {
+                if let roles, roles.add(accountant: self, holding: .uncounted, for: attempt) { storage.permitsOut += 1 }
+                return nil
+            }
             switch storage.machine.admit(time: &time, transitions: &transitions) {
             case .admitted(let permit):
                 guard let roles else {
@@ -224,7 +236,10 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
     /// refused, or would compete for the trial that a fresh request should take once the break is over; while it is
     /// half-open its trials are taken or kept for fresh requests. A retry granted while the breaker is closed waits
     /// its backoff, and if the breaker opens meanwhile the wait ends at once with the breaker's error: no caller sleeps a
-    /// backoff only to be refused at the end of it.
+    /// backoff only to be refused at the end of it. A retry whose backoff ended while the breaker was still closed was
+    /// admitted then: if the breaker opens before the retry reaches it in the chain, it goes through all the same,
+    /// like an attempt let through just before the opening, and its outcome is not counted (unless the breaker was
+    /// forced open).
     ///
     /// The failed attempt is counted first, here rather than when it is reported, so that the failure that trips the
     /// breaker refuses its own retry.
@@ -311,7 +326,7 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
         _ body: (inout Storage, inout LazyTime, inout [State]) -> Result
     ) -> (Result, [Transition]) {
         var time = LazyTime(now)
-        var ended: (waits: [BackoffWait], error: CircuitBreakerOpenError)?
+        var wakes: [() -> Void] = []
         let (result, transitions) = storage.withLock { storage -> (Result, [Transition]) in
             var before = storage.machine.state
             var entered: [State] = []
@@ -319,13 +334,7 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
             // Nothing entered, the common case: nothing to forget, end or tell.
             if entered.isEmpty { return (result, []) }
             if entered.contains(where: { $0 == .open || $0 == .forcedOpen }), !storage.waits.isEmpty {
-                // The retries granted while it was closed would be refused: their waits end now, outside the lock.
-                let retryAfter = storage.machine.refusalOfRetry(time: &time) ?? nil
-                ended = (
-                    storage.waits.values.sorted { $0.grant < $1.grant }.map(\.wait),
-                    CircuitBreakerOpenError(key: key, state: storage.machine.state, retryAfter: retryAfter)
-                )
-                storage.waits = [:]
+                wakes = endWaits(of: &storage, time: &time)
             }
             var transitions: [Transition] = []
             for state in entered {
@@ -336,10 +345,29 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
             relay?.send(transitions)
             return (result, transitions)
         }
-        if let ended {
-            for wait in ended.waits { wait.end(with: ended.error) }
-        }
+        for wake in wakes { wake() }
         return (result, transitions)
+    }
+
+    /// Ends the backoff waits of the retries granted while the breaker was closed, now that it opened: those retries
+    /// would be refused. A wait slept to its end before the opening is kept: its retry was admitted when the wait
+    /// ended, and `admit` lets it through. Returns the wake-ups of the requests that sleep, in the order their retries
+    /// were granted (a dictionary's order changes from run to run, and a simulation's must not), to call outside the
+    /// lock.
+    private func endWaits(of storage: inout Storage, time: inout LazyTime) -> [() -> Void] {
+        let retryAfter = storage.machine.refusalOfRetry(time: &time) ?? nil
+        let error = CircuitBreakerOpenError(key: key, state: storage.machine.state, retryAfter: retryAfter)
+        var wakes: [() -> Void] = []
+        for (requestID, kept) in storage.waits.sorted(by: { $0.value.grant < $1.value.grant }) {
+            switch kept.wait.end(with: error) {
+            case .ended(let wake):
+                storage.waits[requestID] = nil
+                if let wake { wakes.append(wake) }
+            case .alreadySlept:
+                continue
+            }
+        }
+        return wakes
     }
 
     private func update<Result>(

@@ -25,6 +25,9 @@ struct CircuitBreakerMachine: Sendable {
         let trial: Int?
 
         var isTrial: Bool { trial != nil }
+
+        /// A permit whose outcome is never counted: of no generation the machine enters.
+        static let uncounted = Permit(generation: -1, trial: nil)
     }
 
     enum Admission: Sendable, Equatable {

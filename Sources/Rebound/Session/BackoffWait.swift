@@ -4,12 +4,28 @@
 /// One per request a breaker let through, made by the request's run when its retriers are first asked (a request
 /// that no breaker let through never makes one). A breaker that grants a retry keeps it until the request's next
 /// attempt, its end, or the breaker's opening, whichever comes first.
+///
+/// A wait slept to its end cannot be ended any more: the request is on its way to its retry, which the breaker admitted
+/// when the wait ended (see ``CircuitBreaker/admitRetry(_:dueTo:after:)``).
 final class BackoffWait: Sendable {
     private enum State: Sendable {
+        /// No wait under way yet: granted, not slept yet.
         case idle
         /// A request sleeps; the task that sleeps on the clock is attached once started (`nil` until then).
         case sleeping(CheckedContinuation<Ending, Never>, Task<Void, Never>?)
+        /// Ended before the request slept it, or while it slept: the request ends with the error.
         case ended(any Error)
+        /// Slept to its end: the request goes on to its retry.
+        case slept
+    }
+
+    /// What ending a wait found: the request it woke, which the caller resumes outside its own lock, or a request
+    /// that had already slept its wait to the end.
+    enum EndResult {
+        /// The wait is ended; `wake` resumes the sleeping request with the error, if one slept.
+        case ended(wake: (() -> Void)?)
+        /// The request had slept the whole wait and is on its way to its retry: nothing was ended.
+        case alreadySlept
     }
 
     /// How a backoff sleep ended.
@@ -21,20 +37,26 @@ final class BackoffWait: Sendable {
 
     private let state = Locked(State.idle)
 
-    /// Ends the wait under way, or the next one, with `error`.
-    func end(with error: any Error) {
-        let resumed: CheckedContinuation<Ending, Never>? = state.withLock { state in
+    /// Ends the wait under way, or the next one, with `error`, unless the request has slept it to its end already.
+    ///
+    /// Decided under the wait's lock, which the caller may hold its own lock around: the request to wake is resumed
+    /// by the result's `wake`, which the caller calls once it holds no lock.
+    func end(with error: any Error) -> EndResult {
+        state.withLock { state in
             switch state {
             case .sleeping(let continuation, let sleeper):
-                sleeper?.cancel()
                 state = .idle
-                return continuation
+                return .ended {
+                    sleeper?.cancel()
+                    continuation.resume(returning: .ended(error))
+                }
             case .idle, .ended:
                 state = .ended(error)
-                return nil
+                return .ended(wake: nil)
+            case .slept:
+                return .alreadySlept
             }
         }
-        resumed?.resume(returning: .ended(error))
     }
 
     /// Sleeps `delay` on `clock` unless ended first or the calling task is cancelled.
@@ -51,7 +73,7 @@ final class BackoffWait: Sendable {
                     case .ended(let error):
                         state = .idle
                         return .ended(error)
-                    case .idle, .sleeping:
+                    case .idle, .sleeping, .slept:
                         state = .sleeping(continuation, nil)
                         return nil
                     }
@@ -93,7 +115,8 @@ final class BackoffWait: Sendable {
     private func wake(_ ending: Ending) {
         let resumed: (CheckedContinuation<Ending, Never>, Task<Void, Never>?)? = state.withLock { state in
             guard case .sleeping(let continuation, let sleeper) = state else { return nil }
-            state = .idle
+            // Slept to its end, the wait can no longer be ended: the request is on its way to its retry.
+            if case .slept = ending { state = .slept } else { state = .idle }
             return (continuation, sleeper)
         }
         guard let (continuation, sleeper) = resumed else { return }
