@@ -278,4 +278,22 @@ struct RateLimitPacerTests {
         #expect(clock.sleeps.isEmpty)
         #expect(pacer.quota(for: "api.example.com") == nil)
     }
+
+    @Test func behindAWrapperThatMakesItsOwnContextNothingIsCountedInFlightForGood() async throws {
+        let pacer = RateLimitPacer(clock: clock)
+        // A decorator that hands the pacer a context of its own, through which nothing registers: the pacer never
+        // hears how those attempts end (the session's observers tell it under the request's own identifier).
+        let wrapper = Adapter { request, context in
+            try await pacer.adapt(request, context: RequestContext(attempt: context.attempt))
+        }
+        let transport = ScriptedTransport(clock: clock) { _, _ in self.quota(10, resetsIn: 60) }
+        let session = Session(transport: transport, adapters: [wrapper], observers: [pacer], clock: clock)
+
+        for _ in 0..<3 { _ = try await session.send(request()) }
+
+        // Each response's count stands as the server gave it: no attempt is counted as still in flight.
+        #expect(pacer.quota(for: "api.example.com")?.remaining == 10)
+        #expect(pacer.requestsCounted == 0)
+        #expect(clock.sleeps.isEmpty)
+    }
 }

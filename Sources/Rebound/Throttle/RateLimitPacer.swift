@@ -17,11 +17,12 @@ import Foundation
 /// requests that waited together go together. A renewal further away than ``maximumWait`` fails the request at once
 /// with ``RateLimitQuotaSpent``, which no retry policy retries; the session's deadline bounds every wait as well.
 ///
-/// Put it in a chain's adapters; share one instance between sessions to share each host's quota. Responses that
-/// advertise nothing, or only malformed fields, change nothing: a host the pacer never heard a quota from is never
-/// held. It is off by default and not in ``Resilience``: a quota is often a user's or a token's rather than a host's,
-/// and a pacer per host would then hold one user's requests for another's spent quota; add it where the quota is the
-/// client's own.
+/// Put it in a chain's adapters; share one instance between sessions to share each host's quota. It hears how attempts
+/// end by registering through the context: behind a decorator that hands it a context of its own, it still paces, but
+/// counts none of those attempts in flight (it would never hear them end). Responses that advertise nothing, or only
+/// malformed fields, change nothing: a host the pacer never heard a quota from is never held. It is off by default
+/// and not in ``Resilience``: a quota is often a user's or a token's rather than a host's, and a pacer per host would
+/// then hold one user's requests for another's spent quota; add it where the quota is the client's own.
 ///
 /// ```swift
 /// let pacer = RateLimitPacer()
@@ -101,7 +102,10 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver {
     public func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
         context.observe(self)
         guard let key = keyFunction(request) else { return request }
-        while let wait = take(key, for: context.requestID, attempt: context.attempt) {
+        // An attempt is counted in flight only if the pacer will hear its end: through a context that cannot register
+        // (a decorator's own), its count would never come back.
+        let counted = context.canRegister ? context : nil
+        while let wait = take(key, for: counted) {
             guard wait <= maximumWait else { throw RateLimitQuotaSpent(key: key, renewedIn: wait) }
             do {
                 try await clock.sleep(wait)
@@ -112,9 +116,9 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver {
         return request
     }
 
-    /// Counts attempt `attempt` of request `requestID` against `key`'s quota; returns how long until the quota's
-    /// renewal when none is left.
-    private func take(_ key: String, for requestID: UUID, attempt: Int) -> Duration? {
+    /// Counts an attempt against `key`'s quota, and as in flight until it ends if `attempt` says which; returns how long
+    /// until the quota's renewal when none is left.
+    private func take(_ key: String, for attempt: RequestContext?) -> Duration? {
         let now = clock.now()
         return state.withLock { state -> Duration? in
             // A host the pacer heard no quota from is never held, and nothing is written for it here.
@@ -136,10 +140,12 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver {
                 state.hosts.modify(key) { host -> Duration? in
                     guard host.remaining > 0 else { return host.renewedAt - now }
                     host.remaining -= 1
-                    host.inFlight += 1
+                    if attempt != nil { host.inFlight += 1 }
                     return nil
                 } ?? nil
-            if wait == nil { state.counted[requestID, default: []].append((attempt, key)) }
+            if wait == nil, let attempt {
+                state.counted[attempt.requestID, default: []].append((attempt.attempt, key))
+            }
             return wait
         }
     }
