@@ -13,9 +13,13 @@ enum Policy: CaseIterable, Sendable {
     case preset
     case hedged
     case paced
+    case aws
 
-    /// The policies of the outage scenarios: every one but hedging, which is for slow tails.
-    static let outagePolicies: [Policy] = [.none, .naive, .alamofire, .jittered, .budget, .breaker, .throttle, .preset]
+    /// The policies of the outage scenarios: every one but hedging, which is for slow tails, and pacing, which is for
+    /// quotas; the AWS SDKs' retry behavior last, for comparison.
+    static let outagePolicies: [Policy] = [
+        .none, .naive, .alamofire, .jittered, .budget, .breaker, .throttle, .preset, .aws,
+    ]
     /// The policies of the slow-tail scenario.
     static let tailPolicies: [Policy] = [.none, .preset, .hedged]
     /// The policies of the quota scenario.
@@ -36,6 +40,7 @@ enum Policy: CaseIterable, Sendable {
         case .preset: "Session(resilience:) (the preset)"
         case .hedged: "the preset + hedging (100 ms)"
         case .paced: "the preset + RateLimitPacer"
+        case .aws: "RetryPolicy.awsRetries2026() + its budget"
         }
     }
 
@@ -66,6 +71,8 @@ enum Policy: CaseIterable, Sendable {
             case .budget: ([budget], [jittered])
             case .breaker: ([breakers, budget], [jittered])
             case .throttle: ([AdaptiveThrottle(clock: clock, random: random), breakers, budget], [jittered])
+            case .aws:
+                ([RetryBudget(configuration: .awsRetries2026)], [RetryPolicy.awsRetries2026(using: random)])
             case .preset, .hedged, .paced: ([], [])
             }
         return Session(

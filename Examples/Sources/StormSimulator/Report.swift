@@ -53,7 +53,7 @@ struct Report {
             gives the same numbers, to the last digit, on every machine.
 
             ```sh
-            swift run --package-path Examples -c release StormSimulator                   # this page, under a minute
+            swift run --package-path Examples -c release StormSimulator                   # this page, about a minute
             swift run --package-path Examples -c release StormSimulator --clients 1000    # as many clients as you like
             ```
 
@@ -84,9 +84,15 @@ struct Report {
             unless they skip retries. Two jittered retries both land inside a 10 s outage (2.9); the preset's policy \
             makes no third attempt after two that failed the same way, which brings it to the floor of one retry \
             (2.0), while a lone failure is still retried. A server that says it is overloaded (the \
-            scenario with `Retry-After`) gets one attempt per request during its outage at any fleet size, because \
-            every client honours what it says; the requests it turned away come back when it said, as spread as they \
-            arrived.
+            scenarios with `Retry-After`, with 503 or with 429: Rebound reads both alike) gets one attempt per request \
+            during its outage at any fleet size, because every client honours what it says; the requests it turned \
+            away come back when it said, as spread as they arrived.
+
+            The last row of each outage table is the AWS SDKs' retry behavior 2.1, `RetryPolicy.awsRetries2026()` \
+            with its budget (`RetryBudget.Configuration.awsRetries2026`), for comparison: its 500 tokens are each \
+            client's own, so a fleet that sends little retries as if it had none, and it holds a server's \
+            `Retry-After` to at most 5 s past its own delay, so a server that asks for 10 s gets its retries back \
+            inside the outage.
 
             """
         text += outageTables
@@ -239,7 +245,9 @@ struct Report {
         func x(_ time: Double) -> Double { left + (width - left - right) * time / seconds }
         func y(_ rate: Double) -> Double { top + (height - top - bottom) * (1 - rate / scale) }
         func number(_ value: Double) -> String { Self.fixed(value, 1) }
-        let colors = ["#7f7f7f", "#d62728", "#ff7f0e", "#bcbd22", "#2ca02c", "#1f77b4", "#9467bd", "#000000"]
+        let colors = [
+            "#7f7f7f", "#d62728", "#ff7f0e", "#bcbd22", "#2ca02c", "#1f77b4", "#9467bd", "#000000", "#17becf",
+        ]
         var svg = """
             <text x="\(Int(left))" y="26" font-size="15" font-weight="bold">Requests reaching the server per second, \
             \(Self.count(scenario.clients)) clients, \(Int(scenario.offered.rounded())) offered a second\

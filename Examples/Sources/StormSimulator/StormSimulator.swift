@@ -27,6 +27,7 @@ enum StormSimulator {
         }
         let model = ServerModel()
         let signalling = ServerModel(signal: ServerModel.Signal())
+        let throttling = ServerModel(signal: ServerModel.Signal(status: 429))
         let tail = ServerModel(outage: .zero..<Duration.zero, slowShare: 0.02)
         var scenarios: [Scenario] = []
         for clients in fleets {
@@ -39,6 +40,9 @@ enum StormSimulator {
                     offered: model.capacity / 1.5),
                 Scenario(
                     name: "a server that signals: 503 and Retry-After: 10, 2× headroom", model: signalling,
+                    clients: clients, offered: model.capacity / 2),
+                Scenario(
+                    name: "a server that signals: 429 and Retry-After: 10, 2× headroom", model: throttling,
                     clients: clients, offered: model.capacity / 2),
             ]
         }
