@@ -217,6 +217,34 @@ struct RateLimitPacerTests {
         #expect(clock.sleeps.isEmpty)
     }
 
+    @Test func aRenewalPastTheDeadlineFailsTheRequestAtOnceAndOneBeforeItIsWaitedFor() async throws {
+        let pacer = RateLimitPacer(clock: clock)
+        let transport = ScriptedTransport(
+            [quota(0, resetsIn: 20), quota(0, resetsIn: 5), .status(200)], clock: clock)
+        let session = Session(transport: transport, adapters: [pacer], deadline: .seconds(10), clock: clock)
+        _ = try await session.send(request())
+
+        // Renewed in 20 s, past the 10 s deadline: the request ends now, nothing sent, the clock not moved.
+        let error = try await #require(throws: ReboundError.self) { try await session.send(request()) }
+        guard case .adaptationFailed(let spent as RateLimitQuotaSpent) = error.reason else {
+            Issue.record("reason: \(error.reason)")
+            return
+        }
+        #expect(spent.renewedIn == .seconds(20))
+        #expect(transport.requestCount == 1)
+        #expect(clock.now.offset == .zero)
+
+        // Renewed in 5 s, within the deadline: the request waits for it, then goes.
+        clock.advance(by: .seconds(20))
+        _ = try await session.send(request())  // its response says: none left, renewed in 5 s
+        let held = Task { try await session.send(request()) }
+        try await waitForSleep(of: .seconds(5), on: clock)
+        #expect(transport.requestCount == 2)
+        clock.advance(by: .seconds(5))
+        #expect(try await held.value.statusCode == 200)
+        #expect(transport.requestCount == 3)
+    }
+
     @Test func eachHostHasItsOwnQuotaAndAHostThatAdvertisesNoneIsNeverHeld() async throws {
         let pacer = RateLimitPacer(clock: clock)
         let transport = ScriptedTransport(clock: clock) { request, _ in

@@ -45,6 +45,9 @@ public struct RequestContext: Sendable {
     /// Whether parts can register through this context: `true` for the contexts a session makes and their copies.
     public var canRegister: Bool { roles != nil }
 
+    /// The time left before the request's deadline; `nil` without one, or for a context made outside a session.
+    var timeLeft: Duration? { roles?.timeLeft }
+
     /// This context with another label, keeping where registrations go: for a decorator that relabels a request.
     public func with(label: String?) -> RequestContext {
         RequestContext(requestID: requestID, attempt: attempt, label: label, roles: roles)

@@ -108,6 +108,8 @@ struct RegisteredRoles: Sendable {
         /// Whether a breaker let an attempt of the request through (held a permit for it), so that its grant of a
         /// retry may keep the backoff wait.
         var admittedByBreaker = false
+        /// When the request's deadline comes, on the session's clock, and that clock; `nil` without a deadline.
+        let deadline: (at: Duration, now: @Sendable () -> Duration)?
     }
 
     /// A registered instance in one role.
@@ -123,8 +125,16 @@ struct RegisteredRoles: Sendable {
     /// One reference wide, because every attempt's context carries it through the adapters' frames.
     private let state: Locked<State>
 
-    init(besides chain: ChainRoles) {
-        state = Locked(State(chain: chain))
+    /// Registrations besides what `chain` holds, for a request whose deadline comes at `deadline` on the session's
+    /// clock, if it has one.
+    init(besides chain: ChainRoles, deadline: (at: Duration, now: @Sendable () -> Duration)? = nil) {
+        state = Locked(State(chain: chain, deadline: deadline))
+    }
+
+    /// The time left before the request's deadline, read now; `nil` without a deadline. For a part that would wait
+    /// (a pacer): a wait that outlasts it can end the request at once instead.
+    var timeLeft: Duration? {
+        state.withLock { $0.deadline }.map { $0.at - $0.now() }
     }
 
     func add(observer: some AttemptObserver & AnyObject) {

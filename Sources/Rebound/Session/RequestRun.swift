@@ -79,8 +79,12 @@ final class RequestPlan: Sendable {
         self.isRaced = deadline != nil || attemptTimeout != nil
         self.hedging = hedging.flatMap { $0.hedges ? $0 : nil }
         let hasChain = own?.chain != nil || session.chain != nil
+        // Parts that would wait (a pacer) read the time left before the deadline from the registrations.
+        let clock = session.clock
         self.registered =
-            hasChain ? RegisteredRoles(besides: own?.roles ?? session.roles) : nil
+            hasChain
+            ? RegisteredRoles(
+                besides: own?.roles ?? session.roles, deadline: deadline.map { (clock.now() + $0, clock.now) }) : nil
     }
 
     /// The session's interceptor followed by the request's, as one: each attempt makes one call to adapt and at most

@@ -14,8 +14,8 @@ import Foundation
 /// still in flight, which the pacer subtracts). A request to a host with none left waits for the renewal, then goes
 /// on. When the server gave the quota's limit and window (`RateLimit-Policy`'s `q` and `w`), each renewal begins a
 /// window with the limit; otherwise the host is not held after a renewal until a response says its quota again, so
-/// requests that waited together go together. A renewal further away than ``maximumWait`` fails the request at once
-/// with ``RateLimitQuotaSpent``, which no retry policy retries; the session's deadline bounds every wait as well.
+/// requests that waited together go together. A renewal further away than ``maximumWait``, or than the request's
+/// deadline, fails the request at once with ``RateLimitQuotaSpent``, which no retry policy retries.
 ///
 /// Put it in a chain's adapters; share one instance between sessions to share each host's quota. It hears how attempts
 /// end by registering through the context: behind a decorator that hands it a context of its own, it still paces, but
@@ -97,8 +97,8 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver {
     /// Lets the request through once its host has a request left, waiting for the quota's renewal if it has none,
     /// and registers to read the quota of the attempt's response.
     ///
-    /// - Throws: ``RateLimitQuotaSpent`` when the renewal is further away than ``maximumWait``; `CancellationError`
-    ///   when the task is cancelled while it waits.
+    /// - Throws: ``RateLimitQuotaSpent`` when the renewal is further away than ``maximumWait`` or than the request's
+    ///   deadline; `CancellationError` when the task is cancelled while it waits.
     public func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
         context.observe(self)
         guard let key = keyFunction(request) else { return request }
@@ -106,7 +106,9 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver {
         // (a decorator's own), its count would never come back.
         let counted = context.canRegister ? context : nil
         while let wait = take(key, for: counted) {
-            guard wait <= maximumWait else { throw RateLimitQuotaSpent(key: key, renewedIn: wait) }
+            // A renewal past the request's deadline would be waited for in vain: the request ends now.
+            let longest = context.timeLeft.map { min($0, maximumWait) } ?? maximumWait
+            guard wait <= longest else { throw RateLimitQuotaSpent(key: key, renewedIn: wait) }
             do {
                 try await clock.sleep(wait)
             } catch {
@@ -188,7 +190,8 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver {
     package var requestsCounted: Int { state.withLock { $0.counted.count } }
 }
 
-/// Why a ``RateLimitPacer`` did not send a request: its host's quota is spent until further away than the pacer waits.
+/// Why a ``RateLimitPacer`` did not send a request: its host's quota is spent until further away than the pacer waits,
+/// or than the request's deadline.
 public struct RateLimitQuotaSpent: Error, Sendable, Equatable, CustomStringConvertible {
     /// The host's key.
     public let key: String
