@@ -218,6 +218,150 @@ struct CircuitBreakerRecoveryTests {
         #expect(breaker.backoffWaitsKept == 0)
     }
 
+    /// When, in a request's second backoff, the breaker opens.
+    enum SecondBackoff: Sendable, CustomTestStringConvertible {
+        /// Granted, not begun yet: the observers are still being told of the failed attempt.
+        case granted
+        case underWay
+
+        var testDescription: String { self == .granted ? "granted, not begun" : "under way" }
+    }
+
+    /// Holds the observers' report of an attempt 2 to be retried until the test lets it go on.
+    final class SecondAttemptPause: AttemptObserver {
+        let reached = Gate()
+        let goOn = Gate()
+
+        func attemptDidFinish(_ outcome: AttemptOutcome) async {
+            guard outcome.attempt.number == 2, case .retry = outcome.decision else { return }
+            await reached.open()
+            await goOn.wait()
+        }
+    }
+
+    @Test(
+        "A request's second backoff ends at once when the breaker opens, as its first would",
+        arguments: [SecondBackoff.granted, .underWay])
+    func secondBackoffEndsWhenTheBreakerOpens(opensWhen: SecondBackoff) async throws {
+        let breaker = CircuitBreaker(configuration: .init(tripCondition: .consecutiveFailures(3)), clock: clock)
+        let transport = ScriptedTransport { _, _ in .status(503) }
+        // Retries after 1 s, then after 2 s.
+        let retrier = Retrier { request, _ in
+            request.retryCount < 2 ? .retryWithDelay(.seconds(request.retryCount + 1)) : .doNotRetry
+        }
+        let pause = SecondAttemptPause()
+        let session = Session(
+            transport: transport, adapters: [breaker], retriers: [retrier],
+            observers: opensWhen == .granted ? [pause] : [], clock: clock)
+        let ended = Locked(false)
+        let waiting = Task {
+            defer { ended.withLock { $0 = true } }
+            return try await session.send(request())
+        }
+        try await waitForSleep(of: .seconds(1), on: clock)
+        clock.advance(by: .seconds(1))
+        // The first retry was sent and failed, and the second is granted: its backoff is about to begin, or under way.
+        switch opensWhen {
+        case .granted: await pause.reached.wait()
+        case .underWay: try await waitForSleep(of: .seconds(2), on: clock)
+        }
+
+        // A third failure in a row trips the breaker: the second backoff ends, and nothing more is sent even when its
+        // time comes.
+        _ = try? await session.send(request())
+        #expect(breaker.state == .open)
+        await pause.goOn.open()
+        // The request ends without sleeping its backoff; had it begun to sleep, moving the clock would wake it.
+        try await waitWhile { !ended.withLock { $0 } && !clock.sleeps.contains(.seconds(2)) }
+        clock.advance(by: .seconds(2))
+        let error = try await #require(throws: ReboundError.self) { try await waiting.value }
+
+        #expect(error.circuitBreakerOpenError?.state == .open)
+        #expect(error.attempts.count == 2)
+        #expect(transport.requestCount == 3)
+        #expect(breaker.permitsInFlight == 0)
+        #expect(breaker.backoffWaitsKept == 0)
+    }
+
+    @Test("A breaker that opens ends nothing of a retry that went on to another host's breaker")
+    func anOpeningEndsNothingOfARetryToAnotherHost() async throws {
+        let breakers = CircuitBreakerRegistry(
+            configuration: .init(tripCondition: .consecutiveFailures(2), openDuration: .seconds(30)), clock: clock)
+        let fallback = URLRequest(url: URL(string: "https://fallback.example.com/items")!)
+        // Every request fails, but the fallback's second attempt.
+        let transport = ScriptedTransport { request, _ in
+            request.url?.host == "fallback.example.com" && request.value(forHTTPHeaderField: "X-Attempt") == "3"
+                ? .status(200) : .status(503)
+        }
+        let attempt = Adapter.modifying { request, context in
+            request.setValue("\(context.attempt)", forHTTPHeaderField: "X-Attempt")
+        }
+        // The first retry goes to the fallback host after 1 s, the second after 2 s.
+        let retrier = Retrier { request, _ in
+            switch request.retryCount {
+            case 0: .retryWithRequest(fallback, delay: .seconds(1))
+            case 1: .retryWithDelay(.seconds(2))
+            default: .doNotRetry
+            }
+        }
+        let session = Session(transport: transport, adapters: [attempt, breakers], retriers: [retrier], clock: clock)
+        let plain = Session(transport: transport, adapters: [breakers], clock: clock)
+        let waiting = Task { try await session.send(request()) }
+        try await waitForSleep(of: .seconds(1), on: clock)
+        clock.advance(by: .seconds(1))
+        try await waitForSleep(of: .seconds(2), on: clock)
+
+        // The first host's breaker opens while the request waits to retry the fallback host, whose breaker is closed.
+        _ = try? await plain.send(request())
+        #expect(breakers.breaker(for: "api.example.com").state == .open)
+        #expect(breakers.breaker(for: "fallback.example.com").state == .closed)
+        clock.advance(by: .seconds(2))
+
+        #expect(try await waiting.value.statusCode == 200)
+        #expect(transport.requestCount == 4)
+        #expect(breakers.breaker(for: "api.example.com").backoffWaitsKept == 0)
+    }
+
+    @Test("The failure that opens a host's breaker does not stop its retry to a fallback host, whose breaker admits it")
+    func anOpenHostDoesNotStopItsFallback() async throws {
+        let breakers = CircuitBreakerRegistry(
+            configuration: .init(tripCondition: .consecutiveFailures(1), openDuration: .seconds(30)), clock: clock)
+        let fallback = URLRequest(url: URL(string: "https://fallback.example.com/items")!)
+        let transport = ScriptedTransport { request, _ in
+            request.url?.host == "fallback.example.com" ? .status(200) : .status(503)
+        }
+        let toFallback = Retrier { _, _ in .retryWithRequest(fallback, delay: .seconds(1)) }
+        let session = Session(transport: transport, adapters: [breakers], retriers: [toFallback], clock: clock)
+        let waiting = Task { try await session.send(request()) }
+        try await waitForSleep(of: .seconds(1), on: clock)
+        #expect(breakers.breaker(for: "api.example.com").state == .open)
+        clock.advance(by: .seconds(1))
+
+        let response = try await waiting.value
+        #expect(response.statusCode == 200)
+        #expect(response.attempts.map(\.request?.url?.host) == ["api.example.com", "fallback.example.com"])
+        #expect(breakers.breaker(for: "api.example.com").backoffWaitsKept == 0)
+        #expect(breakers.breaker(for: "fallback.example.com").backoffWaitsKept == 0)
+    }
+
+    @Test("A breaker given only as a gate forgets the waits of the retries it granted when their requests end")
+    func aGateOnlyBreakerForgetsItsWaits() async throws {
+        let admitting = CircuitBreaker(configuration: .init(tripCondition: .consecutiveFailures(Int.max)), clock: clock)
+        let gate = CircuitBreaker(clock: clock)
+        let transport = ScriptedTransport([.status(503), .status(200)])
+        let session = Session(
+            transport: transport, adapters: [admitting], retriers: [RetryPolicy(backoff: .constant(.seconds(1)))],
+            gates: [gate], clock: clock)
+        let waiting = Task { try await session.send(request()) }
+        try await waitForSleep(of: .seconds(1), on: clock)
+        #expect(gate.backoffWaitsKept == 1)
+        clock.advance(by: .seconds(1))
+
+        #expect(try await waiting.value.statusCode == 200)
+        #expect(gate.backoffWaitsKept == 0)
+        #expect(admitting.backoffWaitsKept == 0)
+    }
+
     @Test("A backoff a breaker granted that ends at once still wakes its request, also among many at once")
     func backoffThatEndsAtOnceWakesItsRequest() async throws {
         // The sleep ends as soon as it is asked, so the task that sleeps it finishes at once, racing the request that

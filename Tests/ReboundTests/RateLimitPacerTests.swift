@@ -324,4 +324,40 @@ struct RateLimitPacerTests {
         #expect(pacer.requestsCounted == 0)
         #expect(clock.sleeps.isEmpty)
     }
+
+    @Test func anAttemptInFlightAcrossARenewalIsNotSubtractedFromTheNextQuota() async throws {
+        let pacer = RateLimitPacer(clock: clock)
+        let holdA = Gate()
+        let holdD = Gate()
+        // No policy in the fields: at a renewal the pacer lets the host go until a response says its quota again.
+        let transport = ScriptedTransport(clock: clock) { request, _ in
+            switch request.value(forHTTPHeaderField: "X-Name") {
+            case "a": await holdA.wait()
+            case "d": await holdD.wait()
+            default: break
+            }
+            return .response(headers: ["RateLimit": "\"d\";r=3;t=10"])
+        }
+        let session = Session(transport: transport, adapters: [pacer], clock: clock)
+        func named(_ name: String) -> URLRequest {
+            var request = request()
+            request.setValue(name, forHTTPHeaderField: "X-Name")
+            return request
+        }
+        _ = try await session.send(named("first"))
+        let a = Task { try await session.send(named("a")) }  // in flight across the renewal
+        try await transport.waitForRequests(2)
+        clock.advance(by: .seconds(10))
+        _ = try await session.send(named("c"))  // after the renewal: its response says the quota again
+        let d = Task { try await session.send(named("d")) }  // in flight against the new quota
+        try await transport.waitForRequests(4)
+
+        await holdA.open()
+        _ = try await a.value
+        // A's end lowers nothing of the new quota's count: D is still in flight, so 3 left less D.
+        #expect(pacer.quota(for: "api.example.com")?.remaining == 2)
+        await holdD.open()
+        _ = try await d.value
+        #expect(pacer.requestsCounted == 0)
+    }
 }

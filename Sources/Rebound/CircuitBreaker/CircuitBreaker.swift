@@ -80,12 +80,19 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
         /// How many permits it gave are not settled yet. The permits themselves are held by the requests (see
         /// `RegisteredRoles.HeldPermit`), so that the breaker keeps nothing per attempt in flight.
         var permitsOut = 0
-        /// The backoff waits of the retries it granted, by request, until the retry is admitted, the request ends or
-        /// the breaker opens (which ends them all).
-        var waits: [UUID: (grant: Int, wait: BackoffWait)] = [:]
+        /// The backoff waits of the retries it granted, by request, until the retry is admitted or the request ends;
+        /// an opening ends and forgets them, but for those slept to their end, whose retries it admits (see `endWaits`).
+        var waits: [UUID: KeptWait] = [:]
         /// How many waits it has kept: each wait's number, so that an opening ends them in the order they were granted
         /// (a dictionary's order changes from run to run, and a simulation's must not).
         var grants = 0
+    }
+
+    /// The backoff wait of a retry the breaker granted, and which of the wait's sleeps that retry is slept in.
+    private struct KeptWait: Sendable {
+        let grant: Int
+        let wait: BackoffWait
+        let sleep: Int
     }
 
     /// The key this breaker was created with, usually the host it guards; `nil` if none.
@@ -99,6 +106,9 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
     private let broadcast = Broadcast<Transition>()
     /// A registry's stream, fed under this breaker's lock like the breaker's own.
     private let relay: Broadcast<Transition>?
+    /// For a registry's breaker, the registry's key function: the breaker is asked only about retries to requests of
+    /// its own key. `nil` for a breaker made on its own, which guards whatever it is put in front of.
+    private let guardedKey: CircuitBreakerRegistry.KeyFunction?
 
     /// Creates a closed breaker.
     ///
@@ -118,9 +128,10 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
 
     init<C: Clock>(
         key: String?, configuration: Configuration, clock: C, relay: Broadcast<Transition>?,
-        onTransition: (@Sendable (Transition) -> Void)?
+        guarding keyFunction: CircuitBreakerRegistry.KeyFunction? = nil, onTransition: (@Sendable (Transition) -> Void)?
     ) where C.Duration == Duration {
         self.relay = relay
+        self.guardedKey = keyFunction
         self.key = key
         self.configuration = configuration
         self.storage = Locked(Storage(machine: CircuitBreakerMachine(configuration: configuration)))
@@ -185,11 +196,8 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
         let attempt = context.attempt
         let roles = context.roles
         let (rejection, transitions) = update { storage, time, transitions -> CircuitBreakerOpenError? in
-            // The retry this breaker granted is here: its wait is over. Kept past an opening, the wait had been slept
-            // to its end before the breaker opened (see `endWaits`).
-            let sleptBeforeOpening =
-                !storage.waits.isEmpty && storage.waits.removeValue(forKey: requestID) != nil
-                && !storage.machine.admitsFreely
+            // The retry this breaker granted is here: its wait is over.
+            let kept = storage.waits.isEmpty ? nil : storage.waits.removeValue(forKey: requestID)
             // An attempt abandoned at its deadline goes on in the background, cancelled, and its end was already
             // told: a permit taken now would never come back. Checked under the lock, and the permit is held by the
             // request under it too, so that an attempt abandoned after this point holds its permit before its end is
@@ -206,8 +214,8 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
             if let roles, roles.holdsPermit(of: self, for: attempt) { return nil }
             // A retry whose backoff ended while the breaker was closed was admitted then, as an attempt let through
             // just before an opening is: it goes through, and its outcome says nothing about the break that began
-            // after it. (Forced open, nothing goes through.)
-            if sleptBeforeOpening, storage.machine.state != .forcedOpen {
+            // after it. (Forced open, nothing goes through.) Its wait outlived the opening for that reason alone.
+            if let kept, kept.wait.hasSlept(kept.sleep), storage.machine.state != .forcedOpen {
                 if let roles, roles.add(accountant: self, holding: .uncounted, for: attempt) { storage.permitsOut += 1 }
                 return nil
             }
@@ -242,7 +250,8 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
     /// forced open).
     ///
     /// The failed attempt is counted first, here rather than when it is reported, so that the failure that trips the
-    /// breaker refuses its own retry.
+    /// breaker refuses its own retry. A ``CircuitBreakerRegistry``'s breaker grants or refuses only retries to its own
+    /// key: a retry that moves to another host (`.retryWithRequest`, a fallback) is that host's breaker's to admit.
     public func admitRetry(_ request: RetryRequest, dueTo error: ReboundError, after delay: Duration) -> (any Error)? {
         guard let attempt = request.attempts.last else { return nil }
         let roles = request.roles
@@ -258,11 +267,16 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
                 storage.machine.record(
                     verdict, permit: permit, time: &time, openAtLeast: openAtLeast, transitions: &transitions)
             }
+            // A registry's breaker has no say over a retry that moves to another host: that host's breaker has.
+            if let guardedKey, let target = request.retryTarget, guardedKey(target) != key { return nil }
             if let refusal = refusalOfRetry(by: storage.machine, time: &time) { return refusal }
-            // Granted: the wait is kept so that an opening ends it (a zero delay has none to end).
+            // Granted: the wait is kept so that an opening ends it (a zero delay has none to end). The breaker
+            // registers to hear the request's end, which forgets the wait, also when it let none of its attempts
+            // through itself (a breaker given only as a gate).
             if delay > .zero, let wait = request.backoffWait {
                 storage.grants += 1
-                storage.waits[request.requestID] = (storage.grants, wait)
+                storage.waits[request.requestID] = KeptWait(grant: storage.grants, wait: wait, sleep: wait.nextSleep)
+                roles?.add(accountant: self)
             }
             return nil
         }
@@ -359,12 +373,15 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
         let error = CircuitBreakerOpenError(key: key, state: storage.machine.state, retryAfter: retryAfter)
         var wakes: [() -> Void] = []
         for (requestID, kept) in storage.waits.sorted(by: { $0.value.grant < $1.value.grant }) {
-            switch kept.wait.end(with: error) {
+            switch kept.wait.end(with: error, sleep: kept.sleep) {
             case .ended(let wake):
                 storage.waits[requestID] = nil
                 if let wake { wakes.append(wake) }
             case .alreadySlept:
                 continue
+            case .passed:
+                // The retry went on without this breaker (to another host's, say): nothing of it to end or admit.
+                storage.waits[requestID] = nil
             }
         }
         return wakes

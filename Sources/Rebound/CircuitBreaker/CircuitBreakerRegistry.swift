@@ -8,7 +8,9 @@ import Foundation
 ///
 /// Put the registry in a chain as an adapter: each attempt goes through the breaker of its key (by default the
 /// URL's host, with the port when the URL names one), so one failing upstream trips its own breaker and no other.
-/// Requests whose key is `nil` go through untouched.
+/// Requests whose key is `nil` go through untouched. A breaker is asked only about retries to its own key: a retry that
+/// moves to another host (`.retryWithRequest`, a fallback) is that host's breaker's to admit, so an open breaker of
+/// the failing host does not stop its fallback.
 ///
 /// The registry is a class whose table is behind a lock; every breaker it creates has the registry's configuration
 /// and clock. Share one instance between sessions to share the breakers. It forgets the breaker of a host that was not
@@ -55,9 +57,10 @@ public final class CircuitBreakerRegistry: RequestAdapter {
         self.configuration = configuration
         self.keyFunction = key
         self.broadcast = broadcast
-        self.makeBreaker = { key in
+        self.makeBreaker = { [keyFunction = key] key in
             CircuitBreaker(
-                key: key, configuration: configuration, clock: clock, relay: broadcast, onTransition: onTransition)
+                key: key, configuration: configuration, clock: clock, relay: broadcast, guarding: keyFunction,
+                onTransition: onTransition)
         }
     }
 

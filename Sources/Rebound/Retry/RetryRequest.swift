@@ -35,6 +35,7 @@ public struct RetryRequest: Sendable {
         let attempts: [Attempt]
         let roles: RegisteredRoles?
         let backoffWait: BackoffWait?
+        var retryTarget: URLRequest? = nil
     }
 
     private let storage: Box<Fields>
@@ -76,6 +77,21 @@ public struct RetryRequest: Sendable {
     /// The request's backoff wait, which a breaker that grants a retry keeps to end it early; `nil` outside a session
     /// and for a request no breaker let through.
     var backoffWait: BackoffWait? { storage.value.backoffWait }
+
+    /// The request the retry's adapters start from, when a retrier moved the request (`.retryWithRequest`, a fallback
+    /// host) now or before; `nil` when the retry starts from the caller's request, as every retry does without one.
+    var retryTarget: URLRequest? { storage.value.retryTarget }
+
+    /// This retry request, as the gates are asked about a retry that starts from `target`.
+    func retrying(to target: URLRequest) -> RetryRequest {
+        var fields = storage.value
+        fields.retryTarget = target
+        return RetryRequest(storage: Box(fields))
+    }
+
+    private init(storage: Box<Fields>) {
+        self.storage = storage
+    }
 
     /// How many retries were made before the attempt that just failed: `0` after the first attempt fails.
     public var retryCount: Int { max(attempts.count - 1, 0) }

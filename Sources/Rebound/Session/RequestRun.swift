@@ -571,8 +571,11 @@ extension RequestRun {
                 return fail(with: deadlineExceeded(after: reason, response: error.responseHead, data: error.data))
             }
         }
+        // The gates are told where a retry goes when it does not start from the caller's request (a fallback host), so
+        // that a host's breaker decides only about retries to its host.
+        let asked = (result.request ?? base).map { request.retrying(to: $0) } ?? request
         for gate in plan.roles.gates + plan.registeredGates {
-            if let denial = gate.admitRetry(request, dueTo: error, after: delay) {
+            if let denial = gate.admitRetry(asked, dueTo: error, after: delay) {
                 return fail(
                     with: failure(
                         .retryAborted(error: denial, original: reason), response: error.responseHead, data: error.data))

@@ -15,7 +15,8 @@ import Foundation
 /// on. When the server gave the quota's limit and window (`RateLimit-Policy`'s `q` and `w`), each renewal begins a
 /// window with the limit; otherwise the host is not held after a renewal until a response says its quota again, so
 /// requests that waited together go together. A renewal further away than ``maximumWait``, or than the request's
-/// deadline, fails the request at once with ``RateLimitQuotaSpent``, which no retry policy retries.
+/// deadline, fails the request at once with ``RateLimitQuotaSpent``, which no retry policy retries (behind a decorator
+/// that hands the pacer a context of its own, the deadline is unknown to it and cuts the wait instead).
 ///
 /// Put it in a chain's adapters; share one instance between sessions to share each host's quota. It hears how attempts
 /// end by registering through the context: behind a decorator that hands it a context of its own, it still paces, but
@@ -130,6 +131,7 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver {
                 // requests still in flight; otherwise the host is not held until a response says its quota again.
                 guard let limit = heard.limit, let window = heard.window, window > .zero else {
                     state.hosts.remove(key)
+                    Self.forgetCounts(of: key, in: &state)
                     return nil
                 }
                 state.hosts.modify(key) { host in
@@ -184,6 +186,15 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver {
         }
         attempts.removeAll { matches($0.attempt) }
         if !attempts.isEmpty { state.counted[requestID] = attempts }
+    }
+
+    /// Forgets the attempts counted in flight against `key`'s quota, which the pacer no longer holds: their ends must
+    /// not lower the count of a quota the host advertises later.
+    private static func forgetCounts(of key: String, in state: inout State) {
+        for (requestID, attempts) in state.counted where attempts.contains(where: { $0.key == key }) {
+            let others = attempts.filter { $0.key != key }
+            state.counted[requestID] = others.isEmpty ? nil : others
+        }
     }
 
     /// How many requests hold counted attempts; for tests that check nothing is kept.
