@@ -344,6 +344,36 @@ struct CircuitBreakerRecoveryTests {
         #expect(breakers.breaker(for: "fallback.example.com").backoffWaitsKept == 0)
     }
 
+    @Test(
+        "A retry to a fallback host whose breaker is open is refused at once, and one whose breaker opens meanwhile ends",
+        arguments: [false, true])
+    func anOpenFallbackRefusesTheRetryToIt(opensDuringTheBackoff: Bool) async throws {
+        let breakers = CircuitBreakerRegistry(
+            configuration: .init(tripCondition: .consecutiveFailures(1), openDuration: .seconds(30)), clock: clock)
+        let fallback = URLRequest(url: URL(string: "https://fallback.example.com/items")!)
+        let transport = ScriptedTransport { _, _ in .status(503) }
+        let toFallback = Retrier { request, _ in
+            request.retryCount == 0 ? .retryWithRequest(fallback, delay: .seconds(1)) : .doNotRetry
+        }
+        let session = Session(transport: transport, adapters: [breakers], retriers: [toFallback], clock: clock)
+        let plain = Session(transport: transport, adapters: [breakers], clock: clock)
+        if !opensDuringTheBackoff { _ = try? await plain.send(fallback) }
+        let waiting = Task { try await session.send(request()) }
+        if opensDuringTheBackoff {
+            try await waitForSleep(of: .seconds(1), on: clock)
+            _ = try? await plain.send(fallback)
+        }
+
+        // Nothing more is sent, and the clock never moves: the request ends without sleeping its backoff out.
+        let error = try await #require(throws: ReboundError.self) { try await waiting.value }
+        #expect(error.circuitBreakerOpenError?.key == "fallback.example.com")
+        #expect(error.attempts.count == 1)
+        #expect(transport.requestCount == 2)
+        #expect(clock.now.offset == .zero)
+        #expect(clock.sleeps == (opensDuringTheBackoff ? [.seconds(1)] : []))
+        #expect(breakers.breaker(for: "fallback.example.com").backoffWaitsKept == 0)
+    }
+
     @Test("A breaker given only as a gate forgets the waits of the retries it granted when their requests end")
     func aGateOnlyBreakerForgetsItsWaits() async throws {
         let admitting = CircuitBreaker(configuration: .init(tripCondition: .consecutiveFailures(Int.max)), clock: clock)

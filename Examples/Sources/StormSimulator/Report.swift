@@ -85,8 +85,9 @@ struct Report {
             makes no third attempt after two that failed the same way, which brings it to the floor of one retry \
             (2.0), while a lone failure is still retried. A server that says it is overloaded (the \
             scenarios with `Retry-After`, with 503 or with 429: Rebound reads both alike) gets one attempt per request \
-            during its outage at any fleet size from every policy that backs off, because each client honours what it \
-            says; the requests it turned away come back when it said, as spread as they arrived.
+            during its outage at any fleet size from every policy that waits as long as it asks (all but immediate \
+            retries and the AWS SDKs' behavior below), because each client honours what it says; the requests it \
+            turned away come back when it said, as spread as they arrived.
 
             The last row of each outage table is the AWS SDKs' retry behavior 2.1, `RetryPolicy.awsRetries2026()` \
             with its budget (`RetryBudget.Configuration.awsRetries2026`), for comparison: its 500 tokens are each \

@@ -106,9 +106,9 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
     private let broadcast = Broadcast<Transition>()
     /// A registry's stream, fed under this breaker's lock like the breaker's own.
     private let relay: Broadcast<Transition>?
-    /// For a registry's breaker, the registry's key function: the breaker is asked only about retries to requests of
-    /// its own key. `nil` for a breaker made on its own, which guards whatever it is put in front of.
-    private let guardedKey: CircuitBreakerRegistry.KeyFunction?
+    /// For a registry's breaker, the way to the registry's other breakers: a retry that moves to another key is that
+    /// key's breaker's to admit. `nil` for a breaker made on its own, which guards whatever it is put in front of.
+    private let registry: CircuitBreakerRegistry.Link?
 
     /// Creates a closed breaker.
     ///
@@ -128,10 +128,10 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
 
     init<C: Clock>(
         key: String?, configuration: Configuration, clock: C, relay: Broadcast<Transition>?,
-        guarding keyFunction: CircuitBreakerRegistry.KeyFunction? = nil, onTransition: (@Sendable (Transition) -> Void)?
+        registry: CircuitBreakerRegistry.Link? = nil, onTransition: (@Sendable (Transition) -> Void)?
     ) where C.Duration == Duration {
         self.relay = relay
-        self.guardedKey = keyFunction
+        self.registry = registry
         self.key = key
         self.configuration = configuration
         self.storage = Locked(Storage(machine: CircuitBreakerMachine(configuration: configuration)))
@@ -251,7 +251,8 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
     ///
     /// The failed attempt is counted first, here rather than when it is reported, so that the failure that trips the
     /// breaker refuses its own retry. A ``CircuitBreakerRegistry``'s breaker grants or refuses only retries to its own
-    /// key: a retry that moves to another host (`.retryWithRequest`, a fallback) is that host's breaker's to admit.
+    /// key: a retry that moves to another host (`.retryWithRequest`, a fallback) is passed to the registry's breaker of
+    /// that host, which decides by the same rule.
     public func admitRetry(_ request: RetryRequest, dueTo error: ReboundError, after delay: Duration) -> (any Error)? {
         guard let attempt = request.attempts.last else { return nil }
         let roles = request.roles
@@ -261,26 +262,30 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
                 attempt: attempt, data: request.data, decision: .retry(after: delay))
         }
         let openAtLeast = openAtLeast(after: verdict, of: attempt)
+        // A registry's breaker has no say over a retry that moves to another key (a fallback host): the registry's
+        // breaker of that key decides. Found before this breaker's lock is taken (the key function is the caller's).
+        let elsewhere = request.retryTarget.flatMap { registry?.breaker(for: $0, otherThan: key) }
         let (refusal, transitions) = update { storage, time, transitions -> CircuitBreakerOpenError? in
-            if let permit = roles?.takePermit(of: self, for: attempt.number) {
+            let permit = roles?.takePermit(of: self, for: attempt.number)
+            if let permit {
                 storage.permitsOut -= 1
                 storage.machine.record(
                     verdict, permit: permit, time: &time, openAtLeast: openAtLeast, transitions: &transitions)
             }
-            // A registry's breaker has no say over a retry that moves to another host: that host's breaker has.
-            if let guardedKey, let target = request.retryTarget, guardedKey(target) != key { return nil }
+            if elsewhere != nil { return nil }
             if let refusal = refusalOfRetry(by: storage.machine, time: &time) { return refusal }
-            // Granted: the wait is kept so that an opening ends it (a zero delay has none to end). The breaker
-            // registers to hear the request's end, which forgets the wait, also when it let none of its attempts
-            // through itself (a breaker given only as a gate).
+            // Granted: the wait is kept so that an opening ends it (a zero delay has none to end). A breaker that did
+            // not let the failed attempt through (one given only as a gate, or asked about a fallback) registers to
+            // hear the request's end, which forgets the wait; one that did hears it already.
             if delay > .zero, let wait = request.backoffWait {
                 storage.grants += 1
                 storage.waits[request.requestID] = KeptWait(grant: storage.grants, wait: wait, sleep: wait.nextSleep)
-                roles?.add(accountant: self)
+                if permit == nil { roles?.add(observer: self) }
             }
             return nil
         }
         announce(transitions)
+        if let elsewhere { return elsewhere.admitRetry(request, dueTo: error, after: delay) }
         return refusal
     }
 

@@ -8,9 +8,9 @@ import Foundation
 ///
 /// Put the registry in a chain as an adapter: each attempt goes through the breaker of its key (by default the
 /// URL's host, with the port when the URL names one), so one failing upstream trips its own breaker and no other.
-/// Requests whose key is `nil` go through untouched. A breaker is asked only about retries to its own key: a retry that
-/// moves to another host (`.retryWithRequest`, a fallback) is that host's breaker's to admit, so an open breaker of
-/// the failing host does not stop its fallback.
+/// Requests whose key is `nil` go through untouched. A retry that moves to another host (`.retryWithRequest`, a
+/// fallback) is that host's breaker's to grant or refuse, not the failing host's: an open breaker of the failing host
+/// does not stop its fallback, and an open breaker of the fallback refuses the retry at once.
 ///
 /// The registry is a class whose table is behind a lock; every breaker it creates has the registry's configuration
 /// and clock. Share one instance between sessions to share the breakers. It forgets the breaker of a host that was not
@@ -54,13 +54,41 @@ public final class CircuitBreakerRegistry: RequestAdapter {
         HostTable<CircuitBreaker>.trapIfInvalid(maximumHosts, owner: "CircuitBreakerRegistry")
         self.table = Locked(HostTable(capacity: maximumHosts))
         let broadcast = Broadcast<CircuitBreaker.Transition>()
+        let link = Link(key: key)
         self.configuration = configuration
         self.keyFunction = key
         self.broadcast = broadcast
-        self.makeBreaker = { [keyFunction = key] key in
+        self.makeBreaker = { key in
             CircuitBreaker(
-                key: key, configuration: configuration, clock: clock, relay: broadcast, guarding: keyFunction,
+                key: key, configuration: configuration, clock: clock, relay: broadcast, registry: link,
                 onTransition: onTransition)
+        }
+        link.attach(self)
+    }
+
+    /// How a registry's breaker reaches the breaker of another key, for a retry that moves there: through the
+    /// registry, held weakly (the registry holds the breakers).
+    final class Link: Sendable {
+        private struct Weak: Sendable {
+            weak var registry: CircuitBreakerRegistry?
+        }
+
+        private let key: KeyFunction
+        private let home = Locked(Weak())
+
+        init(key: @escaping KeyFunction) {
+            self.key = key
+        }
+
+        func attach(_ registry: CircuitBreakerRegistry) {
+            home.withLock { $0.registry = registry }
+        }
+
+        /// The breaker of `request`'s key, when it has one other than `key`; `nil` otherwise, or once the registry is
+        /// gone.
+        func breaker(for request: URLRequest, otherThan key: String?) -> CircuitBreaker? {
+            guard let other = self.key(request), other != key else { return nil }
+            return home.withLock { $0.registry }?.breaker(for: other)
         }
     }
 
