@@ -9,7 +9,7 @@
 /// grant whose sleep is over ends nothing of a later retry's.
 final class BackoffWait: Sendable {
     private enum Phase: Sendable {
-        /// No sleep under way: the first retry not granted or not slept yet.
+        /// No sleep under way: before the first, or after a sleep its request's cancellation woke.
         case idle
         /// The request sleeps; the task that sleeps on the clock is attached once started (`nil` until then).
         case sleeping(CheckedContinuation<Ending, Never>, Task<Void, Never>?)
@@ -31,7 +31,8 @@ final class BackoffWait: Sendable {
         case ended(wake: (() -> Void)?)
         /// The request slept the whole sleep and is on its way to its retry: nothing was ended.
         case alreadySlept
-        /// The sleep is over and a later retry was granted or is slept: nothing of this grant's is left to end.
+        /// Nothing of this grant's is left to end: its sleep was ended already (by another gate that granted the same
+        /// retry), or it is over and a later retry was granted or is slept.
         case passed
     }
 
