@@ -360,4 +360,42 @@ struct RateLimitPacerTests {
         _ = try await d.value
         #expect(pacer.requestsCounted == 0)
     }
+
+    @Test func anAttemptInFlightWhenItsHostIsForgottenIsNotSubtractedFromTheHostsNextQuota() async throws {
+        // Room for one host: the second host's quota makes the pacer forget the first.
+        let pacer = RateLimitPacer(clock: clock, maximumHosts: 1)
+        let holdFirst = Gate()
+        let holdSecond = Gate()
+        let transport = ScriptedTransport(clock: clock) { request, _ in
+            switch request.value(forHTTPHeaderField: "X-Name") {
+            case "first": await holdFirst.wait()
+            case "second": await holdSecond.wait()
+            default: break
+            }
+            return .response(headers: ["RateLimit": "\"d\";r=3;t=60"])
+        }
+        let session = Session(transport: transport, adapters: [pacer], clock: clock)
+        func named(_ name: String) -> URLRequest {
+            var request = request()
+            request.setValue(name, forHTTPHeaderField: "X-Name")
+            return request
+        }
+        let other = URLRequest(url: URL(string: "https://other.example.com/")!)
+
+        _ = try await session.send(request())
+        let first = Task { try await session.send(named("first")) }  // in flight against the first record
+        try await transport.waitForRequests(2)
+        _ = try await session.send(other)  // the other host takes the only place
+        _ = try await session.send(request())  // heard again: a new record
+        let second = Task { try await session.send(named("second")) }  // in flight against the new record
+        try await transport.waitForRequests(5)
+
+        await holdFirst.open()
+        _ = try await first.value
+        // The first's end lowers nothing of the new record's count: the second is still in flight, so 3 less 1.
+        #expect(pacer.quota(for: "api.example.com")?.remaining == 2)
+        await holdSecond.open()
+        _ = try await second.value
+        #expect(pacer.requestsCounted == 0)
+    }
 }

@@ -42,12 +42,30 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver {
         /// Requests let through against this quota whose attempts have not ended: a response's count of requests
         /// left does not include them yet.
         var inFlight = 0
+        /// Which record of the host this is: a host let go (at a renewal, or to make room) and heard from again is a
+        /// new record, which the ends of attempts counted against the old one leave alone.
+        let record: Int
+    }
+
+    /// An attempt let through against a host's quota, counted in flight until it ends.
+    private struct Counted: Sendable {
+        let attempt: Int
+        let key: String
+        let record: Int
     }
 
     private struct State: Sendable {
         var hosts: HostTable<Host>
         /// The attempts let through against a host's quota, by request, until each ends.
-        var counted: [UUID: [(attempt: Int, key: String)]] = [:]
+        var counted: [UUID: [Counted]] = [:]
+        /// The number of the last host record made.
+        var records = 0
+
+        /// The number of a new host record.
+        mutating func newRecord() -> Int {
+            records += 1
+            return records
+        }
     }
 
     /// How long a request waits for its host's quota to be renewed at most; 30 s by default.
@@ -131,7 +149,6 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver {
                 // requests still in flight; otherwise the host is not held until a response says its quota again.
                 guard let limit = heard.limit, let window = heard.window, window > .zero else {
                     state.hosts.remove(key)
-                    Self.forgetCounts(of: key, in: &state)
                     return nil
                 }
                 state.hosts.modify(key) { host in
@@ -140,15 +157,16 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver {
                     host.remaining = max(limit - host.inFlight, 0)
                 }
             }
-            let wait =
-                state.hosts.modify(key) { host -> Duration? in
-                    guard host.remaining > 0 else { return host.renewedAt - now }
+            let (wait, record) =
+                state.hosts.modify(key) { host -> (Duration?, Int) in
+                    guard host.remaining > 0 else { return (host.renewedAt - now, host.record) }
                     host.remaining -= 1
                     if attempt != nil { host.inFlight += 1 }
-                    return nil
-                } ?? nil
+                    return (nil, host.record)
+                } ?? (nil, 0)
             if wait == nil, let attempt {
-                state.counted[attempt.requestID, default: []].append((attempt.attempt, key))
+                state.counted[attempt.requestID, default: []].append(
+                    Counted(attempt: attempt.attempt, key: key, record: record))
             }
             return wait
         }
@@ -163,10 +181,12 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver {
         state.withLock { state in
             settle(&state, outcome.requestID) { $0 == outcome.attempt.number }
             guard let quota, let key else { return }
-            let inFlight = state.hosts[key]?.inFlight ?? 0
+            let kept = state.hosts[key]
+            let inFlight = kept?.inFlight ?? 0
+            let record = kept?.record ?? state.newRecord()
             let heard = Host(
                 remaining: max(quota.remaining - inFlight, 0), renewedAt: now + quota.resetsIn, limit: quota.limit,
-                window: quota.window, inFlight: inFlight)
+                window: quota.window, inFlight: inFlight, record: record)
             state.hosts.update(key, make: { heard }, isAtRest: { $0.renewedAt <= now && $0.inFlight == 0 }) {
                 $0 = heard
             }
@@ -181,20 +201,13 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver {
     /// Ends the counts of the attempts of `requestID` that `matches` picks.
     private func settle(_ state: inout State, _ requestID: UUID, matching matches: (Int) -> Bool) {
         guard var attempts = state.counted.removeValue(forKey: requestID) else { return }
-        for (attempt, key) in attempts where matches(attempt) {
-            state.hosts.modify(key) { $0.inFlight = max($0.inFlight - 1, 0) }
+        for counted in attempts where matches(counted.attempt) {
+            state.hosts.modify(counted.key) { host in
+                if host.record == counted.record { host.inFlight = max(host.inFlight - 1, 0) }
+            }
         }
         attempts.removeAll { matches($0.attempt) }
         if !attempts.isEmpty { state.counted[requestID] = attempts }
-    }
-
-    /// Forgets the attempts counted in flight against `key`'s quota, which the pacer no longer holds: their ends must
-    /// not lower the count of a quota the host advertises later.
-    private static func forgetCounts(of key: String, in state: inout State) {
-        for (requestID, attempts) in state.counted where attempts.contains(where: { $0.key == key }) {
-            let others = attempts.filter { $0.key != key }
-            state.counted[requestID] = others.isEmpty ? nil : others
-        }
     }
 
     /// How many requests hold counted attempts; for tests that check nothing is kept.
