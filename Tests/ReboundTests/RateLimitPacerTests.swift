@@ -325,25 +325,29 @@ struct RateLimitPacerTests {
         #expect(clock.sleeps.isEmpty)
     }
 
+    /// A transport whose every response says 3 requests are left, renewed in `seconds`, without a policy; a request
+    /// named in `holding` (its `X-Name`) is held until its gate opens.
+    private func threeLeft(renewedIn seconds: Int, holding: [String: Gate]) -> ScriptedTransport {
+        ScriptedTransport(clock: clock) { request, _ in
+            if let gate = request.value(forHTTPHeaderField: "X-Name").flatMap({ holding[$0] }) { await gate.wait() }
+            return .response(headers: ["RateLimit": "\"d\";r=3;t=\(seconds)"])
+        }
+    }
+
+    /// The example request, named `name` in its `X-Name` field.
+    private func named(_ name: String) -> URLRequest {
+        var request = request()
+        request.setValue(name, forHTTPHeaderField: "X-Name")
+        return request
+    }
+
     @Test func anAttemptInFlightAcrossARenewalIsNotSubtractedFromTheNextQuota() async throws {
         let pacer = RateLimitPacer(clock: clock)
         let holdA = Gate()
         let holdD = Gate()
         // No policy in the fields: at a renewal the pacer lets the host go until a response says its quota again.
-        let transport = ScriptedTransport(clock: clock) { request, _ in
-            switch request.value(forHTTPHeaderField: "X-Name") {
-            case "a": await holdA.wait()
-            case "d": await holdD.wait()
-            default: break
-            }
-            return .response(headers: ["RateLimit": "\"d\";r=3;t=10"])
-        }
+        let transport = threeLeft(renewedIn: 10, holding: ["a": holdA, "d": holdD])
         let session = Session(transport: transport, adapters: [pacer], clock: clock)
-        func named(_ name: String) -> URLRequest {
-            var request = request()
-            request.setValue(name, forHTTPHeaderField: "X-Name")
-            return request
-        }
         _ = try await session.send(named("first"))
         let a = Task { try await session.send(named("a")) }  // in flight across the renewal
         try await transport.waitForRequests(2)
@@ -366,20 +370,8 @@ struct RateLimitPacerTests {
         let pacer = RateLimitPacer(clock: clock, maximumHosts: 1)
         let holdFirst = Gate()
         let holdSecond = Gate()
-        let transport = ScriptedTransport(clock: clock) { request, _ in
-            switch request.value(forHTTPHeaderField: "X-Name") {
-            case "first": await holdFirst.wait()
-            case "second": await holdSecond.wait()
-            default: break
-            }
-            return .response(headers: ["RateLimit": "\"d\";r=3;t=60"])
-        }
+        let transport = threeLeft(renewedIn: 60, holding: ["first": holdFirst, "second": holdSecond])
         let session = Session(transport: transport, adapters: [pacer], clock: clock)
-        func named(_ name: String) -> URLRequest {
-            var request = request()
-            request.setValue(name, forHTTPHeaderField: "X-Name")
-            return request
-        }
         let other = URLRequest(url: URL(string: "https://other.example.com/")!)
 
         _ = try await session.send(request())
