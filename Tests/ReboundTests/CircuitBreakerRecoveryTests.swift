@@ -11,6 +11,16 @@ import Testing
 struct CircuitBreakerRecoveryTests {
     let clock = ManualClock()
 
+    /// A request to the fallback host of the tests whose retries move there.
+    let fallback = URLRequest(url: URL(string: "https://fallback.example.com/items")!)
+
+    /// A registry whose breakers trip after `failures` failures in a row and stay open 30 s.
+    func registry(trippingAfter failures: Int) -> CircuitBreakerRegistry {
+        CircuitBreakerRegistry(
+            configuration: .init(tripCondition: .consecutiveFailures(failures), openDuration: .seconds(30)),
+            clock: clock)
+    }
+
     /// A breaker that trips on the first failure and stays open 30 s, given directly or reached through a registry.
     func breaker(throughRegistry: Bool, trials: Int = 1) -> (adapter: any RequestAdapter, breaker: () -> CircuitBreaker)
     {
@@ -136,8 +146,7 @@ struct CircuitBreakerRecoveryTests {
     func retryMeetingAnOpening(throughRegistry: Bool, opening: Opening) async throws
         -> (Result<Response, ReboundError>, ScriptedTransport, CircuitBreaker)
     {
-        let breakers = CircuitBreakerRegistry(
-            configuration: .init(tripCondition: .consecutiveFailures(2), openDuration: .seconds(30)), clock: clock)
+        let breakers = registry(trippingAfter: 2)
         let breaker = breakers.breaker(for: "api.example.com")
         let adapter: any RequestAdapter = throughRegistry ? breakers : breaker
         // The first request fails once, then succeeds; every other request fails.
@@ -285,9 +294,7 @@ struct CircuitBreakerRecoveryTests {
 
     @Test("A breaker that opens ends nothing of a retry that went on to another host's breaker")
     func anOpeningEndsNothingOfARetryToAnotherHost() async throws {
-        let breakers = CircuitBreakerRegistry(
-            configuration: .init(tripCondition: .consecutiveFailures(2), openDuration: .seconds(30)), clock: clock)
-        let fallback = URLRequest(url: URL(string: "https://fallback.example.com/items")!)
+        let breakers = registry(trippingAfter: 2)
         // Every request fails, but the fallback's second attempt.
         let transport = ScriptedTransport { request, _ in
             request.url?.host == "fallback.example.com" && request.value(forHTTPHeaderField: "X-Attempt") == "3"
@@ -324,9 +331,7 @@ struct CircuitBreakerRecoveryTests {
 
     @Test("The failure that opens a host's breaker does not stop its retry to a fallback host, whose breaker admits it")
     func anOpenHostDoesNotStopItsFallback() async throws {
-        let breakers = CircuitBreakerRegistry(
-            configuration: .init(tripCondition: .consecutiveFailures(1), openDuration: .seconds(30)), clock: clock)
-        let fallback = URLRequest(url: URL(string: "https://fallback.example.com/items")!)
+        let breakers = registry(trippingAfter: 1)
         let transport = ScriptedTransport { request, _ in
             request.url?.host == "fallback.example.com" ? .status(200) : .status(503)
         }
@@ -348,9 +353,7 @@ struct CircuitBreakerRecoveryTests {
         "A retry to a fallback host whose breaker is open is refused at once, and one whose breaker opens meanwhile ends",
         arguments: [false, true])
     func anOpenFallbackRefusesTheRetryToIt(opensDuringTheBackoff: Bool) async throws {
-        let breakers = CircuitBreakerRegistry(
-            configuration: .init(tripCondition: .consecutiveFailures(1), openDuration: .seconds(30)), clock: clock)
-        let fallback = URLRequest(url: URL(string: "https://fallback.example.com/items")!)
+        let breakers = registry(trippingAfter: 1)
         let transport = ScriptedTransport { _, _ in .status(503) }
         let toFallback = Retrier { request, _ in
             request.retryCount == 0 ? .retryWithRequest(fallback, delay: .seconds(1)) : .doNotRetry

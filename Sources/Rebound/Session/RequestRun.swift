@@ -80,11 +80,11 @@ final class RequestPlan: Sendable {
         self.hedging = hedging.flatMap { $0.hedges ? $0 : nil }
         let hasChain = own?.chain != nil || session.chain != nil
         // Parts that would wait (a pacer) read the time left before the deadline from the registrations.
-        let clock = session.clock
         self.registered =
             hasChain
             ? RegisteredRoles(
-                besides: own?.roles ?? session.roles, deadline: deadline.map { (clock.now() + $0, clock.now) }) : nil
+                besides: own?.roles ?? session.roles,
+                deadline: deadline.map { (session.clock.now() + $0, session.clock.now) }) : nil
     }
 
     /// The session's interceptor followed by the request's, as one: each attempt makes one call to adapt and at most
@@ -573,9 +573,9 @@ extension RequestRun {
         }
         // The gates are told where a retry goes when it does not start from the caller's request (a fallback host), so
         // that a host's breaker decides only about retries to its host.
-        let asked = (result.request ?? base).map { request.retrying(to: $0) } ?? request
+        let retry = (result.request ?? base).map { request.retrying(to: $0) } ?? request
         for gate in plan.roles.gates + plan.registeredGates {
-            if let denial = gate.admitRetry(asked, dueTo: error, after: delay) {
+            if let denial = gate.admitRetry(retry, dueTo: error, after: delay) {
                 return fail(
                     with: failure(
                         .retryAborted(error: denial, original: reason), response: error.responseHead, data: error.data))

@@ -142,34 +142,47 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver {
     private func take(_ key: String, for attempt: RequestContext?) -> Duration? {
         let now = clock.now()
         return state.withLock { state -> Duration? in
-            // A host the pacer heard no quota from is never held, and nothing is written for it here.
-            guard let heard = state.hosts[key] else { return nil }
-            if now >= heard.renewedAt {
-                // Renewed. With the quota's limit and window known, a new window begins with the limit, less the
-                // requests still in flight; otherwise the host is not held until a response says its quota again.
-                guard let limit = heard.limit, let window = heard.window, window > .zero else {
-                    state.hosts.remove(key)
-                    return nil
-                }
-                state.hosts.modify(key) { host in
+            let taken = state.hosts.modify(key) { host -> Taken in
+                if now >= host.renewedAt {
+                    // Renewed. With the quota's limit and window known, a new window begins with the limit, less the
+                    // requests still in flight; otherwise the host is not held until a response says its quota again.
+                    guard let limit = host.limit, let window = host.window, window > .zero else { return .letGo }
                     let windows = ((now - host.renewedAt) / window).rounded(.down) + 1
                     host.renewedAt += window * windows
                     host.remaining = max(limit - host.inFlight, 0)
                 }
+                guard host.remaining > 0 else { return .wait(host.renewedAt - now) }
+                host.remaining -= 1
+                if attempt != nil { host.inFlight += 1 }
+                return .taken(record: host.record)
             }
-            let (wait, record) =
-                state.hosts.modify(key) { host -> (Duration?, Int) in
-                    guard host.remaining > 0 else { return (host.renewedAt - now, host.record) }
-                    host.remaining -= 1
-                    if attempt != nil { host.inFlight += 1 }
-                    return (nil, host.record)
-                } ?? (nil, 0)
-            if wait == nil, let attempt {
-                state.counted[attempt.requestID, default: []].append(
-                    Counted(attempt: attempt.attempt, key: key, record: record))
+            switch taken {
+            case nil:
+                // A host the pacer heard no quota from is never held, and nothing is written for it here.
+                return nil
+            case .letGo:
+                state.hosts.remove(key)
+                return nil
+            case .wait(let wait):
+                return wait
+            case .taken(let record):
+                if let attempt {
+                    state.counted[attempt.requestID, default: []].append(
+                        Counted(attempt: attempt.attempt, key: key, record: record))
+                }
+                return nil
             }
-            return wait
         }
+    }
+
+    /// What taking a request from a host's quota came to.
+    private enum Taken {
+        /// Renewed without a known window: the host is not held any more.
+        case letGo
+        /// None left until the renewal, this far away.
+        case wait(Duration)
+        /// Counted against the host record numbered `record`.
+        case taken(record: Int)
     }
 
     /// Ends the attempt's count against its host's quota, and reads the quota its response advertises, if any, as
