@@ -15,7 +15,7 @@ enum HedgeEvent: Sendable {
 }
 
 /// The attempts of one hedged round and its timer, each in a task of its own, and the queue of what they report to
-/// the round's loop (`RequestRun.hedgedAttempts(_:)`), which reads them one at a time.
+/// the round's loop (`HedgingExecutor.execute(from:in:)`), which reads them one at a time.
 ///
 /// The tasks are unstructured (started through `Spawn`, like a race's), so that the loop goes on at once when an
 /// attempt wins, even if a loser ignores cancellation: the loser is cancelled and its report, if it ever comes, is

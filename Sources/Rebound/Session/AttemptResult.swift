@@ -4,7 +4,7 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// What one attempt came to, in one box: the frames that carry it from await to await hold a reference.
+/// What one attempt came to: how it ended, what it sent and what came back.
 final class AttemptResult: Sendable {
     enum Kind: Sendable {
         case success
@@ -22,25 +22,16 @@ final class AttemptResult: Sendable {
     let firstHop: URLRequest?
     let response: ResponseHead?
     let data: Data?
-    /// What the retriers answered about this failure, if they were asked already: a hedged round asks about each
-    /// failure as it comes (`RequestRun.hedgedAttempts(_:)`).
-    let answer: RetryResult?
 
     init(
         _ kind: Kind, sent: URLRequest? = nil, firstHop: URLRequest? = nil, response: ResponseHead? = nil,
-        data: Data? = nil, answer: RetryResult? = nil
+        data: Data? = nil
     ) {
         self.kind = kind
         self.sent = sent
         self.firstHop = firstHop
         self.response = response
         self.data = data
-        self.answer = answer
-    }
-
-    /// This result, with the retriers' answer about it.
-    func answered(_ answer: RetryResult) -> AttemptResult {
-        AttemptResult(kind, sent: sent, firstHop: firstHop, response: response, data: data, answer: answer)
     }
 
     static let deadlineReached = AttemptResult(.deadlineReached)

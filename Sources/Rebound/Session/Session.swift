@@ -178,11 +178,11 @@ public final class Session: Sendable {
         redirectHandler: (any RedirectHandler)? = nil,
         hedging: Hedging? = nil
     ) async throws -> Response {
-        var run = run(
+        let (plan, first) = plan(
             .request(request), label: label, adapters: adapters, retriers: retriers, interceptor: interceptor,
             observers: observers, gates: gates, validator: validator, deadline: deadline,
             attemptTimeout: attemptTimeout, redirectHandler: redirectHandler, hedging: hedging)
-        return try await run.execute()
+        return try await plan.execute(startingWith: first)
     }
 
     /// Sends a request built from a URL, a method, headers and a body; see
@@ -224,78 +224,63 @@ public final class Session: Sendable {
         redirectHandler: (any RedirectHandler)? = nil,
         hedging: Hedging? = nil
     ) async throws -> Response {
-        var run = run(
+        let (plan, first) = plan(
             url, method: method, headers: headers, body: body, label: label, adapters: adapters, retriers: retriers,
             interceptor: interceptor, observers: observers, gates: gates, validator: validator, deadline: deadline,
             attemptTimeout: attemptTimeout, redirectHandler: redirectHandler, hedging: hedging)
-        return try await run.execute()
+        return try await plan.execute(startingWith: first)
     }
 
-    /// The run of a request built from a URL; its adapters get a request of their own to change in place (see
-    /// `RequestRun.nextBase()`): one more request to build, cheaper than the copy a change would make; not with
-    /// headers, which would cost as much to set again.
-    ///
-    /// Out of line, as the other: its temporaries would stay in the frame of `send`, which lasts the whole request
-    /// (about 1 KB more per waiting request, `ReboundAllocations/WaitingInBackoff`).
-    @inline(never)
-    private func run(
+    /// The plan of a request built from a URL, and the request its first attempt starts from: one of its own for the
+    /// adapters to change in place when a chain may adapt it (the caller's request is then kept as its parts, built
+    /// only if something reads it); not with headers, which would cost as much to set again.
+    private func plan(
         _ url: URL, method: HTTPMethod, headers: [String: String], body: Data?, label: String?,
         adapters: [any RequestAdapter], retriers: [any RequestRetrier], interceptor: (any RequestInterceptor)?,
         observers: [any AttemptObserver], gates: [any RetryGate], validator: (any ResponseValidator)?,
         deadline: Duration?, attemptTimeout: Duration?, redirectHandler: (any RedirectHandler)?, hedging: Hedging?
-    ) -> RequestRun {
-        // Only for a chain that may adapt: the first attempt's request is kept in its record, and one that no
-        // adapter changed would be a second request for nothing. Then the caller's request is kept as its parts,
-        // built only if something reads it.
-        let unshared =
-            headers.isEmpty && (chain != nil || !adapters.isEmpty || interceptor != nil)
-            ? URLRequest(url: url, method: method, body: body) : nil
+    ) -> (RequestPlan, first: URLRequest) {
+        let adapts = headers.isEmpty && (chain != nil || !adapters.isEmpty || interceptor != nil)
         let original: OriginalRequest =
-            unshared == nil
-            ? .request(URLRequest(url: url, method: method, headers: headers, body: body))
-            : .parts(url: url, method: method, body: body)
-        return run(
-            consume original, unshared: consume unshared,
-            label: label, adapters: adapters, retriers: retriers, interceptor: interceptor, observers: observers,
-            gates: gates, validator: validator, deadline: deadline, attemptTimeout: attemptTimeout,
-            redirectHandler: redirectHandler, hedging: hedging)
+            adapts
+            ? .parts(url: url, method: method, body: body)
+            : .request(URLRequest(url: url, method: method, headers: headers, body: body))
+        let (plan, first) = plan(
+            original, label: label, adapters: adapters, retriers: retriers, interceptor: interceptor,
+            observers: observers, gates: gates, validator: validator, deadline: deadline,
+            attemptTimeout: attemptTimeout, redirectHandler: redirectHandler, hedging: hedging)
+        return (plan, adapts ? URLRequest(url: url, method: method, body: body) : first)
     }
 
-    /// A request's run: its plan, with what the request did not set resolved against the session's defaults.
-    ///
-    /// Out of line: its temporaries (existentials, optionals) would stay in the frame of `send`, which lasts the whole
-    /// request (about 1 KB more per waiting request, `ReboundAllocations/WaitingInBackoff`).
-    @inline(never)
-    private func run(
-        _ original: consuming OriginalRequest, unshared: consuming URLRequest? = nil, label: String?,
-        adapters: [any RequestAdapter],
-        retriers: [any RequestRetrier],
+    /// A request's plan, with what the request did not set resolved against the session's defaults, and the request
+    /// its first attempt starts from: the caller's.
+    private func plan(
+        _ original: OriginalRequest, label: String?, adapters: [any RequestAdapter], retriers: [any RequestRetrier],
         interceptor: (any RequestInterceptor)?, observers: [any AttemptObserver], gates: [any RetryGate],
         validator: (any ResponseValidator)?, deadline: Duration?, attemptTimeout: Duration?,
         redirectHandler: (any RedirectHandler)?, hedging: Hedging?
-    ) -> RequestRun {
+    ) -> (RequestPlan, first: URLRequest) {
         Self.check(attemptTimeout: attemptTimeout)
         // Most requests bring nothing of their own: then none of the existentials above is touched (compared with
         // `nil` only, which copies nothing).
+        let plan: RequestPlan
         if adapters.isEmpty, retriers.isEmpty, interceptor == nil, observers.isEmpty, gates.isEmpty, validator == nil,
             redirectHandler == nil
         {
-            return RequestRun(
-                RequestPlan(
-                    session: self, original: consume original, label: label, deadline: deadline ?? self.deadline,
-                    attemptTimeout: attemptTimeout ?? self.attemptTimeout, hedging: hedging ?? self.hedging),
-                unshared: consume unshared)
-        }
-        return RequestRun(
-            RequestPlan(
-                session: self, original: consume original, label: label,
+            plan = RequestPlan(
+                session: self, original: original, label: label, deadline: deadline ?? self.deadline,
+                attemptTimeout: attemptTimeout ?? self.attemptTimeout, hedging: hedging ?? self.hedging)
+        } else {
+            plan = RequestPlan(
+                session: self, original: original, label: label,
                 requestInterceptor: Self.chain(adapters: adapters, retriers: retriers, interceptor: interceptor),
                 requestRoles: observers.isEmpty && gates.isEmpty
                     ? nil : ChainRoles(observers: observers, gates: gates),
                 validator: validator, deadline: deadline ?? self.deadline,
                 attemptTimeout: attemptTimeout ?? self.attemptTimeout, redirectHandler: redirectHandler,
-                hedging: hedging ?? self.hedging),
-            unshared: consume unshared)
+                hedging: hedging ?? self.hedging)
+        }
+        return (plan, plan.originalRequest)
     }
 
     /// Traps on an attempt timeout of zero or less, naming the setting.

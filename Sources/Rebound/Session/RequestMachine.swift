@@ -1,0 +1,444 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Everything one request knows, as a pure state machine: each event of the request's life (an attempt ended, the
+/// retriers answered, the gates answered, the observers were told, the backoff ended) returns the next ``Action``,
+/// which the driver (`RequestPlan.execute(startingWith:)`) performs before it feeds back the next event.
+///
+/// ```
+///            start
+///              │
+///   ┌──▶ attempting ──(attempt ended: success, cancelled, cut by the deadline)──────────┐
+///   │          │ failure                                                                 │
+///   │          ▼                                                                         │
+///   │      deciding ──(retriers: no retry / too late)─────────────────────────────────┐ │
+///   │          │ retry after a delay                                                   │ │
+///   │          ▼                                                                       ▼ ▼
+///   │      admitting ──(a gate refused, the deadline would pass)──────────────────▶ reporting ──▶ finished
+///   │          │ granted                                                               │
+///   │          └────────────────────────────────────────────────────────────────▶ reporting
+///   │                                                                                   │ retry
+///   └──────────────────────────── backing off ◀─────────────────────────────────────────┘
+/// ```
+///
+/// Nothing here awaits, reads a clock or calls a part: the time comes with each event, and what a part says comes back
+/// as an event. A decision travels with its payload: the error a request ends with is in the action that ends it,
+/// the breaker's admission arrives with the attempt's end, and the failure a backoff would end with is the payload of
+/// ``Phase/backingOff(ending:)``. Events that cannot happen in the current phase trap, naming it.
+struct RequestMachine {
+    /// Where the request is in its life.
+    enum Phase {
+        /// Attempt `number` (or a hedged round that begins with it) is in flight since `start`, on the session's clock.
+        case attempting(number: Int, start: Duration)
+        /// The retriers are asked about the failed attempt.
+        case deciding(Question)
+        /// The retriers chose to retry after `delay`; the gates are asked about `retry`, which starts from `target`
+        /// (the request a retrier handed over, if any).
+        case admitting(Question, delay: Duration, target: URLRequest?)
+        /// The last attempt is told to the parts and observers; `after` is what follows once they heard it.
+        case reporting(after: AfterReport)
+        /// The request sleeps before its next attempt; a gate that ends the sleep ends the request with `ending`, the
+        /// failed attempt's error with the gate's error as the reason.
+        case backingOff(ending: ReboundError)
+        /// The request ended.
+        case finished
+    }
+
+    /// What follows the report of an attempt.
+    enum AfterReport {
+        case succeed(Response)
+        case backOff(Duration, ending: ReboundError)
+        case fail(ReboundError)
+        case cancel
+    }
+
+    /// What the driver does next.
+    enum Action {
+        /// Make attempt `number` from `request`, within `limit` of the request's time.
+        case attempt(URLRequest, number: Int, limit: TimeLimit?)
+        /// Make a hedged round from `request` (its first attempt is `number`).
+        case hedgedRound(URLRequest, Hedging)
+        /// Ask the retriers (those that registered, then the chain's) about a failed attempt, within `limit`.
+        case askRetriers(Question, limit: Duration?)
+        /// Ask the gates, in order, whether `retry` may go after `delay`; the first refusal wins.
+        case askGates(RetryRequest, dueTo: ReboundError, delay: Duration)
+        /// Settle the last attempt with the parts that let it through, then tell the observers.
+        case report(Report)
+        /// Sleep `delay` before the next attempt; `wait` is the sleep a breaker that granted the retry can end.
+        case backOff(Duration, wait: BackoffWait?)
+        /// End the request: tell the observers ``RequestMachine/outcome(of:now:)``, have the parts forget what they
+        /// keep for the request when `endsAccounts`, and return or throw `ending`.
+        case finish(Ending, endsAccounts: Bool)
+    }
+
+    /// What the parts and the observers are told of an attempt: its record, its body and what follows it; the
+    /// ``AttemptOutcome`` is built only for a part or an observer that reads it.
+    struct Report {
+        let attempt: Attempt
+        let data: Data?
+        let decision: AttemptDecision
+        /// The error the request ends with, when `decision` is ``AttemptDecision/failed``.
+        let error: ReboundError?
+        /// The time since the request started.
+        let elapsed: Duration
+
+        /// The attempt's outcome, as the observers of `plan`'s request hear it.
+        func outcome(in plan: RequestPlan) -> AttemptOutcome {
+            AttemptOutcome(
+                requestID: plan.requestID, label: plan.label, original: plan.original, attempt: attempt, data: data,
+                elapsed: elapsed, decision: decision, error: error)
+        }
+    }
+
+    /// How a request ends.
+    enum Ending {
+        case succeeded(Response)
+        case failed(ReboundError)
+        case cancelled
+    }
+
+    /// How the driver's await of the retriers ended.
+    enum RetriersAnswer {
+        case answered(RetryResult)
+        /// The deadline came first.
+        case tooLate
+        /// The task was cancelled meanwhile.
+        case cancelled
+    }
+
+    /// How a backoff sleep ended (``BackoffWait/Ending``, or a plain sleep's).
+    typealias BackoffEnding = BackoffWait.Ending
+
+    /// What the retriers are asked about a failed attempt.
+    struct Question {
+        let request: RetryRequest
+        let error: ReboundError
+    }
+
+    let plan: RequestPlan
+    /// The request's time: when it started and when it must end, on the session's clock.
+    let time: RequestTime
+    private(set) var phase: Phase
+    private(set) var attempts: [Attempt] = []
+    /// The last request a failed attempt sent.
+    private var lastSentRequest: URLRequest?
+    /// The request adapters start from once a retrier answered `retryWithRequest`; `nil`: the caller's.
+    private var base: URLRequest?
+    /// The request's backoff wait, which a breaker that grants a retry keeps so that its opening ends the wait: made
+    /// once the retriers are first asked about a request a breaker let through; `nil` for every other request.
+    private var backoffWait: BackoffWait?
+
+    /// A machine for a request that starts `now`, in the phase of its first attempt.
+    init(_ plan: RequestPlan, now: Duration) {
+        self.plan = plan
+        self.time = RequestTime(start: now, deadline: plan.deadline, attemptTimeout: plan.attemptTimeout)
+        self.phase = .attempting(number: 1, start: now)
+    }
+
+    /// How an attempt the deadline cut short is recorded.
+    static let deadlineCutShort = ReboundError.Reason.transportFailed(error: URLError(.timedOut))
+
+    // MARK: Events
+
+    /// The first action: attempt 1 from `first` (the session's unshared copy of the caller's request, or the caller's).
+    func start(from first: consuming URLRequest) -> Action {
+        guard case .attempting(1, let start) = phase else { preconditionFailure("started twice, in \(phase)") }
+        return nextAttempt(from: first, number: 1, now: start)
+    }
+
+    /// The task was found cancelled before the next attempt.
+    mutating func cancelled(now: Duration) -> Action {
+        finish(.cancelled, now: now)
+    }
+
+    /// Attempt `number` ended with `result` at `now`; `admittedByBreaker` says whether a breaker let an attempt of the
+    /// request through so far (its grant of a retry then keeps the backoff wait).
+    mutating func attemptEnded(_ result: AttemptResult, now: Duration, admittedByBreaker: Bool) -> Action {
+        guard case .attempting(let number, let start) = phase else {
+            preconditionFailure("an attempt ended in \(phase)")
+        }
+        record(result, number: number, since: start, now: now)
+        return decide(after: result, now: now, answer: nil, admittedByBreaker: admittedByBreaker)
+    }
+
+    /// A hedged round ended with `result`, recorded last by the round, and the retriers' `answer` about it if the round
+    /// asked them already.
+    mutating func roundEnded(
+        _ result: AttemptResult, answer: RetryResult?, now: Duration, admittedByBreaker: Bool
+    ) -> Action {
+        guard case .attempting = phase else { preconditionFailure("a round ended in \(phase)") }
+        return decide(after: result, now: now, answer: answer, admittedByBreaker: admittedByBreaker)
+    }
+
+    /// The retriers answered about the failure in question (or did not, in time).
+    mutating func retriersAnswered(_ answer: RetriersAnswer, now: Duration) -> Action {
+        guard case .deciding(let question) = phase else { preconditionFailure("the retriers answered in \(phase)") }
+        switch answer {
+        case .answered(let result): return decide(question, after: result, now: now)
+        case .tooLate: return report(.fail(deadlineExceeded(after: question.error)), now: now)
+        case .cancelled: return report(.cancel, now: now)
+        }
+    }
+
+    /// The gates answered about the retry: `denial` is the first refusal, `nil` when every gate granted it.
+    mutating func gatesAnswered(_ denial: (any Error)?, now: Duration) -> Action {
+        guard case .admitting(let question, let delay, let target) = phase else {
+            preconditionFailure("the gates answered in \(phase)")
+        }
+        if let denial { return report(.fail(aborted(question.error, by: denial)), now: now) }
+        attempts[attempts.count - 1].retryDelay = delay
+        if let target { base = target }
+        return report(.backOff(delay, ending: question.error), now: now)
+    }
+
+    /// The parts and the observers heard how the last attempt ended.
+    mutating func reported(now: Duration) -> Action {
+        guard case .reporting(let after) = phase else { preconditionFailure("reported in \(phase)") }
+        switch after {
+        case .succeed(let response): return finish(.succeeded(response), now: now)
+        case .fail(let error): return finish(.failed(error), now: now)
+        case .cancel: return finish(.cancelled, now: now)
+        case .backOff(let delay, let ending):
+            // No delay, no sleep: the next attempt follows at once.
+            guard delay > .zero else { return retry(now: now) }
+            phase = .backingOff(ending: ending)
+            return .backOff(delay, wait: backoffWait)
+        }
+    }
+
+    /// The backoff sleep ended.
+    mutating func backoffEnded(_ ending: BackoffEnding, now: Duration) -> Action {
+        guard case .backingOff(let failure) = phase else { preconditionFailure("a backoff ended in \(phase)") }
+        switch ending {
+        case .slept: return retry(now: now)
+        case .cancelled: return finish(.cancelled, now: now)
+        // A gate that granted the retry ended the wait (a breaker that opened): as if it had refused the retry.
+        case .ended(let error): return finish(.failed(aborted(failure, by: error)), now: now)
+        }
+    }
+
+    // MARK: Records
+
+    /// Records an attempt, the `hedge`-th of its round, that started at `start` and ended `now`.
+    mutating func record(_ result: AttemptResult, number: Int, since start: Duration, now: Duration, hedge: Int = 0) {
+        let failure: ReboundError.Reason? =
+            switch result.kind {
+            case .failure(let reason): reason
+            case .deadlineReached: Self.deadlineCutShort
+            // A cancelled attempt is recorded too, for the observers; the request ends with `CancellationError`.
+            case .success, .cancelled: nil
+            }
+        if case .failure = result.kind, let sent = result.sent { lastSentRequest = sent }
+        attempts.append(
+            Attempt(
+                number: number, request: result.sent, firstHop: result.firstHop, responseHead: result.response,
+                failure: failure, duration: now - start, hedge: hedge))
+    }
+
+    /// What the parts and the observers are told of the last recorded attempt, which came to `result`, told apart from
+    /// the request's decision: a hedged round's attempt that lost (``AttemptDecision/cancelled``), or that failed while
+    /// others are in flight (a retry without delay).
+    func report(of result: AttemptResult, decision: AttemptDecision, now: Duration) -> Report {
+        guard let last = attempts.last else { preconditionFailure("a report follows a recorded attempt") }
+        return Report(attempt: last, data: result.data, decision: decision, error: nil, elapsed: now - time.start)
+    }
+
+    /// Takes the last recorded attempt out, for a hedged round to record the attempts it cancelled before it.
+    mutating func setAsideLastAttempt() -> Attempt? {
+        attempts.popLast()
+    }
+
+    /// Records `attempt` again, last, after ``setAsideLastAttempt()``.
+    mutating func putBack(_ attempt: Attempt) {
+        attempts.append(attempt)
+    }
+
+    /// The request the next attempt's adapters start from: the one a retrier handed over, or the caller's.
+    var nextBase: URLRequest { base ?? plan.originalRequest }
+
+    /// Moves the request to `target` from its next attempt on (a retrier answered `retryWithRequest` mid-round).
+    mutating func retarget(_ target: URLRequest) {
+        base = target
+    }
+
+    /// What the retriers are asked about a failed attempt, recorded last; the first question of a request a breaker
+    /// let through makes its backoff wait.
+    mutating func question(about failed: AttemptResult, admittedByBreaker: Bool) -> Question {
+        guard case .failure(let reason) = failed.kind else { preconditionFailure("only failures are asked about") }
+        if backoffWait == nil, admittedByBreaker { backoffWait = BackoffWait() }
+        let error = failure(reason, response: failed.response, data: failed.data)
+        let request = RetryRequest(
+            requestID: plan.requestID, label: plan.label, original: plan.original, lastRequest: failed.sent,
+            responseHead: failed.response, data: failed.data, attempts: attempts, roles: plan.registered,
+            backoffWait: backoffWait)
+        return Question(request: request, error: error)
+    }
+
+    /// Whether a request may be sent more than once at a time: a method the chain's retry policies retry (those
+    /// ``RetryPolicy`` retries by default when none says), or an `Idempotency-Key` that is not empty; never a stream
+    /// body.
+    func mayBeRepeated(_ request: URLRequest) -> Bool {
+        guard request.httpBodyStream == nil, !plan.original.hasBodyStream else { return false }
+        return request.isRepeatable(methods: plan.chain?.retriedMethods ?? RetryPolicy.defaultRetryableHTTPMethods)
+    }
+
+    // MARK: Transitions
+
+    /// The action for the next attempt, number `number`, from `request`: a hedged round when the request hedges, else
+    /// one attempt within the time left.
+    private func nextAttempt(from request: consuming URLRequest, number: Int, now: Duration) -> Action {
+        if let hedging = plan.hedging, !plan.original.hasBodyStream { return .hedgedRound(request, hedging) }
+        return .attempt(request, number: number, limit: time.attemptLimit(now: now))
+    }
+
+    /// The next attempt after a backoff (or at once).
+    private mutating func retry(now: Duration) -> Action {
+        let number = attempts.count + 1
+        phase = .attempting(number: number, start: now)
+        return nextAttempt(from: nextBase, number: number, now: now)
+    }
+
+    /// What follows an attempt, recorded last, that came to `result`.
+    private mutating func decide(
+        after result: AttemptResult, now: Duration, answer: RetryResult?, admittedByBreaker: Bool
+    ) -> Action {
+        switch result.kind {
+        case .success:
+            guard let sent = result.sent, let head = result.response else {
+                preconditionFailure("a successful attempt has a request and a response")
+            }
+            let response = Response(
+                data: result.data ?? Data(), head: head, request: sent, original: plan.original, attempts: attempts)
+            return report(.succeed(response), result: result, now: now)
+        case .cancelled:
+            return report(.cancel, result: result, now: now)
+        case .deadlineReached:
+            return report(.fail(deadlineExceeded(after: Self.deadlineCutShort)), result: result, now: now)
+        case .failure(let reason):
+            let question = question(about: result, admittedByBreaker: admittedByBreaker)
+            phase = .deciding(question)
+            // A hedged round asked already.
+            if let answer { return decide(question, after: answer, now: now) }
+            // A failure that is never retried (an open breaker, say) is not offered to the retriers at all.
+            if reason.isNonRetryable { return decide(question, after: .doNotRetry, now: now) }
+            return .askRetriers(question, limit: time.remaining(now: now))
+        }
+    }
+
+    /// What follows the retriers' answer about `question`: a retry after its delay, unless the deadline comes first
+    /// or a gate refuses it, or the failure the request ends with.
+    private mutating func decide(_ question: Question, after result: RetryResult, now: Duration) -> Action {
+        let error = question.error
+        guard let delay = result.delay else {
+            // Stopping with the very failure the retriers were asked about ends the request with it, unwrapped.
+            if let given = result.error as? ReboundError, given.isSame(as: error) {
+                return report(.fail(error), now: now)
+            }
+            return report(.fail(result.error.map { aborted(error, by: $0) } ?? error), now: now)
+        }
+        // Retries and hedges together stay within the hedging settings' attempts.
+        if let hedging = plan.hedging, attempts.count >= hedging.maximumAttempts,
+            mayBeRepeated(lastSentRequest ?? plan.originalRequest)
+        {
+            return report(.fail(error), now: now)
+        }
+        // A stream in the request adapters start from was consumed by this attempt: a retry would send it empty or
+        // half. (A stream an adapter sets is made anew for each attempt; one a retrier hands over is taken as fresh.)
+        if result.request == nil, base.map({ $0.httpBodyStream != nil }) ?? plan.original.hasBodyStream {
+            return report(.fail(aborted(error, by: StreamBodyNotReplayable())), now: now)
+        }
+        // Backoff never sleeps past the deadline: a delay that would end after it ends the request now. So does a
+        // server's `Retry-After` (on a 429 or 503) that ends after it, whatever delay the retriers chose: a retry
+        // before the time the server asked for would meet the same answer, so one rule holds for every chain. A retry
+        // to another request (a fallback host) was not asked to wait by this response.
+        let asked = result.request == nil ? error.responseHead.flatMap(RetryAfter.asked.delay(for:)) ?? .zero : .zero
+        if !time.allows(Swift.max(delay, asked), from: now) {
+            return report(.fail(deadlineExceeded(after: error)), now: now)
+        }
+        // The gates are told where a retry goes when it does not start from the caller's request (a fallback host), so
+        // that a host's breaker decides only about retries to its host.
+        let retry = (result.request ?? base).map { question.request.retrying(to: $0) } ?? question.request
+        phase = .admitting(question, delay: delay, target: result.request)
+        return .askGates(retry, dueTo: error, delay: delay)
+    }
+
+    /// Reports the last recorded attempt, whose data the observers read from the error the request was asked about.
+    private mutating func report(_ after: AfterReport, now: Duration) -> Action {
+        guard let last = attempts.last else { preconditionFailure("a report follows a recorded attempt") }
+        let data: Data? =
+            switch phase {
+            case .deciding(let question), .admitting(let question, _, _): question.error.data
+            default: nil
+            }
+        return report(after, attempt: last, data: data, now: now)
+    }
+
+    /// Reports the last recorded attempt, which came to `result`.
+    private mutating func report(_ after: AfterReport, result: AttemptResult, now: Duration) -> Action {
+        guard let last = attempts.last else { preconditionFailure("a report follows a recorded attempt") }
+        return report(after, attempt: last, data: result.data, now: now)
+    }
+
+    private mutating func report(_ after: AfterReport, attempt: Attempt, data: Data?, now: Duration) -> Action {
+        phase = .reporting(after: after)
+        let (decision, error): (AttemptDecision, ReboundError?) =
+            switch after {
+            case .succeed: (.succeeded, nil)
+            case .backOff(let delay, _): (.retry(after: delay), nil)
+            case .fail(let error): (.failed, error)
+            case .cancel: (.cancelled, nil)
+            }
+        return .report(
+            Report(attempt: attempt, data: data, decision: decision, error: error, elapsed: now - time.start))
+    }
+
+    /// Ends the request.
+    private mutating func finish(_ ending: Ending, now: Duration) -> Action {
+        phase = .finished
+        // A part keeps something for a request only once it granted it a retry.
+        let endsAccounts: Bool = if case .succeeded = ending { attempts.count > 1 } else { true }
+        return .finish(ending, endsAccounts: endsAccounts)
+    }
+
+    /// What the observers are told of the request's end, `now`.
+    func outcome(of ending: Ending, now: Duration) -> RequestOutcome {
+        let (decision, error): (AttemptDecision, ReboundError?) =
+            switch ending {
+            case .succeeded: (.succeeded, nil)
+            case .failed(let error): (.failed, error)
+            case .cancelled: (.cancelled, nil)
+            }
+        return RequestOutcome(
+            requestID: plan.requestID, label: plan.label, original: plan.original, attempts: attempts,
+            elapsed: now - time.start, decision: decision, error: error)
+    }
+
+    // MARK: Errors
+
+    /// The error a failed attempt ends the request with, when `reason` is why.
+    func failure(_ reason: ReboundError.Reason, response: ResponseHead?, data: Data?) -> ReboundError {
+        ReboundError(
+            reason: reason, original: plan.original, lastRequest: lastSentRequest, responseHead: response, data: data,
+            attempts: attempts)
+    }
+
+    /// `error` with `abort` as the reason the request stops, and `error`'s reason as the original.
+    private func aborted(_ error: ReboundError, by abort: any Error) -> ReboundError {
+        failure(.retryAborted(error: abort, original: error.reason), response: error.responseHead, data: error.data)
+    }
+
+    /// The deadline error after `error`, with its response and body.
+    private func deadlineExceeded(after error: ReboundError) -> ReboundError {
+        deadlineExceeded(after: error.reason, response: error.responseHead, data: error.data)
+    }
+
+    /// The deadline error after `reason`.
+    private func deadlineExceeded(
+        after reason: ReboundError.Reason, response: ResponseHead? = nil, data: Data? = nil
+    ) -> ReboundError {
+        failure(.deadlineExceeded(deadline: plan.deadline ?? .zero, last: reason), response: response, data: data)
+    }
+}

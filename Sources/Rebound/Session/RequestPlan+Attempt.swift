@@ -1,0 +1,181 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+// MARK: - One attempt: adapt, send, follow redirects, validate
+
+// The steps of an attempt change nothing of the request's state: they belong to the plan, which every attempt shares,
+// hedges too.
+extension RequestPlan {
+    /// Runs one attempt within `limit` (``RequestTime/attemptLimit(now:)``); the attempt is cancelled when its time
+    /// runs out, and the request goes on at once even if the attempt ignores cancellation (its result is then dropped).
+    /// `onSend` hears the request handed to the transport (a hedged round's attempts report it).
+    func attempt(
+        _ base: consuming URLRequest, number: Int, within limit: TimeLimit?,
+        onSend: (@Sendable (URLRequest) -> Void)? = nil
+    ) async -> AttemptResult {
+        guard let limit else { return await attempt(base, number: number, onSend: onSend) }
+        if limit.duration <= .zero { return .deadlineReached }
+        // What the attempt handed to the transport before its time ran out: a sent attempt is recorded as sent (a
+        // budget charges it), though its result is dropped.
+        let sending = Locked<URLRequest?>(nil)
+        let base = consume base
+        switch await within(
+            limit.duration, { await self.attempt(base, number: number, sending: sending, onSend: onSend) })
+        {
+        case .finished(let result): return result
+        case .limitReached:
+            let sent = sending.withLock { $0 }
+            switch limit {
+            case .deadline: return sent.map { AttemptResult(.deadlineReached, sent: $0) } ?? .deadlineReached
+            case .attemptTimeout:
+                return sent.map { AttemptResult(AttemptResult.attemptTimeoutReached.kind, sent: $0) }
+                    ?? .attemptTimeoutReached
+            }
+        case .cancelled: return .cancelledBeforeSending
+        }
+    }
+
+    /// Runs `work` within `limit` on the session's clock: the one way a request awaits a step under a time limit. The
+    /// request resumes at the limit (or at its own cancellation) even if `work` ignores cancellation.
+    func within<Value: Sendable>(_ limit: Duration, _ work: @escaping @Sendable () async -> Value) async
+        -> RaceOutcome<Value>
+    {
+        await Race.run(limit, clock: session.clock, work)
+    }
+
+    /// Adapts `base`, sends and validates once; notes in `sending`, and tells `onSend`, the request it hands to the
+    /// transport.
+    func attempt(
+        _ base: consuming URLRequest, number: Int, sending: Locked<URLRequest?>? = nil,
+        onSend: (@Sendable (URLRequest) -> Void)? = nil
+    ) async -> AttemptResult {
+        let context = RequestContext(requestID: requestID, attempt: number, label: label, roles: registered)
+        let adapted: URLRequest
+        do {
+            // Through the combined chain (the session's adapters, then the request's), in place if it never suspends;
+            // none, no call.
+            if let chain {
+                if let adaptInPlace = chain.adaptInPlace {
+                    adapted = try Self.adapt(consume base, inPlace: adaptInPlace, context: context)
+                } else {
+                    adapted = try await chain.adapt(consume base, context: context)
+                }
+            } else {
+                adapted = base
+            }
+        } catch {
+            return Self.failed(.adaptationFailed(error: error), sent: nil)
+        }
+        if let sending { sending.withLock { $0 = adapted } }
+        if let onSend { onSend(adapted) }
+        do {
+            let (data, response) = try await session.exchange(adapted)
+            if Redirection.isRedirect(response.statusCode) {
+                return await followRedirects(from: adapted, response: response, data: data, context: context)
+            }
+            return check(response, data: data, sent: adapted, context: context)
+        } catch {
+            return Self.failed(.transportFailed(error: error), sent: adapted)
+        }
+    }
+
+    /// `request` adapted in place by `adaptInPlace`.
+    static func adapt(
+        _ request: consuming URLRequest, inPlace adaptInPlace: Adapter.ModifyNowHandler, context: RequestContext
+    ) throws -> URLRequest {
+        var request = request
+        try adaptInPlace(&request, context)
+        return request
+    }
+
+    /// The result of an attempt that threw before it had a response: cancelled, if the error or the task says so.
+    static func failed(
+        _ reason: ReboundError.Reason, sent: URLRequest?, firstHop: URLRequest? = nil
+    ) -> AttemptResult {
+        switch reason {
+        case .adaptationFailed(let open as CircuitBreakerOpenError):
+            return AttemptResult(.failure(.circuitOpen(open)))
+        case .adaptationFailed(let error) where error is CancellationError,
+            .transportFailed(let error) where error is CancellationError:
+            return AttemptResult(.cancelled, sent: sent, firstHop: firstHop)
+        default:
+            return AttemptResult(Task.isCancelled ? .cancelled : .failure(reason), sent: sent, firstHop: firstHop)
+        }
+    }
+
+    /// Validates a response: with the validator in effect, then with those the chain's parts registered.
+    /// `firstHop` is the adapted request when `sent` is the last hop of its redirects.
+    func check(
+        _ response: ResponseHead, data: Data, sent: URLRequest, firstHop: URLRequest? = nil, context: RequestContext
+    ) -> AttemptResult {
+        if let reason = reason(for: response, data: data, context: context) {
+            return AttemptResult(.failure(reason), sent: sent, firstHop: firstHop, response: response, data: data)
+        }
+        for registration in registered?.withValidators ?? .none {
+            guard case .validator(let validator) = registration.entry else { continue }
+            if let reason = validator.reason(for: response, data: data, context: context) {
+                return AttemptResult(.failure(reason), sent: sent, firstHop: firstHop, response: response, data: data)
+            }
+        }
+        return AttemptResult(.success, sent: sent, firstHop: firstHop, response: response, data: data)
+    }
+}
+
+// An attempt's redirects, followed hop by hop by the session itself.
+extension RequestPlan {
+    /// Follows the redirects of an attempt hop by hop, as the redirect handler decides, and validates the response
+    /// the last hop got (a redirect not followed included).
+    func followRedirects(
+        from sent: URLRequest, response: ResponseHead, data: Data, context: RequestContext
+    ) async -> AttemptResult {
+        // The attempt's adapted request: every per-host part admitted and counts the attempt under its host.
+        let firstHop = sent
+        var sent = sent
+        var response = response
+        var data = data
+        var hops = 0
+        let handler = redirectHandler
+        while let proposed = Redirection.nextRequest(after: sent, response: response) {
+            guard hops < handler.maximumRedirects else {
+                return Self.failed(
+                    .transportFailed(error: URLError(.httpTooManyRedirects)), sent: sent, firstHop: firstHop)
+            }
+            let next = await nextHop(proposed, after: sent, response: response, context: context, handler: handler)
+            guard let next else { break }
+            hops += 1
+            await tell(
+                RedirectHop(
+                    requestID: requestID, label: label, attempt: context.attempt, number: hops, request: sent,
+                    responseHead: response, next: next))
+            if Task.isCancelled { return AttemptResult(.cancelled, sent: sent, firstHop: hops > 1 ? firstHop : nil) }
+            do {
+                (data, response) = try await session.exchange(next)
+                sent = next
+            } catch {
+                return Self.failed(.transportFailed(error: error), sent: next, firstHop: firstHop)
+            }
+        }
+        return check(response, data: data, sent: sent, firstHop: hops > 0 ? firstHop : nil, context: context)
+    }
+
+    /// The request the handler chooses to send after `sent` was redirected, secured against leaking credentials both
+    /// before the handler sees it and after it answered; `nil` to stop.
+    func nextHop(
+        _ proposed: URLRequest, after sent: URLRequest, response: ResponseHead, context: RequestContext,
+        handler: any RedirectHandler
+    ) async -> URLRequest? {
+        let stripped = handler.strippedHeaders
+        let scopes = registered?.scopes ?? []
+        var proposed = proposed
+        Redirection.secure(&proposed, after: sent, stripping: stripped, scopes: scopes)
+        // A handler that rewrites the hop to something other than http(s) (a file URL, say) stops it.
+        guard var next = await handler.redirect(sent, to: proposed, for: response, context: context),
+            let scheme = next.url?.scheme?.lowercased(), scheme == "http" || scheme == "https"
+        else { return nil }
+        Redirection.secure(&next, after: sent, stripping: stripped, scopes: scopes)
+        return next
+    }
+}
