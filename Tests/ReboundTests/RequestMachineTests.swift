@@ -1,0 +1,307 @@
+import Foundation
+import ReboundTesting
+import Testing
+
+@testable import Rebound
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The request machine's transitions, on plain values: each event is fed by hand with the time it happens at, and
+/// each action it returns is read; nothing is sent, slept or awaited.
+@Suite("RequestMachine")
+struct RequestMachineTests {
+    /// A machine for a GET with `deadline` and `attemptTimeout`, started at 0 s.
+    func machine(
+        deadline: Duration? = nil, attemptTimeout: Duration? = nil, hedging: Hedging? = nil,
+        original: URLRequest = request()
+    ) -> RequestMachine {
+        let session = Session(transport: ScriptedTransport([]), retriers: [RetryPolicy()])
+        let plan = RequestPlan(
+            session: session, original: .request(original), label: nil, deadline: deadline,
+            attemptTimeout: attemptTimeout, hedging: hedging)
+        return RequestMachine(plan, now: .zero)
+    }
+
+    func status(_ code: Int, retryAfter: String? = nil) -> AttemptResult {
+        let head = ResponseHead(
+            url: exampleURL, statusCode: code, headerFields: retryAfter.map { [("Retry-After", $0)] } ?? [])
+        let kind: AttemptResult.Kind =
+            (200..<300).contains(code) ? .success : .failure(.unacceptableStatusCode(code))
+        return AttemptResult(kind, sent: request(), response: head, data: Data("body \(code)".utf8))
+    }
+
+    /// The decision and error an action reports; fails the test for any other action.
+    func reported(_ action: RequestMachine.Action) throws -> RequestMachine.Report {
+        guard case .report(let report) = action else { throw Unexpected(action: action) }
+        return report
+    }
+
+    struct Unexpected: Error {
+        let action: RequestMachine.Action
+    }
+
+    @Test func aSuccessAtTheFirstAttemptIsReportedThenEndsTheRequestWithNothingToGiveBack() throws {
+        var machine = machine()
+        guard case .attempt(_, number: 1, limit: nil) = machine.start(from: request()) else {
+            Issue.record("the first action is attempt 1 without a time limit")
+            return
+        }
+        let report = try reported(machine.attemptEnded(status(200), now: .milliseconds(40), admittedByBreaker: false))
+        #expect(report.decision == .succeeded)
+        #expect(report.attempt.number == 1)
+        #expect(report.attempt.duration == .milliseconds(40))
+        guard case .finish(.succeeded(let response), let endsAccounts) = machine.reported(now: .milliseconds(40))
+        else {
+            Issue.record("a reported success ends the request")
+            return
+        }
+        #expect(response.statusCode == 200)
+        #expect(!endsAccounts)
+        #expect(machine.outcome(of: .succeeded(response), now: .milliseconds(40)).attempts.count == 1)
+    }
+
+    @Test func aRetriedFailureAsksTheRetriersThenTheGatesThenReportsAndBacksOff() throws {
+        var machine = machine(deadline: .seconds(10))
+        _ = machine.start(from: request())
+        guard
+            case .askRetriers(let question, let limit) = machine.attemptEnded(
+                status(503), now: .seconds(1), admittedByBreaker: false)
+        else {
+            Issue.record("a failure asks the retriers")
+            return
+        }
+        #expect(limit == .seconds(9))
+        #expect(question.request.attempts.count == 1)
+        #expect(question.error.responseHead?.statusCode == 503)
+
+        guard
+            case .askGates(let retry, _, let delay) = machine.retriersAnswered(
+                .answered(.retryWithDelay(.seconds(2))), now: .seconds(1))
+        else {
+            Issue.record("a retry is put to the gates")
+            return
+        }
+        #expect(delay == .seconds(2))
+        #expect(retry.retryTarget == nil)
+
+        let report = try reported(machine.gatesAnswered(nil, now: .seconds(1)))
+        #expect(report.decision == .retry(after: .seconds(2)))
+        #expect(report.attempt.retryDelay == .seconds(2))
+        #expect(report.data == Data("body 503".utf8))
+
+        guard case .backOff(.seconds(2), wait: nil) = machine.reported(now: .seconds(1)) else {
+            Issue.record("a granted retry backs off for its delay")
+            return
+        }
+        guard
+            case .attempt(_, number: 2, limit: .deadline(.seconds(7))) = machine.backoffEnded(.slept, now: .seconds(3))
+        else {
+            Issue.record("the slept backoff starts attempt 2 within the time left")
+            return
+        }
+        #expect(machine.attempts.map(\.number) == [1])
+    }
+
+    @Test func aRetryWithoutDelayStartsTheNextAttemptWithoutABackoff() throws {
+        var machine = machine()
+        _ = machine.start(from: request())
+        _ = machine.attemptEnded(status(503), now: .seconds(1), admittedByBreaker: false)
+        _ = machine.retriersAnswered(.answered(.retry), now: .seconds(1))
+        _ = try reported(machine.gatesAnswered(nil, now: .seconds(1)))
+        guard case .attempt(_, number: 2, limit: nil) = machine.reported(now: .seconds(1)) else {
+            Issue.record("a retry without delay is attempted at once")
+            return
+        }
+    }
+
+    @Test func aDelayThatWouldEndAfterTheDeadlineEndsTheRequestNowWithoutAskingTheGates() throws {
+        var machine = machine(deadline: .seconds(5))
+        _ = machine.start(from: request())
+        _ = machine.attemptEnded(status(503), now: .seconds(4), admittedByBreaker: false)
+        let report = try reported(machine.retriersAnswered(.answered(.retryWithDelay(.seconds(2))), now: .seconds(4)))
+        #expect(report.decision == .failed)
+        guard case .deadlineExceeded(let deadline, let last) = report.error?.reason else {
+            Issue.record("the request ends on its deadline")
+            return
+        }
+        #expect(deadline == .seconds(5))
+        guard case .unacceptableStatusCode(503) = last else {
+            Issue.record("the deadline error keeps the failure before it")
+            return
+        }
+        guard case .finish(.failed(let error), endsAccounts: true) = machine.reported(now: .seconds(4)) else {
+            Issue.record("the reported failure ends the request")
+            return
+        }
+        #expect(error.responseHead?.statusCode == 503)
+    }
+
+    @Test func aRetryAfterThatEndsAfterTheDeadlineEndsTheRequestWhateverDelayTheRetriersChose() throws {
+        var machine = machine(deadline: .seconds(5))
+        _ = machine.start(from: request())
+        _ = machine.attemptEnded(status(503, retryAfter: "30"), now: .seconds(1), admittedByBreaker: false)
+        let report = try reported(machine.retriersAnswered(.answered(.retryWithDelay(.seconds(1))), now: .seconds(1)))
+        #expect(report.decision == .failed)
+        guard case .deadlineExceeded = report.error?.reason else {
+            Issue.record("the server's Retry-After past the deadline ends the request")
+            return
+        }
+    }
+
+    @Test func aGatesRefusalEndsTheRequestWithTheRefusalBesideTheFailure() throws {
+        struct Refused: Error {}
+        var machine = machine()
+        _ = machine.start(from: request())
+        _ = machine.attemptEnded(status(503), now: .seconds(1), admittedByBreaker: false)
+        _ = machine.retriersAnswered(.answered(.retryWithDelay(.seconds(1))), now: .seconds(1))
+        let report = try reported(machine.gatesAnswered(Refused(), now: .seconds(1)))
+        #expect(report.decision == .failed)
+        guard case .retryAborted(let error, let original) = report.error?.reason else {
+            Issue.record("a refused retry ends with the refusal")
+            return
+        }
+        #expect(error is Refused)
+        guard case .unacceptableStatusCode(503) = original else {
+            Issue.record("the refusal keeps the failure it refused a retry of")
+            return
+        }
+        #expect(report.attempt.retryDelay == nil)
+    }
+
+    @Test func aBackoffEndedByAGateEndsTheRequestWithTheGatesErrorAndTheFailedAttemptsBody() throws {
+        struct Opened: Error {}
+        var machine = machine()
+        _ = machine.start(from: request())
+        _ = machine.attemptEnded(status(503), now: .seconds(1), admittedByBreaker: true)
+        _ = machine.retriersAnswered(.answered(.retryWithDelay(.seconds(2))), now: .seconds(1))
+        _ = machine.gatesAnswered(nil, now: .seconds(1))
+        guard case .backOff(_, wait: .some) = machine.reported(now: .seconds(1)) else {
+            Issue.record("a request a breaker let through backs off on a wait the breaker can end")
+            return
+        }
+        guard
+            case .finish(.failed(let error), endsAccounts: true) = machine.backoffEnded(
+                .ended(Opened()), now: .seconds(2))
+        else {
+            Issue.record("an ended backoff ends the request")
+            return
+        }
+        guard case .retryAborted(let opened, .unacceptableStatusCode(503)) = error.reason else {
+            Issue.record("the gate's error stands beside the failure")
+            return
+        }
+        #expect(opened is Opened)
+        #expect(error.data == Data("body 503".utf8))
+    }
+
+    @Test func retriersThatAnswerTooLateEndTheRequestOnItsDeadline() throws {
+        var machine = machine(deadline: .seconds(2))
+        _ = machine.start(from: request())
+        _ = machine.attemptEnded(status(500), now: .seconds(1), admittedByBreaker: false)
+        let report = try reported(machine.retriersAnswered(.tooLate, now: .seconds(2)))
+        #expect(report.decision == .failed)
+        guard case .deadlineExceeded(_, .unacceptableStatusCode(500)) = report.error?.reason else {
+            Issue.record("too late is the deadline, after the failure")
+            return
+        }
+    }
+
+    @Test func aRequestCancelledWhileTheRetriersDecideIsReportedAndEndsAsCancelled() throws {
+        var machine = machine()
+        _ = machine.start(from: request())
+        _ = machine.attemptEnded(status(500), now: .seconds(1), admittedByBreaker: false)
+        let report = try reported(machine.retriersAnswered(.cancelled, now: .seconds(1)))
+        #expect(report.decision == .cancelled)
+        #expect(report.error == nil)
+        guard case .finish(.cancelled, endsAccounts: true) = machine.reported(now: .seconds(1)) else {
+            Issue.record("a cancelled request ends as cancelled")
+            return
+        }
+    }
+
+    @Test func aFailureThatIsNeverRetriedIsNotOfferedToTheRetriers() throws {
+        var machine = machine()
+        _ = machine.start(from: request())
+        let open = CircuitBreakerOpenError(key: "api.example.com", state: .open, retryAfter: .seconds(5))
+        let report = try reported(
+            machine.attemptEnded(AttemptResult(.failure(.circuitOpen(open))), now: .zero, admittedByBreaker: false))
+        #expect(report.decision == .failed)
+    }
+
+    @Test func anAttemptTheDeadlineCutShortIsRecordedAsTimedOutAndEndsTheRequest() throws {
+        var machine = machine(deadline: .seconds(1))
+        _ = machine.start(from: request())
+        let report = try reported(machine.attemptEnded(.deadlineReached, now: .seconds(1), admittedByBreaker: false))
+        #expect(report.decision == .failed)
+        guard case .transportFailed(let cut as URLError) = report.attempt.failure else {
+            Issue.record("an attempt the deadline cut short is recorded as timed out")
+            return
+        }
+        #expect(cut.code == .timedOut)
+        guard case .deadlineExceeded(.seconds(1), _) = report.error?.reason else {
+            Issue.record("the deadline ends the request")
+            return
+        }
+    }
+
+    @Test func aRetrierThatMovesTheRequestHasTheGatesAskedAboutTheNewTargetAndTheNextAttemptStartFromIt() throws {
+        let fallback = URLRequest(url: URL(string: "https://fallback.example.com/items")!)
+        var machine = machine()
+        _ = machine.start(from: request())
+        _ = machine.attemptEnded(status(503), now: .zero, admittedByBreaker: false)
+        guard
+            case .askGates(let retry, _, _) = machine.retriersAnswered(
+                .answered(.retryWithRequest(fallback, delay: .seconds(1))), now: .zero)
+        else {
+            Issue.record("the retry is put to the gates")
+            return
+        }
+        #expect(retry.retryTarget?.url == fallback.url)
+        _ = machine.gatesAnswered(nil, now: .zero)
+        _ = machine.reported(now: .zero)
+        guard case .attempt(let next, number: 2, _) = machine.backoffEnded(.slept, now: .seconds(1)) else {
+            Issue.record("the next attempt follows the backoff")
+            return
+        }
+        #expect(next.url == fallback.url)
+    }
+
+    @Test(
+        arguments: [
+            (nil, nil, nil),
+            (Duration.seconds(10), nil, TimeLimit.deadline(.seconds(7))),
+            (nil, Duration.seconds(1), TimeLimit.attemptTimeout(.seconds(1))),
+            (Duration.seconds(10), Duration.seconds(1), TimeLimit.attemptTimeout(.seconds(1))),
+            (Duration.seconds(10), Duration.seconds(8), TimeLimit.deadline(.seconds(7))),
+        ] as [(Duration?, Duration?, TimeLimit?)])
+    func anAttemptIsGivenTheTimeLeftOrItsTimeoutWhicheverComesFirst(
+        deadline: Duration?, attemptTimeout: Duration?, expected: TimeLimit?
+    ) {
+        let time = RequestTime(start: .seconds(1), deadline: deadline, attemptTimeout: attemptTimeout)
+        #expect(time.attemptLimit(now: .seconds(4)) == expected)
+    }
+
+    @Test func aWaitIsAllowedWhenItEndsByTheDeadlineAndNotAfter() {
+        let time = RequestTime(start: .seconds(1), deadline: .seconds(10), attemptTimeout: nil)
+        #expect(time.allows(.seconds(6), from: .seconds(5)))
+        #expect(!time.allows(.seconds(6) + .nanoseconds(1), from: .seconds(5)))
+        #expect(time.hasTimeLeft(now: .seconds(10)))
+        #expect(!time.hasTimeLeft(now: .seconds(11)))
+        #expect(RequestTime(start: .zero, deadline: nil, attemptTimeout: nil).allows(.seconds(1_000_000), from: .zero))
+    }
+
+    @Test func anEventThatCannotHappenInThePhaseTrapsNamingThePhase() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let session = Session(transport: ScriptedTransport([]))
+            let plan = RequestPlan(
+                session: session, original: .request(URLRequest(url: URL(string: "https://example.com")!)),
+                label: nil, deadline: nil, attemptTimeout: nil, hedging: nil)
+            var machine = RequestMachine(plan, now: .zero)
+            _ = machine.reported(now: .zero)
+        }
+        let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(message.contains("reported in attempting"))
+    }
+}
