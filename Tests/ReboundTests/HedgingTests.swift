@@ -780,3 +780,83 @@ struct HedgingTests {
         #expect(Mirror(reflecting: attempt).children.contains { $0.label == "hedge" && $0.value as? Int == 2 })
     }
 }
+
+/// How a round meets slow retriers, the repeated-failure stop and a server that asks for quiet.
+extension HedgingTests {
+    @Test(
+        "A round never waits for the retriers' answer about a failure: an answer that comes meanwhile wins",
+        arguments: [nil, Duration.seconds(2)])
+    func aSlowRetrierDoesNotHoldTheRound(deadline: Duration?) async throws {
+        let clock = ManualClock()
+        let log = Log()
+        let transport = slowFirst(clock, log: log, then: [.status(503)])
+        let recorder = HedgeRecorder()
+        // A retrier that is still deciding when the first attempt answers (a token refresh, the offline retrier's
+        // wait): it answers only once the request ended.
+        let decided = AsyncStream<Void>.makeStream()
+        let slow = Retrier { _, _ in
+            log.append("deciding")
+            for await _ in decided.stream {}
+            return .retry
+        }
+        let session = Session(
+            transport: transport, retriers: [slow], observers: [recorder], deadline: deadline,
+            hedging: Hedging(delay: .milliseconds(100), maximumAttempts: 2), clock: clock)
+        let task = Task { try await session.send(request()) }
+        // The first attempt's answer and the hedging delay sleep (and, with a deadline, the attempt's time limit).
+        try await clock.waitForSleepers(deadline == nil ? 2 : 3)
+        clock.advance(by: .milliseconds(100))
+        try await waitFor("deciding", in: log)
+        clock.advance(by: .milliseconds(900))
+        let response = try await task.value
+        decided.continuation.finish()
+
+        #expect(String(decoding: response.data, as: UTF8.self) == "slow")
+        #expect(clock.now.offset == .seconds(1))
+        #expect(recorder.attempts == ["#2 hedge 1 cancelled", "#1 hedge 0 succeeded"])
+        #expect(response.attempts.map(\.number) == [2, 1])
+    }
+
+    @Test("Attempts of one round that fail alike are no repeated failure: the slow first attempt still wins")
+    func roundFailuresAreNoRepeatedFailure() async throws {
+        let clock = ManualClock()
+        let log = Log()
+        let transport = slowFirst(clock, log: log, then: [.status(503), .status(503)], last: .status(503))
+        let session = Session(
+            transport: transport, retriers: [RetryPolicy(stopsAfterRepeatedFailure: true)],
+            hedging: Hedging(delay: .milliseconds(100), maximumInFlight: 3, maximumAttempts: 3), clock: clock)
+        let task = try await sendPastTheDelay(session, clock)
+        // Two hedges fail at once; the first attempt is left, due at 1 s.
+        try await waitFor("#3 answered", in: log)
+        try await waitWhile { clock.pendingSleepCount > 1 }
+        clock.advance(by: .milliseconds(900))
+        let response = try await task.value
+
+        #expect(String(decoding: response.data, as: UTF8.self) == "slow")
+        #expect(!log.all.contains("#1 cancelled"))
+    }
+
+    @Test("A response that asks for quiet with Retry-After starts no hedge before the time it asks")
+    func retryAfterHoldsTheNextHedge() async throws {
+        let clock = ManualClock()
+        let log = Log()
+        let transport = slowFirst(
+            clock, log: log, then: [.response(status: 503, headers: ["Retry-After": "60"], body: Data())])
+        let session = Session(
+            transport: transport, retriers: [RetryPolicy()],
+            hedging: Hedging(delay: .milliseconds(100), maximumInFlight: 3, maximumAttempts: 3), clock: clock)
+        let task = try await sendPastTheDelay(session, clock)
+        try await waitFor("#2 answered", in: log)
+        // Past several hedging delays, but well within the 60 s asked for: no third attempt. (One would answer at
+        // once, and end the wait too.)
+        try await waitWhile { clock.pendingSleepCount < 2 && !log.all.contains("#3 answered") }
+        clock.advance(by: .milliseconds(500))
+        try await waitWhile { clock.pendingSleepCount < 2 && !log.all.contains("#3 answered") }
+        #expect(transport.requests.count == 2)
+        clock.advance(by: .milliseconds(400))
+        let response = try await task.value
+
+        #expect(String(decoding: response.data, as: UTF8.self) == "slow")
+        #expect(transport.requests.count == 2)
+    }
+}

@@ -10,12 +10,15 @@ enum HedgeEvent: Sendable {
     case sent(number: Int, request: URLRequest)
     /// Attempt `number` ended.
     case finished(number: Int, result: AttemptResult)
+    /// The retriers answered about attempt `number`'s failure: `.answered`, or how the question ended without one.
+    case answered(number: Int, answer: RequestMachine.RetriersAnswer)
     /// The hedging delay since the last hedge started passed.
     case tick
 }
 
-/// The attempts of one hedged round and its timer, each in a task of its own, and the queue of what they report to
-/// the round's loop (`HedgingExecutor.execute(from:in:)`), which reads them one at a time.
+/// The attempts of one hedged round, the questions to the retriers about its failures and its timer, each in a task of
+/// its own, and the queue of what they report to the round's loop (`HedgingExecutor.execute(from:in:)`), which reads
+/// them one at a time.
 ///
 /// The tasks are unstructured (started through `Spawn`, like a race's), so that the loop goes on at once when an
 /// attempt wins, even if a loser ignores cancellation: the loser is cancelled and its report, if it ever comes, is
@@ -25,6 +28,8 @@ final class HedgeRound: Sendable {
         var events: [HedgeEvent] = []
         var waiter: CheckedContinuation<HedgeEvent?, Never>?
         var tasks: [Int: Task<Void, Never>] = [:]
+        /// The questions to the retriers still unanswered, by the number of the attempt they are about.
+        var questions: [Int: Task<Void, Never>] = [:]
         var timer: Task<Void, Never>?
         /// How many timers were set: only the newest one's tick counts (one replaced as it fired is dropped).
         var timers = 0
@@ -48,6 +53,20 @@ final class HedgeRound: Sendable {
         }
         let ended = state.withLock { state -> Bool in
             if !state.ended { state.tasks[number] = task }
+            return state.ended
+        }
+        if ended { task.cancel() }
+    }
+
+    /// Asks the retriers about attempt `number`'s failure in a task of its own, so that the round goes on while they
+    /// decide; `question` returns their answer.
+    func ask(_ number: Int, _ question: @escaping @Sendable () async -> RequestMachine.RetriersAnswer) {
+        let task = Spawn.task {
+            let answer = await question()
+            self.post(.answered(number: number, answer: answer))
+        }
+        let ended = state.withLock { state -> Bool in
+            if !state.ended { state.questions[number] = task }
             return state.ended
         }
         if ended { task.cancel() }
@@ -119,13 +138,15 @@ final class HedgeRound: Sendable {
         state.withLock { $0.sent[number] }
     }
 
-    /// Ends the round: cancels the attempts still in flight and the timer, and drops whatever they report later.
+    /// Ends the round: cancels the attempts still in flight, the questions still unanswered and the timer, and drops
+    /// whatever they report later.
     func end() {
         let tasks = state.withLock { state -> [Task<Void, Never>] in
             state.ended = true
             state.events = []
-            let tasks = Array(state.tasks.values) + (state.timer.map { [$0] } ?? [])
+            let tasks = Array(state.tasks.values) + Array(state.questions.values) + (state.timer.map { [$0] } ?? [])
             state.tasks = [:]
+            state.questions = [:]
             state.timer = nil
             return tasks
         }
@@ -134,7 +155,7 @@ final class HedgeRound: Sendable {
 
     /// Queues `event` for the loop, or hands it to the loop waiting; a tick from `timer`, if that is not the newest
     /// timer, is dropped.
-    private func post(_ event: HedgeEvent, timer: Int? = nil) {
+    func post(_ event: HedgeEvent, timer: Int? = nil) {
         let waiter = state.withLock { state -> CheckedContinuation<HedgeEvent?, Never>? in
             // Kept even after the end: a loser's record says whether it was sent.
             if case .sent(let number, let request) = event { state.sent[number] = request }
@@ -142,6 +163,7 @@ final class HedgeRound: Sendable {
             switch event {
             case .sent: break
             case .finished(let number, _): state.tasks[number] = nil
+            case .answered(let number, _): state.questions[number] = nil
             case .tick: state.timer = nil
             }
             guard let waiter = state.waiter else {

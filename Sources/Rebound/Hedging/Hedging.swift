@@ -7,7 +7,9 @@
 /// zero starts them all at once. The first acceptable response wins and the others are cancelled; a response that no
 /// retrier would retry (a 404, say) ends them all and the request with it. An attempt that fails in a way the retriers
 /// would retry starts the next hedge at once, if one may start; when the last attempt in flight fails, the request goes
-/// on as without hedging: the retriers' delay, then a retry, itself hedged.
+/// on as without hedging: the retriers' delay, then a retry, itself hedged. The retriers are asked about a failure while
+/// the other attempts stay in flight (a slow retrier never holds back an answer that came meanwhile), and a 429 or 503
+/// whose `Retry-After` asks for a delay starts no new hedge before that time.
 ///
 /// **Which requests.** Only those that may be repeated: a method the chain's ``RetryPolicy`` retries (its
 /// ``RetryPolicy/retryableHTTPMethods``; the idempotent GET, HEAD, OPTIONS, TRACE, PUT and DELETE when the chain has no
@@ -24,8 +26,9 @@
 ///
 /// **What is reported.** Every attempt is recorded and told to the observers, with its ``Attempt/hedge`` number. An
 /// attempt that lost to another is told with ``AttemptDecision/cancelled``; one that failed while others were still in
-/// flight, with ``AttemptDecision/retry(after:)`` and no delay (the request goes on at once). The request still ends
-/// with exactly one outcome.
+/// flight, with ``AttemptDecision/retry(after:)`` and no delay once the retriers chose to go on, or with
+/// ``AttemptDecision/cancelled`` when the round ended before they answered. The request still ends with exactly one
+/// outcome.
 ///
 /// ```swift
 /// // A second attempt when the first has not answered in 150 ms (about the service's p95).

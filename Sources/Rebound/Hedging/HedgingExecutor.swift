@@ -27,13 +27,20 @@ struct HedgingExecutor {
     ///
     /// The round starts its first attempt. When `delay` passes with no answer after the newest attempt handed its
     /// request to the transport, and at once after a failure the retriers would retry while others are in flight (once
-    /// the newest attempt was handed over), it starts a hedge, if the settings, the request and the hedge gates allow.
-    /// A success wins; a failure with a response that no retrier would retry ends the round; so does the last attempt
-    /// in flight failing.
+    /// the newest attempt was handed over), it starts a hedge, if the settings, the request and the hedge gates allow,
+    /// and not before the time a failure's `Retry-After` asked for. A success wins; a failure with a response that no
+    /// retrier would retry ends the round; so does the last attempt in flight failing.
+    ///
+    /// The retriers are asked about a failure while others are in flight in a task of their own: the round goes on
+    /// meanwhile, so a slow retrier (a token refresh, the offline retrier's wait) never holds back an answer that
+    /// came. A failure whose question the round no longer needs (another attempt won, or the round ended otherwise)
+    /// is told to the observers as a loser, with ``AttemptDecision/cancelled``.
     func execute(from roundBase: URLRequest, in machine: inout RequestMachine) async -> RoundResult {
         let round = HedgeRound()
         let clock = plan.session.clock
         var inFlight: InFlight = [:]
+        /// The failures the retriers are asked about, by number, until they answer.
+        var asking: [Int: AttemptResult] = [:]
         var hedges = 0
         // The newest attempt until it hands its request to the transport: no hedge starts before that.
         var unsent: Int? = start(roundBase, hedge: 0, in: round, inFlight: &inFlight, machine: machine)
@@ -42,9 +49,11 @@ struct HedgingExecutor {
         // The delay before the next hedge counts from when the newest attempt reached the transport: time it spent
         // waiting on the client (for a concurrency limiter's place, say) is not the server being slow.
         var due = hedging.delay == .zero
+        // No hedge starts before the time a failure's `Retry-After` asked for.
+        var quietUntil: Duration?
         while true {
             guard let event = await round.next() else {
-                return await endRound(round, inFlight: inFlight, with: nil, in: &machine)
+                return await endRound(round, inFlight: inFlight, asking: asking, with: nil, in: &machine)
             }
             switch event {
             case .tick:
@@ -58,30 +67,55 @@ struct HedgingExecutor {
             case .finished(let number, let result):
                 guard let started = inFlight.removeValue(forKey: number) else { continue }
                 if number == unsent { unsent = nil }
-                machine.record(result, number: number, since: started.start, now: clock.now(), hedge: started.hedge)
+                let now = clock.now()
+                machine.record(result, number: number, since: started.start, now: now, hedge: started.hedge)
                 guard case .failure(let reason) = result.kind, !inFlight.isEmpty else {
                     // A success, cancellation, the deadline, or the last attempt in flight failing: the round is over.
-                    return await endRound(round, inFlight: inFlight, with: result, in: &machine)
+                    return await endRound(
+                        round, inFlight: inFlight, asking: asking, with: (number, result), in: &machine)
                 }
-                // Others are in flight: would the retriers retry this one?
-                let answer: RetryResult? =
-                    reason.isNonRetryable ? .doNotRetry : await askMidRound(about: result, in: &machine)
-                guard let answer else {
+                if let asked = result.response.flatMap(RetryAfter.asked.delay(for:)), asked > .zero {
+                    quietUntil = Swift.max(quietUntil ?? now, now + asked)
+                }
+                // Others are in flight: would the retriers retry this one? Asked in a task of their own.
+                asking[number] = result
+                if reason.isNonRetryable {
+                    round.post(.answered(number: number, answer: .answered(.doNotRetry)))
+                } else {
+                    let question = machine.question(about: result, admittedByBreaker: plan.admittedByBreaker)
+                    let limit = machine.time.remaining(now: now)
+                    let plan = plan
+                    round.ask(number) { await plan.retryResult(for: question, within: limit) }
+                }
+            case .answered(let number, let answer):
+                guard let failed = asking.removeValue(forKey: number) else { continue }
+                guard case .answered(let answer) = answer else {
                     // The deadline came, or the task was cancelled, while they decided: the machine finds out.
-                    return await endRound(round, inFlight: inFlight, with: result, in: &machine)
+                    return await endRound(
+                        round, inFlight: inFlight, asking: asking, with: (number, failed), in: &machine)
                 }
-                if answer.delay == nil, result.response != nil {
+                if answer.delay == nil, failed.response != nil {
                     // A response no retrier would retry is the answer: it ends them all.
-                    return await endRound(round, inFlight: inFlight, with: result, answer: answer, in: &machine)
+                    return await endRound(
+                        round, inFlight: inFlight, asking: asking, with: (number, failed), answer: answer,
+                        in: &machine)
                 }
                 if let request = answer.request { machine.retarget(request) }
                 // The request goes on at once with the attempts in flight, and the next hedge if it may start.
-                await plan.tell(machine.report(of: result, decision: .retry(after: .zero), now: clock.now()))
+                await plan.tell(
+                    machine.report(
+                        ofAttempt: number, data: failed.data, decision: .retry(after: .zero), now: clock.now()))
                 if answer.delay != nil { due = true }
             }
             guard due, unsent == nil, !stopped, let sent = newestSent,
                 mayStartAnother(inFlight: inFlight, machine: machine)
             else { continue }
+            if let quietUntil, case let now = clock.now(), now < quietUntil {
+                // Asked to wait: the next hedge may start once the time asked for has passed.
+                round.tick(after: quietUntil - now, clock: clock)
+                due = false
+                continue
+            }
             let number = machine.attempts.count + inFlight.count + 1
             guard admitsHedge(sent, number: number, machine: machine) else {
                 // Not a request to repeat, or a gate refused: no more hedges in this round.
@@ -129,21 +163,14 @@ struct HedgingExecutor {
         return true
     }
 
-    /// Asks the retriers about a failed attempt of a round while others are in flight (recorded already); `nil` when
-    /// the deadline came or the task was cancelled first.
-    func askMidRound(about failed: AttemptResult, in machine: inout RequestMachine) async -> RetryResult? {
-        let question = machine.question(about: failed, admittedByBreaker: plan.admittedByBreaker)
-        let limit = machine.time.remaining(now: plan.session.clock.now())
-        guard case .answered(let answer) = await plan.retryResult(for: question, within: limit) else { return nil }
-        return answer
-    }
-
-    /// Ends a round: cancels what is in flight, records each such attempt as cancelled, settles it and tells the
-    /// observers, then returns `result` (with the retriers' `answer` about it, if any), recorded after them. With no
-    /// result (the task was cancelled), the newest attempt in flight is the one the request goes on with, recorded
+    /// Ends a round: cancels what is in flight and the questions still unanswered, records each attempt in flight as
+    /// cancelled, settles it and tells the observers (a failure whose question is unanswered too, as a loser), then
+    /// returns the `ending` attempt's result (with the retriers' `answer` about it, if any), recorded after them. With
+    /// no ending (the task was cancelled), the newest attempt in flight is the one the request goes on with, recorded
     /// last.
     func endRound(
-        _ round: HedgeRound, inFlight: InFlight, with result: AttemptResult?, answer: RetryResult? = nil,
+        _ round: HedgeRound, inFlight: InFlight, asking: [Int: AttemptResult],
+        with ending: (number: Int, result: AttemptResult)?, answer: RetryResult? = nil,
         in machine: inout RequestMachine
     ) async -> RoundResult {
         round.end()
@@ -151,16 +178,20 @@ struct HedgingExecutor {
         let cancelled = inFlight.sorted { $0.key < $1.key }.map { number, started in
             (number, started, AttemptResult(.cancelled, sent: round.sentRequest(number)))
         }
-        // With a result, it was recorded last and stays last; without one, the newest attempt is the machine's to
-        // settle and report.
-        let deciding = result == nil ? nil : machine.setAsideLastAttempt()
-        for (number, started, loser) in cancelled.dropLast(result == nil ? 1 : 0) {
-            machine.record(loser, number: number, since: started.start, now: clock.now(), hedge: started.hedge)
-            await plan.tell(machine.report(of: loser, decision: .cancelled, now: clock.now()))
+        // The attempt that ends the round is recorded after the others; without one, the newest attempt is the
+        // machine's to settle and report.
+        let deciding = ending.flatMap { machine.setAside(attempt: $0.number) }
+        for (number, failed) in asking.sorted(by: { $0.key < $1.key }) {
+            await plan.tell(
+                machine.report(ofAttempt: number, data: failed.data, decision: .cancelled, now: clock.now()))
         }
-        if let result {
+        for (number, started, loser) in cancelled.dropLast(ending == nil ? 1 : 0) {
+            machine.record(loser, number: number, since: started.start, now: clock.now(), hedge: started.hedge)
+            await plan.tell(machine.report(ofAttempt: number, data: nil, decision: .cancelled, now: clock.now()))
+        }
+        if let ending {
             if let deciding { machine.putBack(deciding) }
-            return RoundResult(result: result, answer: answer)
+            return RoundResult(result: ending.result, answer: answer)
         }
         guard let (number, started, newest) = cancelled.last else {
             return RoundResult(result: .cancelledBeforeSending, answer: nil)

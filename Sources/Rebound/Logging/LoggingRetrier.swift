@@ -68,8 +68,8 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
     private let kept = Locked(Kept())
 
     private struct Kept: Sendable {
-        /// The wrapped retrier's answer about each request's last failed attempt.
-        var answers: [UUID: (attempt: Int, answer: RetryResult)] = [:]
+        /// The wrapped retrier's answers about each request's failed attempts, by attempt number, until each is logged.
+        var answers: [UUID: [Int: RetryResult]] = [:]
         /// The redirects each request's current attempt followed, as log lines.
         var hops: [UUID: (attempt: Int, lines: [String])] = [:]
     }
@@ -147,7 +147,9 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
     private func keep(_ answer: RetryResult, for request: RetryRequest) {
         // Kept only where the request's end will be told (a session's request), which forgets it.
         guard request.context.canRegister else { return }
-        kept.withLock { $0.answers[request.requestID] = (request.attempts.count, answer) }
+        // By attempt: a hedged round asks about several of its failures at once.
+        let attempt = request.attempts.last?.number ?? request.attempts.count
+        kept.withLock { $0.answers[request.requestID, default: [:]][attempt] = answer }
     }
 
     /// Logs the outcome, with the redirects the attempt followed.
@@ -325,11 +327,11 @@ extension LoggingRetrier {
     /// The wrapped retrier's answer about `outcome`'s attempt, if it was asked; forgotten once read.
     private func answer(about outcome: AttemptOutcome) -> RetryResult? {
         kept.withLock { kept in
-            guard let entry = kept.answers[outcome.requestID], entry.attempt == outcome.attempt.number else {
+            guard let answer = kept.answers[outcome.requestID]?.removeValue(forKey: outcome.attempt.number) else {
                 return nil
             }
-            kept.answers[outcome.requestID] = nil
-            return entry.answer
+            if kept.answers[outcome.requestID]?.isEmpty == true { kept.answers[outcome.requestID] = nil }
+            return answer
         }
     }
 }

@@ -82,7 +82,10 @@ public struct RetryPolicy: RequestRetrier {
     ///
     /// A host that answers a retry as it answered the attempt is likely down, and a third attempt would likely land in
     /// the same outage: stopping there keeps a fleet of clients that each send little near one retry per request in
-    /// an outage (the storm simulator's 100,000-client tables), while a lone transient failure is still retried.
+    /// an outage (the storm simulator's 100,000-client tables), while a lone transient failure is still retried. The
+    /// attempts of one hedged round were in flight together, so they are one attempt here: a failure is compared with
+    /// the last attempt of the round before it, and two hedges that fail alike never stop a round whose other attempt
+    /// may still answer.
     public let stopsAfterRepeatedFailure: Bool
 
     /// Creates a policy with every default.
@@ -304,11 +307,16 @@ public struct RetryPolicy: RequestRetrier {
 }
 
 extension RetryPolicy {
-    /// Whether the last two of `attempts` failed the same way: the same status, or the same `URLError` code.
+    /// Whether the last of `attempts` failed the same way as the last attempt of the round before it: the same status,
+    /// or the same `URLError` code.
+    ///
+    /// The attempts of one hedged round are in flight at once, so two of them that fail alike say no more than one
+    /// does: only rounds are compared. A round's attempts are numbered in the order they started, from its first
+    /// (hedge 0), so `number - hedge` names the round; without hedging, each attempt is a round of its own.
     static func failedTheSameWay(_ attempts: [Attempt]) -> Bool {
-        guard attempts.count >= 2 else { return false }
-        let last = attempts[attempts.count - 1]
-        let before = attempts[attempts.count - 2]
+        guard let last = attempts.last else { return false }
+        let round = last.number - last.hedge
+        guard let before = attempts.last(where: { $0.number - $0.hedge != round }) else { return false }
         if let status = last.statusCode { return status == before.statusCode }
         guard let code = last.failure?.urlError?.code else { return false }
         return before.statusCode == nil && before.failure?.urlError?.code == code

@@ -238,20 +238,23 @@ struct RequestMachine {
                 failure: failure, duration: now - start, hedge: hedge))
     }
 
-    /// What the parts and the observers are told of the last recorded attempt, which came to `result`, told apart from
+    /// What the parts and the observers are told of recorded attempt `number`, whose body was `data`, told apart from
     /// the request's decision: a hedged round's attempt that lost (``AttemptDecision/cancelled``), or that failed while
     /// others are in flight (a retry without delay).
-    func report(of result: AttemptResult, decision: AttemptDecision, now: Duration) -> Report {
-        guard let last = attempts.last else { preconditionFailure("a report follows a recorded attempt") }
-        return Report(attempt: last, data: result.data, decision: decision, error: nil, elapsed: now - time.start)
+    func report(ofAttempt number: Int, data: Data?, decision: AttemptDecision, now: Duration) -> Report {
+        guard let attempt = attempts.last(where: { $0.number == number }) else {
+            preconditionFailure("attempt \(number) is reported before it is recorded")
+        }
+        return Report(attempt: attempt, data: data, decision: decision, error: nil, elapsed: now - time.start)
     }
 
-    /// Takes the last recorded attempt out, for a hedged round to record the attempts it cancelled before it.
-    mutating func setAsideLastAttempt() -> Attempt? {
-        attempts.popLast()
+    /// Takes recorded attempt `number` out, for a hedged round to record the attempts it cancelled before the one that
+    /// ends it.
+    mutating func setAside(attempt number: Int) -> Attempt? {
+        attempts.lastIndex { $0.number == number }.map { attempts.remove(at: $0) }
     }
 
-    /// Records `attempt` again, last, after ``setAsideLastAttempt()``.
+    /// Records `attempt` again, last, after ``setAside(attempt:)``.
     mutating func putBack(_ attempt: Attempt) {
         attempts.append(attempt)
     }
