@@ -55,7 +55,8 @@
         ///
         /// - Parameters:
         ///   - client: The client; one made for Rebound and shared by the process (no shutdown needed) by default.
-        ///   - maximumResponseBodySize: The largest response body collected, in bytes; 64 MiB by default.
+        ///   - maximumResponseBodySize: The largest response body collected, in bytes, more than 0 (0 or less traps);
+        ///     64 MiB by default.
         public init(
             client: HTTPClient = AsyncHTTPClientHTTPTransport.sharedClient, maximumResponseBodySize: Int = 64 << 20
         ) {

@@ -17,6 +17,9 @@ import Foundation
 ///
 /// The session's handler applies to its requests (``Redirector/follow`` by default); a request's own handler replaces
 /// it for that request. A handler is shared by every request of the session, from many tasks at once.
+///
+/// A handler implements ``redirect(_:to:for:context:)``, on the response's ``ResponseHead``; the other two
+/// requirements have defaults: ``maximumRedirects`` (20) and ``strippedHeaders`` (none).
 public protocol RedirectHandler: Sendable {
     /// The most hops one attempt follows; past it, the attempt fails with `URLError(.httpTooManyRedirects)`.
     ///
