@@ -155,6 +155,37 @@ struct CircuitBreakerTests {
                 for: outcome(.transportFailed(error: URLError(.timedOut)), decision: .failed)) == .failure)
     }
 
+    @Test(arguments: [
+        (URLError.Code.notConnectedToInternet, CircuitBreaker.Verdict.ignored), (.dataNotAllowed, .ignored),
+        (.internationalRoamingOff, .ignored), (.callIsActive, .ignored), (.cannotConnectToHost, .failure),
+        (.cannotFindHost, .failure), (.dnsLookupFailed, .failure), (.networkConnectionLost, .failure),
+    ])
+    func theDevicesOwnNetworkIsNotTheHostsFailureButARefusedConnectionIs(
+        code: URLError.Code, verdict: CircuitBreaker.Verdict
+    )
+        async throws
+    {
+        let failure = ReboundError.Reason.transportFailed(error: URLError(code))
+        let outcome = AttemptOutcome(
+            originalRequest: request(),
+            attempt: Attempt(number: 1, request: request(), response: nil, failure: failure, duration: .zero),
+            decision: .failed)
+        #expect(CircuitBreaker.defaultVerdict(for: outcome) == verdict)
+        // Through a session: the breaker opens on the host's failures only, also with a classifier of the user's own
+        // that calls every failure a failure: the device's network is never the host's.
+        let everyFailure: @Sendable (AttemptOutcome) -> CircuitBreaker.Verdict = { _ in .failure }
+        for classify in [nil, everyFailure] {
+            let breaker = CircuitBreaker(
+                configuration: .init(
+                    tripCondition: .consecutiveFailures(1), openDuration: .seconds(30), classify: classify),
+                clock: clock)
+            let session = session(breaker, transport: ScriptedTransport([.urlError(code)]), clock: clock)
+            _ = try? await session.send(request())
+            let expected: CircuitBreaker.State = verdict == .ignored ? .closed : .open
+            #expect(breaker.state == expected)
+        }
+    }
+
     @Test func cancelledAttemptsDoNotCount() async throws {
         let transport = ScriptedTransport { _, _ in .hang }
         let breaker = CircuitBreaker(

@@ -158,22 +158,53 @@ struct OfflineRetrierTests {
         #expect(transport.requestCount == 1)
     }
 
-    @Test func aBudgetPaysForItsRetriesAndRefusesThemWhenEmpty() async throws {
+    @Test func aRetryAfterTheDevicesOwnNetworkFailedCostsTheBudgetNothing() async throws {
+        // One retry's worth of tokens.
         let budget = RetryBudget(configuration: .init(initialTokens: 5))
         network.setConnected(true)
-        let transport = ScriptedTransport(
+        let offline = ScriptedTransport(
             [.urlError(.notConnectedToInternet), .urlError(.notConnectedToInternet), .status(200)], clock: clock)
 
-        let error = try await #require(throws: ReboundError.self) {
-            try await session(transport, adapters: [budget]).send(request())
-        }
+        let response = try await session(offline, adapters: [budget]).send(request())
 
-        // The first retry took the 5 tokens; the second was refused, ending the request with the offline failure.
+        #expect(response.statusCode == 200)
+        #expect(offline.requestCount == 3)
+        // The host's failure still costs: the budget's five tokens pay for one retry after a refused connection, and
+        // refuse the next.
+        let refused = ScriptedTransport(
+            [.urlError(.cannotConnectToHost), .urlError(.cannotConnectToHost), .status(200)], clock: clock)
+        let error = try await #require(throws: ReboundError.self) {
+            try await session(refused, retriers: [retryAnything(limit: 2)], adapters: [budget]).send(request())
+        }
         guard case .retryAborted(is RetryBudgetExhausted, _) = error.reason else {
             Issue.record("reason: \(error.reason)")
             return
         }
-        #expect(transport.requestCount == 2)
+        #expect(refused.requestCount == 2)
+    }
+
+    @Test func insideThePresetEveryRequestThatWaitedResumesWhenTheNetworkComesBack() async throws {
+        let waiting = 100
+        let resilience = Resilience(clock: clock, random: .seeded(7), deadline: .seconds(30))
+        // Every request's first attempt finds the device offline; every one after it succeeds.
+        let transport = ScriptedTransport(clock: clock) { _, number in
+            number <= waiting ? .urlError(.notConnectedToInternet) : .status(200)
+        }
+        let session = Session(
+            transport: transport, resilience: resilience, retriers: [OfflineRetrier(monitor: network, clock: clock)],
+            clock: clock)
+
+        let tasks = (0..<waiting).map { _ in Task { try await session.send(request()) } }
+        try await network.waitForWaits(waiting)
+        network.setConnected(true)
+        var succeeded = 0
+        for task in tasks where (try? await task.value)?.statusCode == 200 { succeeded += 1 }
+        // A fresh request goes through at once: the breaker, the throttle and the budget counted nothing offline.
+        let fresh = try await session.send(request())
+
+        #expect(succeeded == waiting)
+        #expect(fresh.statusCode == 200)
+        #expect(transport.requestCount == 2 * waiting + 1)
     }
 
     @Test func invalidSettingsAreRejectedNamingThem() {

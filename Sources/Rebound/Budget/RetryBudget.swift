@@ -316,10 +316,15 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
     /// Takes the retry's cost from the request's budget, or denies the retry with ``RetryBudgetExhausted``.
     ///
     /// A retry after a 401 is never charged nor denied: it retries with a refreshed credential and says nothing about
-    /// the host's health, so one expired token cannot empty a host's budget for real failures.
+    /// the host's health, so one expired token cannot empty a host's budget for real failures. Nor is a retry after a
+    /// failure of the device's own network (`notConnectedToInternet`, `dataNotAllowed`, `internationalRoamingOff`,
+    /// `callIsActive`): the host saw nothing, so the requests that waited for the network (``OfflineRetrier``) all go
+    /// once it is back.
     public func admitRetry(_ request: RetryRequest, dueTo error: ReboundError, after delay: Duration) -> (any Error)? {
         guard let key = keyFunction(request.admittedRequest) else { return nil }
         if request.responseHead?.statusCode == 401 { return nil }
+        // The device had no network: the host saw nothing, and a retry once the network is back costs it nothing.
+        if request.attempts.last?.accountedFailure == .deviceNetwork { return nil }
         let failed = request.attempts.count
         let failedWasSent = request.attempts.last?.request != nil
         // A ratio budget counts retries; a token bucket charges a timeout's and a throttled request's retry their own.

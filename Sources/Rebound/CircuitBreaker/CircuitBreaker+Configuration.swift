@@ -294,22 +294,30 @@ extension CircuitBreaker {
 
     /// The default verdict: a transport error or a status of 5xx, 408 or 429 is a failure; any other response
     /// (other 4xx included, and a 2xx that a validator rejected) is a success, because the upstream
-    /// answered; cancellations and adapter failures are ignored, because the upstream was not reached.
+    /// answered; cancellations, adapter failures and failures of the device's own network (`notConnectedToInternet`,
+    /// `dataNotAllowed`, `internationalRoamingOff`, `callIsActive`) are ignored, because the upstream was not reached. A
+    /// refused connection or a DNS failure still counts: that is the host, or the way to it.
     @Sendable public static func defaultVerdict(for outcome: AttemptOutcome) -> Verdict {
         defaultVerdict(for: outcome.attempt)
     }
 
     /// How `attempt` counts: by `classify` given the outcome `outcome` builds (only then), or by the default verdict,
     /// read from the attempt itself, when there is none. What a breaker, a throttle and a limiter ask.
+    ///
+    /// A failure of the device's own network (no network at all: `notConnectedToInternet`, `dataNotAllowed`,
+    /// `internationalRoamingOff`, `callIsActive`) is ignored whatever `classify` says: the request never left the device,
+    /// and the host is not to blame.
     static func verdict(
         for attempt: Attempt, classify: (@Sendable (AttemptOutcome) -> Verdict)?, outcome: () -> AttemptOutcome
     ) -> Verdict {
+        if attempt.accountedFailure == .deviceNetwork { return .ignored }
         guard let classify else { return defaultVerdict(for: attempt) }
         return classify(outcome())
     }
 
     /// The default verdict of an attempt, which depends on the attempt alone.
     static func defaultVerdict(for attempt: Attempt) -> Verdict {
+        if attempt.accountedFailure == .deviceNetwork { return .ignored }
         if let statusCode = attempt.responseHead?.statusCode {
             return isFailureStatus(statusCode) ? .failure : .success
         }

@@ -17,8 +17,11 @@ import Foundation
 ///
 /// It composes like any retrier. Put it before your retry policy, so that an offline failure waits for the network
 /// rather than for a backoff. The session's deadline bounds the wait (a request past it ends with
-/// `.deadlineExceeded`, its last failure the offline one), a budget pays for its retries as for any other, and a
-/// request cancelled while it waits ends with `CancellationError` at once.
+/// `.deadlineExceeded`, its last failure the offline one), and a request cancelled while it waits ends with
+/// `CancellationError` at once. A failure of the device's own network (`notConnectedToInternet`, `dataNotAllowed`,
+/// `internationalRoamingOff`, `callIsActive`) is not the host's: breakers, throttles and adaptive limiters do not count
+/// it and a budget does not charge the retry after it, so every request that waited resumes when the network is back,
+/// also inside ``Resilience``.
 ///
 /// **Platforms.** `OfflineRetrier()` waits on `PathConnectivityMonitor.shared` (`NWPathMonitor`) on Apple platforms.
 /// Linux has no monitor in the box: give one with `OfflineRetrier(monitor:)`, a ``ConnectivityMonitor`` of your own or

@@ -1,0 +1,51 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Why an attempt failed, as every part that counts attempts reads it: the one account of failures, from the attempt's
+/// record alone.
+enum AttemptFailure: Equatable, Sendable {
+    /// The device has no network at all (``deviceNetworkURLErrorCodes``): the request never left the device, and the
+    /// host is not to blame. Breakers, throttles and adaptive limiters do not count it, and a retry after it costs no
+    /// budget.
+    case deviceNetwork
+    /// The request was not handed to the transport: an adapter failed or refused it (an open breaker, a spent quota).
+    case neverSent
+    /// The transport failed (a refused or lost connection, a timeout, a DNS failure): the host, or the way to it.
+    case transport
+    /// The server answered, and the answer failed validation (a 503, a body that says "try again").
+    case serverAnswered
+
+    /// The `URLError` codes that mean the device itself has no network: `notConnectedToInternet`, `dataNotAllowed`,
+    /// `internationalRoamingOff` and `callIsActive`. A DNS failure or a refused connection is not among them: those
+    /// concern the host.
+    static let deviceNetworkURLErrorCodes: Set<URLError.Code> = [
+        .notConnectedToInternet, .dataNotAllowed, .internationalRoamingOff, .callIsActive,
+    ]
+
+    /// How `reason`, the failure of an attempt that got `response` (if any), is accounted.
+    init(_ reason: ReboundError.Reason, response: ResponseHead?) {
+        if response != nil {
+            self = .serverAnswered
+            return
+        }
+        switch reason.original {
+        case .transportFailed(let error):
+            let offline = (error as? URLError).map { Self.deviceNetworkURLErrorCodes.contains($0.code) } ?? false
+            self = offline ? .deviceNetwork : .transport
+        case .unacceptableStatusCode, .validationFailed, .decodingFailed:
+            self = .serverAnswered
+        case .adaptationFailed, .circuitOpen, .retryAborted, .deadlineExceeded:
+            self = .neverSent
+        }
+    }
+}
+
+extension Attempt {
+    /// Why the attempt failed; `nil` for one that succeeded or was cancelled.
+    var accountedFailure: AttemptFailure? {
+        failure.map { AttemptFailure($0, response: responseHead) }
+    }
+}
