@@ -1,7 +1,7 @@
 /// A request's backoff sleeps, which a gate that granted the retry can end early: a circuit breaker that opens while the
 /// request waits ends the wait at once with its error, so that no caller sleeps a backoff only to be refused.
 ///
-/// One per request a breaker let through, made by the request's run when its retriers are first asked (a request
+/// One per request a breaker let through, made by the request's machine when its retriers are first asked (a request
 /// that no breaker let through never makes one), and slept once per retry. The sleeps are numbered: a gate that grants
 /// a retry keeps the wait with the number of the sleep it granted (``nextSleep``), and can end that sleep only, before
 /// it begins or while it lasts. A sleep slept to its end cannot be ended any more: the request is on its way to its

@@ -14,10 +14,10 @@ import Foundation
 ///   ┌──▶ attempting ──(attempt ended: success, cancelled, cut by the deadline)──────────┐
 ///   │          │ failure                                                                 │
 ///   │          ▼                                                                         │
-///   │      deciding ──(retriers: no retry / too late)─────────────────────────────────┐ │
+///   │      deciding ──(no retry, too late, cancelled, a retry past the deadline)──────┐ │
 ///   │          │ retry after a delay                                                   │ │
 ///   │          ▼                                                                       ▼ ▼
-///   │      admitting ──(a gate refused, the deadline would pass)──────────────────▶ reporting ──▶ finished
+///   │      admitting ──(a gate refused)───────────────────────────────────────────▶ reporting ──▶ finished
 ///   │          │ granted                                                               │
 ///   │          └────────────────────────────────────────────────────────────────▶ reporting
 ///   │                                                                                   │ retry
