@@ -39,35 +39,42 @@ struct RequestMachineTests {
     }
 
     struct Unexpected: Error {
-        let action: RequestMachine.Action
+        let action: String
+
+        init(action: RequestMachine.Action) {
+            self.action = "\(action)"
+        }
     }
 
     @Test func aSuccessAtTheFirstAttemptIsReportedThenEndsTheRequestWithNothingToGiveBack() throws {
         var machine = machine()
-        guard case .attempt(_, number: 1, limit: nil) = machine.start(from: request()) else {
+        guard case .attempt(_, number: 1, limit: nil) = machine.handle(.start(first: request()), now: .zero) else {
             Issue.record("the first action is attempt 1 without a time limit")
             return
         }
-        let report = try reported(machine.attemptEnded(status(200), now: .milliseconds(40), admittedByBreaker: false))
+        let report = try reported(
+            machine.handle(.attemptEnded(status(200), admittedByBreaker: false), now: .milliseconds(40)))
         #expect(report.decision == .succeeded)
-        #expect(report.attempt.number == 1)
-        #expect(report.attempt.duration == .milliseconds(40))
-        guard case .finish(.succeeded(let response), let endsAccounts) = machine.reported(now: .milliseconds(40))
+        #expect(report.attempt == 1)
+        #expect(machine.attempt(1).duration == .milliseconds(40))
+        guard
+            case .finish = machine.handle(.reported, now: .milliseconds(40)),
+            case .finished(.succeeded(let result), let endsAccounts) = machine.phase
         else {
             Issue.record("a reported success ends the request")
             return
         }
-        #expect(response.statusCode == 200)
+        #expect(machine.response(to: result).statusCode == 200)
         #expect(!endsAccounts)
-        #expect(machine.outcome(of: .succeeded(response), now: .milliseconds(40)).attempts.count == 1)
+        #expect(machine.outcome(of: .succeeded(result), now: .milliseconds(40)).attempts.count == 1)
     }
 
     @Test func aRetriedFailureAsksTheRetriersThenTheGatesThenReportsAndBacksOff() throws {
         var machine = machine(deadline: .seconds(10))
-        _ = machine.start(from: request())
+        _ = machine.handle(.start(first: request()), now: .zero)
         guard
-            case .askRetriers(let question, let limit) = machine.attemptEnded(
-                status(503), now: .seconds(1), admittedByBreaker: false)
+            case .askRetriers(let question, let limit) = machine.handle(
+                .attemptEnded(status(503), admittedByBreaker: false), now: .seconds(1))
         else {
             Issue.record("a failure asks the retriers")
             return
@@ -77,8 +84,8 @@ struct RequestMachineTests {
         #expect(question.error.responseHead?.statusCode == 503)
 
         guard
-            case .askGates(let retry, _, let delay) = machine.retriersAnswered(
-                .answered(.retryWithDelay(.seconds(2))), now: .seconds(1))
+            case .askGates(let retry, _, let delay) = machine.handle(
+                .retriersAnswered(.answered(.retryWithDelay(.seconds(2)))), now: .seconds(1))
         else {
             Issue.record("a retry is put to the gates")
             return
@@ -86,17 +93,18 @@ struct RequestMachineTests {
         #expect(delay == .seconds(2))
         #expect(retry.retryTarget == nil)
 
-        let report = try reported(machine.gatesAnswered(nil, now: .seconds(1)))
+        let report = try reported(machine.handle(.gatesAnswered(refusal: nil), now: .seconds(1)))
         #expect(report.decision == .retry(after: .seconds(2)))
-        #expect(report.attempt.retryDelay == .seconds(2))
+        #expect(machine.attempt(1).retryDelay == .seconds(2))
         #expect(report.data == Data("body 503".utf8))
 
-        guard case .backOff(.seconds(2), wait: nil) = machine.reported(now: .seconds(1)) else {
+        guard case .backOff(.seconds(2), wait: nil) = machine.handle(.reported, now: .seconds(1)) else {
             Issue.record("a granted retry backs off for its delay")
             return
         }
         guard
-            case .attempt(_, number: 2, limit: .deadline(.seconds(7))) = machine.backoffEnded(.slept, now: .seconds(3))
+            case .attempt(_, number: 2, limit: .deadline(.seconds(7))) = machine.handle(
+                .backoffEnded(.slept), now: .seconds(3))
         else {
             Issue.record("the slept backoff starts attempt 2 within the time left")
             return
@@ -106,11 +114,11 @@ struct RequestMachineTests {
 
     @Test func aRetryWithoutDelayStartsTheNextAttemptWithoutABackoff() throws {
         var machine = machine()
-        _ = machine.start(from: request())
-        _ = machine.attemptEnded(status(503), now: .seconds(1), admittedByBreaker: false)
-        _ = machine.retriersAnswered(.answered(.retry), now: .seconds(1))
-        _ = try reported(machine.gatesAnswered(nil, now: .seconds(1)))
-        guard case .attempt(_, number: 2, limit: nil) = machine.reported(now: .seconds(1)) else {
+        _ = machine.handle(.start(first: request()), now: .zero)
+        _ = machine.handle(.attemptEnded(status(503), admittedByBreaker: false), now: .seconds(1))
+        _ = machine.handle(.retriersAnswered(.answered(.retry)), now: .seconds(1))
+        _ = try reported(machine.handle(.gatesAnswered(refusal: nil), now: .seconds(1)))
+        guard case .attempt(_, number: 2, limit: nil) = machine.handle(.reported, now: .seconds(1)) else {
             Issue.record("a retry without delay is attempted at once")
             return
         }
@@ -118,9 +126,10 @@ struct RequestMachineTests {
 
     @Test func aDelayThatWouldEndAfterTheDeadlineEndsTheRequestNowWithoutAskingTheGates() throws {
         var machine = machine(deadline: .seconds(5))
-        _ = machine.start(from: request())
-        _ = machine.attemptEnded(status(503), now: .seconds(4), admittedByBreaker: false)
-        let report = try reported(machine.retriersAnswered(.answered(.retryWithDelay(.seconds(2))), now: .seconds(4)))
+        _ = machine.handle(.start(first: request()), now: .zero)
+        _ = machine.handle(.attemptEnded(status(503), admittedByBreaker: false), now: .seconds(4))
+        let report = try reported(
+            machine.handle(.retriersAnswered(.answered(.retryWithDelay(.seconds(2)))), now: .seconds(4)))
         #expect(report.decision == .failed)
         guard case .deadlineExceeded(let deadline, let last) = report.error?.reason else {
             Issue.record("the request ends on its deadline")
@@ -131,7 +140,9 @@ struct RequestMachineTests {
             Issue.record("the deadline error keeps the failure before it")
             return
         }
-        guard case .finish(.failed(let error), endsAccounts: true) = machine.reported(now: .seconds(4)) else {
+        guard case .finish = machine.handle(.reported, now: .seconds(4)),
+            case .finished(.failed(let error), endsAccounts: true) = machine.phase
+        else {
             Issue.record("the reported failure ends the request")
             return
         }
@@ -140,9 +151,10 @@ struct RequestMachineTests {
 
     @Test func aRetryAfterThatEndsAfterTheDeadlineEndsTheRequestWhateverDelayTheRetriersChose() throws {
         var machine = machine(deadline: .seconds(5))
-        _ = machine.start(from: request())
-        _ = machine.attemptEnded(status(503, retryAfter: "30"), now: .seconds(1), admittedByBreaker: false)
-        let report = try reported(machine.retriersAnswered(.answered(.retryWithDelay(.seconds(1))), now: .seconds(1)))
+        _ = machine.handle(.start(first: request()), now: .zero)
+        _ = machine.handle(.attemptEnded(status(503, retryAfter: "30"), admittedByBreaker: false), now: .seconds(1))
+        let report = try reported(
+            machine.handle(.retriersAnswered(.answered(.retryWithDelay(.seconds(1)))), now: .seconds(1)))
         #expect(report.decision == .failed)
         guard case .deadlineExceeded = report.error?.reason else {
             Issue.record("the server's Retry-After past the deadline ends the request")
@@ -153,10 +165,10 @@ struct RequestMachineTests {
     @Test func aGatesRefusalEndsTheRequestWithTheRefusalBesideTheFailure() throws {
         struct Refused: Error {}
         var machine = machine()
-        _ = machine.start(from: request())
-        _ = machine.attemptEnded(status(503), now: .seconds(1), admittedByBreaker: false)
-        _ = machine.retriersAnswered(.answered(.retryWithDelay(.seconds(1))), now: .seconds(1))
-        let report = try reported(machine.gatesAnswered(Refused(), now: .seconds(1)))
+        _ = machine.handle(.start(first: request()), now: .zero)
+        _ = machine.handle(.attemptEnded(status(503), admittedByBreaker: false), now: .seconds(1))
+        _ = machine.handle(.retriersAnswered(.answered(.retryWithDelay(.seconds(1)))), now: .seconds(1))
+        let report = try reported(machine.handle(.gatesAnswered(refusal: Refused()), now: .seconds(1)))
         #expect(report.decision == .failed)
         guard case .retryAborted(let error, let original) = report.error?.reason else {
             Issue.record("a refused retry ends with the refusal")
@@ -167,23 +179,23 @@ struct RequestMachineTests {
             Issue.record("the refusal keeps the failure it refused a retry of")
             return
         }
-        #expect(report.attempt.retryDelay == nil)
+        #expect(machine.attempt(1).retryDelay == nil)
     }
 
     @Test func aBackoffEndedByAGateEndsTheRequestWithTheGatesErrorAndTheFailedAttemptsBody() throws {
         struct Opened: Error {}
         var machine = machine()
-        _ = machine.start(from: request())
-        _ = machine.attemptEnded(status(503), now: .seconds(1), admittedByBreaker: true)
-        _ = machine.retriersAnswered(.answered(.retryWithDelay(.seconds(2))), now: .seconds(1))
-        _ = machine.gatesAnswered(nil, now: .seconds(1))
-        guard case .backOff(_, wait: .some) = machine.reported(now: .seconds(1)) else {
+        _ = machine.handle(.start(first: request()), now: .zero)
+        _ = machine.handle(.attemptEnded(status(503), admittedByBreaker: true), now: .seconds(1))
+        _ = machine.handle(.retriersAnswered(.answered(.retryWithDelay(.seconds(2)))), now: .seconds(1))
+        _ = machine.handle(.gatesAnswered(refusal: nil), now: .seconds(1))
+        guard case .backOff(_, wait: .some) = machine.handle(.reported, now: .seconds(1)) else {
             Issue.record("a request a breaker let through backs off on a wait the breaker can end")
             return
         }
         guard
-            case .finish(.failed(let error), endsAccounts: true) = machine.backoffEnded(
-                .ended(Opened()), now: .seconds(2))
+            case .finish = machine.handle(.backoffEnded(.ended(Opened())), now: .seconds(2)),
+            case .finished(.failed(let error), endsAccounts: true) = machine.phase
         else {
             Issue.record("an ended backoff ends the request")
             return
@@ -198,9 +210,9 @@ struct RequestMachineTests {
 
     @Test func retriersThatAnswerTooLateEndTheRequestOnItsDeadline() throws {
         var machine = machine(deadline: .seconds(2))
-        _ = machine.start(from: request())
-        _ = machine.attemptEnded(status(500), now: .seconds(1), admittedByBreaker: false)
-        let report = try reported(machine.retriersAnswered(.tooLate, now: .seconds(2)))
+        _ = machine.handle(.start(first: request()), now: .zero)
+        _ = machine.handle(.attemptEnded(status(500), admittedByBreaker: false), now: .seconds(1))
+        let report = try reported(machine.handle(.retriersAnswered(.tooLate), now: .seconds(2)))
         #expect(report.decision == .failed)
         guard case .deadlineExceeded(_, .unacceptableStatusCode(500)) = report.error?.reason else {
             Issue.record("too late is the deadline, after the failure")
@@ -210,12 +222,14 @@ struct RequestMachineTests {
 
     @Test func aRequestCancelledWhileTheRetriersDecideIsReportedAndEndsAsCancelled() throws {
         var machine = machine()
-        _ = machine.start(from: request())
-        _ = machine.attemptEnded(status(500), now: .seconds(1), admittedByBreaker: false)
-        let report = try reported(machine.retriersAnswered(.cancelled, now: .seconds(1)))
+        _ = machine.handle(.start(first: request()), now: .zero)
+        _ = machine.handle(.attemptEnded(status(500), admittedByBreaker: false), now: .seconds(1))
+        let report = try reported(machine.handle(.retriersAnswered(.cancelled), now: .seconds(1)))
         #expect(report.decision == .cancelled)
         #expect(report.error == nil)
-        guard case .finish(.cancelled, endsAccounts: true) = machine.reported(now: .seconds(1)) else {
+        guard case .finish = machine.handle(.reported, now: .seconds(1)),
+            case .finished(.cancelled, endsAccounts: true) = machine.phase
+        else {
             Issue.record("a cancelled request ends as cancelled")
             return
         }
@@ -223,19 +237,21 @@ struct RequestMachineTests {
 
     @Test func aFailureThatIsNeverRetriedIsNotOfferedToTheRetriers() throws {
         var machine = machine()
-        _ = machine.start(from: request())
+        _ = machine.handle(.start(first: request()), now: .zero)
         let open = CircuitBreakerOpenError(key: "api.example.com", state: .open, retryAfter: .seconds(5))
         let report = try reported(
-            machine.attemptEnded(AttemptResult(.failure(.circuitOpen(open))), now: .zero, admittedByBreaker: false))
+            machine.handle(
+                .attemptEnded(AttemptResult(.failure(.circuitOpen(open))), admittedByBreaker: false), now: .zero))
         #expect(report.decision == .failed)
     }
 
     @Test func anAttemptTheDeadlineCutShortIsRecordedAsTimedOutAndEndsTheRequest() throws {
         var machine = machine(deadline: .seconds(1))
-        _ = machine.start(from: request())
-        let report = try reported(machine.attemptEnded(.deadlineReached, now: .seconds(1), admittedByBreaker: false))
+        _ = machine.handle(.start(first: request()), now: .zero)
+        let report = try reported(
+            machine.handle(.attemptEnded(.deadlineReached, admittedByBreaker: false), now: .seconds(1)))
         #expect(report.decision == .failed)
-        guard case .transportFailed(let cut as URLError) = report.attempt.failure else {
+        guard case .transportFailed(let cut as URLError) = machine.attempt(1).failure else {
             Issue.record("an attempt the deadline cut short is recorded as timed out")
             return
         }
@@ -249,19 +265,19 @@ struct RequestMachineTests {
     @Test func aRetrierThatMovesTheRequestHasTheGatesAskedAboutTheNewTargetAndTheNextAttemptStartFromIt() throws {
         let fallback = URLRequest(url: URL(string: "https://fallback.example.com/items")!)
         var machine = machine()
-        _ = machine.start(from: request())
-        _ = machine.attemptEnded(status(503), now: .zero, admittedByBreaker: false)
+        _ = machine.handle(.start(first: request()), now: .zero)
+        _ = machine.handle(.attemptEnded(status(503), admittedByBreaker: false), now: .zero)
         guard
-            case .askGates(let retry, _, _) = machine.retriersAnswered(
-                .answered(.retryWithRequest(fallback, delay: .seconds(1))), now: .zero)
+            case .askGates(let retry, _, _) = machine.handle(
+                .retriersAnswered(.answered(.retryWithRequest(fallback, delay: .seconds(1)))), now: .zero)
         else {
             Issue.record("the retry is put to the gates")
             return
         }
         #expect(retry.retryTarget?.url == fallback.url)
-        _ = machine.gatesAnswered(nil, now: .zero)
-        _ = machine.reported(now: .zero)
-        guard case .attempt(let next, number: 2, _) = machine.backoffEnded(.slept, now: .seconds(1)) else {
+        _ = machine.handle(.gatesAnswered(refusal: nil), now: .zero)
+        _ = machine.handle(.reported, now: .zero)
+        guard case .attempt(let next, number: 2, _) = machine.handle(.backoffEnded(.slept), now: .seconds(1)) else {
             Issue.record("the next attempt follows the backoff")
             return
         }
@@ -299,9 +315,9 @@ struct RequestMachineTests {
                 session: session, original: .request(URLRequest(url: URL(string: "https://example.com")!)),
                 label: nil, deadline: nil, attemptTimeout: nil, hedging: nil)
             var machine = RequestMachine(plan, now: .zero)
-            _ = machine.reported(now: .zero)
+            _ = machine.handle(.reported, now: .zero)
         }
         let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
-        #expect(message.contains("reported in attempting"))
+        #expect(message.contains("reported cannot happen in attempting"))
     }
 }

@@ -43,7 +43,7 @@ struct HedgingExecutor {
         var asking: [Int: AttemptResult] = [:]
         var hedges = 0
         // The newest attempt until it hands its request to the transport: no hedge starts before that.
-        var unsent: Int? = start(roundBase, hedge: 0, in: round, inFlight: &inFlight, machine: machine)
+        var unsent: Int? = start(roundBase, hedge: 0, in: round, inFlight: &inFlight, for: machine)
         var newestSent: URLRequest?
         var stopped = false
         // The delay before the next hedge counts from when the newest attempt reached the transport: time it spent
@@ -102,13 +102,11 @@ struct HedgingExecutor {
                 }
                 if let request = answer.request { machine.retarget(request) }
                 // The request goes on at once with the attempts in flight, and the next hedge if it may start.
-                await plan.tell(
-                    machine.report(
-                        ofAttempt: number, data: failed.data, decision: .retry(after: .zero), now: clock.now()))
+                await tell(attempt: number, data: failed.data, decision: .retry(after: .zero), in: machine)
                 if answer.delay != nil { due = true }
             }
             guard due, unsent == nil, !stopped, let sent = newestSent,
-                mayStartAnother(inFlight: inFlight, machine: machine)
+                mayStartAnother(inFlight: inFlight, for: machine)
             else { continue }
             if let quietUntil, case let now = clock.now(), now < quietUntil {
                 // Asked to wait: the next hedge may start once the time asked for has passed.
@@ -117,7 +115,7 @@ struct HedgingExecutor {
                 continue
             }
             let number = machine.attempts.count + inFlight.count + 1
-            guard admitsHedge(sent, number: number, machine: machine) else {
+            guard admitsHedge(sent, number: number, for: machine) else {
                 // Not a request to repeat, or a gate refused: no more hedges in this round.
                 stopped = true
                 continue
@@ -125,14 +123,14 @@ struct HedgingExecutor {
             hedges += 1
             // The next delay counts from when this hedge is sent: a tick of the attempt before it no longer counts.
             round.cancelTick()
-            unsent = start(machine.nextBase, hedge: hedges, in: round, inFlight: &inFlight, machine: machine)
+            unsent = start(machine.nextBase, hedge: hedges, in: round, inFlight: &inFlight, for: machine)
             due = hedging.delay == .zero
         }
     }
 
     /// Starts the next attempt of the round in a task of its own and returns its number.
     func start(
-        _ base: URLRequest, hedge: Int, in round: HedgeRound, inFlight: inout InFlight, machine: RequestMachine
+        _ base: URLRequest, hedge: Int, in round: HedgeRound, inFlight: inout InFlight, for machine: RequestMachine
     ) -> Int {
         let number = machine.attempts.count + inFlight.count + 1
         // The request's first attempt starts with the request.
@@ -140,12 +138,15 @@ struct HedgingExecutor {
         inFlight[number] = (hedge, attemptStart)
         let plan = plan
         let limit = machine.time.attemptLimit(now: attemptStart)
-        round.start(number) { onSend in await plan.attempt(base, number: number, within: limit, onSend: onSend) }
+        round.start(number) { onSend in
+            guard let limit else { return await plan.attempt(base, number: number, onSend: onSend) }
+            return await plan.attempt(base, number: number, within: limit, onSend: onSend)
+        }
         return number
     }
 
     /// Whether the settings and the time left let the round start another attempt.
-    func mayStartAnother(inFlight: InFlight, machine: RequestMachine) -> Bool {
+    func mayStartAnother(inFlight: InFlight, for machine: RequestMachine) -> Bool {
         guard inFlight.count < hedging.maximumInFlight,
             machine.attempts.count + inFlight.count < hedging.maximumAttempts, !Task.isCancelled
         else { return false }
@@ -154,13 +155,20 @@ struct HedgingExecutor {
 
     /// Whether attempt `number` may start as a hedge of `sent`, the newest request of the round: a request that may
     /// be repeated, let through by every hedge gate registered (a throttle, a breaker, a budget), in order.
-    func admitsHedge(_ sent: URLRequest, number: Int, machine: RequestMachine) -> Bool {
+    func admitsHedge(_ sent: URLRequest, number: Int, for machine: RequestMachine) -> Bool {
         guard machine.mayBeRepeated(sent) else { return false }
         guard let roles = plan.registered else { return true }
         for gate in roles.hedgeGates {
             if gate.admitHedge(sent, of: plan.requestID, attempt: number, roles: roles) != nil { return false }
         }
         return true
+    }
+
+    /// Has the parts settle recorded attempt `number` of the round and tells the observers, with `decision`: a loser's
+    /// (``AttemptDecision/cancelled``), or a retry without delay for a failure while others are in flight.
+    func tell(attempt number: Int, data: Data?, decision: AttemptDecision, in machine: RequestMachine) async {
+        let report = machine.report(ofAttempt: number, data: data, decision: decision, now: plan.session.clock.now())
+        if let outcome = plan.settle(machine.attempt(number), as: report) { await plan.tell(outcome) }
     }
 
     /// Ends a round: cancels what is in flight and the questions still unanswered, records each attempt in flight as
@@ -182,12 +190,11 @@ struct HedgingExecutor {
         // machine's to settle and report.
         let deciding = ending.flatMap { machine.setAside(attempt: $0.number) }
         for (number, failed) in asking.sorted(by: { $0.key < $1.key }) {
-            await plan.tell(
-                machine.report(ofAttempt: number, data: failed.data, decision: .cancelled, now: clock.now()))
+            await tell(attempt: number, data: failed.data, decision: .cancelled, in: machine)
         }
         for (number, started, loser) in cancelled.dropLast(ending == nil ? 1 : 0) {
             machine.record(loser, number: number, since: started.start, now: clock.now(), hedge: started.hedge)
-            await plan.tell(machine.report(ofAttempt: number, data: nil, decision: .cancelled, now: clock.now()))
+            await tell(attempt: number, data: nil, decision: .cancelled, in: machine)
         }
         if let ending {
             if let deciding { machine.putBack(deciding) }

@@ -43,13 +43,15 @@ struct RequestMachine {
         /// The request sleeps before its next attempt; a gate that ends the sleep ends the request with `ending`, the
         /// failed attempt's error with the gate's error as the reason.
         case backingOff(ending: ReboundError)
-        /// The request ended.
-        case finished
+        /// The request ended: the driver tells the observers, has the parts forget what they keep for the request when
+        /// `endsAccounts`, and returns or throws `ending`.
+        case finished(Ending, endsAccounts: Bool)
     }
 
     /// What follows the report of an attempt.
     enum AfterReport {
-        case succeed(Response)
+        /// The attempt that came to `result` succeeded.
+        case succeed(AttemptResult)
         case backOff(Duration, ending: ReboundError)
         case fail(ReboundError)
         case cancel
@@ -69,33 +71,27 @@ struct RequestMachine {
         case report(Report)
         /// Sleep `delay` before the next attempt; `wait` is the sleep a breaker that granted the retry can end.
         case backOff(Duration, wait: BackoffWait?)
-        /// End the request: tell the observers ``RequestMachine/outcome(of:now:)``, have the parts forget what they
-        /// keep for the request when `endsAccounts`, and return or throw `ending`.
-        case finish(Ending, endsAccounts: Bool)
+        /// End the request, as ``Phase/finished(_:endsAccounts:)`` says.
+        case finish
     }
 
-    /// What the parts and the observers are told of an attempt: its record, its body and what follows it; the
+    /// What the parts and the observers are told of recorded attempt `attempt`: its body and what follows it; the
     /// ``AttemptOutcome`` is built only for a part or an observer that reads it.
     struct Report {
-        let attempt: Attempt
+        /// The number of the attempt reported.
+        let attempt: Int
         let data: Data?
         let decision: AttemptDecision
         /// The error the request ends with, when `decision` is ``AttemptDecision/failed``.
         let error: ReboundError?
         /// The time since the request started.
         let elapsed: Duration
-
-        /// The attempt's outcome, as the observers of `plan`'s request hear it.
-        func outcome(in plan: RequestPlan) -> AttemptOutcome {
-            AttemptOutcome(
-                requestID: plan.requestID, label: plan.label, original: plan.original, attempt: attempt, data: data,
-                elapsed: elapsed, decision: decision, error: error)
-        }
     }
 
     /// How a request ends.
     enum Ending {
-        case succeeded(Response)
+        /// With the result of the attempt that succeeded (see ``response(to:)``).
+        case succeeded(AttemptResult)
         case failed(ReboundError)
         case cancelled
     }
@@ -141,82 +137,86 @@ struct RequestMachine {
     /// How an attempt the deadline cut short is recorded.
     static let deadlineCutShort = ReboundError.Reason.transportFailed(error: URLError(.timedOut))
 
+    /// What happened to the request, as the driver feeds it to ``handle(_:now:)``.
+    enum Event {
+        /// The request starts; its first attempt starts from `first` (the session's unshared copy of the caller's
+        /// request, or the caller's).
+        case start(first: URLRequest)
+        /// The task was found cancelled before the next attempt.
+        case cancelled
+        /// The attempt in flight ended with `result`; `admittedByBreaker` says whether a breaker let an attempt of the
+        /// request through so far (its grant of a retry then keeps the backoff wait).
+        case attemptEnded(AttemptResult, admittedByBreaker: Bool)
+        /// A hedged round ended with `result`, recorded last by the round, and the retriers' `answer` about it if the
+        /// round asked them already.
+        case roundEnded(AttemptResult, answer: RetryResult?, admittedByBreaker: Bool)
+        /// The retriers answered about the failure in question (or did not, in time).
+        case retriersAnswered(RetriersAnswer)
+        /// The gates answered about the retry: the first refusal, `nil` when every gate granted it.
+        case gatesAnswered(refusal: (any Error)?)
+        /// The parts and the observers heard how the last attempt ended.
+        case reported
+        /// The backoff sleep ended.
+        case backoffEnded(BackoffEnding)
+    }
+
     // MARK: Events
 
-    /// The first action: attempt 1 from `first` (the session's unshared copy of the caller's request, or the caller's).
-    func start(from first: consuming URLRequest) -> Action {
-        guard case .attempting(1, let start) = phase else { preconditionFailure("started twice, in \(phase)") }
-        return nextAttempt(from: first, number: 1, now: start)
-    }
+    /// The next action after `event`, which happened `now` on the session's clock: the machine's one entry.
+    ///
+    /// Out of line, so that the transitions' temporaries stay out of the driver's async frame, which lasts the whole
+    /// request.
+    mutating func handle(_ event: Event, now: Duration) -> Action {
+        switch (event, phase) {
+        case (.start(let first), .attempting(1, _)) where attempts.isEmpty:
+            return nextAttempt(from: first, number: 1, now: now)
 
-    /// The task was found cancelled before the next attempt.
-    mutating func cancelled(now: Duration) -> Action {
-        finish(.cancelled, now: now)
-    }
+        case (.cancelled, _):
+            return finish(.cancelled)
 
-    /// Attempt `number` ended with `result` at `now`; `admittedByBreaker` says whether a breaker let an attempt of the
-    /// request through so far (its grant of a retry then keeps the backoff wait).
-    mutating func attemptEnded(_ result: AttemptResult, now: Duration, admittedByBreaker: Bool) -> Action {
-        guard case .attempting(let number, let start) = phase else {
-            preconditionFailure("an attempt ended in \(phase)")
-        }
-        record(result, number: number, since: start, now: now)
-        return decide(after: result, now: now, answer: nil, admittedByBreaker: admittedByBreaker)
-    }
+        case (.attemptEnded(let result, let admittedByBreaker), .attempting(let number, let start)):
+            record(result, number: number, since: start, now: now)
+            return decide(after: result, answer: nil, admittedByBreaker: admittedByBreaker, now: now)
 
-    /// A hedged round ended with `result`, recorded last by the round, and the retriers' `answer` about it if the round
-    /// asked them already.
-    mutating func roundEnded(
-        _ result: AttemptResult, answer: RetryResult?, now: Duration, admittedByBreaker: Bool
-    ) -> Action {
-        guard case .attempting = phase else { preconditionFailure("a round ended in \(phase)") }
-        return decide(after: result, now: now, answer: answer, admittedByBreaker: admittedByBreaker)
-    }
+        case (.roundEnded(let result, let answer, let admittedByBreaker), .attempting):
+            return decide(after: result, answer: answer, admittedByBreaker: admittedByBreaker, now: now)
 
-    /// The retriers answered about the failure in question (or did not, in time).
-    mutating func retriersAnswered(_ answer: RetriersAnswer, now: Duration) -> Action {
-        guard case .deciding(let question) = phase else { preconditionFailure("the retriers answered in \(phase)") }
-        switch answer {
-        case .answered(let result): return decide(question, after: result, now: now)
-        case .tooLate: return report(.fail(deadlineExceeded(after: question.error)), now: now)
-        case .cancelled: return report(.cancel, now: now)
-        }
-    }
+        case (.retriersAnswered(.answered(let result)), .deciding(let question)):
+            return decide(question, after: result, now: now)
+        case (.retriersAnswered(.tooLate), .deciding(let question)):
+            return report(.fail(deadlineExceeded(after: question.error)), data: question.error.data, now: now)
+        case (.retriersAnswered(.cancelled), .deciding(let question)):
+            return report(.cancel, data: question.error.data, now: now)
 
-    /// The gates answered about the retry: `denial` is the first refusal, `nil` when every gate granted it.
-    mutating func gatesAnswered(_ denial: (any Error)?, now: Duration) -> Action {
-        guard case .admitting(let question, let delay, let target) = phase else {
-            preconditionFailure("the gates answered in \(phase)")
-        }
-        if let denial { return report(.fail(aborted(question.error, by: denial)), now: now) }
-        attempts[attempts.count - 1].retryDelay = delay
-        if let target { base = target }
-        return report(.backOff(delay, ending: question.error), now: now)
-    }
+        case (.gatesAnswered(let refusal?), .admitting(let question, _, _)):
+            return report(.fail(aborted(question.error, by: refusal)), data: question.error.data, now: now)
+        case (.gatesAnswered(nil), .admitting(let question, let delay, let target)):
+            attempts[attempts.count - 1].retryDelay = delay
+            if let target { base = target }
+            return report(.backOff(delay, ending: question.error), data: question.error.data, now: now)
 
-    /// The parts and the observers heard how the last attempt ended.
-    mutating func reported(now: Duration) -> Action {
-        guard case .reporting(let after) = phase else { preconditionFailure("reported in \(phase)") }
-        switch after {
-        case .succeed(let response): return finish(.succeeded(response), now: now)
-        case .fail(let error): return finish(.failed(error), now: now)
-        case .cancel: return finish(.cancelled, now: now)
-        case .backOff(let delay, let ending):
+        case (.reported, .reporting(.succeed(let result))):
+            return finish(.succeeded(result))
+        case (.reported, .reporting(.fail(let error))):
+            return finish(.failed(error))
+        case (.reported, .reporting(.cancel)):
+            return finish(.cancelled)
+        case (.reported, .reporting(.backOff(let delay, let ending))):
             // No delay, no sleep: the next attempt follows at once.
             guard delay > .zero else { return retry(now: now) }
             phase = .backingOff(ending: ending)
             return .backOff(delay, wait: backoffWait)
-        }
-    }
 
-    /// The backoff sleep ended.
-    mutating func backoffEnded(_ ending: BackoffEnding, now: Duration) -> Action {
-        guard case .backingOff(let failure) = phase else { preconditionFailure("a backoff ended in \(phase)") }
-        switch ending {
-        case .slept: return retry(now: now)
-        case .cancelled: return finish(.cancelled, now: now)
-        // A gate that granted the retry ended the wait (a breaker that opened): as if it had refused the retry.
-        case .ended(let error): return finish(.failed(aborted(failure, by: error)), now: now)
+        case (.backoffEnded(.slept), .backingOff):
+            return retry(now: now)
+        case (.backoffEnded(.cancelled), .backingOff):
+            return finish(.cancelled)
+        case (.backoffEnded(.ended(let error)), .backingOff(let failure)):
+            // A gate that granted the retry ended the wait (a breaker that opened): as if it had refused the retry.
+            return finish(.failed(aborted(failure, by: error)))
+
+        default:
+            preconditionFailure("\(event) cannot happen in \(phase)")
         }
     }
 
@@ -242,10 +242,24 @@ struct RequestMachine {
     /// the request's decision: a hedged round's attempt that lost (``AttemptDecision/cancelled``), or that failed while
     /// others are in flight (a retry without delay).
     func report(ofAttempt number: Int, data: Data?, decision: AttemptDecision, now: Duration) -> Report {
+        Report(attempt: number, data: data, decision: decision, error: nil, elapsed: now - time.start)
+    }
+
+    /// The response of the successful attempt that came to `result`, with the record of every attempt.
+    func response(to result: AttemptResult) -> Response {
+        guard let sent = result.sent, let head = result.response else {
+            preconditionFailure("a successful attempt has a request and a response")
+        }
+        return Response(
+            data: result.data ?? Data(), head: head, request: sent, original: plan.original, attempts: attempts)
+    }
+
+    /// The record of attempt `number`.
+    func attempt(_ number: Int) -> Attempt {
         guard let attempt = attempts.last(where: { $0.number == number }) else {
             preconditionFailure("attempt \(number) is reported before it is recorded")
         }
-        return Report(attempt: attempt, data: data, decision: decision, error: nil, elapsed: now - time.start)
+        return attempt
     }
 
     /// Takes recorded attempt `number` out, for a hedged round to record the attempts it cancelled before the one that
@@ -306,20 +320,15 @@ struct RequestMachine {
 
     /// What follows an attempt, recorded last, that came to `result`.
     private mutating func decide(
-        after result: AttemptResult, now: Duration, answer: RetryResult?, admittedByBreaker: Bool
+        after result: AttemptResult, answer: RetryResult?, admittedByBreaker: Bool, now: Duration
     ) -> Action {
         switch result.kind {
         case .success:
-            guard let sent = result.sent, let head = result.response else {
-                preconditionFailure("a successful attempt has a request and a response")
-            }
-            let response = Response(
-                data: result.data ?? Data(), head: head, request: sent, original: plan.original, attempts: attempts)
-            return report(.succeed(response), result: result, now: now)
+            return report(.succeed(result), data: result.data, now: now)
         case .cancelled:
-            return report(.cancel, result: result, now: now)
+            return report(.cancel, data: result.data, now: now)
         case .deadlineReached:
-            return report(.fail(deadlineExceeded(after: Self.deadlineCutShort)), result: result, now: now)
+            return report(.fail(deadlineExceeded(after: Self.deadlineCutShort)), data: result.data, now: now)
         case .failure(let reason):
             let question = question(about: result, admittedByBreaker: admittedByBreaker)
             phase = .deciding(question)
@@ -338,20 +347,20 @@ struct RequestMachine {
         guard let delay = result.delay else {
             // Stopping with the very failure the retriers were asked about ends the request with it, unwrapped.
             if let given = result.error as? ReboundError, given.isSame(as: error) {
-                return report(.fail(error), now: now)
+                return report(.fail(error), data: error.data, now: now)
             }
-            return report(.fail(result.error.map { aborted(error, by: $0) } ?? error), now: now)
+            return report(.fail(result.error.map { aborted(error, by: $0) } ?? error), data: error.data, now: now)
         }
         // Retries and hedges together stay within the hedging settings' attempts.
         if let hedging = plan.hedging, attempts.count >= hedging.maximumAttempts,
             mayBeRepeated(lastSentRequest ?? plan.originalRequest)
         {
-            return report(.fail(error), now: now)
+            return report(.fail(error), data: error.data, now: now)
         }
         // A stream in the request adapters start from was consumed by this attempt: a retry would send it empty or
         // half. (A stream an adapter sets is made anew for each attempt; one a retrier hands over is taken as fresh.)
         if result.request == nil, base.map({ $0.httpBodyStream != nil }) ?? plan.original.hasBodyStream {
-            return report(.fail(aborted(error, by: StreamBodyNotReplayable())), now: now)
+            return report(.fail(aborted(error, by: StreamBodyNotReplayable())), data: error.data, now: now)
         }
         // Backoff never sleeps past the deadline: a delay that would end after it ends the request now. So does a
         // server's `Retry-After` (on a 429 or 503) that ends after it, whatever delay the retriers chose: a retry
@@ -359,7 +368,7 @@ struct RequestMachine {
         // to another request (a fallback host) was not asked to wait by this response.
         let asked = result.request == nil ? error.responseHead.flatMap(RetryAfter.asked.delay(for:)) ?? .zero : .zero
         if !time.allows(Swift.max(delay, asked), from: now) {
-            return report(.fail(deadlineExceeded(after: error)), now: now)
+            return report(.fail(deadlineExceeded(after: error)), data: error.data, now: now)
         }
         // The gates are told where a retry goes when it does not start from the caller's request (a fallback host), so
         // that a host's breaker decides only about retries to its host.
@@ -368,25 +377,9 @@ struct RequestMachine {
         return .askGates(retry, dueTo: error, delay: delay)
     }
 
-    /// Reports the last recorded attempt, whose data the observers read from the error the request was asked about.
-    private mutating func report(_ after: AfterReport, now: Duration) -> Action {
-        guard let last = attempts.last else { preconditionFailure("a report follows a recorded attempt") }
-        let data: Data? =
-            switch phase {
-            case .deciding(let question), .admitting(let question, _, _): question.error.data
-            default: nil
-            }
-        return report(after, attempt: last, data: data, now: now)
-    }
-
-    /// Reports the last recorded attempt, which came to `result`.
-    private mutating func report(_ after: AfterReport, result: AttemptResult, now: Duration) -> Action {
-        guard let last = attempts.last else { preconditionFailure("a report follows a recorded attempt") }
-        return report(after, attempt: last, data: result.data, now: now)
-    }
-
-    private mutating func report(_ after: AfterReport, attempt: Attempt, data: Data?, now: Duration) -> Action {
-        phase = .reporting(after: after)
+    /// Reports the last recorded attempt, whose body was `data`, and what follows it.
+    private mutating func report(_ after: AfterReport, data: Data?, now: Duration) -> Action {
+        guard let attempt = attempts.last else { preconditionFailure("a report follows a recorded attempt") }
         let (decision, error): (AttemptDecision, ReboundError?) =
             switch after {
             case .succeed: (.succeeded, nil)
@@ -394,16 +387,17 @@ struct RequestMachine {
             case .fail(let error): (.failed, error)
             case .cancel: (.cancelled, nil)
             }
+        phase = .reporting(after: after)
         return .report(
-            Report(attempt: attempt, data: data, decision: decision, error: error, elapsed: now - time.start))
+            Report(attempt: attempt.number, data: data, decision: decision, error: error, elapsed: now - time.start))
     }
 
     /// Ends the request.
-    private mutating func finish(_ ending: Ending, now: Duration) -> Action {
-        phase = .finished
+    private mutating func finish(_ ending: Ending) -> Action {
         // A part keeps something for a request only once it granted it a retry.
         let endsAccounts: Bool = if case .succeeded = ending { attempts.count > 1 } else { true }
-        return .finish(ending, endsAccounts: endsAccounts)
+        phase = .finished(ending, endsAccounts: endsAccounts)
+        return .finish
     }
 
     /// What the observers are told of the request's end, `now`.

@@ -12,11 +12,11 @@ extension RequestPlan {
     /// Runs one attempt within `limit` (``RequestTime/attemptLimit(now:)``); the attempt is cancelled when its time
     /// runs out, and the request goes on at once even if the attempt ignores cancellation (its result is then dropped).
     /// `onSend` hears the request handed to the transport (a hedged round's attempts report it).
+    @inline(never)
     func attempt(
-        _ base: consuming URLRequest, number: Int, within limit: TimeLimit?,
+        _ base: consuming URLRequest, number: Int, within limit: TimeLimit,
         onSend: (@Sendable (URLRequest) -> Void)? = nil
     ) async -> AttemptResult {
-        guard let limit else { return await attempt(base, number: number, onSend: onSend) }
         if limit.duration <= .zero { return .deadlineReached }
         // What the attempt handed to the transport before its time ran out: a sent attempt is recorded as sent (a
         // budget charges it), though its result is dropped.

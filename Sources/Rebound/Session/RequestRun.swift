@@ -18,44 +18,57 @@ extension RequestPlan {
     func execute(startingWith first: consuming URLRequest) async throws -> Response {
         let clock = session.clock
         var machine = RequestMachine(self, now: clock.now())
-        var action = machine.start(from: first)
+        var action = machine.handle(.start(first: consume first), now: machine.time.start)
         while true {
-            switch action {
+            let event: RequestMachine.Event
+            // Consumed, so that the request an attempt starts from is the adapters' alone to change in place.
+            switch consume action {
             case .attempt(let request, let number, let limit):
                 if Task.isCancelled {
-                    action = machine.cancelled(now: clock.now())
-                    continue
+                    event = .cancelled
+                } else if let limit {
+                    event = .attemptEnded(
+                        await attempt(consume request, number: number, within: limit),
+                        admittedByBreaker: admittedByBreaker)
+                } else {
+                    event = .attemptEnded(
+                        await attempt(consume request, number: number), admittedByBreaker: admittedByBreaker)
                 }
-                let result = await attempt(request, number: number, within: limit)
-                action = machine.attemptEnded(result, now: clock.now(), admittedByBreaker: admittedByBreaker)
             case .hedgedRound(let request, let hedging):
                 if Task.isCancelled {
-                    action = machine.cancelled(now: clock.now())
-                    continue
+                    event = .cancelled
+                } else {
+                    let round = await HedgingExecutor(plan: self, hedging: hedging).execute(from: request, in: &machine)
+                    event = .roundEnded(round.result, answer: round.answer, admittedByBreaker: admittedByBreaker)
                 }
-                let round = await HedgingExecutor(plan: self, hedging: hedging).execute(from: request, in: &machine)
-                action = machine.roundEnded(
-                    round.result, answer: round.answer, now: clock.now(), admittedByBreaker: admittedByBreaker)
             case .askRetriers(let question, let limit):
-                let answer = await retryResult(for: question, within: limit)
-                action = machine.retriersAnswered(answer, now: clock.now())
+                event = .retriersAnswered(await retryResult(for: question, within: limit))
             case .askGates(let retry, let error, let delay):
-                action = machine.gatesAnswered(refusal(of: retry, dueTo: error, after: delay), now: clock.now())
+                event = .gatesAnswered(refusal: refusal(of: retry, dueTo: error, after: delay))
             case .report(let report):
-                await tell(report)
-                action = machine.reported(now: clock.now())
+                if let outcome = settle(machine.attempt(report.attempt), as: report) { await tell(outcome) }
+                event = .reported
             case .backOff(let delay, let wait):
-                let ending = await backOff(for: delay, wait: wait)
-                action = machine.backoffEnded(ending, now: clock.now())
-            case .finish(let ending, let endsAccounts):
-                if hasObservers { await tell(machine.outcome(of: ending, now: clock.now())) }
-                if endsAccounts { endAccounts() }
-                switch ending {
-                case .succeeded(let response): return response
-                case .failed(let error): throw error
-                case .cancelled: throw CancellationError()
-                }
+                event = .backoffEnded(await backOff(for: delay, wait: wait))
+            case .finish:
+                return try await finish(&machine)
             }
+            action = machine.handle(event, now: clock.now())
+        }
+    }
+
+    /// Ends the request as the machine says (``RequestMachine/Phase/finished(_:endsAccounts:)``): tells the observers,
+    /// has the parts forget what they keep for the request, then returns the response or throws.
+    func finish(_ machine: inout RequestMachine) async throws -> Response {
+        guard case .finished(let ending, let endsAccounts) = machine.phase else {
+            preconditionFailure("the request ends in \(machine.phase)")
+        }
+        if hasObservers { await tell(machine.outcome(of: ending, now: session.clock.now())) }
+        if endsAccounts { endAccounts() }
+        switch ending {
+        case .succeeded(let result): return machine.response(to: result)
+        case .failed(let error): throw error
+        case .cancelled: throw CancellationError()
         }
     }
 
@@ -66,6 +79,7 @@ extension RequestPlan {
 
     /// Asks the retriers about a failed attempt within `limit` (the time left before the deadline, if any), even a
     /// retrier that ignores cancellation.
+    @inline(never)
     func retryResult(for question: RequestMachine.Question, within limit: Duration?) async
         -> RequestMachine.RetriersAnswer
     {
@@ -107,6 +121,7 @@ extension RequestPlan {
 
     /// Sleeps the backoff before a retry on the session's clock; a breaker that granted the retry ends `wait` if it
     /// opens meanwhile.
+    @inline(never)
     func backOff(for delay: Duration, wait: BackoffWait?) async -> BackoffWait.Ending {
         if let wait { return await wait.sleep(for: delay, on: session.clock) }
         do {
@@ -120,28 +135,34 @@ extension RequestPlan {
 
     // MARK: What the parts and the observers are told
 
-    /// Has the parts that let the reported attempt through settle it (``AttemptAccountant``), at once and in order,
-    /// then tells the observers.
-    func tell(_ report: RequestMachine.Report) async {
-        var outcome: AttemptOutcome?
-        // Built once, and only for a part or an observer that reads it.
-        func built() -> AttemptOutcome {
-            if let outcome { return outcome }
-            let made = report.outcome(in: self)
-            outcome = made
-            return made
+    /// Has the parts that let `attempt` through settle it (``AttemptAccountant``), at once and in order, and returns
+    /// what the observers are to be told of it, as `report` says; `nil` when no observer is to be told.
+    func settle(_ attempt: Attempt, as report: RequestMachine.Report) -> AttemptOutcome? {
+        func outcome() -> AttemptOutcome {
+            AttemptOutcome(
+                requestID: requestID, label: label, original: original, attempt: attempt, data: report.data,
+                elapsed: report.elapsed, decision: report.decision, error: report.error)
         }
-        var observed = listsObservers
-        if let registered {
-            let (accountants, hasObservers) = registered.accountantsAndObservers
-            for part in accountants {
-                part.settle(report.attempt, of: requestID, roles: registered, outcome: built)
+        guard let registered else { return listsObservers ? outcome() : nil }
+        let (accountants, hasObservers) = registered.accountantsAndObservers
+        // The outcome, built once, for the first part that reads it (a breaker with a `classify` of its own) and the
+        // observers.
+        var built: AttemptOutcome?
+        for part in accountants {
+            part.settle(attempt, of: requestID, roles: registered) {
+                if let built { return built }
+                let made = outcome()
+                built = made
+                return made
             }
-            observed = observed || hasObservers
         }
-        guard observed else { return }
-        let told = built()
-        await forEachObserver { await $0.attemptDidFinish(told) }
+        guard listsObservers || hasObservers else { return nil }
+        return built ?? outcome()
+    }
+
+    /// Tells the observers how an attempt ended.
+    func tell(_ outcome: AttemptOutcome) async {
+        await forEachObserver { await $0.attemptDidFinish(outcome) }
     }
 
     /// Tells the observers how the request ended.

@@ -178,11 +178,11 @@ public final class Session: Sendable {
         redirectHandler: (any RedirectHandler)? = nil,
         hedging: Hedging? = nil
     ) async throws -> Response {
-        let (plan, first) = plan(
+        let plan = plan(
             .request(request), label: label, adapters: adapters, retriers: retriers, interceptor: interceptor,
             observers: observers, gates: gates, validator: validator, deadline: deadline,
             attemptTimeout: attemptTimeout, redirectHandler: redirectHandler, hedging: hedging)
-        return try await plan.execute(startingWith: first)
+        return try await plan.execute(startingWith: request)
     }
 
     /// Sends a request built from a URL, a method, headers and a body; see
@@ -228,7 +228,7 @@ public final class Session: Sendable {
             url, method: method, headers: headers, body: body, label: label, adapters: adapters, retriers: retriers,
             interceptor: interceptor, observers: observers, gates: gates, validator: validator, deadline: deadline,
             attemptTimeout: attemptTimeout, redirectHandler: redirectHandler, hedging: hedging)
-        return try await plan.execute(startingWith: first)
+        return try await plan.execute(startingWith: consume first)
     }
 
     /// The plan of a request built from a URL, and the request its first attempt starts from: one of its own for the
@@ -245,42 +245,42 @@ public final class Session: Sendable {
             adapts
             ? .parts(url: url, method: method, body: body)
             : .request(URLRequest(url: url, method: method, headers: headers, body: body))
-        let (plan, first) = plan(
+        let plan = plan(
             original, label: label, adapters: adapters, retriers: retriers, interceptor: interceptor,
             observers: observers, gates: gates, validator: validator, deadline: deadline,
             attemptTimeout: attemptTimeout, redirectHandler: redirectHandler, hedging: hedging)
-        return (plan, adapts ? URLRequest(url: url, method: method, body: body) : first)
+        return (plan, adapts ? URLRequest(url: url, method: method, body: body) : plan.originalRequest)
     }
 
-    /// A request's plan, with what the request did not set resolved against the session's defaults, and the request
-    /// its first attempt starts from: the caller's.
+    /// A request's plan, with what the request did not set resolved against the session's defaults.
+    ///
+    /// Out of line: its temporaries (the parts the caller passed) would otherwise stay in the frame of `send`, which
+    /// lasts the whole request.
+    @inline(never)
     private func plan(
         _ original: OriginalRequest, label: String?, adapters: [any RequestAdapter], retriers: [any RequestRetrier],
         interceptor: (any RequestInterceptor)?, observers: [any AttemptObserver], gates: [any RetryGate],
         validator: (any ResponseValidator)?, deadline: Duration?, attemptTimeout: Duration?,
         redirectHandler: (any RedirectHandler)?, hedging: Hedging?
-    ) -> (RequestPlan, first: URLRequest) {
+    ) -> RequestPlan {
         Self.check(attemptTimeout: attemptTimeout)
         // Most requests bring nothing of their own: then none of the existentials above is touched (compared with
         // `nil` only, which copies nothing).
-        let plan: RequestPlan
         if adapters.isEmpty, retriers.isEmpty, interceptor == nil, observers.isEmpty, gates.isEmpty, validator == nil,
             redirectHandler == nil
         {
-            plan = RequestPlan(
+            return RequestPlan(
                 session: self, original: original, label: label, deadline: deadline ?? self.deadline,
                 attemptTimeout: attemptTimeout ?? self.attemptTimeout, hedging: hedging ?? self.hedging)
-        } else {
-            plan = RequestPlan(
-                session: self, original: original, label: label,
-                requestInterceptor: Self.chain(adapters: adapters, retriers: retriers, interceptor: interceptor),
-                requestRoles: observers.isEmpty && gates.isEmpty
-                    ? nil : ChainRoles(observers: observers, gates: gates),
-                validator: validator, deadline: deadline ?? self.deadline,
-                attemptTimeout: attemptTimeout ?? self.attemptTimeout, redirectHandler: redirectHandler,
-                hedging: hedging ?? self.hedging)
         }
-        return (plan, plan.originalRequest)
+        return RequestPlan(
+            session: self, original: original, label: label,
+            requestInterceptor: Self.chain(adapters: adapters, retriers: retriers, interceptor: interceptor),
+            requestRoles: observers.isEmpty && gates.isEmpty
+                ? nil : ChainRoles(observers: observers, gates: gates),
+            validator: validator, deadline: deadline ?? self.deadline,
+            attemptTimeout: attemptTimeout ?? self.attemptTimeout, redirectHandler: redirectHandler,
+            hedging: hedging ?? self.hedging)
     }
 
     /// Traps on an attempt timeout of zero or less, naming the setting.
