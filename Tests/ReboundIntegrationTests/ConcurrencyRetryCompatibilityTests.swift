@@ -56,9 +56,19 @@ private func customization3(_ url: URL) async throws -> (Data, URLResponse) {
     return (data, response)
 }
 
+/// README, "Details": the default strategy, spelled out as the signature writes it.
+private func defaultStrategySpelledOut(_ url: URL) async throws -> (Data, URLResponse) {
+    let (data, response) = try await retry(maxAttempts: 3) {
+        try await URLSession.shared.data(from: url)
+    } strategy: { _ in
+        .backoff(.none)
+    }
+    return (data, response)
+}
+
 /// The README's prebuilt strategies, each where a strategy goes.
 private let readmeStrategies: [RetryStrategy] = [
-    .backoff(.zero),
+    .backoff(.none),
     .backoff(.constant(.seconds(2))),
     .backoff(.linear(a: .seconds(1), b: .seconds(1))),
     .backoff(.exponential(a: .seconds(1), b: 2.0)),
@@ -94,6 +104,17 @@ struct ConcurrencyRetryCompatibilityTests {
 
         #expect(String(decoding: data, as: UTF8.self) == "ok")
         #expect(server.hits("/flaky") == 2)
+    }
+
+    @Test func theDefaultStrategyWrittenAsBackoffNoneRetries() async throws {
+        let server = try LoopbackServer()
+        defer { server.stop() }
+        server.route("/flaky", [.truncated(), .truncated(), .status(200, body: "ok")])
+
+        let (data, _) = try await defaultStrategySpelledOut(server.url("/flaky"))
+
+        #expect(String(decoding: data, as: UTF8.self) == "ok")
+        #expect(server.hits("/flaky") == 3)
     }
 
     @Test func aConstantBackoffWithFiveAttempts() async throws {

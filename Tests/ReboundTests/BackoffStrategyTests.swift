@@ -179,6 +179,119 @@ struct DefaultBackoffTests {
     }
 }
 
+@Suite("BackoffStrategy.none, as swift-concurrency-retry spells it")
+struct NoneBackoffTests {
+    /// A policy that retries 429 and 503, whose delays without a backoff given are 1 s, 2 s, 4 s, 8 s.
+    private static let statuses: Set<Int> = [429, 503]
+
+    @Test func noneIsNoDelayLikeZero() {
+        let noDelay: BackoffStrategy = .none
+
+        #expect((0...3).map { noDelay.delay(forRetryCount: $0) } == [.zero, .zero, .zero, .zero])
+        #expect(BackoffStrategy.none.duration(2) == .zero)
+        guard case .backoff(let strategy) = RetryStrategy.backoff(.none) else {
+            Issue.record("not a backoff")
+            return
+        }
+        #expect(strategy.delay(forRetryCount: 5) == .zero)
+    }
+
+    @Test func noneGivenAsARetryPolicysBackoffIsNoDelayNeverTheDefault() async throws {
+        let initialized = RetryPolicy(
+            exponentialBackoffScale: 1, retryableHTTPStatusCodes: Self.statuses, backoff: .none)
+        let validated = try RetryPolicy.validated(
+            exponentialBackoffScale: 1, retryableHTTPStatusCodes: Self.statuses, backoff: .none)
+        let retriers: [any RequestRetrier] = [
+            .retryPolicy(exponentialBackoffScale: 1, retryableHTTPStatusCodes: Self.statuses, backoff: .none)
+        ]
+        let fromFactory = try #require(retriers[0] as? RetryPolicy)
+
+        for policy in [initialized, validated, fromFactory] {
+            #expect(policy.delay(forRetryCount: 3) == .zero)
+            #expect(await decision(policy, status: 503, retryCount: 1).delay == .zero)
+            #expect(await decision(policy, status: 429, retryCount: 1).delay == .zero)
+        }
+    }
+
+    @Test func noneGivenAsTheThrottlingBackoffIsNoDelayAfterA429NeverTheBackoff() async throws {
+        let initialized = RetryPolicy(retryableHTTPStatusCodes: Self.statuses, throttlingBackoff: .none)
+        let validated = try RetryPolicy.validated(retryableHTTPStatusCodes: Self.statuses, throttlingBackoff: .none)
+        let retriers: [any RequestRetrier] = [
+            .retryPolicy(retryableHTTPStatusCodes: Self.statuses, throttlingBackoff: .none)
+        ]
+        let fromFactory = try #require(retriers[0] as? RetryPolicy)
+
+        for policy in [initialized, validated, fromFactory] {
+            #expect(policy.throttlingBackoff?.delay(forRetryCount: 1) == .zero)
+            #expect(await decision(policy, status: 429, retryCount: 1).delay == .zero)
+            #expect(await decision(policy, status: 503, retryCount: 1).delay == .seconds(1))
+        }
+    }
+
+    @Test func noneGivenAsBothBackoffsOfTheInitializerIsNoDelayForEither() async {
+        let policies = [
+            RetryPolicy(retryableHTTPStatusCodes: Self.statuses, backoff: .none, throttlingBackoff: .none),
+            RetryPolicy(
+                retryableHTTPStatusCodes: Self.statuses, backoff: .none, throttlingBackoff: .constant(.seconds(3))),
+            RetryPolicy(
+                retryableHTTPStatusCodes: Self.statuses, backoff: .constant(.seconds(3)), throttlingBackoff: .none),
+        ]
+        let expected: [(Duration?, Duration?)] = [(.zero, .zero), (.zero, .seconds(3)), (.seconds(3), .zero)]
+
+        for (policy, (afterA503, afterA429)) in zip(policies, expected) {
+            #expect(await decision(policy, status: 503, retryCount: 1).delay == afterA503)
+            #expect(await decision(policy, status: 429, retryCount: 1).delay == afterA429)
+        }
+    }
+
+    @Test func noneGivenToAJSONBodyRetrierIsNoDelayNeverTheConstantDelay() throws {
+        let retriers = [
+            JSONBodyRetrier(values: ["X"], delay: .seconds(2), backoff: .none),
+            JSONBodyRetrier(delay: .seconds(2), backoff: .none) { _ in true },
+            try JSONBodyRetrier.validated(values: ["X"], delay: .seconds(2), backoff: .none),
+            try JSONBodyRetrier.validated(delay: .seconds(2), backoff: .none) { _ in true },
+        ]
+
+        for retrier in retriers {
+            #expect(retrier.delay(forRetryCount: 1) == .zero)
+        }
+    }
+
+    @Test func aBackoffGivenAsItIsStillChecksTheOtherSettingsNamingThem() {
+        let policy = #expect(throws: ConfigurationError.self) {
+            try RetryPolicy.validated(retryLimit: -1, backoff: .none)
+        }
+        let json = #expect(throws: ConfigurationError.self) {
+            try JSONBodyRetrier.validated(values: [], backoff: .none)
+        }
+
+        #expect(policy?.field == "RetryPolicy.retryLimit")
+        #expect(json?.field == "JSONBodyRetrier.values")
+    }
+
+    @Test func nilAnOptionalOrNoBackoffStillMeansTheDefault() async {
+        let left: BackoffStrategy? = nil
+        let policies = [
+            RetryPolicy(exponentialBackoffScale: 1, retryableHTTPStatusCodes: Self.statuses),
+            RetryPolicy(exponentialBackoffScale: 1, retryableHTTPStatusCodes: Self.statuses, backoff: nil),
+            RetryPolicy(exponentialBackoffScale: 1, retryableHTTPStatusCodes: Self.statuses, backoff: left),
+            RetryPolicy(
+                exponentialBackoffScale: 1, retryableHTTPStatusCodes: Self.statuses, backoff: BackoffStrategy?.none,
+                throttlingBackoff: nil),
+        ]
+
+        #expect(RetryPolicy().delay(forRetryCount: 1) == .seconds(1))
+        #expect(RetryPolicy(retryLimit: 3).delay(forRetryCount: 1) == .seconds(1))
+        for policy in policies {
+            #expect(policy.delay(forRetryCount: 3) == .seconds(8))
+            #expect(policy.throttlingBackoff == nil)
+            #expect(await decision(policy, status: 429, retryCount: 1).delay == .seconds(2))
+        }
+        #expect(
+            JSONBodyRetrier(values: ["X"], delay: .seconds(2), backoff: left).delay(forRetryCount: 1) == .seconds(2))
+    }
+}
+
 /// A duration of `count` attoseconds.
 private func attoseconds(_ count: Int64) -> Duration {
     Duration(secondsComponent: 0, attosecondsComponent: count)

@@ -101,6 +101,20 @@ struct RetryFunctionTests {
         #expect(try await retry { () throws(Flaky) in try onTheContinuousClock() } == "ok after 2")
     }
 
+    @Test func backingOffWithNoneRetriesAtOnceAsSwiftConcurrencyRetrySpellsIt() async throws {
+        let operation = Operation(failures: 2)
+        let clock = FastForwardClock()
+
+        let result = try await retry(maxAttempts: 3, clock: clock) { () throws(Flaky) in
+            try operation()
+        } strategy: { _ in
+            .backoff(.none)
+        }
+
+        #expect(result == "ok after 3")
+        #expect(clock.sleeps == [.zero, .zero])
+    }
+
     @Test func decorrelatedJitterSeesThePreviousDelay() async throws {
         let clock = FastForwardClock()
         let operation = Operation(failures: 4)

@@ -5,7 +5,7 @@ import Foundation
 ///
 /// | strategy | delay for retry count x |
 /// |---|---|
-/// | ``zero`` | 0 |
+/// | ``zero``, ``none`` | 0 |
 /// | ``constant(_:)`` | c |
 /// | ``linear(a:b:)`` | a·x + b |
 /// | ``exponential(a:b:)-(_,Int)`` | a·bˣ |
@@ -71,9 +71,13 @@ public struct BackoffStrategy: Sendable {
     /// No delay: f(x) = 0.
     public static var zero: BackoffStrategy { BackoffStrategy(.zero) }
 
-    /// No delay under the name it had: ``zero``. Where a `BackoffStrategy?` is expected, `.none` would be `nil`, the
-    /// receiver's default backoff; declared, so that the compiler warns there instead of choosing silently.
-    @available(*, unavailable, renamed: "zero", message: "no delay is .zero; an optional backoff's nil is the default")
+    /// No delay, under swift-concurrency-retry's name: the same as ``zero``.
+    ///
+    /// Every Rebound parameter that takes an optional backoff (`backoff:`, `throttlingBackoff:`) has an overload that
+    /// takes one as it is, so `.none` given there is this strategy, never `nil`; in `RetryPolicy.validated(…)` and
+    /// `.retryPolicy(…)`, `.none` beside the other backoff written as a strategy does not compile (the compiler finds
+    /// it ambiguous). Where nothing but an optional is expected (`let backoff: BackoffStrategy? = .none`), Swift's
+    /// rule makes `.none` `nil`, with the compiler's warning. ``zero`` is no delay in every one of these places.
     public static var none: BackoffStrategy { .zero }
 
     /// The same delay every time: f(x) = c.

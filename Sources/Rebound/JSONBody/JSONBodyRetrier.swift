@@ -95,7 +95,7 @@ public final class JSONBodyRetrier: RequestAdapter {
     ///
     /// An invalid setting is a programming error; the trap's message names it, for example
     /// `JSONBodyRetrier.retryLimit must be 0 or more, got -1`. For settings that arrive at run time, use
-    /// ``validated(path:values:retryLimit:delay:backoff:maximumBodySize:maximumDepth:inspectsSuccessfulResponses:)``,
+    /// ``validated(path:values:retryLimit:delay:backoff:maximumBodySize:maximumDepth:inspectsSuccessfulResponses:)-(_,_,_,_,BackoffStrategy?,_,_,_)``,
     /// which throws instead.
     ///
     /// - Parameters:
@@ -106,7 +106,7 @@ public final class JSONBodyRetrier: RequestAdapter {
     ///   - retryLimit: How many times a request is retried at most, `0` or more; `3` by default.
     ///   - delay: The delay before each retry, `0` or more; 5 seconds by default.
     ///   - backoff: A strategy for the delays instead of the constant `delay`, for example with jitter;
-    ///     `nil` (the default) for the constant `delay`.
+    ///     `nil` (the default) for the constant `delay`; `.none`, like `.zero`, is no delay.
     ///   - maximumBodySize: Larger bodies are no match; more than `0`; 1 MiB by default.
     ///   - maximumDepth: Deeper bodies are no match; between `1` and ``maximumDepthLimit`` (512); `64` by default.
     ///   - inspectsSuccessfulResponses: Whether a 2xx whose body matches is failed and retried; `true` by default.
@@ -132,14 +132,14 @@ public final class JSONBodyRetrier: RequestAdapter {
     ///
     /// An invalid setting is a programming error; the trap's message names it. For settings that
     /// arrive at run time, use
-    /// ``validated(retryLimit:delay:backoff:maximumBodySize:maximumDepth:inspectsSuccessfulResponses:where:)``, which
-    /// throws instead.
+    /// ``validated(retryLimit:delay:backoff:maximumBodySize:maximumDepth:inspectsSuccessfulResponses:where:)-(_,_,BackoffStrategy?,_,_,_,_)``,
+    /// which throws instead.
     ///
     /// - Parameters:
     ///   - retryLimit: How many times a request is retried at most, `0` or more; `3` by default.
     ///   - delay: The delay before each retry, `0` or more; 5 seconds by default.
     ///   - backoff: A strategy for the delays instead of the constant `delay`, for example with jitter;
-    ///     `nil` (the default) for the constant `delay`.
+    ///     `nil` (the default) for the constant `delay`; `.none`, like `.zero`, is no delay.
     ///   - maximumBodySize: Larger bodies are no match; more than `0`; 1 MiB by default.
     ///   - maximumDepth: Deeper bodies are no match; between `1` and ``maximumDepthLimit`` (512); `64` by default.
     ///   - inspectsSuccessfulResponses: Whether a 2xx whose body matches is failed and retried; `true` by default.
@@ -164,9 +164,10 @@ public final class JSONBodyRetrier: RequestAdapter {
     /// invalid.
     ///
     /// The parameters, their defaults and what is valid are those of
-    /// ``init(path:values:retryLimit:delay:backoff:maximumBodySize:maximumDepth:inspectsSuccessfulResponses:)``.
+    /// ``init(path:values:retryLimit:delay:backoff:maximumBodySize:maximumDepth:inspectsSuccessfulResponses:)-(_,_,_,_,BackoffStrategy?,_,_,_)``.
     ///
     /// - Throws: ``ConfigurationError`` naming the first invalid setting.
+    @_disfavoredOverload  // `.none` goes to the overload that takes a backoff as it is: see its +GivenBackoff file
     public static func validated(
         path: String = "error_code", values: Set<JSONValue>, retryLimit: Int = defaultRetryLimit,
         delay: Duration = defaultDelay, backoff: BackoffStrategy? = nil,
@@ -186,9 +187,10 @@ public final class JSONBodyRetrier: RequestAdapter {
     /// arrive at run time, throwing when one is invalid.
     ///
     /// The parameters, their defaults and what is valid are those of
-    /// ``init(retryLimit:delay:backoff:maximumBodySize:maximumDepth:inspectsSuccessfulResponses:where:)``.
+    /// ``init(retryLimit:delay:backoff:maximumBodySize:maximumDepth:inspectsSuccessfulResponses:where:)-(_,_,BackoffStrategy?,_,_,_,_)``.
     ///
     /// - Throws: ``ConfigurationError`` naming the first invalid setting.
+    @_disfavoredOverload  // `.none` goes to the overload that takes a backoff as it is: see its +GivenBackoff file
     public static func validated(
         retryLimit: Int = defaultRetryLimit, delay: Duration = defaultDelay, backoff: BackoffStrategy? = nil,
         maximumBodySize: Int = defaultMaximumBodySize, maximumDepth: Int = defaultMaximumDepth,
@@ -356,9 +358,9 @@ private final class JSONBodyMatch: ResponseValidator {
 
 extension RequestAdapter where Self == JSONBodyRetrier {
     /// A ``JSONBodyRetrier`` matching `values` at `path`, which traps on an invalid setting; see
-    /// ``JSONBodyRetrier/init(path:values:retryLimit:delay:backoff:maximumBodySize:maximumDepth:inspectsSuccessfulResponses:)``
+    /// ``JSONBodyRetrier/init(path:values:retryLimit:delay:backoff:maximumBodySize:maximumDepth:inspectsSuccessfulResponses:)-(_,_,_,_,BackoffStrategy?,_,_,_)``
     /// for what is valid and the defaults (`error_code`, 3 retries, 5 s), and
-    /// ``JSONBodyRetrier/validated(path:values:retryLimit:delay:backoff:maximumBodySize:maximumDepth:inspectsSuccessfulResponses:)``
+    /// ``JSONBodyRetrier/validated(path:values:retryLimit:delay:backoff:maximumBodySize:maximumDepth:inspectsSuccessfulResponses:)-(_,_,_,_,BackoffStrategy?,_,_,_)``
     /// for settings that arrive at run time.
     public static func jsonBody(
         path: String = "error_code", values: Set<JSONValue>, retryLimit: Int = JSONBodyRetrier.defaultRetryLimit,

@@ -136,7 +136,7 @@ public struct RetryPolicy: RequestRetrier {
     /// An invalid setting is a programming error; the trap's message names it, for example
     /// `RetryPolicy.retryLimit must be 0 or more, got -1`. For settings that arrive at run time, such as remote
     /// configuration, use
-    /// ``validated(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:throttlingBackoff:stopsAfterRepeatedFailure:)``,
+    /// ``validated(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:throttlingBackoff:stopsAfterRepeatedFailure:)-(_,_,_,_,_,_,BackoffStrategy?,_,BackoffStrategy?,_)``,
     /// which throws instead.
     ///
     /// - Parameters:
@@ -148,10 +148,12 @@ public struct RetryPolicy: RequestRetrier {
     ///   - retryableHTTPStatusCodes: The status codes that are retried; ``defaultRetryableHTTPStatusCodes`` by default.
     ///   - retryableURLErrorCodes: The `URLError` codes that are retried; ``defaultRetryableURLErrorCodes`` by default.
     ///   - backoff: The delay before each retry; `nil` (the default) for the exponential backoff given by
-    ///     `exponentialBackoffBase` and `exponentialBackoffScale`. Pass one to add a cap or jitter.
+    ///     `exponentialBackoffBase` and `exponentialBackoffScale`. Pass one to add a cap or jitter; `.none`, like
+    ///     `.zero`, is no delay (an overload takes a strategy as it is, so `.none` is never `nil` here).
     ///   - retryAfter: Which `Retry-After` headers are honoured, up to how long; ``RetryAfter/default`` by default,
     ///     ``RetryAfter/ignored`` to never honour one.
-    ///   - throttlingBackoff: The delay before a retry after a 429; `nil` (the default) for `backoff`.
+    ///   - throttlingBackoff: The delay before a retry after a 429; `nil` (the default) for `backoff`; `.none` is no
+    ///     delay.
     ///   - stopsAfterRepeatedFailure: Whether a request whose last two attempts failed the same way is not retried
     ///     again; `false` by default.
     public init(
@@ -182,9 +184,10 @@ public struct RetryPolicy: RequestRetrier {
     /// Creates a policy from settings that arrive at run time, throwing when one is invalid.
     ///
     /// The parameters, their defaults and what is valid are those of
-    /// ``init(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:throttlingBackoff:stopsAfterRepeatedFailure:)``.
+    /// ``init(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:throttlingBackoff:stopsAfterRepeatedFailure:)-(_,_,_,_,_,_,BackoffStrategy?,_,BackoffStrategy?,_)``.
     ///
     /// - Throws: ``ConfigurationError`` naming the first invalid setting.
+    @_disfavoredOverload  // `.none` goes to the overload that takes a backoff as it is: see its +GivenBackoff file
     public static func validated(
         retryLimit: Int = defaultRetryLimit,
         exponentialBackoffBase: Int = defaultExponentialBackoffBase,
@@ -328,9 +331,10 @@ extension RequestRetrier where Self == RetryPolicy {
     public static var retryPolicy: RetryPolicy { RetryPolicy() }
 
     /// A ``RetryPolicy`` with the settings given, which traps on an invalid one; see
-    /// ``RetryPolicy/init(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:throttlingBackoff:stopsAfterRepeatedFailure:)``
-    /// for what is valid and the defaults, and ``RetryPolicy/validated(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:throttlingBackoff:stopsAfterRepeatedFailure:)``
+    /// ``RetryPolicy/init(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:throttlingBackoff:stopsAfterRepeatedFailure:)-(_,_,_,_,_,_,BackoffStrategy?,_,BackoffStrategy?,_)``
+    /// for what is valid and the defaults, and ``RetryPolicy/validated(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:throttlingBackoff:stopsAfterRepeatedFailure:)-(_,_,_,_,_,_,BackoffStrategy?,_,BackoffStrategy?,_)``
     /// for settings that arrive at run time.
+    @_disfavoredOverload  // `.none` goes to the overload that takes a backoff as it is: see its +GivenBackoff file
     public static func retryPolicy(
         retryLimit: Int = RetryPolicy.defaultRetryLimit,
         exponentialBackoffBase: Int = RetryPolicy.defaultExponentialBackoffBase,
