@@ -56,7 +56,7 @@ struct RequestMachineTests {
             machine.handle(.attemptEnded(status(200), admittedByBreaker: false), now: .milliseconds(40)))
         #expect(report.decision == .succeeded)
         #expect(report.attempt == 1)
-        #expect(machine.attempt(1).duration == .milliseconds(40))
+        #expect(machine.attempts[0].duration == .milliseconds(40))
         guard
             case .finish = machine.handle(.reported, now: .milliseconds(40)),
             case .finished(.succeeded(let result), let endsAccounts) = machine.phase
@@ -95,7 +95,7 @@ struct RequestMachineTests {
 
         let report = try reported(machine.handle(.gatesAnswered(refusal: nil), now: .seconds(1)))
         #expect(report.decision == .retry(after: .seconds(2)))
-        #expect(machine.attempt(1).retryDelay == .seconds(2))
+        #expect(machine.attempts[0].retryDelay == .seconds(2))
         #expect(report.data == Data("body 503".utf8))
 
         guard case .backOff(.seconds(2), wait: nil) = machine.handle(.reported, now: .seconds(1)) else {
@@ -179,7 +179,7 @@ struct RequestMachineTests {
             Issue.record("the refusal keeps the failure it refused a retry of")
             return
         }
-        #expect(machine.attempt(1).retryDelay == nil)
+        #expect(machine.attempts[0].retryDelay == nil)
     }
 
     @Test func aBackoffEndedByAGateEndsTheRequestWithTheGatesErrorAndTheFailedAttemptsBody() throws {
@@ -251,7 +251,7 @@ struct RequestMachineTests {
         let report = try reported(
             machine.handle(.attemptEnded(.deadlineReached, admittedByBreaker: false), now: .seconds(1)))
         #expect(report.decision == .failed)
-        guard case .transportFailed(let cut as URLError) = machine.attempt(1).failure else {
+        guard case .transportFailed(let cut as URLError) = machine.attempts[0].failure else {
             Issue.record("an attempt the deadline cut short is recorded as timed out")
             return
         }

@@ -22,8 +22,7 @@ public protocol RequestAdapter: Sendable {
 }
 
 /// A part whose adaptation never suspends: a chain calls its ``adaptInPlace`` instead of ``adapt(_:context:)``, without
-/// an asynchronous call, so that such a part costs the chain no async frame and no executor check
-/// (Docs/Performance.md, section 1).
+/// an asynchronous call (Docs/Performance.md, section 1).
 ///
 /// Only the way a part is called differs, never what runs: ``adaptInPlace`` does exactly what `adapt` does, and a
 /// wrapper that forwards `adapt` keeps the part's whole behaviour (it is called asynchronously, through `adapt`).
@@ -134,7 +133,7 @@ extension RequestAdapter where Self == Adapter {
 
     /// An adapter whose closure changes the request in place, without copying it and without suspending: the
     /// compiler picks this one for a closure that does not `await`, and an ``Interceptor`` calls it directly rather
-    /// than through an asynchronous call, without a frame and an executor check of its own.
+    /// than through an asynchronous call.
     public static func modifying(_ modify: @escaping Adapter.ModifyNowHandler) -> Adapter {
         Adapter(body: .modifyNow(modify))
     }

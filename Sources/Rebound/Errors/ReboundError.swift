@@ -59,8 +59,7 @@ public struct ReboundError: Error, Sendable {
     /// Every attempt made, in order; never empty.
     public var attempts: [Attempt] { storage.value.attempts }
 
-    /// The fields, in one box: an error is passed through several async frames while retriers decide, and each frame
-    /// holds a copy; one reference keeps those frames, and so the memory of a waiting request, small.
+    /// The fields, in one box: an error is passed along while the retriers decide as one reference.
     private struct Fields: Sendable {
         let reason: Reason
         let original: OriginalRequest

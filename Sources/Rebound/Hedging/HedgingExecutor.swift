@@ -85,7 +85,10 @@ struct HedgingExecutor {
                     let question = machine.question(about: result, admittedByBreaker: plan.admittedByBreaker)
                     let limit = machine.time.remaining(now: now)
                     let plan = plan
-                    round.ask(number) { await plan.retryResult(for: question, within: limit) }
+                    round.ask(number) {
+                        guard let limit else { return await plan.retryResult(for: question) }
+                        return await plan.retryResult(for: question, within: limit)
+                    }
                 }
             case .answered(let number, let answer):
                 guard let failed = asking.removeValue(forKey: number) else { continue }
@@ -168,7 +171,7 @@ struct HedgingExecutor {
     /// (``AttemptDecision/cancelled``), or a retry without delay for a failure while others are in flight.
     func tell(attempt number: Int, data: Data?, decision: AttemptDecision, in machine: RequestMachine) async {
         let report = machine.report(ofAttempt: number, data: data, decision: decision, now: plan.session.clock.now())
-        if let outcome = plan.settle(machine.attempt(number), as: report) { await plan.tell(outcome) }
+        if let outcome = plan.settle(report, of: machine.attempts) { await plan.tell(outcome) }
     }
 
     /// Ends a round: cancels what is in flight and the questions still unanswered, records each attempt in flight as

@@ -127,7 +127,6 @@ public struct Interceptor: RequestInterceptor, AdaptsInPlace {
     /// ``RetryResult/doNotRetry``.
     public func retry(_ request: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
         if let group { request.context.register(group) }
-        // By index: a `for` loop's iterator and element would live in this frame, which every failed attempt allocates.
         var index = 0
         while index < retriers.count {
             let result = await retriers[index].retry(request, dueTo: error)

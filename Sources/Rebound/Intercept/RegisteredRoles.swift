@@ -122,7 +122,7 @@ struct RegisteredRoles: Sendable {
         case observer, gate, scope, validator, retrier, group, accountant
     }
 
-    /// One reference wide, because every attempt's context carries it through the adapters' frames.
+    /// One reference: every attempt's context carries it through the adapters.
     private let state: Locked<State>
 
     /// Registrations besides what `chain` holds, for a request whose deadline comes at `deadline` on the session's

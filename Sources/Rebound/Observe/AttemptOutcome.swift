@@ -25,8 +25,7 @@ public struct AttemptOutcome: Sendable {
     /// The error the request ends with when ``decision`` is ``AttemptDecision/failed``; `nil` otherwise.
     public var error: ReboundError? { storage.value.error }
 
-    /// The fields, in one box: an outcome is passed through every observer's async frames, which then hold a
-    /// reference instead of all of it (a waiting request's memory is the high-water mark of its frames).
+    /// The fields, in one box: an outcome is passed to every observer as one reference.
     private struct Fields: Sendable {
         let requestID: UUID
         let label: String?

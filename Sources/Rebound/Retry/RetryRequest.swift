@@ -24,7 +24,7 @@ public struct RetryRequest: Sendable {
     /// Every attempt so far, in order; the last one is the attempt that just failed.
     public var attempts: [Attempt] { storage.value.attempts }
 
-    /// The fields, in one box, so that the async frames that pass a retry request along stay small.
+    /// The fields, in one box: a retry request is passed along as one reference.
     private struct Fields: Sendable {
         let requestID: UUID
         let label: String?

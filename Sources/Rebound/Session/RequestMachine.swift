@@ -163,9 +163,6 @@ struct RequestMachine {
     // MARK: Events
 
     /// The next action after `event`, which happened `now` on the session's clock: the machine's one entry.
-    ///
-    /// Out of line, so that the transitions' temporaries stay out of the driver's async frame, which lasts the whole
-    /// request.
     mutating func handle(_ event: Event, now: Duration) -> Action {
         switch (event, phase) {
         case (.start(let first), .attempting(1, _)) where attempts.isEmpty:
@@ -252,14 +249,6 @@ struct RequestMachine {
         }
         return Response(
             data: result.data ?? Data(), head: head, request: sent, original: plan.original, attempts: attempts)
-    }
-
-    /// The record of attempt `number`.
-    func attempt(_ number: Int) -> Attempt {
-        guard let attempt = attempts.last(where: { $0.number == number }) else {
-            preconditionFailure("attempt \(number) is reported before it is recorded")
-        }
-        return attempt
     }
 
     /// Takes recorded attempt `number` out, for a hedged round to record the attempts it cancelled before the one that

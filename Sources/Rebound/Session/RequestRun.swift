@@ -41,12 +41,14 @@ extension RequestPlan {
                     let round = await HedgingExecutor(plan: self, hedging: hedging).execute(from: request, in: &machine)
                     event = .roundEnded(round.result, answer: round.answer, admittedByBreaker: admittedByBreaker)
                 }
-            case .askRetriers(let question, let limit):
+            case .askRetriers(let question, let limit?):
                 event = .retriersAnswered(await retryResult(for: question, within: limit))
+            case .askRetriers(let question, nil):
+                event = .retriersAnswered(await retryResult(for: question))
             case .askGates(let retry, let error, let delay):
                 event = .gatesAnswered(refusal: refusal(of: retry, dueTo: error, after: delay))
             case .report(let report):
-                if let outcome = settle(machine.attempt(report.attempt), as: report) { await tell(outcome) }
+                if let outcome = settle(report, of: machine.attempts) { await tell(outcome) }
                 event = .reported
             case .backOff(let delay, let wait):
                 event = .backoffEnded(await backOff(for: delay, wait: wait))
@@ -77,36 +79,32 @@ extension RequestPlan {
 
     // MARK: Asking the retriers and the gates
 
-    /// Asks the retriers about a failed attempt within `limit` (the time left before the deadline, if any), even a
-    /// retrier that ignores cancellation.
+    /// Asks the retriers about a failed attempt within `limit`, the time left before the deadline, even a retrier that
+    /// ignores cancellation.
     @inline(never)
-    func retryResult(for question: RequestMachine.Question, within limit: Duration?) async
+    func retryResult(for question: RequestMachine.Question, within limit: Duration) async
         -> RequestMachine.RetriersAnswer
     {
-        let (request, error) = (question.request, question.error)
-        let answer: RetryResult?
-        if let limit {
-            switch await within(limit, { await self.retryResult(for: request, dueTo: error) }) {
-            case .finished(let result): answer = result
-            case .limitReached, .cancelled: answer = nil
-            }
-        } else {
-            answer = await retryResult(for: request, dueTo: error)
+        switch await within(limit, { await self.retryResult(for: question) }) {
+        case .finished(let answer): Task.isCancelled ? .cancelled : answer
+        case .limitReached: Task.isCancelled ? .cancelled : .tooLate
+        case .cancelled: .cancelled
         }
-        // A retrier may take its time; a request cancelled meanwhile ends as cancelled, whatever it answered.
-        if Task.isCancelled { return .cancelled }
-        return answer.map { .answered($0) } ?? .tooLate
     }
 
-    /// Asks the retriers registered through the context, then the session's, then the request's; the first answer
-    /// other than `doNotRetry` wins.
-    func retryResult(for request: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
+    /// Asks the retriers registered through the context, then the session's, then the request's, about a failed
+    /// attempt; the first answer other than `doNotRetry` wins. A retrier may take its time: a request cancelled
+    /// meanwhile ends as cancelled, whatever it answered.
+    func retryResult(for question: RequestMachine.Question) async -> RequestMachine.RetriersAnswer {
+        let (request, error) = (question.request, question.error)
+        var answer: RetryResult = .doNotRetry
         for retrier in registered?.retriers ?? [] {
-            let result = await retrier.retry(request, dueTo: error)
-            if case .doNotRetry = result { continue }
-            return result
+            answer = await retrier.retry(request, dueTo: error)
+            if case .doNotRetry = answer { continue }
+            break
         }
-        return await chain?.retry(request, dueTo: error) ?? .doNotRetry
+        if case .doNotRetry = answer, let chain { answer = await chain.retry(request, dueTo: error) }
+        return Task.isCancelled ? .cancelled : .answered(answer)
     }
 
     /// The first refusal of `retry` by the gates: the session's and the request's, then those that registered.
@@ -135,9 +133,13 @@ extension RequestPlan {
 
     // MARK: What the parts and the observers are told
 
-    /// Has the parts that let `attempt` through settle it (``AttemptAccountant``), at once and in order, and returns
-    /// what the observers are to be told of it, as `report` says; `nil` when no observer is to be told.
-    func settle(_ attempt: Attempt, as report: RequestMachine.Report) -> AttemptOutcome? {
+    /// Has the parts that let the reported attempt, one of `attempts`, through settle it (``AttemptAccountant``), at
+    /// once and in order, and returns what the observers are to be told of it, as `report` says; `nil` when no observer
+    /// is to be told.
+    func settle(_ report: RequestMachine.Report, of attempts: [Attempt]) -> AttemptOutcome? {
+        guard let attempt = attempts.last(where: { $0.number == report.attempt }) else {
+            preconditionFailure("attempt \(report.attempt) is reported before it is recorded")
+        }
         func outcome() -> AttemptOutcome {
             AttemptOutcome(
                 requestID: requestID, label: label, original: original, attempt: attempt, data: report.data,

@@ -132,8 +132,7 @@ public final class Session: Sendable {
         self.chain = interceptor.map(ChainBox.init)
     }
 
-    /// Sends one request through the transport, called in place (reading ``transport`` into a request's frame would
-    /// copy the existential).
+    /// Sends one request through the session's transport.
     func exchange(_ request: URLRequest) async throws -> (Data, ResponseHead) {
         try await transport.exchange(request)
     }
@@ -253,9 +252,6 @@ public final class Session: Sendable {
     }
 
     /// A request's plan, with what the request did not set resolved against the session's defaults.
-    ///
-    /// Out of line: its temporaries (the parts the caller passed) would otherwise stay in the frame of `send`, which
-    /// lasts the whole request.
     @inline(never)
     private func plan(
         _ original: OriginalRequest, label: String?, adapters: [any RequestAdapter], retriers: [any RequestRetrier],
