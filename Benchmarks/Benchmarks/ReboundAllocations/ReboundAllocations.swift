@@ -112,7 +112,9 @@ let benchmarks: @Sendable () -> Void = {
             name,
             configuration: .init(
                 metrics: [.memoryLeakedBytes], warmupIterations: 2, scalingFactor: .kilo, maxIterations: 10,
-                thresholds: [.memoryLeakedBytes: BenchmarkThresholds(relative: [.p50: 10.0, .p90: 10.0])])
+                // 3%: the figure CI enforces, its tolerance included, stays within the ceilings a waiting request is
+                // held to (6,500 bytes with one retrier, 9,500 with the realistic chain); the figures repeat exactly.
+                thresholds: [.memoryLeakedBytes: BenchmarkThresholds(relative: [.p50: 3.0, .p90: 3.0])])
         ) { benchmark in
             let clock = ManualClock()
             let session = makeSession(clock)
