@@ -77,4 +77,27 @@ struct HostTableTests {
         #expect(table.count == 33)
         #expect(table.all.count == 33)
     }
+
+    @Test func idleHostsAtRestAreForgottenStepByStepThoughNoNewHostComes() {
+        var table = HostTable<Int>(capacity: 1_000)
+        // 50 hosts that come to rest once added, 10 that still say something, and one at rest used between every two
+        // steps.
+        add(50, to: &table, isAtRest: { _ in false })
+        add(10, from: 50, value: 1, to: &table, isAtRest: { _ in false })
+        add(1, from: 60, to: &table, isAtRest: { _ in false })
+        #expect(table.count == 61)
+
+        for _ in 0..<61 {
+            table.modify("host60") { _ in }
+            table.forgetIdle(steps: 2, isAtRest: { $0 == 0 })
+        }
+
+        // Two rounds of the hand: every idle host at rest is gone, no other one.
+        #expect(table.count == 11)
+        for index in 50..<60 { #expect(table["host\(index)"] == 1) }
+        #expect(table["host60"] == 0)
+        // A host added after them is found, and the table still makes room as before.
+        add(1, from: 61, to: &table)
+        #expect(table["host61"] == 0)
+    }
 }

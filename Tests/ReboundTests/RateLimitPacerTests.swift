@@ -78,6 +78,54 @@ struct RateLimitQuotaTests {
         #expect(RateLimitQuota(head(fields)) == nil, "\(fields)")
     }
 
+    @Test(arguments: ["\"d\";q=0;w=60", "\"d\";q=10;w=0", "\"d\";q=0;w=0"])
+    func aPolicyWithAQuotaOrAWindowOfZeroIsNoSignal(policy: String) {
+        // A window that never grants a request, or a window of no length, would hold a host for good: the policy is
+        // left out, and the quota read as if the server had sent none.
+        let quota = RateLimitQuota(head([("RateLimit", "\"d\";r=0;t=5"), ("RateLimit-Policy", policy)]))
+
+        #expect(quota == RateLimitQuota(remaining: 0, resetsIn: .seconds(5)), "\(policy)")
+    }
+
+    @Test func ofAHugeListOnlyTheFirstMembersAreRead() {
+        // 10,000 quotas: the 16th (index 15) binds among the first 16; the 17th, spent for an hour, is past the bound.
+        let quotas = (0..<10_000).map { index in
+            switch index {
+            case 15: "\"q15\";r=1;t=2"
+            case 16: "\"q16\";r=0;t=3600"
+            default: "\"q\(index)\";r=5;t=1"
+            }
+        }
+        // The policy of q15 comes 17th in its field: past the bound, not read.
+        let policies = (0..<16).map { "\"p\($0)\";q=1;w=1" } + ["\"q15\";q=9;w=9"]
+        let fields = [
+            ("RateLimit", quotas.joined(separator: ", ")),
+            ("RateLimit-Policy", (policies + Array(repeating: "\"x\";q=1;w=1", count: 10_000)).joined(separator: ", ")),
+        ]
+
+        #expect(RateLimitQuota(head(fields)) == RateLimitQuota(remaining: 1, resetsIn: .seconds(2)))
+    }
+
+    @Test func aMemberPastAFieldsFirst4096BytesIsNotRead() {
+        /// A spent quota padded to `length` bytes with a parameter of its own.
+        func padded(to length: Int) -> String {
+            let start = "\"b\";r=0;t=9;note=\""
+            return start + String(repeating: "x", count: length - start.utf8.count - 1) + "\""
+        }
+        let first = "\"a\";r=3;t=5, "
+
+        // The second member ends within the first 4,096 bytes: read, and it binds.
+        #expect(
+            RateLimitQuota(head([("RateLimit", first + padded(to: 4_096 - first.utf8.count))]))
+                == RateLimitQuota(remaining: 0, resetsIn: .seconds(9)))
+        // It ends one byte past them: it is not read, the first member is.
+        #expect(
+            RateLimitQuota(head([("RateLimit", first + padded(to: 4_097 - first.utf8.count))]))
+                == RateLimitQuota(remaining: 3, resetsIn: .seconds(5)))
+        // A field whose first member ends past them has nothing to read.
+        #expect(RateLimitQuota(head([("RateLimit", padded(to: 5_000))])) == nil)
+    }
+
     @Test func absurdValuesAreHeldAtAYear() throws {
         let quota = try #require(RateLimitQuota(head([("RateLimit", "\"d\";r=0;t=999999999999999999")])))
 
@@ -290,6 +338,7 @@ struct RateLimitPacerTests {
 
         await #expect(throws: CancellationError.self) { try await task.value }
         #expect(transport.requestCount == 1)
+        #expect(pacer.requestsKept == 0)
     }
 
     @Test func aRenewedQuotaIsNotHeldUntilAResponseSaysItAgain() async throws {
@@ -321,7 +370,7 @@ struct RateLimitPacerTests {
 
         // Each response's count stands as the server gave it: no attempt is counted as still in flight.
         #expect(pacer.quota(for: "api.example.com")?.remaining == 10)
-        #expect(pacer.requestsCounted == 0)
+        #expect(pacer.requestsKept == 0)
         #expect(clock.sleeps.isEmpty)
     }
 
@@ -362,7 +411,7 @@ struct RateLimitPacerTests {
         #expect(pacer.quota(for: "api.example.com")?.remaining == 2)
         await holdD.open()
         _ = try await d.value
-        #expect(pacer.requestsCounted == 0)
+        #expect(pacer.requestsKept == 0)
     }
 
     @Test func anAttemptInFlightWhenItsHostIsForgottenIsNotSubtractedFromTheHostsNextQuota() async throws {
@@ -388,6 +437,225 @@ struct RateLimitPacerTests {
         #expect(pacer.quota(for: "api.example.com")?.remaining == 2)
         await holdSecond.open()
         _ = try await second.value
-        #expect(pacer.requestsCounted == 0)
+        #expect(pacer.requestsKept == 0)
+    }
+
+    // MARK: - Bounds on what a server can make the pacer keep or do
+
+    @Test func maximumWaitBoundsARequestsWholeWaitAcrossItsAttempts() async throws {
+        let pacer = RateLimitPacer(maximumWait: .seconds(3), clock: clock)
+        // Each answer: none left, renewed in 2 s; the request's first attempt draws a 429, which is retried.
+        let transport = ScriptedTransport(
+            [quota(0, resetsIn: 2), quota(0, resetsIn: 2, status: 429), .status(200)], clock: clock)
+        let session = Session(
+            transport: transport, adapters: [pacer],
+            retriers: [RetryPolicy(retryableHTTPStatusCodes: [429], backoff: .zero)], clock: clock)
+        _ = try await session.send(request())
+
+        let finished = Locked(false)
+        let task = Task {
+            defer { finished.withLock { $0 = true } }
+            return try await session.send(request())
+        }
+        try await clock.waitForSleepers(1)
+        clock.advance(by: .seconds(2))  // the first attempt waited 2 s of its 3, and draws the 429
+        try await waitWhile { !finished.withLock { $0 } && clock.pendingSleepCount == 0 }
+        #expect(clock.pendingSleepCount == 0, "the retry waits for the next renewal")
+        clock.advance(by: .seconds(2))  // a retry that waits (not the pacer's way) ends instead of holding the test
+        let error = try await #require(throws: ReboundError.self) { try await task.value }
+
+        // Its retry would wait 2 s more, past what is left of its 3 s: it fails at once, not sent.
+        guard case .adaptationFailed(let spent as RateLimitQuotaSpent) = error.reason else {
+            Issue.record("reason: \(error.reason)")
+            return
+        }
+        #expect(spent.renewedIn == .seconds(2))
+        #expect(error.attempts.count == 2)
+        #expect(transport.requestCount == 2)
+        #expect(clock.sleeps == [.seconds(2)])
+        #expect(pacer.requestsKept == 0)
+    }
+
+    @Test func maximumWaitBoundsARequestsWholeWaitAcrossSuccessiveRenewals() async throws {
+        guard #available(macOS 15.0, iOS 18.0, macCatalyst 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *) else {
+            return
+        }
+        let simulation = Simulation()
+        let pacer = RateLimitPacer(maximumWait: .seconds(3), clock: clock)
+        let (outcomes, throttled) = await simulation.run { [clock] () async -> ([(Int?, Duration)], Int) in
+            // The server: 2 requests per second-long window, said in the IETF fields; 429 past them.
+            let windows = Locked([Int: Int]())
+            let throttled = Locked(0)
+            let transport = ScriptedTransport(clock: clock) { _, _ in
+                let now = clock.now.offset
+                let window = Int((now / .seconds(1)).rounded(.down))
+                let used = windows.withLock { windows -> Int in
+                    windows[window, default: 0] += 1
+                    return windows[window]!
+                }
+                let fields = ["RateLimit-Policy": "\"q\";q=2;w=1", "RateLimit": "\"q\";r=\(max(2 - used, 0));t=1"]
+                guard used <= 2 else {
+                    throttled.withLock { $0 += 1 }
+                    return .response(status: 429, headers: fields)
+                }
+                return .response(headers: fields)
+            }
+            let session = Session(transport: transport, adapters: [pacer], clock: clock)
+            _ = try? await session.send(request())  // the first response tells the quota: 1 left in this window
+            // 20 requests at once, each ending with its status (nil: the pacer refused it) and the time.
+            let outcomes = Locked([(Int?, Duration)]())
+            for _ in 0..<20 {
+                Task(executorPreference: simulation.executor) {
+                    var status: Int?
+                    do {
+                        status = try await session.send(request()).statusCode
+                    } catch let error as ReboundError {
+                        if case .adaptationFailed(is RateLimitQuotaSpent) = error.reason {
+                            status = nil
+                        } else {
+                            status = 0
+                        }
+                    } catch {
+                        status = 0
+                    }
+                    outcomes.withLock { $0.append((status, clock.now.offset)) }
+                }
+            }
+            await simulation.settle()
+            while let next = clock.nextDeadline {
+                clock.advance(to: next)
+                await simulation.settle()
+            }
+            return (outcomes.withLock { $0 }, throttled.withLock { $0 })
+        }
+
+        // One goes at once, two at each of the renewals at 1, 2 and 3 s; the others have waited 3 s by then, and
+        // another renewal is past their maximumWait: they fail at 3 s at the latest.
+        #expect(outcomes.count == 20)
+        #expect(outcomes.filter { $0.0 == 200 }.count == 7)
+        #expect(outcomes.filter { $0.0 == nil }.count == 13)
+        #expect(outcomes.allSatisfy { $0.1 <= .seconds(3) }, "\(outcomes.map(\.1))")
+        #expect(throttled == 0)
+        #expect(pacer.requestsKept == 0)
+    }
+
+    @Test func aRequestThatWaitedAndIsCancelledInItsNextWaitLeavesNothingKept() async throws {
+        let pacer = RateLimitPacer(clock: clock)
+        let transport = ScriptedTransport(
+            [quota(0, resetsIn: 1), quota(0, resetsIn: 1, status: 429), .status(200)], clock: clock)
+        let session = Session(
+            transport: transport, adapters: [pacer],
+            retriers: [RetryPolicy(retryableHTTPStatusCodes: [429], backoff: .zero)], clock: clock)
+        _ = try await session.send(request())
+
+        let task = Task { try await session.send(request()) }
+        try await clock.waitForSleepers(1)
+        clock.advance(by: .seconds(1))  // it waited 1 s, is sent, draws a 429, and waits again for its retry
+        try await transport.waitForRequests(2)
+        try await clock.waitForSleepers(1)
+        task.cancel()
+
+        await #expect(throws: CancellationError.self) { try await task.value }
+        #expect(transport.requestCount == 2)
+        #expect(pacer.requestsKept == 0)
+    }
+
+    @Test(arguments: ["\"d\";q=0;w=1", "\"d\";q=5;w=0"])
+    func aPolicyOfZeroHoldsNoRequest(policy: String) async throws {
+        let pacer = RateLimitPacer(clock: clock)
+        let transport = ScriptedTransport(
+            [.response(headers: ["RateLimit": "\"d\";r=0;t=1", "RateLimit-Policy": policy]), .status(200)],
+            clock: clock)
+        let session = Session(transport: transport, adapters: [pacer], clock: clock)
+        _ = try await session.send(request())
+        #expect(pacer.quota(for: "api.example.com") == RateLimitQuota(remaining: 0, resetsIn: .seconds(1)))
+
+        // Past the renewal, the host is let go as without a policy: no window that never grants one holds it.
+        clock.advance(by: .seconds(1))
+        let task = Task { try await session.send(request()) }
+        try await waitWhile { transport.requestCount < 2 && clock.pendingSleepCount == 0 }
+
+        #expect(transport.requestCount == 2)
+        #expect(clock.sleeps.isEmpty)
+        task.cancel()
+        _ = try? await task.value
+    }
+
+    @Test(arguments: [
+        ["RateLimit": "\"d\";r=0;t=86400"],
+        ["RateLimit": "\"d\";r=0;t=86400", "RateLimit-Policy": "\"d\";q=100;w=86400"],
+        ["Date": "Sat, 28 Nov 2026 10:00:00 GMT", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1795946400"],
+    ])
+    func oneResponseHoldsAHostNoLongerThanMaximumHold(fields: [String: String]) async throws {
+        #expect(RateLimitPacer.defaultMaximumHold == .seconds(60))
+        let pacer = RateLimitPacer(maximumWait: .seconds(90), clock: clock, maximumHold: .seconds(60))
+        let transport = ScriptedTransport([.response(headers: fields), .status(200)], clock: clock)
+        let session = Session(transport: transport, adapters: [pacer], clock: clock)
+        _ = try await session.send(request())  // the quota is spent for a day, it says
+
+        let held = try #require(pacer.quota(for: "api.example.com"))
+        #expect(held.resetsIn == .seconds(60), "\(fields)")
+        #expect(held.window == (fields["RateLimit-Policy"] == nil ? nil : .seconds(60)))
+        // The next request waits for the renewal at the bound, then goes.
+        let task = Task { try await session.send(request()) }
+        try await clock.waitForSleepers(1)
+        clock.advance(by: .seconds(60))
+        #expect(try await task.value.statusCode == 200)
+        #expect(clock.sleeps == [.seconds(60)])
+    }
+
+    @Test func anInvalidMaximumHoldWrittenInCodeTrapsNamingIt() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = RateLimitPacer(maximumHold: .seconds(-1))
+        }
+
+        expectStandardError(of: result, contains: "RateLimitPacer.maximumHold must be 0 or more")
+    }
+
+    @Test func aForgottenHostIsNotHeldAndItsQuotaIsReadAfresh() async throws {
+        let pacer = RateLimitPacer(clock: clock)
+        let transport = ScriptedTransport(clock: clock) { _, number in
+            number <= 2 ? .response(headers: ["RateLimit": "\"d\";r=0;t=50"]) : .status(200)
+        }
+        let session = Session(transport: transport, adapters: [pacer], clock: clock)
+        let other = URLRequest(url: URL(string: "https://other.example.com/")!)
+        _ = try await session.send(request())
+        _ = try await session.send(other)
+
+        pacer.forgetQuota(for: "api.example.com")
+        #expect(pacer.quota(for: "api.example.com") == nil)
+        #expect(pacer.quota(for: "other.example.com") != nil)
+        _ = try await session.send(request())  // not held
+        pacer.forgetAllQuotas()
+        _ = try await session.send(other)  // not held
+
+        #expect(transport.requestCount == 4)
+        #expect(clock.sleeps.isEmpty)
+        #expect(pacer.hostsKept == 0)
+    }
+
+    @Test func aHostIdlePastItsRenewalIsForgottenThoughNoNewHostComes() async throws {
+        let pacer = RateLimitPacer(clock: clock)
+        let transport = ScriptedTransport(clock: clock) { request, _ in
+            switch request.url?.host {
+            case "api.example.com":
+                .response(headers: ["RateLimit": "\"d\";r=5;t=1", "RateLimit-Policy": "\"d\";q=5;w=1"])
+            case "slow.example.com": .response(headers: ["RateLimit": "\"d\";r=5;t=60"])
+            default: .status(200)
+            }
+        }
+        let session = Session(transport: transport, adapters: [pacer], clock: clock)
+        let other = URLRequest(url: URL(string: "https://other.example.com/")!)
+        _ = try await session.send(request())
+        _ = try await session.send(URLRequest(url: URL(string: "https://slow.example.com/")!))
+        #expect(pacer.hostsKept == 2)
+
+        // Past the first host's renewal, requests go only to a host that advertises nothing (no new host is kept).
+        clock.advance(by: .seconds(2))
+        for _ in 0..<4 { _ = try await session.send(other) }
+
+        // The host renewed with nothing in flight is forgotten; the one renewed in a minute is kept.
+        #expect(pacer.hostsKept == 1)
+        #expect(pacer.quota(for: "slow.example.com")?.remaining == 5)
     }
 }

@@ -13,6 +13,10 @@
 /// its state. A table that keeps busy hosts (a concurrency limiter's, whose hosts hold places and waiters) drops only a
 /// host at rest among the next 16, and otherwise keeps the new host past its capacity, until the hand finds idle ones.
 ///
+/// **Without new hosts.** A part whose hosts come back to rest by themselves over time (a quota renewed) may also move
+/// the hand a step or two on each request with ``forgetIdle(steps:isAtRest:)``, so that idle hosts at rest are forgotten
+/// though no new host comes; a part that does not call it keeps every host until new hosts move the hand.
+///
 /// A value, kept behind its part's lock; the part passes `isAtRest` on every change that may add a host.
 struct HostTable<Value: Sendable>: Sendable {
     private struct Entry: Sendable {
@@ -87,6 +91,19 @@ struct HostTable<Value: Sendable>: Sendable {
     mutating func remove(_ key: String) {
         guard let entry = entries.removeValue(forKey: key) else { return }
         removeFromRing(at: entry.slot)
+    }
+
+    /// Forgets every host.
+    mutating func removeAll() {
+        entries.removeAll()
+        ring.removeAll()
+        hand = 0
+    }
+
+    /// Moves the hand `steps` steps without adding a host: a host it reaches that was not used since it last passed
+    /// and is at rest is dropped, the others' use cleared, as when a host is added.
+    mutating func forgetIdle(steps: Int, isAtRest: (Value) -> Bool) {
+        for _ in 0..<steps { _ = step(dropping: { !$0.used && isAtRest($0.value) }) }
     }
 
     /// Adds a host, after three steps of the hand that drop idle hosts at rest, and one more to make room at capacity.

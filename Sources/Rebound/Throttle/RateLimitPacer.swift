@@ -12,11 +12,18 @@ import Foundation
 /// host's requests left and when the quota is renewed, and counts down one per attempt it lets through, so that
 /// concurrent requests do not overdraw what the last response said (a response's count does not include the requests
 /// still in flight, which the pacer subtracts). A request to a host with none left waits for the renewal, then goes
-/// on. When the server gave the quota's limit and window (`RateLimit-Policy`'s `q` and `w`), each renewal begins a
-/// window with the limit; otherwise the host is not held after a renewal until a response says its quota again, so
-/// requests that waited together go together. A renewal further away than ``maximumWait``, or than the request's
-/// deadline, fails the request at once with ``RateLimitQuotaSpent``, which no retry policy retries (behind a decorator
-/// that hands the pacer a context of its own, the deadline is unknown to it and cuts the wait instead).
+/// on. When the server gave the quota's limit and window (`RateLimit-Policy`'s `q` and `w`, both above zero), each
+/// renewal begins a window with the limit; otherwise the host is not held after a renewal until a response says its
+/// quota again, so requests that waited together go together.
+///
+/// **Bounds.** ``maximumWait`` bounds a request's whole wait in the pacer: the time it waited, on the pacer's clock,
+/// summed over its attempts and the renewals each waited for. A request whose next wait would go past what is left of
+/// it, or past the request's deadline, fails at once with ``RateLimitQuotaSpent``, which no retry policy retries
+/// (behind a decorator that hands the pacer a context of its own, the pacer knows neither the request's earlier
+/// attempts nor its deadline: each attempt's waits are bounded alone, and the deadline cuts the wait instead). No
+/// single response holds a host longer than ``maximumHold``: a renewal, or a policy's window, further away is held at
+/// it, and ``forgetQuota(for:)`` lets a host go at once. A host whose renewal has passed with no attempt in flight is
+/// forgotten as requests go by, whatever host they go to.
 ///
 /// Put it in a chain's adapters; share one instance between sessions to share each host's quota. It hears how attempts
 /// end by registering through the context: behind a decorator that hands it a context of its own, it still paces, but
@@ -32,6 +39,12 @@ import Foundation
 public final class RateLimitPacer: RequestAdapter, AttemptObserver {
     /// The default ``maximumWait``: 30 seconds, the preset's deadline.
     public static let defaultMaximumWait = Duration.seconds(30)
+    /// The default ``maximumHold``: 60 seconds, the longest `Retry-After` that ``RetryAfter`` honours by default.
+    ///
+    /// Long enough to honour whole the quotas of a second or a minute, the common windows; a host whose server says
+    /// longer (a daily quota spent, a wrong clock, a hostile answer) is tried again after a minute, at the cost of
+    /// one answer that says the quota again.
+    public static let defaultMaximumHold = Duration.seconds(60)
 
     /// One host's quota as the pacer last heard it, on the pacer's clock.
     private struct Host: Sendable {
@@ -45,6 +58,11 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver {
         /// Which record of the host this is: a host let go (at a renewal, or to make room) and heard from again is a
         /// new record, which the ends of attempts counted against the old one leave alone.
         let record: Int
+
+        /// Whether the host's quota can no longer hold a request by itself: renewed, with nothing in flight.
+        func isAtRest(at now: Duration) -> Bool {
+            renewedAt <= now && inFlight == 0
+        }
     }
 
     /// An attempt let through against a host's quota, counted in flight until it ends.
@@ -54,10 +72,18 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver {
         let record: Int
     }
 
+    /// What the pacer keeps of a request until it ends: only for a request it will hear the end of.
+    private struct Request: Sendable {
+        /// The attempts let through against a host's quota whose ends the pacer has not heard.
+        var counted: [Counted] = []
+        /// How long the request has waited for renewals so far, over all its attempts.
+        var waited = Duration.zero
+    }
+
     private struct State: Sendable {
         var hosts: HostTable<Host>
-        /// The attempts let through against a host's quota, by request, until each ends.
-        var counted: [UUID: [Counted]] = [:]
+        /// The requests the pacer keeps something of, until each ends.
+        var requests: [UUID: Request] = [:]
         /// The number of the last host record made.
         var records = 0
 
@@ -68,8 +94,10 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver {
         }
     }
 
-    /// How long a request waits for its host's quota to be renewed at most; 30 s by default.
+    /// How long a request waits in the pacer at most, over all its attempts; 30 s by default.
     public let maximumWait: Duration
+    /// How long one response can hold a host at most: a renewal further away is held at it; 60 s by default.
+    public let maximumHold: Duration
     private let keyFunction: CircuitBreakerRegistry.KeyFunction
     private let clock: SessionClock
     private let state: Locked<State>
@@ -77,26 +105,34 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver {
     /// Creates a pacer; an invalid setting traps, naming it.
     ///
     /// - Parameters:
-    ///   - maximumWait: How long a request waits for its host's quota at most, zero or more; 30 s by default.
+    ///   - maximumWait: How long a request waits in the pacer at most, summed over its attempts, zero or more; 30 s by
+    ///     default.
     ///   - key: Picks the host whose quota a request draws on, or `nil` for a request never paced;
     ///     ``CircuitBreakerRegistry/hostKey(for:)`` by default.
     ///   - clock: The clock the renewals are timed and the waits slept on; `ContinuousClock` by default.
     ///   - maximumHosts: The most hosts the pacer keeps, at least 1; 10,000 by default. A host whose quota was renewed
-    ///     is forgotten when room is needed; at the cap, a new host makes the pacer forget the host it used least
+    ///     is forgotten as requests go by; at the cap, a new host makes the pacer forget the host it used least
     ///     lately.
+    ///   - maximumHold: How long one response can hold a host at most, zero or more: a renewal (or a policy's window)
+    ///     further away is held at it; ``defaultMaximumHold`` (60 s) by default.
     public init<C: Clock>(
         maximumWait: Duration = defaultMaximumWait,
         key: @escaping CircuitBreakerRegistry.KeyFunction = CircuitBreakerRegistry.hostKey,
-        clock: C = ContinuousClock(), maximumHosts: Int = 10_000
+        clock: C = ContinuousClock(), maximumHosts: Int = 10_000, maximumHold: Duration = defaultMaximumHold
     ) where C.Duration == Duration {
         ConfigurationError.trapIfInvalid { () throws(ConfigurationError) in
             guard maximumWait >= .zero else {
                 throw ConfigurationError(
                     field: "RateLimitPacer.maximumWait", problem: "must be 0 or more, got \(maximumWait)")
             }
+            guard maximumHold >= .zero else {
+                throw ConfigurationError(
+                    field: "RateLimitPacer.maximumHold", problem: "must be 0 or more, got \(maximumHold)")
+            }
         }
         HostTable<Host>.trapIfInvalid(maximumHosts, owner: "RateLimitPacer")
         self.maximumWait = maximumWait
+        self.maximumHold = maximumHold
         self.keyFunction = key
         self.clock = SessionClock(clock)
         self.state = Locked(State(hosts: HostTable(capacity: maximumHosts)))
@@ -113,40 +149,70 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver {
         }
     }
 
+    /// Forgets the quota of `key`'s host: its requests go at once, until a response says its quota again. Requests
+    /// already waiting for its renewal wait on.
+    public func forgetQuota(for key: String) {
+        state.withLock { $0.hosts.remove(key) }
+    }
+
+    /// Forgets the quota of every host, as ``forgetQuota(for:)`` does for one.
+    public func forgetAllQuotas() {
+        state.withLock { $0.hosts.removeAll() }
+    }
+
     /// Lets the request through once its host has a request left, waiting for the quota's renewal if it has none,
     /// and registers to read the quota of the attempt's response.
     ///
-    /// - Throws: ``RateLimitQuotaSpent`` when the renewal is further away than ``maximumWait`` or than the request's
-    ///   deadline; `CancellationError` when the task is cancelled while it waits.
+    /// - Throws: ``RateLimitQuotaSpent`` when the renewal is further away than what is left of ``maximumWait`` for the
+    ///   request, or than its deadline; `CancellationError` when the task is cancelled while it waits.
     public func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
         context.observe(self)
         guard let key = keyFunction(request) else { return request }
-        // An attempt is counted in flight only if the pacer will hear its end: through a context that cannot register
-        // (a decorator's own), its count would never come back.
-        let counted = context.canRegister ? context : nil
-        while let wait = take(key, for: counted) {
+        // The pacer keeps what a request waited, and counts an attempt in flight, only if it will hear the request end:
+        // through a context that cannot register (a decorator's own), neither would ever be given back.
+        let heard = context.canRegister ? context : nil
+        // What this attempt waited, for a request the pacer keeps nothing of.
+        var waitedHere = Duration.zero
+        while let hold = take(key, for: heard) {
+            let left = maximumWait - (heard == nil ? waitedHere : hold.waited)
             // A renewal past the request's deadline would be waited for in vain: the request ends now.
-            let longest = context.timeLeft.map { min($0, maximumWait) } ?? maximumWait
-            guard wait <= longest else { throw RateLimitQuotaSpent(key: key, renewedIn: wait) }
+            let longest = context.timeLeft.map { min($0, left) } ?? left
+            guard hold.wait <= longest else { throw RateLimitQuotaSpent(key: key, renewedIn: hold.wait) }
+            let start = clock.now()
             do {
-                try await clock.sleep(wait)
+                try await clock.sleep(hold.wait)
             } catch {
                 throw CancellationError()
+            }
+            let slept = clock.now() - start
+            waitedHere += slept
+            if let heard {
+                state.withLock { $0.requests[heard.requestID, default: Request()].waited += slept }
             }
         }
         return request
     }
 
+    /// A wait for a host's renewal, and what the request waited before it.
+    private struct Hold {
+        let wait: Duration
+        let waited: Duration
+    }
+
     /// Counts an attempt against `key`'s quota, and as in flight until it ends if `attempt` says which; returns how long
-    /// until the quota's renewal when none is left.
-    private func take(_ key: String, for attempt: RequestContext?) -> Duration? {
+    /// until the quota's renewal when none is left. Moves the host table's hand a step, so that idle hosts are
+    /// forgotten though no new host comes.
+    private func take(_ key: String, for attempt: RequestContext?) -> Hold? {
         let now = clock.now()
-        return state.withLock { state -> Duration? in
+        return state.withLock { state -> Hold? in
+            state.hosts.forgetIdle(steps: 1, isAtRest: { $0.isAtRest(at: now) })
             let taken = state.hosts.modify(key) { host -> Taken in
                 if now >= host.renewedAt {
                     // Renewed. With the quota's limit and window known, a new window begins with the limit, less the
                     // requests still in flight; otherwise the host is not held until a response says its quota again.
-                    guard let limit = host.limit, let window = host.window, window > .zero else { return .letGo }
+                    guard let limit = host.limit, limit > 0, let window = host.window, window > .zero else {
+                        return .letGo
+                    }
                     let windows = ((now - host.renewedAt) / window).rounded(.down) + 1
                     host.renewedAt += window * windows
                     host.remaining = max(limit - host.inFlight, 0)
@@ -164,10 +230,11 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver {
                 state.hosts.remove(key)
                 return nil
             case .wait(let wait):
-                return wait
+                let waited = attempt.flatMap { state.requests[$0.requestID]?.waited } ?? .zero
+                return Hold(wait: wait, waited: waited)
             case .taken(let record):
                 if let attempt {
-                    state.counted[attempt.requestID, default: []].append(
+                    state.requests[attempt.requestID, default: Request()].counted.append(
                         Counted(attempt: attempt.attempt, key: key, record: record))
                 }
                 return nil
@@ -186,45 +253,52 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver {
     }
 
     /// Ends the attempt's count against its host's quota, and reads the quota its response advertises, if any, as
-    /// the host's, less the requests still in flight.
+    /// the host's, less the requests still in flight, its renewal and window held at ``maximumHold``.
     public func attemptDidFinish(_ outcome: AttemptOutcome) async {
         let quota = outcome.responseHead.flatMap(RateLimitQuota.init)
         let key = quota == nil ? nil : keyFunction(outcome.attempt.admittedRequest ?? outcome.request)
         let now = clock.now()
         state.withLock { state in
-            settle(&state, outcome.requestID) { $0 == outcome.attempt.number }
+            settle(&state, outcome.requestID, forgetting: false) { $0 == outcome.attempt.number }
             guard let quota, let key else { return }
             let kept = state.hosts[key]
             let inFlight = kept?.inFlight ?? 0
             let record = kept?.record ?? state.newRecord()
             let heard = Host(
-                remaining: max(quota.remaining - inFlight, 0), renewedAt: now + quota.resetsIn, limit: quota.limit,
-                window: quota.window, inFlight: inFlight, record: record)
-            state.hosts.update(key, make: { heard }, isAtRest: { $0.renewedAt <= now && $0.inFlight == 0 }) {
-                $0 = heard
-            }
+                remaining: max(quota.remaining - inFlight, 0), renewedAt: now + min(quota.resetsIn, maximumHold),
+                limit: quota.limit, window: quota.window.map { min($0, maximumHold) }, inFlight: inFlight,
+                record: record)
+            state.hosts.update(key, make: { heard }, isAtRest: { $0.isAtRest(at: now) }) { $0 = heard }
         }
     }
 
-    /// Ends the counts of the request's attempts still counted (one that never heard its end, cancelled say).
+    /// Ends the counts of the request's attempts still counted (one that never heard its end, cancelled say), and
+    /// forgets what the request waited.
     public func requestDidFinish(_ outcome: RequestOutcome) async {
-        state.withLock { state in settle(&state, outcome.requestID) { _ in true } }
+        state.withLock { state in settle(&state, outcome.requestID, forgetting: true) { _ in true } }
     }
 
-    /// Ends the counts of the attempts of `requestID` that `matches` picks.
-    private func settle(_ state: inout State, _ requestID: UUID, matching matches: (Int) -> Bool) {
-        guard var attempts = state.counted.removeValue(forKey: requestID) else { return }
-        for counted in attempts where matches(counted.attempt) {
+    /// Ends the counts of the attempts of `requestID` that `matches` picks; forgets the request if `forgetting`, or
+    /// once the pacer keeps nothing else of it.
+    private func settle(
+        _ state: inout State, _ requestID: UUID, forgetting: Bool, matching matches: (Int) -> Bool
+    ) {
+        guard var request = state.requests.removeValue(forKey: requestID) else { return }
+        for counted in request.counted where matches(counted.attempt) {
             state.hosts.modify(counted.key) { host in
                 if host.record == counted.record { host.inFlight = max(host.inFlight - 1, 0) }
             }
         }
-        attempts.removeAll { matches($0.attempt) }
-        if !attempts.isEmpty { state.counted[requestID] = attempts }
+        request.counted.removeAll { matches($0.attempt) }
+        if !forgetting, !request.counted.isEmpty || request.waited > .zero { state.requests[requestID] = request }
     }
 
-    /// How many requests hold counted attempts; for tests that check nothing is kept.
-    package var requestsCounted: Int { state.withLock { $0.counted.count } }
+    /// How many requests the pacer keeps something of (attempts counted in flight, time waited); for tests that
+    /// check nothing is kept.
+    package var requestsKept: Int { state.withLock { $0.requests.count } }
+
+    /// How many hosts the pacer keeps a quota for; for tests that check idle hosts are forgotten.
+    package var hostsKept: Int { state.withLock { $0.hosts.count } }
 }
 
 /// Why a ``RateLimitPacer`` did not send a request: its host's quota is spent until further away than the pacer waits,

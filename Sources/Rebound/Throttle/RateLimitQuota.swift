@@ -14,7 +14,13 @@ import Foundation
 ///
 /// With several quotas (a burst and a daily one), the one that binds first counts: a spent one, the one renewed last;
 /// else the one with the fewest requests left. A field that is malformed (not a whole number, negative, a list that is
-/// not one) is no signal: the response then advertises nothing, and nothing traps.
+/// not one) is no signal: the response then advertises nothing, and nothing traps. A policy whose quota or window is
+/// zero (`q=0`, `w=0`), which would hold a host for good, is no signal either: the quota is read as if the server had
+/// sent no policy.
+///
+/// Reading is bounded, whatever a server sends: of the lists `RateLimit` and `RateLimit-Policy`, the first 16 members
+/// within the field's first 4,096 bytes are read, and the rest is not (a member that ends past those bytes included);
+/// a number field of more than 64 bytes is no signal; a renewal or a window past a year is held at a year.
 public struct RateLimitQuota: Sendable, Equatable, CustomStringConvertible {
     /// The requests left until the quota is renewed.
     public let remaining: Int
@@ -57,16 +63,27 @@ public struct RateLimitQuota: Sendable, Equatable, CustomStringConvertible {
             let members = StructuredList(field)?.members, !members.isEmpty,
             members.allSatisfy({ $0.parameters["r"] != nil && $0.parameters["t"] != nil })
         else { return nil }
-        let policies = head.value(forHTTPHeaderField: "RateLimit-Policy").flatMap { StructuredList($0)?.members } ?? []
+        // Each quota's policy by name, the first of a name: one look-up per quota.
+        var policies: [String: StructuredList.Member] = [:]
+        for policy in head.value(forHTTPHeaderField: "RateLimit-Policy").flatMap({ StructuredList($0)?.members }) ?? []
+        where policies[policy.item] == nil {
+            policies[policy.item] = policy
+        }
         var quotas: [RateLimitQuota] = []
         for member in members {
             guard let remaining = member.parameters["r"].flatMap(wholeNumber),
                 let reset = member.parameters["t"].flatMap(wholeNumber)
             else { return nil }
-            let policy = policies.first { $0.item == member.item }
-            let limit = policy?.parameters["q"].flatMap(wholeNumber)
-            let window = policy?.parameters["w"].flatMap(wholeNumber).map(seconds)
-            quotas.append(RateLimitQuota(remaining: remaining, resetsIn: seconds(reset), limit: limit, window: window))
+            var limit = policies[member.item]?.parameters["q"].flatMap(wholeNumber)
+            var window = policies[member.item]?.parameters["w"].flatMap(wholeNumber)
+            if limit == 0 || window == 0 {
+                // A window that grants nothing, or a window of no length, would hold a host for good: no signal.
+                limit = nil
+                window = nil
+            }
+            quotas.append(
+                RateLimitQuota(
+                    remaining: remaining, resetsIn: seconds(reset), limit: limit, window: window.map(seconds)))
         }
         return binding(quotas)
     }
@@ -129,8 +146,12 @@ public struct RateLimitQuota: Sendable, Equatable, CustomStringConvertible {
         return quotas.min { $0.remaining < $1.remaining }
     }
 
+    /// The most bytes a number field may take, spaces around it included: longer is no signal, and is not read.
+    private static let longestNumber = 64
+
     /// A whole number of ASCII digits, at most 18 of them (so that it fits); `nil` for anything else.
     static func wholeNumber(_ text: String) -> Int? {
+        guard text.utf8.count <= longestNumber else { return nil }
         let text = text.trimmingCharacters(in: .whitespaces)
         guard (1...18).contains(text.utf8.count), text.utf8.allSatisfy({ (48...57).contains($0) }) else { return nil }
         return Int(text)
@@ -138,6 +159,7 @@ public struct RateLimitQuota: Sendable, Equatable, CustomStringConvertible {
 
     /// Seconds written as digits with at most one fraction (`1.5`); `nil` for anything else.
     private static func decimalSeconds(_ text: String) -> Duration? {
+        guard text.utf8.count <= longestNumber else { return nil }
         let parts = text.trimmingCharacters(in: .whitespaces).split(separator: ".", omittingEmptySubsequences: false)
         guard (1...2).contains(parts.count), let whole = wholeNumber(String(parts[0])) else { return nil }
         var duration = seconds(whole)
@@ -156,64 +178,107 @@ public struct RateLimitQuota: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// A structured-field list (RFC 9651) read only as far as a quota needs: members separated by commas outside quotes,
-/// each an item (a string's content, or a token) and its `;key=value` parameters, values unquoted. `nil` when quotes
-/// do not pair up.
+/// each an item (a string's content, or a token) and its `;key=value` parameters, values unquoted.
+///
+/// Bounded: at most ``maximumMembers`` members are read, within the field's first ``maximumBytes`` bytes; the rest of
+/// the field is not read, nor a member that ends past those bytes. Each byte read is looked at a constant number of
+/// times. `nil` when a quote is left open at the end of a field read whole.
 struct StructuredList {
     struct Member {
         let item: String
         let parameters: [String: String]
     }
 
+    /// The most members read from a field.
+    static let maximumMembers = 16
+    /// The most bytes read from a field.
+    static let maximumBytes = 4_096
+
     let members: [Member]
 
     init?(_ field: String) {
-        guard let texts = Self.split(field, on: ",") else { return nil }
+        let bytes = Array(field.utf8.prefix(Self.maximumBytes))
+        let split = Self.split(bytes[...], on: UInt8(ascii: ","), limit: Self.maximumMembers)
+        var texts = split.parts
+        if let tail = split.tail, bytes.count == field.utf8.count {
+            // The field's last member, read whole: a quote left open in it makes the field malformed.
+            guard !split.open else { return nil }
+            if !tail.isEmpty { texts.append(tail) }
+        }
+        // Otherwise the members read end at the limit, or the field goes on past the bytes read: its member cut there
+        // is not read.
         var members: [Member] = []
         for text in texts {
-            let parts = Self.split(text, on: ";") ?? []
+            let split = Self.split(text, on: UInt8(ascii: ";"), limit: .max)
+            let parts = split.parts + (split.tail.map { $0.isEmpty ? [] : [$0] } ?? [])
             guard let first = parts.first else { return nil }
             var parameters: [String: String] = [:]
             for parameter in parts.dropFirst() {
-                let pair = parameter.split(separator: "=", maxSplits: 1).map {
-                    $0.trimmingCharacters(in: .whitespaces)
-                }
-                guard let key = pair.first, !key.isEmpty else { return nil }
-                parameters[key.lowercased()] = pair.count == 2 ? Self.unquoted(pair[1]) : "?1"
+                let equals = parameter.firstIndex(of: UInt8(ascii: "="))
+                let key = Self.trimmed(parameter[..<(equals ?? parameter.endIndex)])
+                guard !key.isEmpty else { return nil }
+                parameters[Self.string(key).lowercased()] =
+                    equals.map { Self.string(Self.unquoted(Self.trimmed(parameter[($0 + 1)...]))) } ?? "?1"
             }
-            members.append(
-                Member(item: Self.unquoted(first.trimmingCharacters(in: .whitespaces)), parameters: parameters))
+            members.append(Member(item: Self.string(Self.unquoted(first)), parameters: parameters))
         }
         self.members = members
     }
 
-    /// `text` split on `separator` outside double quotes; `nil` when a quote is left open.
-    private static func split(_ text: String, on separator: Character) -> [String]? {
-        var parts: [String] = []
-        var current = ""
+    /// What splitting bytes on a separator outside double quotes found.
+    private struct Split {
+        /// The parts each ended by a separator, trimmed, empty ones left out.
+        var parts: [ArraySlice<UInt8>] = []
+        /// The part after the last separator, trimmed, when the bytes ran out; `nil` when the split stopped at its
+        /// limit.
+        var tail: ArraySlice<UInt8>?
+        /// Whether the bytes ran out inside a quote.
+        var open = false
+    }
+
+    /// `text` split on `separator` outside double quotes, up to `limit` parts ended by a separator.
+    private static func split(_ text: ArraySlice<UInt8>, on separator: UInt8, limit: Int) -> Split {
+        var split = Split()
+        var start = text.startIndex
         var quoted = false
         var escaped = false
-        for character in text {
+        for index in text.indices {
+            let byte = text[index]
             if escaped {
                 escaped = false
-            } else if character == "\\", quoted {
+            } else if byte == UInt8(ascii: "\\"), quoted {
                 escaped = true
-            } else if character == "\"" {
+            } else if byte == UInt8(ascii: "\"") {
                 quoted.toggle()
-            } else if character == separator, !quoted {
-                parts.append(current)
-                current = ""
-                continue
+            } else if byte == separator, !quoted {
+                let part = trimmed(text[start..<index])
+                start = index + 1
+                guard !part.isEmpty else { continue }
+                split.parts.append(part)
+                if split.parts.count == limit { return split }
             }
-            current.append(character)
         }
-        guard !quoted else { return nil }
-        parts.append(current)
-        return parts.map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        split.tail = trimmed(text[start...])
+        split.open = quoted
+        return split
+    }
+
+    /// `text` without the spaces and tabs around it.
+    private static func trimmed(_ text: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+        let isSpace = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+        guard let first = text.firstIndex(where: { !isSpace($0) }), let last = text.lastIndex(where: { !isSpace($0) })
+        else { return [] }
+        return text[first...last]
     }
 
     /// The content of a quoted string, or `text` as it is.
-    private static func unquoted(_ text: String) -> String {
-        guard text.count >= 2, text.hasPrefix("\""), text.hasSuffix("\"") else { return text }
-        return String(text.dropFirst().dropLast())
+    private static func unquoted(_ text: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+        guard text.count >= 2, text.first == UInt8(ascii: "\""), text.last == UInt8(ascii: "\"") else { return text }
+        return text.dropFirst().dropLast()
+    }
+
+    /// `bytes` as a string, a byte that is not UTF-8 replaced.
+    private static func string(_ bytes: ArraySlice<UInt8>) -> String {
+        String(decoding: bytes, as: UTF8.self)
     }
 }
