@@ -55,6 +55,13 @@ struct ResponseHeadTests {
         #expect(head.headerFields.map(\.name) == ["Content-Type", "Vary", "X-A", "vary", "X@"])
     }
 
+    @Test func joinsManyRepeatedFieldsInTheirOrder() {
+        let values = (1...2_000).map { "v\($0)" }
+        let head = head(200, values.map { ("RateLimit", $0) } + [("Other", "x")])
+        #expect(head.value(forHTTPHeaderField: "ratelimit") == values.joined(separator: ", "))
+        #expect(head.value(forHTTPHeaderField: "other") == "x")
+    }
+
     @Test func buildsItsHTTPURLResponseOnceWhenAskedAndSharesItBetweenCopies() async throws {
         let head = head(503, [("Retry-After", "5"), ("Set-Cookie", "a=1"), ("Set-Cookie", "b=2")])
         let copy = head

@@ -82,9 +82,14 @@ public struct ResponseHead: Sendable {
         switch storage {
         case .foundation(let response): return response.value(forHTTPHeaderField: name)
         case .fields(let fields):
+            // Appended in place: joining anew for each field would copy what was joined so far every time.
             var found: String?
             for field in fields.fields where Self.sameName(field.name, name) {
-                found = found.map { $0 + ", " + field.value } ?? field.value
+                if found == nil {
+                    found = field.value
+                } else {
+                    found?.append(", " + field.value)
+                }
             }
             return found
         }
