@@ -15,8 +15,10 @@ struct HedgingOverLoopbackTests {
     func fastHedgeWins() async throws {
         let server = try LoopbackServer()
         defer { server.stop() }
-        // Never sent: the client drops the slow attempt first, however slow a loaded machine makes its connections.
-        let slow = Duration.seconds(50)
+        // Never sent: the client drops the slow attempt first, however slow a loaded machine makes its connections and
+        // its timers (under the thread sanitizer, with the whole suite running, a 100 ms hedging delay has been seen to
+        // take over a minute).
+        let slow = Duration.seconds(600)
         server.route("/tail") { _, number in
             number == 1 ? .status(200, body: "slow").delayed(by: slow) : .status(200, body: "fast")
         }
