@@ -16,14 +16,16 @@ struct HedgingOverLoopbackTests {
         let server = try LoopbackServer()
         defer { server.stop() }
         // Never sent: the client drops the slow attempt first, however slow a loaded machine makes its connections and
-        // its timers (under the thread sanitizer, with the whole suite running, a 100 ms hedging delay has been seen to
-        // take over a minute).
+        // its timers. The session waits as long for the slow attempt's bytes, rather than timing it out after the
+        // configuration's default 60 s.
         let slow = Duration.seconds(600)
         server.route("/tail") { _, number in
             number == 1 ? .status(200, body: "slow").delayed(by: slow) : .status(200, body: "fast")
         }
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.timeoutIntervalForRequest = 600
         let session = Session(
-            transport: URLSessionHTTPTransport(session: URLSession(configuration: .ephemeral)),
+            transport: URLSessionHTTPTransport(session: URLSession(configuration: configuration)),
             hedging: Hedging(delay: .milliseconds(100)))
 
         let response = try await session.send(server.url("/tail"))
