@@ -7,8 +7,9 @@
         import FoundationNetworking
     #endif
 
-    /// Counts what Rebound does through swift-metrics: attempts, hedges, retries by reason, requests, budget denials
-    /// and breaker refusals, each attempt's duration, and the state of the breakers and budgets it is given.
+    /// Counts what Rebound does through swift-metrics: attempts, hedges, retries by reason, requests, stops by rule,
+    /// budget denials and breaker refusals, each attempt's duration, and the state of the breakers and budgets it is
+    /// given.
     ///
     /// Give it to a session as an observer; it changes nothing about a request. Every metric's dimensions are bounded:
     /// `host` (the breaker's and the budget's key, `host:port` for a URL with a port), `method`, and a closed set of
@@ -20,6 +21,7 @@
     /// | `rebound_hedges_total` | counter | host, method, outcome | every hedge (an attempt started beside another, see ``Hedging``), by what followed it: a `cancelled` hedge lost to another attempt |
     /// | `rebound_retries_total` | counter | host, method, reason | every retry, by the failure that caused it (`ReboundError.Reason.errorType`: `503`, `timedOut`, …) |
     /// | `rebound_requests_total` | counter | host, method, outcome | every request, by how it ended: `succeeded`, `failed`, `cancelled` |
+    /// | `rebound_stops_total` | counter | host, method, reason | every failed request, by the rule that ended it (`StopReason.name`: `notRetried`, `retryLimit`, `repeatedFailure`, `deadline`, …) |
     /// | `rebound_budget_denials_total` | counter | host | requests that ended because a ``RetryBudget`` denied their retry |
     /// | `rebound_breaker_refusals_total` | counter | host | requests that ended because a circuit breaker refused an attempt or a retry |
     /// | `rebound_attempt_duration_seconds` | timer | host, method | each attempt's duration (nanoseconds, as swift-metrics timers record) |
@@ -95,6 +97,9 @@
             counter("requests_total", [("host", host), ("method", method), ("outcome", outcome.decision.name)])
                 .increment()
             if let error = outcome.error {
+                if let stop = error.stopReason {
+                    counter("stops_total", [("host", host), ("method", method), ("reason", stop.name)]).increment()
+                }
                 if error.retrierError is RetryBudgetExhausted {
                     counter("budget_denials_total", [("host", host)]).increment()
                 }

@@ -64,10 +64,12 @@ struct RetryOverLoopbackTests {
             return
         }
         #expect(server.hits("/busy") == 1)
+        #expect(error.stopReason == .retryAfterPastDeadline)
         #expect(
             error.description.hasSuffix(
-                "attempt 1 failed with status 503 asking to wait \(preset ? 45 : 10) s; deadline of \(preset ? 30 : 2) s exceeded (1 attempt)"
-            ))
+                "attempt 1 failed with status 503 asking to wait \(preset ? 45 : 10) s; "
+                    + "not retried: the wait asked ends after the deadline of \(preset ? 30 : 2) s (1 attempt)"),
+            "\(error)")
     }
 
     @Test func postToA503IsNotRetried() async throws {

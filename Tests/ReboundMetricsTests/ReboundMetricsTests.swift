@@ -87,6 +87,7 @@
             let host = ("host", "api.example.com")
             #expect(try total("rebound_budget_denials_total", [host]) == 1)
             #expect(try total("rebound_requests_total", [host, ("method", "GET"), ("outcome", "failed")]) == 1)
+            #expect(try total("rebound_stops_total", [host, ("method", "GET"), ("reason", "retryBudget")]) == 1)
             // One retry spent the five tokens; the second was denied.
             #expect(try metrics.expectGauge("rebound_budget_tokens", [host]).lastValue == 0)
             #expect(budget.tokens(for: "api.example.com") == 0)

@@ -65,11 +65,13 @@ struct LoggingRetrierTests {
 
         #expect(log.events.map(\.decision) == [.retry(after: .milliseconds(500)), .failed])
         #expect(log.events.map(\.endReason) == [nil, nil])
-        #expect(log.events.map(\.wrappedAnswer) == ["retry in 500 ms", "do not retry"])
+        #expect(log.events.map(\.wrappedAnswer) == ["retry in 500 ms", "do not retry: retry limit reached"])
+        #expect(log.events.map(\.stopReason) == [nil, .retryLimit])
         #expect(log.events.last?.level == .error)
         #expect(
             log.messages.last
-                == "GET https://api.example.com/items: attempt 2 failed with status 500; giving up after 2 attempts (500 ms)"
+                == "GET https://api.example.com/items: attempt 2 failed with status 500; giving up after 2 attempts: "
+                + "retry limit reached (500 ms)"
         )
     }
 

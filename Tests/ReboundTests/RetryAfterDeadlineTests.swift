@@ -66,6 +66,7 @@ struct RetryAfterDeadlineTests {
             #expect(
                 error?.description.hasSuffix("failed with status 429 asking to wait 10 s; not retried (1 attempt)")
                     == true)
+            #expect(error?.stopReason == .notRetried)
             return
         }
         guard case .deadlineExceeded(.seconds(2), .unacceptableStatusCode(status)) = error?.reason else {
@@ -75,7 +76,8 @@ struct RetryAfterDeadlineTests {
         #expect(
             error?.description
                 == "GET https://api.example.com/items: attempt 1 failed with status \(status) asking to wait 10 s; "
-                + "deadline of 2 s exceeded (1 attempt)")
+                + "not retried: the wait asked ends after the deadline of 2 s (1 attempt)")
+        #expect(error?.stopReason == .retryAfterPastDeadline)
     }
 
     @Test(arguments: [Chain.retryPolicy, .awsRetries2026, .preset])

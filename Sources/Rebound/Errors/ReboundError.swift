@@ -58,6 +58,10 @@ public struct ReboundError: Error, Sendable {
     public var data: Data? { storage.value.data }
     /// Every attempt made, in order; never empty.
     public var attempts: [Attempt] { storage.value.attempts }
+    /// The rule that ended the request after its last attempt: no retrier retried the failure, a limit, a repeated
+    /// failure, the deadline, a gate's refusal; `nil` for an error the session made outside its retries (a body that
+    /// could not be decoded) or an error made without one.
+    public var stopReason: StopReason? { storage.value.stopReason }
 
     /// The fields, in one box: an error is passed along while the retriers decide as one reference.
     private struct Fields: Sendable {
@@ -67,28 +71,37 @@ public struct ReboundError: Error, Sendable {
         let response: ResponseHead?
         let data: Data?
         let attempts: [Attempt]
+        let stopReason: StopReason?
     }
 
     private let storage: Box<Fields>
 
-    /// Creates an error; the session creates these, and test code may too.
+    /// Creates an error; the session creates these, and test code may too. `stopReason` is `nil` by default.
     public init(
         reason: Reason, originalRequest: URLRequest, lastRequest: URLRequest? = nil,
-        response: HTTPURLResponse? = nil, data: Data? = nil, attempts: [Attempt] = []
+        response: HTTPURLResponse? = nil, data: Data? = nil, attempts: [Attempt] = [], stopReason: StopReason? = nil
     ) {
         self.init(
             reason: reason, original: .request(originalRequest), lastRequest: lastRequest,
-            responseHead: response.map(ResponseHead.init), data: data, attempts: attempts)
+            responseHead: response.map(ResponseHead.init), data: data, attempts: attempts, stopReason: stopReason)
     }
 
     init(
         reason: Reason, original: OriginalRequest, lastRequest: URLRequest?, responseHead response: ResponseHead?,
-        data: Data?, attempts: [Attempt]
+        data: Data?, attempts: [Attempt], stopReason: StopReason? = nil
     ) {
         storage = Box(
             Fields(
                 reason: reason, original: original, lastRequest: lastRequest, response: response, data: data,
-                attempts: attempts))
+                attempts: attempts, stopReason: stopReason))
+    }
+
+    /// This error, as the one a request ends with because of `rule`.
+    func stopped(by rule: StopReason) -> ReboundError {
+        let fields = storage.value
+        return ReboundError(
+            reason: fields.reason, original: fields.original, lastRequest: fields.lastRequest,
+            responseHead: fields.response, data: fields.data, attempts: fields.attempts, stopReason: rule)
     }
 
     /// How many attempts were made, hedges included.
@@ -223,7 +236,7 @@ extension ReboundError.Reason: CustomStringConvertible {
 
 extension ReboundError: CustomStringConvertible {
     /// One line that says which attempt failed, what failed and why the request ended, for example
-    /// `GET https://api.example.com/items: attempt 3 failed with status 503; not retried (3 attempts)`.
+    /// `GET https://api.example.com/items: attempt 3 failed with status 503; not retried: retry limit reached (3 attempts)`.
     ///
     /// The URL is redacted as ``Redaction/default`` redacts it.
     public var description: String {
@@ -247,9 +260,11 @@ extension ReboundError: CustomStringConvertible {
         let why: String =
             switch reason {
             case .retryAborted(let stop, _): "stopped by \(Redaction.describe(stop))"
+            case .deadlineExceeded(let deadline, _) where stopReason == .retryAfterPastDeadline:
+                "not retried: the wait asked ends after the deadline of \(deadline.logDescription)"
             case .deadlineExceeded(let deadline, _): "deadline of \(deadline.logDescription) exceeded"
             case .circuitOpen: "not sent, so not retried"
-            default: "not retried"
+            default: stopReason.flatMap { $0.isRetriersOwn ? "not retried: \($0)" : nil } ?? "not retried"
             }
         let attempt = attempts.last.map { "attempt \($0.number)" } ?? "no attempt"
         return "\(method) \(url): \(attempt) \(what); \(why) (\(count))"

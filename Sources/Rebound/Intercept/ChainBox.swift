@@ -73,8 +73,8 @@ private struct SessionThenRequest: RequestInterceptor, AdaptsInPlace, RetriesMet
 
     func retry(_ retryRequest: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
         let result = await session.retry(retryRequest, dueTo: error)
-        guard case .doNotRetry = result else { return result }
-        return await request.retry(retryRequest, dueTo: error)
+        guard result.passesOn else { return result }
+        return result.then(await request.retry(retryRequest, dueTo: error))
     }
 
     /// The methods either chain's retry policies retry.

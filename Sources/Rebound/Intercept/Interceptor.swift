@@ -123,19 +123,17 @@ public struct Interceptor: RequestInterceptor, AdaptsInPlace {
         }
     }
 
-    /// Registers the observers and gates, then asks the retriers in order and returns the first answer that is not
-    /// ``RetryResult/doNotRetry``.
+    /// Registers the observers and gates, then asks the retriers in order and returns the first answer that does not
+    /// pass on (``RetryResult/passesOn``); when every retrier passes on, ``RetryResult/doNotRetry``, or the first
+    /// ``RetryResult/doNotRetryBecause(_:)`` given.
     public func retry(_ request: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
         if let group { request.context.register(group) }
-        var index = 0
-        while index < retriers.count {
-            let result = await retriers[index].retry(request, dueTo: error)
-            if case .doNotRetry = result {
-                index += 1
-                continue
-            }
-            return result
+        var declined = RetryResult.doNotRetry
+        for retrier in retriers {
+            let result = await retrier.retry(request, dueTo: error)
+            guard result.passesOn else { return result }
+            declined = declined.then(result)
         }
-        return .doNotRetry
+        return declined
     }
 }

@@ -232,9 +232,12 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
         let level = Self.level(of: outcome)
         guard level >= minimumLevel else { return nil }
         // Why a failed request ended, when not with its attempt's own failure.
+        let stopReason = outcome.error?.stopReason
         let endReason: String? =
             switch outcome.error?.reason {
             case .retryAborted(let stop, _)?: Redaction.describe(stop)
+            case .deadlineExceeded(let deadline, _)? where stopReason == .retryAfterPastDeadline:
+                "a Retry-After wait past the deadline of \(deadline.logDescription)"
             case .deadlineExceeded(let deadline, _)?: "deadline of \(deadline.logDescription) exceeded"
             default: nil
             }
@@ -270,8 +273,9 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
                 message +=
                     "\(attempt) failed with \(failure ?? "an error"); failing with \(endReason) (\(spent))"
             } else {
+                let rule = stopReason.flatMap { $0.isRetriersOwn ? ": \($0)" : nil } ?? ""
                 message +=
-                    "\(attempt) failed with \(failure ?? "an error"); giving up after \(number) attempt\(number == 1 ? "" : "s") (\(spent))"
+                    "\(attempt) failed with \(failure ?? "an error"); giving up after \(number) attempt\(number == 1 ? "" : "s")\(rule) (\(spent))"
             }
         case .cancelled where outcome.attempt.retryDelay != nil:
             message += "cancelled while waiting to retry after attempt \(number) (\(spent))"
@@ -289,7 +293,7 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
             method: method,
             url: url,
             requestHeaders: headers, statusCode: outcome.statusCode, failure: failure, decision: decision,
-            endReason: endReason, wrappedAnswer: wrappedAnswer?.description,
+            endReason: endReason, stopReason: stopReason, wrappedAnswer: wrappedAnswer?.description,
             breakerState: outcome.error?.circuitBreakerOpenError?.state, redirects: redirects,
             attemptDuration: outcome.attempt.duration, elapsed: outcome.elapsed, message: message)
     }

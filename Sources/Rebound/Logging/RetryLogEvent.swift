@@ -65,6 +65,9 @@ public struct RetryLogEvent: Sendable {
     /// Why a failed request ended, when not with its attempt's own failure: the error a retrier or a gate stopped it
     /// with (its description), or the deadline; `nil` otherwise, and for every other decision.
     public let endReason: String?
+    /// The rule that ended a failed request (``ReboundError/stopReason``), for a metrics dimension or log metadata;
+    /// `nil` for every other decision.
+    public let stopReason: StopReason?
     /// What the wrapped retrier answered about this attempt (``RetryResult/description``), when the logger wraps one
     /// and it was asked; `nil` otherwise. The decision may differ: another retrier, a gate or the deadline had a say.
     public let wrappedAnswer: String?

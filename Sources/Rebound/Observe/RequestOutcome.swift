@@ -21,6 +21,8 @@ public struct RequestOutcome: Sendable {
     public var decision: AttemptDecision { storage.value.decision }
     /// The error the caller got when ``decision`` is ``AttemptDecision/failed``; `nil` otherwise.
     public var error: ReboundError? { storage.value.error }
+    /// The rule that ended a failed request (``ReboundError/stopReason``); `nil` when it succeeded or was cancelled.
+    public var stopReason: StopReason? { error?.stopReason }
 
     private struct Fields: Sendable {
         let requestID: UUID

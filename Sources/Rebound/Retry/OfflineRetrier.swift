@@ -130,9 +130,11 @@ public struct OfflineRetrier: RequestRetrier {
     }
 
     /// Waits up to ``maximumWait`` for the network after an offline failure and answers ``RetryResult/retry`` when it
-    /// comes back; ``RetryResult/doNotRetry`` otherwise, at once for any other failure or past ``retryLimit``.
+    /// comes back; ``RetryResult/doNotRetry`` otherwise, at once for any other failure, and
+    /// ``RetryResult/doNotRetryBecause(_:)`` with ``StopReason/retryLimit`` past ``retryLimit``.
     public func retry(_ request: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
-        guard request.retryCount < retryLimit, isOffline(error) else { return .doNotRetry }
+        guard isOffline(error) else { return .doNotRetry }
+        guard request.retryCount < retryLimit else { return .doNotRetryBecause(.retryLimit) }
         // A request that found no network was never sent; after any other code it may have been, so only a request
         // that may be repeated is retried.
         guard

@@ -286,18 +286,20 @@ public struct RetryPolicy: RequestRetrier {
     }
 
     /// Answers ``RetryResult/retryWithDelay(_:)`` while the retry count is below the limit and
-    /// ``shouldRetry(_:dueTo:)`` holds, ``RetryResult/doNotRetry`` otherwise. The delay is the response's honoured
-    /// `Retry-After` if it has one (held near the backoff's delay when ``RetryAfter/maximumOverBackoff`` is set), else
-    /// the backoff's: ``throttlingBackoff`` after a 429 when it is set, ``backoff`` otherwise.
+    /// ``shouldRetry(_:dueTo:)`` holds. Otherwise ``RetryResult/doNotRetry`` for a failure it does not retry, and
+    /// ``RetryResult/doNotRetryBecause(_:)`` for one it would retry but for ``StopReason/retryLimit`` or
+    /// ``StopReason/repeatedFailure``. The delay is the response's honoured `Retry-After` if it has one (held near the
+    /// backoff's delay when ``RetryAfter/maximumOverBackoff`` is set), else the backoff's: ``throttlingBackoff`` after a
+    /// 429 when it is set, ``backoff`` otherwise.
     public func retry(_ request: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
         // The header is read once: it decides whether a 429 is retried and how long to wait.
         let retryAfterDelay = request.responseHead.flatMap(retryAfter.delay(for:))
-        guard request.retryCount < retryLimit, shouldRetry(request, dueTo: error, retryAfterDelay: retryAfterDelay)
-        else { return .doNotRetry }
+        guard shouldRetry(request, dueTo: error, retryAfterDelay: retryAfterDelay) else { return .doNotRetry }
+        guard request.retryCount < retryLimit else { return .doNotRetryBecause(.retryLimit) }
         // Two attempts that failed the same way: likely an outage, which a third attempt would only add to; a server
         // that asked for a delay is still answered.
         if stopsAfterRepeatedFailure, retryAfterDelay == nil, Self.failedTheSameWay(request.attempts) {
-            return .doNotRetry
+            return .doNotRetryBecause(.repeatedFailure)
         }
         // The server's delay as it is draws no jitter; held near the backoff, it needs the backoff's delay.
         if let retryAfterDelay, retryAfter.maximumOverBackoff == nil { return .retryWithDelay(retryAfterDelay) }

@@ -18,6 +18,10 @@ public enum RetryResult: Sendable {
     case retryWithRequest(URLRequest, delay: Duration)
     /// Do not retry: the next retrier in the chain is asked, and if none retries, the request fails.
     case doNotRetry
+    /// Do not retry, because of `reason`, a rule of the retrier's (its retry limit, a repeated failure): as with
+    /// ``doNotRetry``, the next retrier in the chain is asked, and if none retries, the request fails with `reason` as
+    /// its ``ReboundError/stopReason`` (the first reason a retrier of the chain gave).
+    case doNotRetryBecause(StopReason)
     /// Do not retry, and end the request with this error; no later retrier is asked. The request ends with
     /// ``ReboundError/Reason/retryAborted(error:original:)``, which keeps the attempt's own failure beside it; given the
     /// very ``ReboundError`` the retrier was asked about, the request ends with that failure, unwrapped.
@@ -27,7 +31,7 @@ public enum RetryResult: Sendable {
     public var retryRequired: Bool {
         switch self {
         case .retry, .retryWithDelay, .retryWithRequest: true
-        case .doNotRetry, .doNotRetryWithError: false
+        case .doNotRetry, .doNotRetryBecause, .doNotRetryWithError: false
         }
     }
 
@@ -41,7 +45,7 @@ public enum RetryResult: Sendable {
         switch self {
         case .retry: .zero
         case .retryWithDelay(let delay), .retryWithRequest(_, let delay): min(max(delay, .zero), Self.longestDelay)
-        case .doNotRetry, .doNotRetryWithError: nil
+        case .doNotRetry, .doNotRetryBecause, .doNotRetryWithError: nil
         }
     }
 
@@ -56,17 +60,34 @@ public enum RetryResult: Sendable {
         if case .doNotRetryWithError(let error) = self { return error }
         return nil
     }
+
+    /// Whether the answer leaves the decision to the next retrier of a chain: ``doNotRetry`` or
+    /// ``doNotRetryBecause(_:)``.
+    public var passesOn: Bool {
+        switch self {
+        case .doNotRetry, .doNotRetryBecause: true
+        case .retry, .retryWithDelay, .retryWithRequest, .doNotRetryWithError: false
+        }
+    }
+
+    /// The answer of a chain that asked this answer's retrier first and then, as this answer passes on, the next one:
+    /// `next`, unless both pass on and this answer gave a reason, which then stays (the first reason given wins).
+    func then(_ next: RetryResult) -> RetryResult {
+        if case .doNotRetryBecause = self, next.passesOn { return self }
+        return next
+    }
 }
 
 extension RetryResult: CustomStringConvertible {
     /// For example `retry`, `retry in 500 ms`, `retry in 1 s with another request`, `do not retry`,
-    /// `do not retry: <the error>`.
+    /// `do not retry: retry limit reached`, `do not retry: <the error>`.
     public var description: String {
         switch self {
         case .retry: "retry"
         case .retryWithDelay(let delay): "retry in \(delay.logDescription)"
         case .retryWithRequest(_, let delay): "retry in \(delay.logDescription) with another request"
         case .doNotRetry: "do not retry"
+        case .doNotRetryBecause(let reason): "do not retry: \(reason)"
         case .doNotRetryWithError(let error): "do not retry: \(Redaction.describe(error))"
         }
     }

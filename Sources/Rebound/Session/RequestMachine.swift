@@ -334,17 +334,23 @@ struct RequestMachine {
     private mutating func decide(_ question: Question, after result: RetryResult, now: Duration) -> Action {
         let error = question.error
         guard let delay = result.delay else {
-            // Stopping with the very failure the retriers were asked about ends the request with it, unwrapped.
-            if let given = result.error as? ReboundError, given.isSame(as: error) {
-                return report(.fail(error), data: error.data, now: now)
-            }
-            return report(.fail(result.error.map { aborted(error, by: $0) } ?? error), data: error.data, now: now)
+            let ending: ReboundError =
+                switch result {
+                // Stopping with the very failure the retriers were asked about ends the request with it, unwrapped.
+                case .doNotRetryWithError(let given as ReboundError) where given.isSame(as: error):
+                    error.stopped(by: StopReason(failure: error.reason) ?? .notRetried)
+                case .doNotRetryWithError(let abort): aborted(error, by: abort)
+                case .doNotRetryBecause(let rule): error.stopped(by: rule)
+                // A failure that is a part's refusal (an open breaker, a throttle in an adapter) ended by that rule.
+                default: error.stopped(by: StopReason(failure: error.reason) ?? .notRetried)
+                }
+            return report(.fail(ending), data: error.data, now: now)
         }
         // Retries and hedges together stay within the hedging settings' attempts.
         if let hedging = plan.hedging, attempts.count >= hedging.maximumAttempts,
             mayBeRepeated(lastSentRequest ?? plan.originalRequest)
         {
-            return report(.fail(error), data: error.data, now: now)
+            return report(.fail(error.stopped(by: .retryLimit)), data: error.data, now: now)
         }
         // A stream in the request adapters start from was consumed by this attempt: a retry would send it empty or
         // half. (A stream an adapter sets is made anew for each attempt; one a retrier hands over is taken as fresh.)
@@ -357,7 +363,8 @@ struct RequestMachine {
         // to another request (a fallback host) was not asked to wait by this response.
         let asked = result.request == nil ? error.responseHead.flatMap(RetryAfter.asked.delay(for:)) ?? .zero : .zero
         if !time.allows(Swift.max(delay, asked), from: now) {
-            return report(.fail(deadlineExceeded(after: error)), data: error.data, now: now)
+            let rule: StopReason = time.allows(asked, from: now) ? .deadline : .retryAfterPastDeadline
+            return report(.fail(deadlineExceeded(after: error, stoppedBy: rule)), data: error.data, now: now)
         }
         // The gates are told where a retry goes when it does not start from the caller's request (a fallback host), so
         // that a host's breaker decides only about retries to its host.
@@ -404,27 +411,36 @@ struct RequestMachine {
 
     // MARK: Errors
 
-    /// The error a failed attempt ends the request with, when `reason` is why.
-    func failure(_ reason: ReboundError.Reason, response: ResponseHead?, data: Data?) -> ReboundError {
+    /// The error a failed attempt ends the request with, when `reason` is why; `stop` is the rule that ends the
+    /// request, `nil` for the error the retriers are asked about.
+    func failure(
+        _ reason: ReboundError.Reason, response: ResponseHead?, data: Data?, stoppedBy stop: StopReason? = nil
+    ) -> ReboundError {
         ReboundError(
             reason: reason, original: plan.original, lastRequest: lastSentRequest, responseHead: response, data: data,
-            attempts: attempts)
+            attempts: attempts, stopReason: stop)
     }
 
-    /// `error` with `abort` as the reason the request stops, and `error`'s reason as the original.
+    /// `error` with `abort` as the reason the request stops, and `error`'s reason as the original: stopped by the rule
+    /// whose refusal `abort` is, or by a retrier's error.
     private func aborted(_ error: ReboundError, by abort: any Error) -> ReboundError {
-        failure(.retryAborted(error: abort, original: error.reason), response: error.responseHead, data: error.data)
+        failure(
+            .retryAborted(error: abort, original: error.reason), response: error.responseHead, data: error.data,
+            stoppedBy: StopReason(refusal: abort) ?? .retrierError)
     }
 
     /// The deadline error after `error`, with its response and body.
-    private func deadlineExceeded(after error: ReboundError) -> ReboundError {
-        deadlineExceeded(after: error.reason, response: error.responseHead, data: error.data)
+    private func deadlineExceeded(after error: ReboundError, stoppedBy rule: StopReason = .deadline) -> ReboundError {
+        deadlineExceeded(after: error.reason, response: error.responseHead, data: error.data, stoppedBy: rule)
     }
 
     /// The deadline error after `reason`.
     private func deadlineExceeded(
-        after reason: ReboundError.Reason, response: ResponseHead? = nil, data: Data? = nil
+        after reason: ReboundError.Reason, response: ResponseHead? = nil, data: Data? = nil,
+        stoppedBy rule: StopReason = .deadline
     ) -> ReboundError {
-        failure(.deadlineExceeded(deadline: plan.deadline ?? .zero, last: reason), response: response, data: data)
+        failure(
+            .deadlineExceeded(deadline: plan.deadline ?? .zero, last: reason), response: response, data: data,
+            stoppedBy: rule)
     }
 }

@@ -93,17 +93,15 @@ extension RequestPlan {
     }
 
     /// Asks the retriers registered through the context, then the session's, then the request's, about a failed
-    /// attempt; the first answer other than `doNotRetry` wins. A retrier may take its time: a request cancelled
-    /// meanwhile ends as cancelled, whatever it answered.
+    /// attempt; the first answer that does not pass on (``RetryResult/passesOn``) wins. A retrier may take its time:
+    /// a request cancelled meanwhile ends as cancelled, whatever it answered.
     func retryResult(for question: RequestMachine.Question) async -> RequestMachine.RetriersAnswer {
         let (request, error) = (question.request, question.error)
-        var answer: RetryResult = .doNotRetry
-        for retrier in registered?.retriers ?? [] {
-            answer = await retrier.retry(request, dueTo: error)
-            if case .doNotRetry = answer { continue }
-            break
+        var answer = RetryResult.doNotRetry
+        for retrier in registered?.retriers ?? [] where answer.passesOn {
+            answer = answer.then(await retrier.retry(request, dueTo: error))
         }
-        if case .doNotRetry = answer, let chain { answer = await chain.retry(request, dueTo: error) }
+        if answer.passesOn, let chain { answer = answer.then(await chain.retry(request, dueTo: error)) }
         return Task.isCancelled ? .cancelled : .answered(answer)
     }
 
