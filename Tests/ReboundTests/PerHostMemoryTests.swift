@@ -65,6 +65,37 @@ struct PerHostMemoryTests {
         }
     }
 
+    @Test("Hosts gone idle are forgotten as requests go on to a host already kept, though no new host comes")
+    func idleHostsAreForgottenWithoutNewHosts() async throws {
+        let clock = ManualClock()
+        let parts = parts(maximumHosts: 10_000, clock: clock)
+        let resilience = Resilience(clock: clock)
+        let preset = Session(
+            transport: ScriptedTransport { _, _ in .status(200) }, resilience: resilience, clock: clock)
+        try await visit(1_000, through: parts.map(\.part), clock: clock)
+        for index in 0..<1_000 { _ = try await preset.send(URL(string: "https://h\(index).example.com/")!) }
+        let keptBefore = parts.map { $0.kept() } + [resilience.throttle.hostsKept, resilience.budget.hostsKept]
+
+        // An hour later, requests to one host already kept: each moves the hand of every part's table.
+        clock.advance(by: .seconds(3_600))
+        let session = Session(
+            transport: ScriptedTransport { _, _ in .status(200) }, adapters: parts.map(\.part), clock: clock)
+        let known = URL(string: "https://h0.example.com/")!
+        for _ in 0..<2_000 {
+            _ = try await session.send(known)
+            _ = try await preset.send(known)
+        }
+
+        // Two rounds of the hand (a step on each use, at least one use a request): every host but the one in use is
+        // forgotten.
+        #expect(keptBefore.contains { $0 > 100 })
+        for (name, _, kept) in parts {
+            #expect(kept() <= 2, "\(name) keeps \(kept()) of 1,000 hosts")
+        }
+        #expect(resilience.throttle.hostsKept <= 1 && resilience.budget.hostsKept <= 1)
+        #expect(resilience.breakers.breakers.count <= 1)
+    }
+
     @Test("No part keeps more hosts than its cap, whatever their state")
     func theCapHolds() async throws {
         let clock = ManualClock()

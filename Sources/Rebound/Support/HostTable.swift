@@ -13,9 +13,11 @@
 /// its state. A table that keeps busy hosts (a concurrency limiter's, whose hosts hold places and waiters) drops only a
 /// host at rest among the next 16, and otherwise keeps the new host past its capacity, until the hand finds idle ones.
 ///
-/// **Without new hosts.** A part whose hosts come back to rest by themselves over time (a quota renewed) may also move
-/// the hand a step or two on each request with ``forgetIdle(steps:isAtRest:)``, so that idle hosts at rest are forgotten
-/// though no new host comes; a part that does not call it keeps every host until new hosts move the hand.
+/// **Without new hosts.** Each use of a host already kept (``update(_:make:isAtRest:_:)``) moves the hand one step too,
+/// so that hosts gone idle are forgotten while requests go to the hosts kept, though no new host comes: the table is
+/// swept at the pace of its traffic, a host in two rounds. A part that changes its hosts only through
+/// ``modify(_:_:)`` moves the hand itself with ``forgetIdle(steps:isAtRest:)``. With no request at all, nothing moves:
+/// the table keeps what it has, and grows no more.
 ///
 /// A value, kept behind its part's lock; the part passes `isAtRest` on every change that may add a host.
 struct HostTable<Value: Sendable>: Sendable {
@@ -71,11 +73,15 @@ struct HostTable<Value: Sendable>: Sendable {
     }
 
     /// Changes the state of `key`'s host in place, first making it from `make` if the host is not kept (which may drop
-    /// idle hosts, or one to make room), and marks it used.
+    /// idle hosts, or one to make room), and marks it used; a host already kept moves the hand a step after its change.
     mutating func update<Result>(
         _ key: String, make: () -> Value, isAtRest: (Value) -> Bool, _ body: (inout Value) -> Result
     ) -> Result {
-        if let result = modify(key, body) { return result }
+        if let result = modify(key, body) {
+            // After the change, which marked the host used: the step never drops the host just changed.
+            _ = step(dropping: { !$0.used && isAtRest($0.value) })
+            return result
+        }
         add(key, make(), isAtRest: isAtRest)
         return entries[key]!.use(body)
     }
@@ -128,19 +134,18 @@ struct HostTable<Value: Sendable>: Sendable {
     private mutating func step(dropping drop: (Entry) -> Bool) -> Bool {
         guard !ring.isEmpty else { return false }
         if hand >= ring.count { hand = 0 }
-        let key = ring[hand]
-        guard let entry = entries[key] else {
+        guard let index = entries.index(forKey: ring[hand]) else {
             // Not reached: every key in the ring is kept. Dropped all the same, so that the hand always moves on.
             removeFromRing(at: hand)
             return false
         }
-        if drop(entry) {
-            entries[key] = nil
+        if drop(entries.values[index]) {
+            entries.remove(at: index)
             // The last key takes the dropped one's slot, where the hand stands: it is looked at next.
             removeFromRing(at: hand)
             return true
         }
-        entries[key]?.used = false
+        entries.values[index].used = false
         hand += 1
         return false
     }
