@@ -97,4 +97,17 @@ struct InlineListTests {
         list.append(4)
         #expect(Array(list) == [4])
     }
+
+    @Test func theAttemptsSettledAreKnownInAnyOrderPastSixtyFourAndAllOnceTheRequestEnds() {
+        let roles = RegisteredRoles(besides: .none)
+        for attempt in [3, 1, 64, 65, 200] { _ = roles.settling(attempt: attempt) }
+
+        let settled = (0...210).filter { roles.isSettled(attempt: $0) }
+        #expect(settled == [1, 3, 64, 65, 200])
+        #expect(!roles.requestEnded)
+
+        roles.endRequest()
+        #expect(roles.requestEnded)
+        #expect((1...210).allSatisfy { roles.isSettled(attempt: $0) })
+    }
 }

@@ -440,6 +440,33 @@ struct RateLimitPacerTests {
         #expect(pacer.requestsKept == 0)
     }
 
+    @Test func anAttemptThatReachesThePacerAfterTheDeadlineEndedItsRequestIsNotCountedForGood() async throws {
+        let pacer = RateLimitPacer(clock: clock)
+        let stubborn = Gate()
+        // An adapter before the pacer that holds the request named "late", ignoring cancellation: the deadline ends
+        // the request while its attempt's task goes on, and reaches the pacer after the request ended.
+        let holding = Adapter { request, _ in
+            if request.value(forHTTPHeaderField: "X-Name") == "late" { await stubborn.wait() }
+            return request
+        }
+        let transport = threeLeft(renewedIn: 60, holding: [:])
+        let session = Session(
+            transport: transport, adapters: [holding, pacer], deadline: .seconds(1), clock: clock)
+        _ = try await session.send(request())  // the host's quota is known: 3 left
+
+        let late = Task { try await session.send(named("late")) }
+        try await clock.waitForSleepers(1)  // the deadline's timer
+        clock.advance(by: .seconds(1))
+        let error = await #expect(throws: ReboundError.self) { try await late.value }
+        #expect(error?.stopReason == .deadline)
+        await stubborn.open()
+        try await transport.waitForRequests(2)  // past the pacer, which let it through
+
+        // Taken from the quota, but not counted in flight: the pacer would never hear it end.
+        #expect(pacer.requestsKept == 0)
+        #expect(pacer.quota(for: "api.example.com")?.remaining == 2)
+    }
+
     // MARK: - Bounds on what a server can make the pacer keep or do
 
     @Test func maximumWaitBoundsARequestsWholeWaitAcrossItsAttempts() async throws {

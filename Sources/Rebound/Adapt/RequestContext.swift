@@ -48,6 +48,14 @@ public struct RequestContext: Sendable {
     /// The time left before the request's deadline; `nil` without one, or for a context made outside a session.
     var timeLeft: Duration? { roles?.timeLeft }
 
+    /// Whether the session settled this attempt already (a hedge that lost, an attempt the deadline cut short) or the
+    /// request ended: a part must not count it from now on, since it would not hear it end. `false` for a context made
+    /// outside a session.
+    var isSettled: Bool { roles?.isSettled(attempt: attempt) ?? false }
+
+    /// Whether the request ended; `false` for a context made outside a session.
+    var requestEnded: Bool { roles?.requestEnded ?? false }
+
     /// This context with another label, keeping where registrations go: for a decorator that relabels a request.
     public func with(label: String?) -> RequestContext {
         RequestContext(requestID: requestID, attempt: attempt, label: label, roles: roles)

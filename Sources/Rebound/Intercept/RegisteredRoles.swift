@@ -110,6 +110,42 @@ struct RegisteredRoles: Sendable {
         var admittedByBreaker = false
         /// When the request's deadline comes, on the session's clock, and that clock; `nil` without a deadline.
         let deadline: (at: Duration, now: @Sendable () -> Duration)?
+        /// The attempts the session settled, and whether the request ended: a part that would count an attempt late
+        /// (a pacer whose wait ends after a hedge lost) reads it, so that it never counts what it would not hear end.
+        var settled = SettledAttempts()
+    }
+
+    /// The attempts of a request the session settled, and whether the request ended; without an allocation for the
+    /// first 64 attempts.
+    struct SettledAttempts: Sendable {
+        /// Attempt `n` is bit `n - 1` of word `(n - 1) / 64`; the first word is inline.
+        private var first: UInt64 = 0
+        private var more: [UInt64] = []
+        private(set) var requestEnded = false
+
+        mutating func insert(_ attempt: Int) {
+            guard attempt >= 1 else { return }
+            let (word, bit) = (attempt - 1).quotientAndRemainder(dividingBy: 64)
+            if word == 0 {
+                first |= 1 << UInt64(bit)
+                return
+            }
+            if more.count < word { more.append(contentsOf: repeatElement(0, count: word - more.count)) }
+            more[word - 1] |= 1 << UInt64(bit)
+        }
+
+        mutating func endRequest() {
+            requestEnded = true
+        }
+
+        /// Whether `attempt` was settled, or the request ended.
+        func contains(_ attempt: Int) -> Bool {
+            guard !requestEnded else { return true }
+            guard attempt >= 1 else { return false }
+            let (word, bit) = (attempt - 1).quotientAndRemainder(dividingBy: 64)
+            let bits = word == 0 ? first : word <= more.count ? more[word - 1] : 0
+            return bits & (1 << UInt64(bit)) != 0
+        }
     }
 
     /// A registered instance in one role.
@@ -290,6 +326,30 @@ struct RegisteredRoles: Sendable {
     /// reads after every attempt.
     var accountantsAndObservers: (accountants: InlineList<any AttemptAccountant>, hasObservers: Bool) {
         state.withLock { ($0.accountants, $0.observerCount > 0) }
+    }
+
+    /// Marks `attempt` settled, then returns the parts that settle their attempts and whether any observer registered,
+    /// under one lock.
+    func settling(attempt: Int) -> (accountants: InlineList<any AttemptAccountant>, hasObservers: Bool) {
+        state.withLock { state in
+            state.settled.insert(attempt)
+            return (state.accountants, state.observerCount > 0)
+        }
+    }
+
+    /// Marks the request ended: every attempt counts as settled from now on.
+    func endRequest() {
+        state.withLock { $0.settled.endRequest() }
+    }
+
+    /// Whether the session settled `attempt` (told the parts and the observers how it ended), or the request ended.
+    func isSettled(attempt: Int) -> Bool {
+        state.withLock { $0.settled.contains(attempt) }
+    }
+
+    /// Whether the request ended.
+    var requestEnded: Bool {
+        state.withLock { $0.settled.requestEnded }
     }
 
     /// The registrations to look through for validators: none when no validator registered (the common case, read on

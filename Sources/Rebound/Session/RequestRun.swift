@@ -65,6 +65,8 @@ extension RequestPlan {
         guard case .finished(let ending, let endsAccounts) = machine.phase else {
             preconditionFailure("the request ends in \(machine.phase)")
         }
+        // Before the observers hear it: a part that would count an attempt of the request late no longer does.
+        registered?.endRequest()
         if hasObservers { await tell(machine.outcome(of: ending, now: session.clock.now())) }
         if endsAccounts { endAccounts() }
         switch ending {
@@ -144,7 +146,7 @@ extension RequestPlan {
                 elapsed: report.elapsed, decision: report.decision, error: report.error)
         }
         guard let registered else { return listsObservers ? outcome() : nil }
-        let (accountants, hasObservers) = registered.accountantsAndObservers
+        let (accountants, hasObservers) = registered.settling(attempt: attempt.number)
         // The outcome, built once, for the first part that reads it (a breaker with a `classify` of its own) and the
         // observers.
         var built: AttemptOutcome?

@@ -187,7 +187,11 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver {
             let slept = clock.now() - start
             waitedHere += slept
             if let heard {
-                state.withLock { $0.requests[heard.requestID, default: Request()].waited += slept }
+                state.withLock { state in
+                    // A request that ended meanwhile (a hedge that lost wakes late) is not kept again.
+                    guard !heard.requestEnded else { return }
+                    state.requests[heard.requestID, default: Request()].waited += slept
+                }
             }
         }
         return request
@@ -199,12 +203,17 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver {
         let waited: Duration
     }
 
-    /// Counts an attempt against `key`'s quota, and as in flight until it ends if `attempt` says which; returns how long
+    /// Counts an attempt against `key`'s quota, and as in flight until it ends if `context` says which and the session
+    /// has not settled it; returns how long
     /// until the quota's renewal when none is left. Moves the host table's hand a step, so that idle hosts are
     /// forgotten though no new host comes.
-    private func take(_ key: String, for attempt: RequestContext?) -> Hold? {
+    private func take(_ key: String, for context: RequestContext?) -> Hold? {
         let now = clock.now()
         return state.withLock { state -> Hold? in
+            // An attempt the session settled already (a hedge that lost, one the deadline cut short, whose task goes on)
+            // is not counted in flight: the pacer would never hear it end. Read under the pacer's lock, so that an
+            // attempt settled after this reads is still counted here before its end is heard.
+            let attempt = context.flatMap { $0.isSettled ? nil : $0 }
             state.hosts.forgetIdle(steps: 1, isAtRest: { $0.isAtRest(at: now) })
             let taken = state.hosts.modify(key) { host -> Taken in
                 if now >= host.renewedAt {
