@@ -440,6 +440,29 @@ struct RateLimitPacerTests {
         #expect(pacer.requestsKept == 0)
     }
 
+    @Test func beforeAnAdapterThatMovesTheRequestToAnotherHostItPacesByTheHostItSaw() async throws {
+        let pacer = RateLimitPacer(clock: clock)
+        let moving = Adapter { request, _ in
+            var moved = request
+            moved.url = URL(string: "https://real.example.com/items")
+            return moved
+        }
+        let transport = ScriptedTransport([quota(0, resetsIn: 10), .status(200)], clock: clock)
+        let session = Session(transport: transport, adapters: [pacer, moving], clock: clock)
+
+        _ = try await session.send(request())
+        // The quota is the one the pacer let the attempt through under, so the next request is held.
+        try #require(pacer.quota(for: "api.example.com") == RateLimitQuota(remaining: 0, resetsIn: .seconds(10)))
+        let task = Task { try await session.send(request()) }
+        try await clock.waitForSleepers(1)
+        #expect(transport.requestCount == 1)
+        clock.advance(by: .seconds(10))
+        _ = try await task.value
+
+        #expect(transport.requests.map { $0.url?.host } == ["real.example.com", "real.example.com"])
+        #expect(pacer.requestsKept == 0)
+    }
+
     @Test func anAttemptThatReachesThePacerAfterTheDeadlineEndedItsRequestIsNotCountedForGood() async throws {
         let pacer = RateLimitPacer(clock: clock)
         let stubborn = Gate()

@@ -65,11 +65,12 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver {
         }
     }
 
-    /// An attempt let through against a host's quota, counted in flight until it ends.
+    /// An attempt let through under a host's key until it ends: counted in flight against the host record numbered
+    /// `record`, or against none (`nil`) when the pacer knew no quota of the host; its response's quota is the key's.
     private struct Counted: Sendable {
         let attempt: Int
         let key: String
-        let record: Int
+        let record: Int?
     }
 
     /// What the pacer keeps of a request until it ends: only for a request it will hear the end of.
@@ -231,23 +232,27 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver {
                 if attempt != nil { host.inFlight += 1 }
                 return .taken(record: host.record)
             }
+            let record: Int?
             switch taken {
             case nil:
-                // A host the pacer heard no quota from is never held, and nothing is written for it here.
-                return nil
+                // A host the pacer heard no quota from is never held.
+                record = nil
             case .letGo:
                 state.hosts.remove(key)
-                return nil
+                record = nil
             case .wait(let wait):
                 let waited = attempt.flatMap { state.requests[$0.requestID]?.waited } ?? .zero
                 return Hold(wait: wait, waited: waited)
-            case .taken(let record):
-                if let attempt {
-                    state.requests[attempt.requestID, default: Request()].counted.append(
-                        Counted(attempt: attempt.attempt, key: key, record: record))
-                }
-                return nil
+            case .taken(let taken):
+                record = taken
             }
+            // The key is kept until the attempt ends, so that its response's quota is read as this key's, whatever a
+            // later adapter changes.
+            if let attempt {
+                state.requests[attempt.requestID, default: Request()].counted.append(
+                    Counted(attempt: attempt.attempt, key: key, record: record))
+            }
+            return nil
         }
     }
 
@@ -262,14 +267,18 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver {
     }
 
     /// Ends the attempt's count against its host's quota, and reads the quota its response advertises, if any, as
-    /// the host's, less the requests still in flight, its renewal and window held at ``maximumHold``.
+    /// the host's, less the requests still in flight, its renewal and window held at ``maximumHold``. The host is the
+    /// one the pacer counted the attempt against, whatever a later adapter changed; for an attempt it did not count,
+    /// the host the attempt was sent to.
     public func attemptDidFinish(_ outcome: AttemptOutcome) async {
         let quota = outcome.responseHead.flatMap(RateLimitQuota.init)
-        let key = quota == nil ? nil : keyFunction(outcome.attempt.admittedRequest ?? outcome.request)
+        let sentTo = quota == nil ? nil : keyFunction(outcome.attempt.admittedRequest ?? outcome.request)
         let now = clock.now()
         state.withLock { state in
+            // Taken and heard under one key, so that a pacer before an adapter that moves the request paces it.
+            let takenFrom = state.requests[outcome.requestID]?.counted.first { $0.attempt == outcome.attempt.number }
             settle(&state, outcome.requestID, forgetting: false) { $0 == outcome.attempt.number }
-            guard let quota, let key else { return }
+            guard let quota, let key = takenFrom?.key ?? sentTo else { return }
             let kept = state.hosts[key]
             let inFlight = kept?.inFlight ?? 0
             let record = kept?.record ?? state.newRecord()
@@ -294,8 +303,9 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver {
     ) {
         guard var request = state.requests.removeValue(forKey: requestID) else { return }
         for counted in request.counted where matches(counted.attempt) {
+            guard let record = counted.record else { continue }
             state.hosts.modify(counted.key) { host in
-                if host.record == counted.record { host.inFlight = max(host.inFlight - 1, 0) }
+                if host.record == record { host.inFlight = max(host.inFlight - 1, 0) }
             }
         }
         request.counted.removeAll { matches($0.attempt) }
