@@ -65,12 +65,11 @@ struct RetryOverLoopbackTests {
             return
         }
         #expect(server.hits("/busy") == 1)
-        #expect(error.stopReason == .retryAfterPastDeadline)
-        #expect(
-            error.description.hasSuffix(
-                "attempt 1 failed with status 503 asking to wait 45 s; "
-                    + "not retried: the wait asked ends after the deadline of \(preset ? 30 : 20) s (1 attempt)"),
-            "\(error)")
+        // Which rule ended it is timing's to say over real loopback: on a machine loaded enough that the 503 comes just
+        // before the deadline, the deadline ends the retriers' decision first. `RetryAfterDeadlineTests` checks the
+        // rule on a manual clock.
+        #expect(error.stopReason == .retryAfterPastDeadline || error.stopReason == .deadline)
+        #expect(error.description.contains("attempt 1 failed with status 503 asking to wait 45 s; "), "\(error)")
     }
 
     @Test func postToA503IsNotRetried() async throws {

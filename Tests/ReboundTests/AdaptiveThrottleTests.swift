@@ -57,6 +57,33 @@ struct AdaptiveThrottleTests {
         #expect(throttle.snapshot(for: "other.example.com") == .init(requests: 0, accepts: 0, rejectionProbability: 0))
     }
 
+    @Test("Before an adapter that moves requests to another host, it draws for the host they are sent to")
+    func drawsForTheHostSentTo() async throws {
+        let throttle = AdaptiveThrottle(configuration: Self.bare, clock: ManualClock(), random: alwaysRejects)
+        // Every request goes to one real host, whichever host it names; the real host fails them all.
+        let moving = Adapter { request, _ in
+            var moved = request
+            moved.url = URL(string: "https://real.example.com/items")
+            return moved
+        }
+        let transport = ScriptedTransport { _, _ in .status(503) }
+        let session = Session(transport: transport, adapters: [throttle, moving], clock: FastForwardClock())
+
+        _ = try? await session.send(URL(string: "https://a.example.com/items")!)
+        let error = await #expect(throws: ReboundError.self) {
+            try await session.send(URL(string: "https://b.example.com/items")!)
+        }
+
+        // The first request's failure is the real host's, and the second request is drawn for the real host: rejected
+        // (every draw rejects once the window has a failure), never sent.
+        #expect(transport.requestCount == 1)
+        let rejection = error?.underlyingError as? AdaptiveThrottleRejection
+        #expect(rejection?.key == "real.example.com")
+        #expect(error?.stopReason == .throttled)
+        #expect(throttle.snapshot(for: "a.example.com").requests == 0)
+        #expect(throttle.snapshot(for: "real.example.com").requests == 2)
+    }
+
     @Test("A host that accepts half the requests or more is never throttled")
     func halfAcceptedIsEnough() async throws {
         let throttle = AdaptiveThrottle(configuration: Self.bare, clock: ManualClock(), random: alwaysRejects)

@@ -440,26 +440,30 @@ struct RateLimitPacerTests {
         #expect(pacer.requestsKept == 0)
     }
 
-    @Test func beforeAnAdapterThatMovesTheRequestToAnotherHostItPacesByTheHostItSaw() async throws {
+    @Test func beforeAnAdapterThatMovesRequestsToAnotherHostItPacesByTheHostTheyAreSentTo() async throws {
         let pacer = RateLimitPacer(clock: clock)
+        // Every request goes to one real host, whichever host it names.
         let moving = Adapter { request, _ in
             var moved = request
             moved.url = URL(string: "https://real.example.com/items")
             return moved
         }
-        let transport = ScriptedTransport([quota(0, resetsIn: 10), .status(200)], clock: clock)
+        let transport = ScriptedTransport([quota(1, resetsIn: 10), .status(200), .status(200)], clock: clock)
         let session = Session(transport: transport, adapters: [pacer, moving], clock: clock)
 
-        _ = try await session.send(request())
-        // The quota is the one the pacer let the attempt through under, so the next request is held.
-        try #require(pacer.quota(for: "api.example.com") == RateLimitQuota(remaining: 0, resetsIn: .seconds(10)))
-        let task = Task { try await session.send(request()) }
+        _ = try await session.send(URL(string: "https://a.example.com/items")!)
+        // The quota is the real host's: one request left, taken by a request naming another host.
+        try #require(pacer.quota(for: "real.example.com") == RateLimitQuota(remaining: 1, resetsIn: .seconds(10)))
+        #expect(pacer.quota(for: "a.example.com") == nil)
+        _ = try await session.send(URL(string: "https://b.example.com/items")!)
+        #expect(pacer.quota(for: "real.example.com")?.remaining == 0)
+        let held = Task { try await session.send(URL(string: "https://c.example.com/items")!) }
         try await clock.waitForSleepers(1)
-        #expect(transport.requestCount == 1)
+        #expect(transport.requestCount == 2)  // held: the real host's quota is spent
         clock.advance(by: .seconds(10))
-        _ = try await task.value
+        _ = try await held.value
 
-        #expect(transport.requests.map { $0.url?.host } == ["real.example.com", "real.example.com"])
+        #expect(transport.requests.map { $0.url?.host } == Array(repeating: "real.example.com", count: 3))
         #expect(pacer.requestsKept == 0)
     }
 

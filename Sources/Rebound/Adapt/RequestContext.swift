@@ -53,6 +53,12 @@ public struct RequestContext: Sendable {
     /// outside a session.
     var isSettled: Bool { roles?.isSettled(attempt: attempt) ?? false }
 
+    /// Notes that `part` admitted this attempt, which it saw at `url`, under `key`, so that the session has it admit the
+    /// attempt again if a later adapter moves it to another host; nothing for a context made outside a session.
+    func admitted(by part: some HostAdmission, under key: String, at url: URL?) {
+        roles?.admitted(by: part, attempt: attempt, under: key, at: url)
+    }
+
     /// Whether the request ended; `false` for a context made outside a session.
     var requestEnded: Bool { roles?.requestEnded ?? false }
 

@@ -23,6 +23,18 @@ protocol AttemptAccountant: RetryGate, HedgeGate, AnyObject, Sendable {
     func requestEnded(_ requestID: UUID)
 }
 
+/// A part that admits an attempt under its host's key in `adapt`, and admits it again under the host it is sent to when
+/// a later adapter moved it: after the adapters and before sending, the session asks it about each attempt it admitted
+/// (``RegisteredRoles/admitted(by:attempt:under:)``), so that what it draws or counts is the sent host's, whatever the
+/// adapters' order. A refusal that needs no I/O still comes first, in `adapt`.
+protocol HostAdmission: AnyObject, Sendable {
+    /// The key the part admits `request` under; `nil` for a request it lets through untouched.
+    func admissionKey(for request: URLRequest) -> String?
+    /// Gives back, uncounted, what the part took when it admitted `context`'s attempt under `admitted`, and admits the
+    /// attempt under `key` instead, waiting or throwing as its `adapt` would.
+    func readmit(_ context: RequestContext, from admitted: String, to key: String) async throws
+}
+
 /// The observers and gates an ``Interceptor`` was given, in one box that registers as a whole.
 final class RoleGroup: Sendable {
     let roles: ChainRoles
@@ -113,6 +125,17 @@ struct RegisteredRoles: Sendable {
         /// The attempts the session settled, and whether the request ended: a part that would count an attempt late
         /// (a pacer whose wait ends after a hedge lost) reads it, so that it never counts what it would not hear end.
         var settled = SettledAttempts()
+        /// The admissions of attempts not yet sent, taken back by the session before it sends each: usually none or
+        /// one, held without an allocation.
+        var admissions = InlineList<Admission>.none
+    }
+
+    /// An attempt a part admitted under a host's key, as the part saw it at `url`, before the session sends it.
+    struct Admission: Sendable {
+        let part: any HostAdmission
+        let attempt: Int
+        let key: String
+        let url: URL?
     }
 
     /// The attempts of a request the session settled, and whether the request ended; without an allocation for the
@@ -334,6 +357,25 @@ struct RegisteredRoles: Sendable {
         state.withLock { state in
             state.settled.insert(attempt)
             return (state.accountants, state.observerCount > 0)
+        }
+    }
+
+    /// Notes that `part` admitted `attempt` under `key`, seeing it at `url`, for the session to check against the host
+    /// the attempt is sent to; a part that admits an attempt twice under one key (held twice by the chain) is noted
+    /// once.
+    func admitted(by part: some HostAdmission, attempt: Int, under key: String, at url: URL?) {
+        state.withLock { state in
+            if state.admissions.contains(where: { $0.part === part && $0.attempt == attempt && $0.key == key }) {
+                return
+            }
+            state.admissions.append(Admission(part: part, attempt: attempt, key: key, url: url))
+        }
+    }
+
+    /// Takes one admission of `attempt`, as the session sends it; `nil` once none is left.
+    func takeAdmission(of attempt: Int) -> Admission? {
+        state.withLock { state in
+            state.admissions.isEmpty ? nil : state.admissions.remove { $0.attempt == attempt }
         }
     }
 

@@ -66,6 +66,15 @@ extension RequestPlan {
             } else {
                 adapted = base
             }
+            // A part that admitted the attempt under a host a later adapter changed admits it under the host it is sent to.
+            if let registered {
+                while let admission = registered.takeAdmission(of: number) {
+                    guard adapted.url != admission.url, let key = admission.part.admissionKey(for: adapted),
+                        key != admission.key
+                    else { continue }
+                    try await admission.part.readmit(context, from: admission.key, to: key)
+                }
+            }
         } catch {
             return Self.failed(.adaptationFailed(error: error), sent: nil)
         }

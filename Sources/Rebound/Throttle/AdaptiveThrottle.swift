@@ -234,6 +234,21 @@ public final class AdaptiveThrottle: RequestAdapter, RetryGate {
         guard let key = keyFunction(request) else { return }
         if let rejection = admit(key, requestID: context.requestID, attempt: context.attempt) { throw rejection }
         context.settleAndAdmitRetries(through: self)
+        // A first attempt is drawn for here: a later adapter that moves it to another host has the session have the
+        // throttle draw for that host instead, whose tally counts the attempt's outcome.
+        if context.attempt == 1 { context.admitted(by: self, under: key, at: request.url) }
+    }
+
+    /// The key the throttle draws for `request` under.
+    func admissionKey(for request: URLRequest) -> String? {
+        keyFunction(request)
+    }
+
+    /// Draws for `context`'s first attempt under `key`, the host it is sent to: the draw under `admitted` took nothing
+    /// to give back (a rejection is counted, a request let through is counted when it ends, under the host it was sent
+    /// to).
+    func readmit(_ context: RequestContext, from admitted: String, to key: String) async throws {
+        if let rejection = admit(key, requestID: context.requestID, attempt: context.attempt) { throw rejection }
     }
 
     /// Draws for a first attempt of `key`'s host (a retry was drawn for when it was granted, a hedge before it
@@ -292,6 +307,8 @@ public final class AdaptiveThrottle: RequestAdapter, RetryGate {
     /// How many hosts' counts the throttle keeps; for tests that check it forgets.
     package var hostsKept: Int { state.withLock { $0.tallies.count } }
 }
+
+extension AdaptiveThrottle: HostAdmission {}
 
 extension AdaptiveThrottle: AdaptsInPlace {
     /// Admits the attempt as ``adapt(_:context:)`` does, leaving the request unchanged.

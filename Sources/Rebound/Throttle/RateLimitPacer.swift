@@ -36,7 +36,7 @@ import Foundation
 /// let pacer = RateLimitPacer()
 /// let session = Session(adapters: [pacer], retriers: [RetryPolicy()])
 /// ```
-public final class RateLimitPacer: RequestAdapter, AttemptObserver {
+public final class RateLimitPacer: RequestAdapter, AttemptObserver, HostAdmission {
     /// The default ``maximumWait``: 30 seconds, the preset's deadline.
     public static let defaultMaximumWait = Duration.seconds(30)
     /// The default ``maximumHold``: 60 seconds, the longest `Retry-After` that ``RetryAfter`` honours by default.
@@ -169,6 +169,14 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver {
     public func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
         context.observe(self)
         guard let key = keyFunction(request) else { return request }
+        try await pace(key, context: context)
+        // A later adapter that moves the request to another host has the session ask the pacer again, for that host.
+        context.admitted(by: self, under: key, at: request.url)
+        return request
+    }
+
+    /// Lets the attempt through once `key`'s host has a request left, waiting for the quota's renewal if it has none.
+    private func pace(_ key: String, context: RequestContext) async throws {
         // The pacer keeps what a request waited, and counts an attempt in flight, only if it will hear the request end:
         // through a context that cannot register (a decorator's own), neither would ever be given back.
         let heard = context.canRegister ? context : nil
@@ -195,7 +203,6 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver {
                 }
             }
         }
-        return request
     }
 
     /// A wait for a host's renewal, and what the request waited before it.
@@ -254,6 +261,31 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver {
             }
             return nil
         }
+    }
+
+    /// Gives back, uncounted, the request `context`'s attempt took from `admitted`'s quota, and paces the attempt by
+    /// `key`'s quota instead: a later adapter moved it to that host.
+    func readmit(_ context: RequestContext, from admitted: String, to key: String) async throws {
+        state.withLock { state in
+            guard
+                let index = state.requests[context.requestID]?.counted.lastIndex(where: {
+                    $0.attempt == context.attempt && $0.key == admitted
+                }),
+                let counted = state.requests[context.requestID]?.counted.remove(at: index)
+            else { return }
+            guard let record = counted.record else { return }
+            state.hosts.modify(admitted) { host in
+                guard host.record == record else { return }
+                host.inFlight = max(host.inFlight - 1, 0)
+                host.remaining += 1
+            }
+        }
+        try await pace(key, context: context)
+    }
+
+    /// The key the pacer paces `request` by.
+    func admissionKey(for request: URLRequest) -> String? {
+        keyFunction(request)
     }
 
     /// What taking a request from a host's quota came to.
