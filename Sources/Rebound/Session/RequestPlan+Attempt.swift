@@ -76,6 +76,8 @@ extension RequestPlan {
                 }
             }
         } catch {
+            // Admissions not yet checked are dropped: the attempt is not sent.
+            while registered?.takeAdmission(of: number) != nil {}
             return Self.failed(.adaptationFailed(error: error), sent: nil)
         }
         if let sending { sending.withLock { $0 = adapted } }
