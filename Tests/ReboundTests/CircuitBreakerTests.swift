@@ -409,7 +409,7 @@ struct CircuitBreakerRegistryTests {
         #expect(registry.breaker(for: "down.example.com").state == .closed)
     }
 
-    @Test func anAttemptIsCountedByTheBreakerThatLetItThroughEvenWhenALaterAdapterMovesIt() async throws {
+    @Test func beforeAnAdapterThatMovesTheAttemptTheBreakerOfTheHostItIsSentToLetsItThroughAndCountsIt() async throws {
         let registry = CircuitBreakerRegistry(
             configuration: .init(tripCondition: .consecutiveFailures(1), openDuration: .seconds(30)), clock: clock)
         let moveToB = Adapter.modifying { request, _ in request.url = URL(string: "https://b.example.com/x")! }
@@ -419,9 +419,18 @@ struct CircuitBreakerRegistryTests {
 
         _ = try? await session.send(URL(string: "https://a.example.com/x")!)
 
+        // Counted by b's breaker, which opens; a's gave its permit back uncounted.
         #expect(transport.requests.first?.url?.host == "b.example.com")
-        #expect(registry.breaker(for: "a.example.com").state == .open)
-        #expect(registry.breakers["b.example.com"] == nil)
+        #expect(registry.breaker(for: "b.example.com").state == .open)
+        #expect(registry.breaker(for: "a.example.com").state == .closed)
+
+        // A request naming another host that goes to b is refused by b's open breaker, before it is sent.
+        let error = await #expect(throws: ReboundError.self) {
+            try await session.send(URL(string: "https://c.example.com/x")!)
+        }
+        #expect(error?.circuitBreakerOpenError?.key == "b.example.com")
+        #expect(error?.stopReason == .circuitOpen)
+        #expect(transport.requestCount == 1)
     }
 
     /// Each request holds the permits its attempts were given, one per breaker and attempt, until the attempt is

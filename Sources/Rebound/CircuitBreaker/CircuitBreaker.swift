@@ -325,6 +325,18 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
         announce(transitions)
     }
 
+    /// Gives back, uncounted, the permit this breaker gave `context`'s attempt, if the request holds one: the attempt
+    /// goes to another host, whose breaker admits it instead (a trial taken is free again).
+    func giveBack(_ context: RequestContext) {
+        guard let roles = context.roles else { return }
+        let ((), transitions) = update { storage, time, transitions in
+            guard let permit = roles.takePermit(of: self, for: context.attempt) else { return }
+            storage.permitsOut -= 1
+            storage.machine.record(.ignored, permit: permit, time: &time, transitions: &transitions)
+        }
+        announce(transitions)
+    }
+
     /// How long a break that `attempt` starts lasts at least: what its response's `Retry-After` asks for, read only
     /// from a failure (a success's headers are not read); `.zero` otherwise.
     private func openAtLeast(after verdict: Verdict, of attempt: Attempt) -> Duration {

@@ -133,9 +133,24 @@ public final class CircuitBreakerRegistry: RequestAdapter {
         return request
     }
 
-    /// Lets the attempt through its key's breaker, or throws; a request without a key goes through.
+    /// Lets the attempt through its key's breaker, or throws; a request without a key goes through. A later adapter
+    /// that moves the attempt to another host has the session ask the registry again, for that host's breaker.
     private func admit(_ request: URLRequest, context: RequestContext) throws(CircuitBreakerOpenError) {
         guard let key = keyFunction(request) else { return }
+        try breaker(for: key).admit(context)
+        context.admitted(by: self, under: key, at: request.url)
+    }
+}
+
+extension CircuitBreakerRegistry: HostAdmission {
+    func admissionKey(for request: URLRequest) -> String? {
+        keyFunction(request)
+    }
+
+    /// Gives the permit of `admitted`'s breaker back uncounted, and lets the attempt through `key`'s breaker, or throws
+    /// ``CircuitBreakerOpenError``.
+    func readmit(_ context: RequestContext, from admitted: String, to key: String) async throws {
+        table.withLock { $0[admitted] }?.giveBack(context)
         try breaker(for: key).admit(context)
     }
 }
