@@ -66,7 +66,8 @@ extension RequestPlan {
             } else {
                 adapted = base
             }
-            // A part that admitted the attempt under a host a later adapter changed admits it under the host it is sent to.
+            // A part that admitted the attempt under a host that a later adapter changed admits it again, under the host
+            // it is sent to.
             if let registered {
                 while let admission = registered.takeAdmission(of: number) {
                     guard adapted.url != admission.url, let key = admission.part.admissionKey(for: adapted),
