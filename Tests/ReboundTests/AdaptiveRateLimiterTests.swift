@@ -59,6 +59,33 @@ struct AdaptiveRateLimiterTests {
         #expect(throttled.requestCount == 42)
     }
 
+    @Test("Before an adapter that moves requests to another host, it paces them by the host they are sent to")
+    func pacesByTheHostSentTo() async throws {
+        let clock = ManualClock()
+        let limiter = AdaptiveRateLimiter(clock: clock)
+        let moving = Adapter { request, _ in
+            var moved = request
+            moved.url = URL(string: "https://real.example.com/items")
+            return moved
+        }
+        let throttled = ScriptedTransport { _, number in number == 1 ? .status(429) : .status(200) }
+        let session = Session(transport: throttled, adapters: [limiter, moving], clock: clock)
+
+        _ = try? await session.send(URL(string: "https://a.example.com/items")!)  // the real host's 429
+        #expect(limiter.snapshot(for: "real.example.com").isPacing)
+
+        // A request naming another host goes to the paced real host: it waits for the real host's token.
+        let waiting = Task { try await session.send(URL(string: "https://b.example.com/items")!) }
+        // Until it either waits or is sent.
+        while clock.pendingSleepCount == 0, throttled.requestCount < 2 { await Task.yield() }
+        #expect(throttled.requestCount == 1)
+        #expect(clock.pendingSleepCount == 1)
+        clock.advance(by: .seconds(10))
+        _ = try await waiting.value
+        #expect(throttled.requestCount == 2)
+        #expect(!limiter.snapshot(for: "b.example.com").isPacing)
+    }
+
     @Test("After a throttle the rate grows back along CUBIC's curve, never above twice the measured rate")
     func theRateGrowsBack() async throws {
         let clock = ManualClock()

@@ -32,6 +32,25 @@ struct RetryBudgetRatioTests {
         #expect(budget.tokens(for: URLRequest(url: URL(string: "https://other.example.com/")!)) == 10)
     }
 
+    @Test("Before an adapter that moves requests to another host, it counts them under the host they are sent to")
+    func countsUnderTheHostSentTo() async throws {
+        let clock = ManualClock()
+        let budget = RetryBudget(ratio: .default, clock: clock)
+        let moving = Adapter { request, _ in
+            var moved = request
+            moved.url = URL(string: "https://real.example.com/items")
+            return moved
+        }
+        let session = Session(
+            transport: ScriptedTransport { _, _ in .status(200) }, adapters: [budget, moving], clock: clock)
+
+        for index in 0..<100 { _ = try await session.send(URL(string: "https://h\(index).example.com/items")!) }
+
+        // The real host's window holds the 100 requests, whose retries it pays for: 10 % of them plus the floor.
+        #expect(budget.tokens(for: "real.example.com") == 10 + 10)
+        #expect(budget.tokens(for: "h0.example.com") == 10)
+    }
+
     @Test("The window slides: what was spent is forgotten after it")
     func windowSlides() async throws {
         let clock = ManualClock()

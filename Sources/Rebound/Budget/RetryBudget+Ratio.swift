@@ -77,8 +77,9 @@ extension RetryBudget {
 struct RatioWindow: Sendable {
     private var tally = SlidingTally()
 
-    mutating func addRequest(at now: Duration, window: Duration) {
-        tally.add(first: 1, at: now, window: window)
+    /// Counts `count` requests (`-1` takes back one counted for a host the request was not sent to).
+    mutating func addRequest(_ count: Int = 1, at now: Duration, window: Duration) {
+        tally.add(first: count, at: now, window: window)
     }
 
     mutating func addRetry(_ count: Int, at now: Duration, window: Duration) {

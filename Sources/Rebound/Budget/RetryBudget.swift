@@ -164,6 +164,9 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
                     $0.addRequest(at: now, window: ratio.window)
                 }
             }
+            // Retries are charged to the host the request is sent to: a later adapter that moves it there has the
+            // session have the budget count the request under that host instead.
+            context.admitted(by: self, under: key, at: request.url)
         }
     }
 
@@ -351,6 +354,22 @@ public struct RetryBudgetExhausted: Error, Sendable, Equatable, CustomStringConv
     /// For example `retry budget for api.example.com exhausted: 3 tokens left, a retry costs 5`.
     public var description: String {
         "retry budget for \(key) exhausted: \(availableTokens) tokens left, a retry costs \(retryCost)"
+    }
+}
+
+extension RetryBudget: HostAdmission {
+    func admissionKey(for request: URLRequest) -> String? {
+        keyFunction(request)
+    }
+
+    /// Counts the ratio budget's request under `key`, the host it is sent to, rather than under `admitted`.
+    func readmit(_ context: RequestContext, from admitted: String, to key: String) async throws {
+        guard let ratio else { return }
+        let now = now()
+        state.withLock { state in
+            state.windows.modify(admitted) { $0.addRequest(-1, at: now, window: ratio.window) }
+            changeWindow(of: key, in: &state, now: now, ratio: ratio) { $0.addRequest(at: now, window: ratio.window) }
+        }
     }
 }
 

@@ -164,6 +164,15 @@ public final class AdaptiveRateLimiter: RequestAdapter, RetryGate {
     /// - Throws: `CancellationError` when the task is cancelled while it waits.
     public func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
         guard let key = keyFunction(request) else { return request }
+        try await pace(key)
+        context.settleAndAdmitRetries(through: self)
+        // A later adapter that moves the request to another host has the session have it paced by that host instead.
+        context.admitted(by: self, under: key, at: request.url)
+        return request
+    }
+
+    /// Takes a token for `key`, waiting for one if its host is paced and its bucket is empty.
+    private func pace(_ key: String) async throws {
         while let wait = take(key) {
             do {
                 try await clock.sleep(wait)
@@ -171,8 +180,6 @@ public final class AdaptiveRateLimiter: RequestAdapter, RetryGate {
                 throw CancellationError()
             }
         }
-        context.settleAndAdmitRetries(through: self)
-        return request
     }
 
     /// Takes a token for `key` if its host is paced; returns how long to wait first when there is none.
@@ -202,6 +209,25 @@ public final class AdaptiveRateLimiter: RequestAdapter, RetryGate {
 }
 
 // The session tells the limiter how the attempts it let through end directly (see `AttemptAccountant`).
+extension AdaptiveRateLimiter: HostAdmission {
+    func admissionKey(for request: URLRequest) -> String? {
+        keyFunction(request)
+    }
+
+    /// Gives the token taken for `admitted` back, if its host is paced, and paces the attempt by `key`'s host instead.
+    func readmit(_ context: RequestContext, from admitted: String, to key: String) async throws {
+        let now = clock.now().seconds
+        state.withLock { state in
+            guard state.hosts[admitted]?.pacing == true else { return }
+            state.hosts.modify(admitted) { host in
+                host.fill(at: now)
+                host.tokens = min(host.capacity, host.tokens + 1)
+            }
+        }
+        try await pace(key)
+    }
+}
+
 extension AdaptiveRateLimiter: AttemptAccountant {
     func settle(_ attempt: Attempt, of requestID: UUID, roles: RegisteredRoles, outcome: () -> AttemptOutcome) {
         // Only a response tells whether the host throttles.
