@@ -25,8 +25,8 @@ protocol AttemptAccountant: RetryGate, HedgeGate, AnyObject, Sendable {
 
 /// A part that admits an attempt under its host's key in `adapt`, and admits it again under the host it is sent to when
 /// a later adapter moved it: after the adapters and before sending, the session asks it about each attempt it admitted
-/// (``RegisteredRoles/admitted(by:attempt:under:)``), so that what it draws or counts is the sent host's, whatever the
-/// adapters' order. A refusal that needs no I/O still comes first, in `adapt`.
+/// (``RegisteredRoles/admitted(by:attempt:under:at:)``), so that what it draws or counts is the sent host's, whatever
+/// the adapters' order. A refusal that needs no I/O still comes first, in `adapt`.
 protocol HostAdmission: AnyObject, Sendable {
     /// The key the part admits `request` under; `nil` for a request it lets through untouched.
     func admissionKey(for request: URLRequest) -> String?
