@@ -39,6 +39,7 @@ GIVENS = {
     ("Sources/Rebound/Session/Session.swift", "let session = Session("): (
         ['let token = "token"', "struct Item: Decodable {}"], []),
     ("Sources/Rebound/Errors/ReboundError.swift", "do {"): ([SESSION, REQUEST, "func showMaintenancePage() {}"], []),
+    ("Sources/Rebound/Observe/StopReason.swift", "do {"): ([SESSION, REQUEST], []),
     (
         "Sources/Rebound/Errors/ReboundError.swift",
         "if let persisted = error.retrierError as? JSONBodyRetrier.SignalPersisted { showBusyBanner(persisted.signal) }",

@@ -313,13 +313,19 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
     private func changeTokens(of key: String, in state: inout State, _ body: (inout Int) -> Void) {
         let initial = configuration.initialTokens
         state.tokens.update(key, make: { initial }, isAtRest: { $0 == initial }, body)
+        // A step of the hand on every change (after it: the host just changed is marked used, and stays), so that
+        // hosts gone idle are forgotten though no new host comes.
+        state.tokens.forgetIdle(steps: 1, isAtRest: { $0 == initial })
     }
 
     /// Changes `key`'s window, starting from an empty one for a host not kept (see `HostTable`).
     private func changeWindow(
         of key: String, in state: inout State, now: Duration, ratio: Ratio, _ body: (inout RatioWindow) -> Void
     ) {
-        state.windows.update(key, make: RatioWindow.init, isAtRest: { $0.isEmpty(at: now, window: ratio.window) }, body)
+        let isAtRest = { (window: RatioWindow) in window.isEmpty(at: now, window: ratio.window) }
+        state.windows.update(key, make: RatioWindow.init, isAtRest: isAtRest, body)
+        // A step of the hand on every change (see `changeTokens`).
+        state.windows.forgetIdle(steps: 1, isAtRest: isAtRest)
     }
 
     /// `tokens + amount`, held at `maximum`, also where the sum would overflow (a bucket of `Int.max` tokens).

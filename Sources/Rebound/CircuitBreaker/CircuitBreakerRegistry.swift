@@ -102,10 +102,19 @@ public final class CircuitBreakerRegistry: RequestAdapter {
 
     /// The breaker for `key`, created closed if there is none yet (or the registry forgot it).
     public func breaker(for key: String) -> CircuitBreaker {
+        breaker(for: key, sweeping: false)
+    }
+
+    /// The breaker for `key`; `sweeping` moves the table's hand a step after it (a request's admission does, so that
+    /// breakers gone idle are forgotten though no new host comes; a read does not).
+    private func breaker(for key: String, sweeping: Bool) -> CircuitBreaker {
         table.withLock { table in
             // The registry's lock, then a breaker's, to ask whether it is at rest: a breaker never takes the
             // registry's lock.
-            table.update(key, make: { makeBreaker(key) }, isAtRest: { $0.isAtRest }) { $0 }
+            let breaker = table.update(key, make: { makeBreaker(key) }, isAtRest: { $0.isAtRest }) { $0 }
+            // After the update, which marked the breaker used: the step never drops the breaker just taken.
+            if sweeping { table.forgetIdle(steps: 1, isAtRest: { $0.isAtRest }) }
+            return breaker
         }
     }
 
@@ -137,7 +146,7 @@ public final class CircuitBreakerRegistry: RequestAdapter {
     /// that moves the attempt to another host has the session ask the registry again, for that host's breaker.
     private func admit(_ request: URLRequest, context: RequestContext) throws(CircuitBreakerOpenError) {
         guard let key = keyFunction(request) else { return }
-        try breaker(for: key).admit(context)
+        try breaker(for: key, sweeping: true).admit(context)
         context.admitted(by: self, under: key, at: request.url)
     }
 }

@@ -43,7 +43,7 @@ final class ChainBox: Sendable {
 }
 
 /// A session's interceptor followed by a request's: adapts with the session's, then the request's; asks the session's
-/// retriers, then the request's, and the first answer other than `doNotRetry` wins.
+/// retriers, then the request's, and the first answer that does not pass on (`RetryResult.passesOn`) wins.
 ///
 /// Adapts in place when both halves do (``AdaptsInPlace``): the session's half is read from its chain box, where it was
 /// found once for the session, so a request with an interceptor of its own looks at one type only, its own.

@@ -5,8 +5,10 @@
 /// line name the rule too.
 ///
 /// ```swift
+/// do {
+///     _ = try await session.send(request)
 /// } catch let error as ReboundError where error.stopReason == .repeatedFailure {
-///     // The preset stopped early: the last two attempts failed the same way.
+///     print("stopped early: the last two attempts failed the same way")
 /// }
 /// ```
 ///

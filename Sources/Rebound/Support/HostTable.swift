@@ -5,19 +5,19 @@
 /// the hand reaches that was not used since the hand last passed it, and whose state is at rest (the part says what
 /// that is: a closed breaker with no failures, a full bucket, an empty window), is dropped; the hand clears the others'
 /// use. A host takes two visits to drop (one clears its use), so three steps a host outpace the hosts added. So the
-/// table holds the hosts used lately and those whose state still says something, at a constant cost per host added, and
-/// nothing at all per request to a host already kept.
+/// table holds the hosts used lately and those whose state still says something, at a constant cost per host added.
 ///
 /// **At capacity.** A new host first makes room: the hand drops the first host it reaches, among the next 16, that is at
 /// rest or was not used since it last passed, or else the host under it, so a host used little lately goes, whatever
 /// its state. A table that keeps busy hosts (a concurrency limiter's, whose hosts hold places and waiters) drops only a
 /// host at rest among the next 16, and otherwise keeps the new host past its capacity, until the hand finds idle ones.
 ///
-/// **Without new hosts.** Each use of a host already kept (``update(_:make:isAtRest:_:)``) moves the hand one step too,
-/// so that hosts gone idle are forgotten while requests go to the hosts kept, though no new host comes: the table is
-/// swept at the pace of its traffic, a host in two rounds. A part that changes its hosts only through
-/// ``modify(_:_:)`` moves the hand itself with ``forgetIdle(steps:isAtRest:)``. With no request at all, nothing moves:
-/// the table keeps what it has, and grows no more.
+/// **Without new hosts.** A part whose hosts come back to rest by themselves, with nothing learned lost when they are
+/// made anew (a window that empties, a breaker closed with no failure, a bucket refilled), moves the hand a step on each
+/// request with ``forgetIdle(steps:isAtRest:)``, so that hosts gone idle are forgotten while requests go to the hosts
+/// kept, though no new host comes: the table is swept at the pace of its traffic, a host in two rounds. A part whose
+/// idle hosts still hold something learned (a rate limiter's measured rate, a limiter's adaptive limit) does not, and
+/// keeps them until new hosts move the hand. With no request at all, nothing moves: the table keeps what it has.
 ///
 /// A value, kept behind its part's lock; the part passes `isAtRest` on every change that may add a host.
 struct HostTable<Value: Sendable>: Sendable {
@@ -73,15 +73,11 @@ struct HostTable<Value: Sendable>: Sendable {
     }
 
     /// Changes the state of `key`'s host in place, first making it from `make` if the host is not kept (which may drop
-    /// idle hosts, or one to make room), and marks it used; a host already kept moves the hand a step after its change.
+    /// idle hosts, or one to make room), and marks it used.
     mutating func update<Result>(
         _ key: String, make: () -> Value, isAtRest: (Value) -> Bool, _ body: (inout Value) -> Result
     ) -> Result {
-        if let result = modify(key, body) {
-            // After the change, which marked the host used: the step never drops the host just changed.
-            _ = step(dropping: { !$0.used && isAtRest($0.value) })
-            return result
-        }
+        if let result = modify(key, body) { return result }
         add(key, make(), isAtRest: isAtRest)
         return entries[key]!.use(body)
     }

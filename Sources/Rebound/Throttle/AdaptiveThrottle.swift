@@ -296,9 +296,13 @@ public final class AdaptiveThrottle: RequestAdapter, RetryGate {
     private static func add(
         requests: Int, accepts: Int, for key: String, to state: inout State, now: Duration, window: Duration
     ) {
-        state.tallies.update(key, make: SlidingTally.init, isAtRest: { $0.isEmpty(at: now, window: window) }) {
+        let isAtRest = { (tally: SlidingTally) in tally.isEmpty(at: now, window: window) }
+        state.tallies.update(key, make: SlidingTally.init, isAtRest: isAtRest) {
             $0.add(first: requests, second: accepts, at: now, window: window)
         }
+        // A step of the hand on every count (after it: the host just counted is marked used, and stays), so that hosts
+        // gone idle are forgotten though no new host comes.
+        state.tallies.forgetIdle(steps: 1, isAtRest: isAtRest)
     }
 
     /// How many requests' retries the throttle keeps a record of; for tests that check nothing is kept.
