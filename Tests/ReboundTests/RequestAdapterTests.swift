@@ -120,10 +120,12 @@ struct ModifyingTests {
             }
         }
         func chain(session: [any RequestAdapter], request own: (any RequestInterceptor)?) -> ChainBox? {
-            RequestPlan(
-                session: Session(transport: ScriptedTransport([]), adapters: session), original: .request(request()),
-                label: nil, requestInterceptor: own, requestRoles: nil, validator: nil, deadline: nil,
-                attemptTimeout: nil, redirectHandler: nil, hedging: nil
+            let session = Session(transport: ScriptedTransport([]), adapters: session)
+            return RequestPlan(
+                session: session, original: .request(request()), label: nil,
+                own: RequestParts(
+                    session: session, requestInterceptor: own, requestRoles: nil, validator: nil, redirectHandler: nil),
+                deadline: nil, attemptTimeout: nil, hedging: nil
             ).chain
         }
 

@@ -19,7 +19,7 @@ struct RequestMachineTests {
     ) -> RequestMachine {
         let session = Session(transport: ScriptedTransport([]), retriers: [RetryPolicy()])
         let plan = RequestPlan(
-            session: session, original: .request(original), label: nil, deadline: deadline,
+            session: session, original: .request(original), label: nil, own: nil, deadline: deadline,
             attemptTimeout: attemptTimeout, hedging: hedging)
         return RequestMachine(plan, now: .zero)
     }
@@ -313,7 +313,7 @@ struct RequestMachineTests {
             let session = Session(transport: ScriptedTransport([]))
             let plan = RequestPlan(
                 session: session, original: .request(URLRequest(url: URL(string: "https://example.com")!)),
-                label: nil, deadline: nil, attemptTimeout: nil, hedging: nil)
+                label: nil, own: nil, deadline: nil, attemptTimeout: nil, hedging: nil)
             var machine = RequestMachine(plan, now: .zero)
             _ = machine.handle(.reported, now: .zero)
         }

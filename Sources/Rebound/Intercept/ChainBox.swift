@@ -33,10 +33,6 @@ final class ChainBox: Sendable {
         try await interceptor.adapt(consume request, context: context)
     }
 
-    func retry(_ request: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
-        await interceptor.retry(request, dueTo: error)
-    }
-
     /// The methods the chain's retry policies retry, `nil` when none says (see ``RetriesMethods``): read before a
     /// hedge, and before a retry of a request that hedging may repeat.
     var retriedMethods: Set<HTTPMethod>? { (interceptor as? any RetriesMethods)?.retriedMethods }

@@ -338,15 +338,12 @@ struct RegisteredRoles: Sendable {
     /// registrations made later do not change.
     var withObservers: Registrations { state.withLock { $0.observerCount == 0 ? .none : $0.registrations } }
 
-    /// Whether any observer registered so far.
-    var hasObservers: Bool { state.withLock { $0.observerCount > 0 } }
-
     /// Whether a breaker let an attempt of the request through so far.
     var admittedByBreaker: Bool { state.withLock { $0.admittedByBreaker } }
 
     /// The parts that settle their own attempts, in the order they registered (a snapshot, which registrations made
-    /// later do not change, and reading it allocates nothing) and ``hasObservers``, under one lock: what the session
-    /// reads after every attempt.
+    /// later do not change, and reading it allocates nothing) and whether any observer registered so far, under one
+    /// lock.
     var accountantsAndObservers: (accountants: InlineList<any AttemptAccountant>, hasObservers: Bool) {
         state.withLock { ($0.accountants, $0.observerCount > 0) }
     }
@@ -379,9 +376,20 @@ struct RegisteredRoles: Sendable {
         }
     }
 
-    /// Marks the request ended: every attempt counts as settled from now on.
-    func endRequest() {
-        state.withLock { $0.settled.endRequest() }
+    /// Marks the request ended (every attempt counts as settled from now on) and returns whether any observer
+    /// registered.
+    @discardableResult
+    func endRequest() -> Bool {
+        state.withLock { state in
+            state.settled.endRequest()
+            return state.observerCount > 0
+        }
+    }
+
+    /// Tells the parts that settle their attempts that request `requestID` ended, so that they forget what they keep
+    /// for it.
+    func endAccounts(of requestID: UUID) {
+        for part in state.withLock({ $0.accountants }) { part.requestEnded(requestID) }
     }
 
     /// Whether the session settled `attempt` (told the parts and the observers how it ended), or the request ended.

@@ -28,19 +28,11 @@ enum Redirection {
         "Content-Type", "Content-Length", "Content-Encoding", "Content-Language", "Content-Location",
     ]
 
-    /// Whether `status` is one the session follows: 301, 302, 303, 307 or 308.
-    static func isRedirect(_ status: Int) -> Bool {
-        switch status {
-        case 301, 302, 303, 307, 308: true
-        default: false
-        }
-    }
-
     /// The request to send after `response` redirected `sent`, before any stripping; `nil` when it cannot be followed:
     /// no `Location`, one that is not an absolute or relative http(s) URL with a host, or a 307 or 308 whose body is a
     /// stream that was consumed.
     static func nextRequest(after sent: URLRequest, response: ResponseHead) -> URLRequest? {
-        guard isRedirect(response.statusCode),
+        guard response.isRedirect,
             let location = response.value(forHTTPHeaderField: "Location")?.trimmingCharacters(in: .whitespaces),
             !location.isEmpty,
             let url = URL(string: location, relativeTo: sent.url)?.absoluteURL,
@@ -100,6 +92,16 @@ enum Redirection {
         case "https", "wss": return 443
         case "http", "ws": return 80
         default: return nil
+        }
+    }
+}
+
+extension ResponseHead {
+    /// Whether the status is one the session follows: 301, 302, 303, 307 or 308.
+    var isRedirect: Bool {
+        switch statusCode {
+        case 301, 302, 303, 307, 308: true
+        default: false
         }
     }
 }

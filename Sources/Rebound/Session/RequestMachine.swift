@@ -275,7 +275,9 @@ struct RequestMachine {
     mutating func question(about failed: AttemptResult, admittedByBreaker: Bool) -> Question {
         guard case .failure(let reason) = failed.kind else { preconditionFailure("only failures are asked about") }
         if backoffWait == nil, admittedByBreaker { backoffWait = BackoffWait() }
-        let error = failure(reason, response: failed.response, data: failed.data)
+        let error = ReboundError(
+            reason: reason, original: plan.original, lastRequest: lastSentRequest, responseHead: failed.response,
+            data: failed.data, attempts: attempts)
         let request = RetryRequest(
             requestID: plan.requestID, label: plan.label, original: plan.original, lastRequest: failed.sent,
             responseHead: failed.response, data: failed.data, attempts: attempts, roles: plan.registered,
@@ -360,11 +362,15 @@ struct RequestMachine {
         // Backoff never sleeps past the deadline: a delay that would end after it ends the request now. So does a
         // server's `Retry-After` (on a 429 or 503) that ends after it, whatever delay the retriers chose: a retry
         // before the time the server asked for would meet the same answer, so one rule holds for every chain. A retry
-        // to another request (a fallback host) was not asked to wait by this response.
-        let asked = result.request == nil ? error.responseHead.flatMap(RetryAfter.asked.delay(for:)) ?? .zero : .zero
-        if !time.allows(Swift.max(delay, asked), from: now) {
-            let rule: StopReason = time.allows(asked, from: now) ? .deadline : .retryAfterPastDeadline
-            return report(.fail(deadlineExceeded(after: error, stoppedBy: rule)), data: error.data, now: now)
+        // to another request (a fallback host) was not asked to wait by this response. Without a deadline, no wait
+        // ends after it.
+        if time.end != nil {
+            let asked =
+                result.request == nil ? error.responseHead.flatMap(RetryAfter.asked.delay(for:)) ?? .zero : .zero
+            if !time.allows(Swift.max(delay, asked), from: now) {
+                let rule: StopReason = time.allows(asked, from: now) ? .deadline : .retryAfterPastDeadline
+                return report(.fail(deadlineExceeded(after: error, stoppedBy: rule)), data: error.data, now: now)
+            }
         }
         // The gates are told where a retry goes when it does not start from the caller's request (a fallback host), so
         // that a host's breaker decides only about retries to its host.

@@ -26,40 +26,9 @@ final class RequestPlan: Sendable {
     let hedging: Hedging?
     let requestID = RequestIDs.next()
 
-    /// The plan of a request with nothing of its own besides its label and time limits, the common case.
-    convenience init(
-        session: Session, original: consuming OriginalRequest, label: String?, deadline: Duration?,
-        attemptTimeout: Duration?, hedging: Hedging?
-    ) {
-        self.init(
-            session: session, original: consume original, label: label, own: nil, deadline: deadline,
-            attemptTimeout: attemptTimeout, hedging: hedging)
-    }
-
-    /// The plan of a request with parts of its own: each of `requestInterceptor`, `requestRoles`, `validator` and
-    /// `redirectHandler` is the request's own, `nil` for the session's.
-    convenience init(
-        session: Session, original: consuming OriginalRequest, label: String?,
-        requestInterceptor: (any RequestInterceptor)?, requestRoles: ChainRoles?, validator: (any ResponseValidator)?,
-        deadline: Duration?, attemptTimeout: Duration?, redirectHandler: (any RedirectHandler)?, hedging: Hedging?
-    ) {
-        let chain: ChainBox? =
-            if let requestInterceptor {
-                session.chain.map { ChainBox(session: $0, thenRequest: requestInterceptor) }
-                    ?? ChainBox(requestInterceptor)
-            } else {
-                nil
-            }
-        let own = RequestParts(
-            chain: chain, validator: validator, redirectHandler: redirectHandler,
-            roles: requestRoles.map { session.roles.followed(by: $0) })
-        self.init(
-            session: session, original: consume original, label: label, own: own, deadline: deadline,
-            attemptTimeout: attemptTimeout, hedging: hedging)
-    }
-
-    /// Stores the request's own parts (`nil` for the session's) and makes its registrations if it has a chain.
-    private init(
+    /// The plan of a request with `own` parts (`nil` for none, the common case); makes its registrations if it has a
+    /// chain.
+    init(
         session: Session, original: consuming OriginalRequest, label: String?, own: RequestParts?,
         deadline: Duration?, attemptTimeout: Duration?, hedging: Hedging?
     ) {
@@ -96,11 +65,8 @@ final class RequestPlan: Sendable {
         return !session.roles.observers.isEmpty
     }
 
-    /// What the validator in effect (the request's, or the session's) says of a response, called in place.
-    func reason(for response: ResponseHead, data: Data, context: RequestContext) -> ReboundError.Reason? {
-        if let own, let validation = own.validation { return validation.check(response, data, context) }
-        return session.reason(for: response, data: data, context: context)
-    }
+    /// The validator in effect: the request's, or the session's.
+    var validation: Validator { own?.validation ?? session.validation }
 
     /// The request as the caller gave it, built anew each time when it is kept as parts.
     var originalRequest: URLRequest { original.request }
@@ -113,6 +79,194 @@ final class RequestPlan: Sendable {
     var registeredGates: [any RetryGate] { registered?.gates ?? [] }
 }
 
+// MARK: - One attempt: adapt, send, follow redirects, validate
+
+// The steps of an attempt change nothing of the request's state: they belong to the plan, which every attempt shares,
+// hedges too.
+extension RequestPlan {
+    /// Runs one attempt within `limit` (``RequestTime/attemptLimit(now:)``); the attempt is cancelled when its time
+    /// runs out, and the request goes on at once even if the attempt ignores cancellation (its result is then dropped).
+    /// `onSend` hears the request handed to the transport (a hedged round's attempts report it).
+    @inline(never)
+    func attempt(
+        _ base: consuming URLRequest, number: Int, within limit: TimeLimit,
+        onSend: (@Sendable (URLRequest) -> Void)? = nil
+    ) async -> AttemptResult {
+        if limit.duration <= .zero { return .deadlineReached }
+        // What the attempt handed to the transport before its time ran out: a sent attempt is recorded as sent (a
+        // budget charges it), though its result is dropped.
+        let sending = Locked<URLRequest?>(nil)
+        let base = consume base
+        switch await within(
+            limit.duration, { await self.attempt(base, number: number, sending: sending, onSend: onSend) })
+        {
+        case .finished(let result): return result
+        case .limitReached:
+            let sent = sending.withLock { $0 }
+            switch limit {
+            case .deadline: return sent.map { AttemptResult(.deadlineReached, sent: $0) } ?? .deadlineReached
+            case .attemptTimeout:
+                return sent.map { AttemptResult(AttemptResult.attemptTimeoutReached.kind, sent: $0) }
+                    ?? .attemptTimeoutReached
+            }
+        case .cancelled: return .cancelledBeforeSending
+        }
+    }
+
+    /// Runs `work` within `limit` on the session's clock: the one way a request awaits a step under a time limit. The
+    /// request resumes at the limit (or at its own cancellation) even if `work` ignores cancellation.
+    func within<Value: Sendable>(_ limit: Duration, _ work: @escaping @Sendable () async -> Value) async
+        -> RaceOutcome<Value>
+    {
+        await Race.run(limit, clock: session.clock, work)
+    }
+
+    /// Adapts `base`, sends and validates once; notes in `sending`, and tells `onSend`, the request it hands to the
+    /// transport.
+    func attempt(
+        _ base: consuming URLRequest, number: Int, sending: Locked<URLRequest?>? = nil,
+        onSend: (@Sendable (URLRequest) -> Void)? = nil
+    ) async -> AttemptResult {
+        let context = RequestContext(requestID: requestID, attempt: number, label: label, roles: registered)
+        let adapted: URLRequest
+        do {
+            // Through the combined chain (the session's adapters, then the request's), in place if it never suspends;
+            // none, no call.
+            if let chain {
+                if let adaptInPlace = chain.adaptInPlace {
+                    adapted = try Self.adapt(consume base, inPlace: adaptInPlace, context: context)
+                } else {
+                    adapted = try await chain.adapt(consume base, context: context)
+                }
+            } else {
+                adapted = base
+            }
+            // A part that admitted the attempt under a host that a later adapter changed admits it again, under the host
+            // it is sent to.
+            if let registered {
+                while let admission = registered.takeAdmission(of: number) {
+                    guard adapted.url != admission.url, let key = admission.part.admissionKey(for: adapted),
+                        key != admission.key
+                    else { continue }
+                    try await admission.part.readmit(context, from: admission.key, to: key)
+                }
+            }
+        } catch {
+            // Admissions not yet checked are dropped: the attempt is not sent.
+            while registered?.takeAdmission(of: number) != nil {}
+            return Self.failed(.adaptationFailed(error: error), sent: nil)
+        }
+        if let sending { sending.withLock { $0 = adapted } }
+        if let onSend { onSend(adapted) }
+        do {
+            let (data, response) = try await session.transport.exchange(adapted)
+            if response.isRedirect {
+                return await followRedirects(from: adapted, response: response, data: data, context: context)
+            }
+            return check(response, data: data, sent: adapted, context: context)
+        } catch {
+            return Self.failed(.transportFailed(error: error), sent: adapted)
+        }
+    }
+
+    /// `request` adapted in place by `adaptInPlace`.
+    static func adapt(
+        _ request: consuming URLRequest, inPlace adaptInPlace: Adapter.ModifyNowHandler, context: RequestContext
+    ) throws -> URLRequest {
+        var request = request
+        try adaptInPlace(&request, context)
+        return request
+    }
+
+    /// The result of an attempt that threw before it had a response: cancelled, if the error or the task says so.
+    static func failed(
+        _ reason: ReboundError.Reason, sent: URLRequest?, firstHop: URLRequest? = nil
+    ) -> AttemptResult {
+        switch reason {
+        case .adaptationFailed(let open as CircuitBreakerOpenError):
+            return AttemptResult(.failure(.circuitOpen(open)))
+        case .adaptationFailed(let error) where error is CancellationError,
+            .transportFailed(let error) where error is CancellationError:
+            return AttemptResult(.cancelled, sent: sent, firstHop: firstHop)
+        default:
+            return AttemptResult(Task.isCancelled ? .cancelled : .failure(reason), sent: sent, firstHop: firstHop)
+        }
+    }
+
+    /// Validates a response: with the validator in effect, then with those the chain's parts registered.
+    /// `firstHop` is the adapted request when `sent` is the last hop of its redirects.
+    func check(
+        _ response: ResponseHead, data: Data, sent: URLRequest, firstHop: URLRequest? = nil, context: RequestContext
+    ) -> AttemptResult {
+        if let reason = validation.check(response, data, context) {
+            return AttemptResult(.failure(reason), sent: sent, firstHop: firstHop, response: response, data: data)
+        }
+        for registration in registered?.withValidators ?? .none {
+            guard case .validator(let validator) = registration.entry else { continue }
+            if let reason = validator.reason(for: response, data: data, context: context) {
+                return AttemptResult(.failure(reason), sent: sent, firstHop: firstHop, response: response, data: data)
+            }
+        }
+        return AttemptResult(.success, sent: sent, firstHop: firstHop, response: response, data: data)
+    }
+}
+
+// An attempt's redirects, followed hop by hop by the session itself.
+extension RequestPlan {
+    /// Follows the redirects of an attempt hop by hop, as the redirect handler decides, and validates the response
+    /// the last hop got (a redirect not followed included).
+    func followRedirects(
+        from sent: URLRequest, response: ResponseHead, data: Data, context: RequestContext
+    ) async -> AttemptResult {
+        // The attempt's adapted request: every per-host part admitted and counts the attempt under its host.
+        let firstHop = sent
+        var sent = sent
+        var response = response
+        var data = data
+        var hops = 0
+        let handler = redirectHandler
+        while let proposed = Redirection.nextRequest(after: sent, response: response) {
+            guard hops < handler.maximumRedirects else {
+                return Self.failed(
+                    .transportFailed(error: URLError(.httpTooManyRedirects)), sent: sent, firstHop: firstHop)
+            }
+            let next = await nextHop(proposed, after: sent, response: response, context: context, handler: handler)
+            guard let next else { break }
+            hops += 1
+            await tell(
+                RedirectHop(
+                    requestID: requestID, label: label, attempt: context.attempt, number: hops, request: sent,
+                    responseHead: response, next: next))
+            if Task.isCancelled { return AttemptResult(.cancelled, sent: sent, firstHop: hops > 1 ? firstHop : nil) }
+            do {
+                (data, response) = try await session.transport.exchange(next)
+                sent = next
+            } catch {
+                return Self.failed(.transportFailed(error: error), sent: next, firstHop: firstHop)
+            }
+        }
+        return check(response, data: data, sent: sent, firstHop: hops > 0 ? firstHop : nil, context: context)
+    }
+
+    /// The request the handler chooses to send after `sent` was redirected, secured against leaking credentials both
+    /// before the handler sees it and after it answered; `nil` to stop.
+    func nextHop(
+        _ proposed: URLRequest, after sent: URLRequest, response: ResponseHead, context: RequestContext,
+        handler: any RedirectHandler
+    ) async -> URLRequest? {
+        let stripped = handler.strippedHeaders
+        let scopes = registered?.scopes ?? []
+        var proposed = proposed
+        Redirection.secure(&proposed, after: sent, stripping: stripped, scopes: scopes)
+        // A handler that rewrites the hop to something other than http(s) (a file URL, say) stops it.
+        guard var next = await handler.redirect(sent, to: proposed, for: response, context: context),
+            let scheme = next.url?.scheme?.lowercased(), scheme == "http" || scheme == "https"
+        else { return nil }
+        Redirection.secure(&next, after: sent, stripping: stripped, scopes: scopes)
+        return next
+    }
+}
+
 /// What a request brought of its own, each `nil` for the session's.
 final class RequestParts: Sendable {
     /// The session's interceptor followed by the request's own, as one.
@@ -123,13 +277,21 @@ final class RequestParts: Sendable {
     /// The session's observers and gates followed by the request's own.
     let roles: ChainRoles?
 
+    /// Parts of a request's own for `session`: each of `requestInterceptor`, `requestRoles`, `validator` and
+    /// `redirectHandler` is the request's own, `nil` for the session's.
     init(
-        chain: ChainBox?, validator: (any ResponseValidator)?, redirectHandler: (any RedirectHandler)?,
-        roles: ChainRoles?
+        session: Session, requestInterceptor: (any RequestInterceptor)?, requestRoles: ChainRoles?,
+        validator: (any ResponseValidator)?, redirectHandler: (any RedirectHandler)?
     ) {
-        self.chain = chain
+        self.chain =
+            if let requestInterceptor {
+                session.chain.map { ChainBox(session: $0, thenRequest: requestInterceptor) }
+                    ?? ChainBox(requestInterceptor)
+            } else {
+                nil
+            }
         self.validation = validator.map(Validator.resolving)
         self.redirectHandler = redirectHandler
-        self.roles = roles
+        self.roles = requestRoles.map { session.roles.followed(by: $0) }
     }
 }

@@ -122,7 +122,7 @@ public final class Session: Sendable {
         self.interceptor = interceptor
         self.validator = validator
         self.validation = Validator.resolving(validator)
-        Self.check(attemptTimeout: attemptTimeout)
+        if let attemptTimeout { Self.check(attemptTimeout: attemptTimeout) }
         self.deadline = deadline
         self.attemptTimeout = attemptTimeout
         self.redirectHandler = redirectHandler
@@ -130,16 +130,6 @@ public final class Session: Sendable {
         self.clock = SessionClock(clock)
         self.roles = ChainRoles(observers: observers, gates: gates)
         self.chain = interceptor.map(ChainBox.init)
-    }
-
-    /// Sends one request through the session's transport.
-    func exchange(_ request: URLRequest) async throws -> (Data, ResponseHead) {
-        try await transport.exchange(request)
-    }
-
-    /// What the session's validator says of a response.
-    func reason(for response: ResponseHead, data: Data, context: RequestContext) -> ReboundError.Reason? {
-        validation.check(response, data, context)
     }
 
     /// Sends `request`, retrying as the interceptors decide, and returns the successful response.
@@ -259,29 +249,29 @@ public final class Session: Sendable {
         validator: (any ResponseValidator)?, deadline: Duration?, attemptTimeout: Duration?,
         redirectHandler: (any RedirectHandler)?, hedging: Hedging?
     ) -> RequestPlan {
-        Self.check(attemptTimeout: attemptTimeout)
+        if let attemptTimeout { Self.check(attemptTimeout: attemptTimeout) }
         // Most requests bring nothing of their own: then none of the existentials above is touched (compared with
         // `nil` only, which copies nothing).
-        if adapters.isEmpty, retriers.isEmpty, interceptor == nil, observers.isEmpty, gates.isEmpty, validator == nil,
-            redirectHandler == nil
-        {
-            return RequestPlan(
-                session: self, original: original, label: label, deadline: deadline ?? self.deadline,
-                attemptTimeout: attemptTimeout ?? self.attemptTimeout, hedging: hedging ?? self.hedging)
-        }
+        let own: RequestParts? =
+            if adapters.isEmpty, retriers.isEmpty, interceptor == nil, observers.isEmpty, gates.isEmpty,
+                validator == nil, redirectHandler == nil
+            {
+                nil
+            } else {
+                RequestParts(
+                    session: self,
+                    requestInterceptor: Self.chain(adapters: adapters, retriers: retriers, interceptor: interceptor),
+                    requestRoles: observers.isEmpty && gates.isEmpty
+                        ? nil : ChainRoles(observers: observers, gates: gates),
+                    validator: validator, redirectHandler: redirectHandler)
+            }
         return RequestPlan(
-            session: self, original: original, label: label,
-            requestInterceptor: Self.chain(adapters: adapters, retriers: retriers, interceptor: interceptor),
-            requestRoles: observers.isEmpty && gates.isEmpty
-                ? nil : ChainRoles(observers: observers, gates: gates),
-            validator: validator, deadline: deadline ?? self.deadline,
-            attemptTimeout: attemptTimeout ?? self.attemptTimeout, redirectHandler: redirectHandler,
-            hedging: hedging ?? self.hedging)
+            session: self, original: original, label: label, own: own, deadline: deadline ?? self.deadline,
+            attemptTimeout: attemptTimeout ?? self.attemptTimeout, hedging: hedging ?? self.hedging)
     }
 
     /// Traps on an attempt timeout of zero or less, naming the setting.
-    private static func check(attemptTimeout: Duration?) {
-        guard let attemptTimeout else { return }
+    private static func check(attemptTimeout: Duration) {
         ConfigurationError.trapIfInvalid { () throws(ConfigurationError) in
             guard attemptTimeout > .zero else {
                 throw ConfigurationError(
