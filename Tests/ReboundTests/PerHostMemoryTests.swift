@@ -101,6 +101,33 @@ struct PerHostMemoryTests {
         #expect(resilience.breakers.breakers.count <= 1)
     }
 
+    @Test("The first request after a quiet window forgets every host of the throttle and the budget idle since")
+    func aQuietWindowForgetsIdleHostsAtOnce() async throws {
+        let clock = ManualClock()
+        let resilience = Resilience(clock: clock)
+        let session = Session(
+            transport: ScriptedTransport { _, _ in .status(200) }, resilience: resilience, clock: clock)
+        for index in 0..<1_000 {
+            _ = try await session.send(URL(string: "https://h\(index).example.com/")!)
+            clock.advance(by: .milliseconds(1))
+        }
+        let known = URL(string: "https://h0.example.com/")!
+        let keptAfterVisits = (resilience.throttle.hostsKept, resilience.budget.hostsKept)
+
+        // Within their windows (the throttle's 5 s, the budget's 10 s), the hosts still say something: kept.
+        clock.advance(by: .seconds(1))
+        _ = try await session.send(known)
+        #expect(resilience.throttle.hostsKept >= keptAfterVisits.0 - 1)
+        #expect(resilience.budget.hostsKept >= keptAfterVisits.1 - 1)
+
+        // Past both windows, one request is enough: every host whose window is empty goes in one pass.
+        clock.advance(by: .seconds(3_600))
+        _ = try await session.send(known)
+        #expect(keptAfterVisits.0 > 900 && keptAfterVisits.1 > 900)
+        #expect(resilience.throttle.hostsKept == 1)
+        #expect(resilience.budget.hostsKept == 1)
+    }
+
     @Test("No part keeps more hosts than its cap, whatever their state")
     func theCapHolds() async throws {
         let clock = ManualClock()

@@ -324,8 +324,8 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
     ) {
         let isAtRest = { (window: RatioWindow) in window.isEmpty(at: now, window: ratio.window) }
         state.windows.update(key, make: RatioWindow.init, isAtRest: isAtRest, body)
-        // A step of the hand on every change (see `changeTokens`).
-        state.windows.forgetIdle(steps: 1, isAtRest: isAtRest)
+        // A step of the hand on every change (see `changeTokens`), and every host whose window is empty once a window.
+        state.windows.forgetIdle(at: now, every: ratio.window, isAtRest: isAtRest)
     }
 
     /// `tokens + amount`, held at `maximum`, also where the sum would overflow (a bucket of `Int.max` tokens).

@@ -19,6 +19,11 @@
 /// idle hosts still hold something learned (a rate limiter's measured rate, a limiter's adaptive limit) does not, and
 /// keeps them until new hosts move the hand. With no request at all, nothing moves: the table keeps what it has.
 ///
+/// **After a quiet time.** A part whose test of rest reads the time (a window with nothing in it now) moves the hand with
+/// ``forgetIdle(at:every:isAtRest:)`` instead: at most once a period (its window), the request that comes drops every
+/// host at rest, used or not, in one pass. So a host idle for a whole window goes at the first request after it, however
+/// many hosts the table keeps, and a table left alone for an hour keeps only the hosts the next request finds busy.
+///
 /// A value, kept behind its part's lock; the part passes `isAtRest` on every change that may add a host.
 struct HostTable<Value: Sendable>: Sendable {
     private struct Entry: Sendable {
@@ -39,6 +44,8 @@ struct HostTable<Value: Sendable>: Sendable {
     /// Every key, in no particular order: the hand's round.
     private var ring: [String] = []
     private var hand = 0
+    /// When ``forgetIdle(at:every:isAtRest:)`` last dropped every host at rest, on the part's clock.
+    private var lastSweep: Duration?
     /// The most hosts kept.
     let capacity: Int
     /// Whether only a host at rest may be dropped to make room.
@@ -106,6 +113,22 @@ struct HostTable<Value: Sendable>: Sendable {
     /// and is at rest is dropped, the others' use cleared, as when a host is added.
     mutating func forgetIdle(steps: Int, isAtRest: (Value) -> Bool) {
         for _ in 0..<steps { _ = step(dropping: { !$0.used && isAtRest($0.value) }) }
+    }
+
+    /// Forgets idle hosts as a request goes by at `now`: one step of the hand, as ``forgetIdle(steps:isAtRest:)``, or,
+    /// once `period` has passed since it last did, every host at rest, used or not, in one pass. For a part whose
+    /// `isAtRest` reads the time, so that a host at rest has been idle for a whole period.
+    mutating func forgetIdle(at now: Duration, every period: Duration, isAtRest: (Value) -> Bool) {
+        if let lastSweep, now - lastSweep < period {
+            forgetIdle(steps: 1, isAtRest: isAtRest)
+            return
+        }
+        lastSweep = now
+        guard entries.contains(where: { isAtRest($0.value.value) }) else { return }
+        entries = entries.filter { !isAtRest($0.value.value) }
+        ring = ring.filter { entries[$0] != nil }
+        for (slot, key) in ring.enumerated() { entries[key]?.slot = slot }
+        hand = 0
     }
 
     /// Adds a host, after three steps of the hand that drop idle hosts at rest, and one more to make room at capacity.

@@ -300,9 +300,9 @@ public final class AdaptiveThrottle: RequestAdapter, RetryGate {
         state.tallies.update(key, make: SlidingTally.init, isAtRest: isAtRest) {
             $0.add(first: requests, second: accepts, at: now, window: window)
         }
-        // A step of the hand on every count (after it: the host just counted is marked used, and stays), so that hosts
-        // gone idle are forgotten though no new host comes.
-        state.tallies.forgetIdle(steps: 1, isAtRest: isAtRest)
+        // A step of the hand on every count (after it: the host just counted is marked used, and stays), and every
+        // host whose window is empty once a window, so that hosts gone idle are forgotten though no new host comes.
+        state.tallies.forgetIdle(at: now, every: window, isAtRest: isAtRest)
     }
 
     /// How many requests' retries the throttle keeps a record of; for tests that check nothing is kept.
