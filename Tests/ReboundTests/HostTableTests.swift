@@ -78,6 +78,34 @@ struct HostTableTests {
         #expect(table.all.count == 33)
     }
 
+    @Test func onceAPeriodEveryHostAtRestGoesInOnePassAndTheOthersStayReachable() {
+        var table = HostTable<Int>(capacity: 1_000_000)
+        add(100, value: 1, to: &table)
+        add(1_000, from: 100, to: &table)
+        let atRest = { (value: Int) in value == 0 }
+
+        // The first pass comes at the first call; within the period after it, a call moves the hand a step only.
+        table.forgetIdle(at: .seconds(10), every: .seconds(5), isAtRest: atRest)
+        #expect(table.count == 100)
+        add(50, from: 2_000, to: &table)
+        table.forgetIdle(at: .seconds(12), every: .seconds(5), isAtRest: atRest)
+        #expect(table.count > 100)
+
+        // A period later, every host at rest goes, used or not; the others keep their values and stay reachable:
+        // changed, removed and swept again in turn.
+        table.forgetIdle(at: .seconds(15), every: .seconds(5), isAtRest: atRest)
+        #expect(table.count == 100)
+        for index in 0..<100 { #expect(table.modify("host\(index)") { $0 += 1 } != nil) }
+        table.remove("host0")
+        add(10, from: 3_000, value: 1, to: &table)
+        for _ in 0..<500 { table.forgetIdle(steps: 1, isAtRest: atRest) }
+        #expect(table.count == 109)
+        for index in 1..<100 { #expect(table["host\(index)"] == 2) }
+        table.forgetIdle(at: .seconds(20), every: .seconds(5), isAtRest: { $0 == 2 })
+        #expect(table.count == 10)
+        for index in 3_000..<3_010 { #expect(table["host\(index)"] == 1) }
+    }
+
     @Test func idleHostsAtRestAreForgottenStepByStepThoughNoNewHostComes() {
         var table = HostTable<Int>(capacity: 1_000)
         // 50 hosts that come to rest once added, 10 that still say something, and one at rest used between every two

@@ -4,8 +4,8 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// A chain held by reference, called through its methods: a request calls the existential in place instead of copying
-/// it (a copy is a call to an outlined function per attempt, cold between two round trips).
+/// A chain held by reference: a request calls its interceptor, a `let` of a class, in place instead of copying the
+/// existential, and knows once whether it adapts in place.
 final class ChainBox: Sendable {
     let interceptor: any RequestInterceptor
     /// What adapts in place when the chain never suspends (an ``Interceptor`` of such parts: see ``AdaptsInPlace``),

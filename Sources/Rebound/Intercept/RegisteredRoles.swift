@@ -378,7 +378,6 @@ struct RegisteredRoles: Sendable {
 
     /// Marks the request ended (every attempt counts as settled from now on) and returns whether any observer
     /// registered.
-    @discardableResult
     func endRequest() -> Bool {
         state.withLock { state in
             state.settled.endRequest()

@@ -21,8 +21,11 @@
 ///
 /// **After a quiet time.** A part whose test of rest reads the time (a window with nothing in it now) moves the hand with
 /// ``forgetIdle(at:every:isAtRest:)`` instead: at most once a period (its window), the request that comes drops every
-/// host at rest, used or not, in one pass. So a host idle for a whole window goes at the first request after it, however
-/// many hosts the table keeps, and a table left alone for an hour keeps only the hosts the next request finds busy.
+/// host at rest, used or not, in one pass, a cost amortised over the period's requests. So a host idle for two windows
+/// is gone at the first request after them, however many hosts the table keeps, and a table left alone for an hour
+/// keeps only the hosts the next request finds busy. Only for a part whose hosts at rest hold nothing a request waits
+/// on: a pacer's host renewed with none in flight may have requests asleep until that renewal, so the pacer moves the
+/// hand a step at a time, and the requests that wake mark the host used.
 ///
 /// A value, kept behind its part's lock; the part passes `isAtRest` on every change that may add a host.
 struct HostTable<Value: Sendable>: Sendable {

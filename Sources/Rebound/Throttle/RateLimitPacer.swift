@@ -222,8 +222,7 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver, HostAdmissio
             // is not counted in flight: the pacer would never hear it end. Read under the pacer's lock, so that an
             // attempt settled after this reads is still counted here before its end is heard.
             let attempt = context.flatMap { $0.isSettled ? nil : $0 }
-            // A host at rest holds nothing (renewed, none in flight): every one goes at most once a second.
-            state.hosts.forgetIdle(at: now, every: .seconds(1), isAtRest: { $0.isAtRest(at: now) })
+            state.hosts.forgetIdle(steps: 1, isAtRest: { $0.isAtRest(at: now) })
             let taken = state.hosts.modify(key) { host -> Taken in
                 if now >= host.renewedAt {
                     // Renewed. With the quota's limit and window known, a new window begins with the limit, less the
