@@ -106,7 +106,7 @@ struct InlineListTests {
         #expect(settled == [1, 3, 64, 65, 200])
         #expect(!roles.requestEnded)
 
-        roles.endRequest()
+        _ = roles.endRequest()
         #expect(roles.requestEnded)
         #expect((1...210).allSatisfy { roles.isSettled(attempt: $0) })
     }
