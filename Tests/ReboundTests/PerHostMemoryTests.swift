@@ -25,6 +25,21 @@ struct PerHostMemoryTests {
         }
     }
 
+    /// The preset on `clock`, and a session on it that has sent one request to each of `count` distinct hosts, `spacing`
+    /// apart, each answered 200.
+    private func preset(
+        visiting count: Int, every spacing: Duration, clock: ManualClock
+    ) async throws -> (Resilience, Session) {
+        let resilience = Resilience(clock: clock)
+        let session = Session(
+            transport: ScriptedTransport { _, _ in .status(200) }, resilience: resilience, clock: clock)
+        for index in 0..<count {
+            _ = try await session.send(URL(string: "https://h\(index).example.com/")!)
+            clock.advance(by: spacing)
+        }
+        return (resilience, session)
+    }
+
     /// The parts, each with `maximumHosts`, and how many hosts each keeps.
     private func parts(
         maximumHosts: Int, clock: ManualClock
@@ -104,13 +119,7 @@ struct PerHostMemoryTests {
     @Test("The first request after a quiet window forgets every host of the throttle and the budget idle since")
     func aQuietWindowForgetsIdleHostsAtOnce() async throws {
         let clock = ManualClock()
-        let resilience = Resilience(clock: clock)
-        let session = Session(
-            transport: ScriptedTransport { _, _ in .status(200) }, resilience: resilience, clock: clock)
-        for index in 0..<1_000 {
-            _ = try await session.send(URL(string: "https://h\(index).example.com/")!)
-            clock.advance(by: .milliseconds(1))
-        }
+        let (resilience, session) = try await preset(visiting: 1_000, every: .milliseconds(1), clock: clock)
         let known = URL(string: "https://h0.example.com/")!
         let keptAfterVisits = (resilience.throttle.hostsKept, resilience.budget.hostsKept)
 
@@ -150,14 +159,7 @@ struct PerHostMemoryTests {
 
     @Test("The preset's memory stays bounded over 6,000 distinct hosts, 200 new ones a second")
     func thePresetStaysBounded() async throws {
-        let clock = ManualClock()
-        let resilience = Resilience(clock: clock)
-        let session = Session(
-            transport: ScriptedTransport { _, _ in .status(200) }, resilience: resilience, clock: clock)
-        for index in 0..<6_000 {
-            _ = try await session.send(URL(string: "https://h\(index).example.com/")!)
-            clock.advance(by: .milliseconds(5))
-        }
+        let (resilience, _) = try await preset(visiting: 6_000, every: .milliseconds(5), clock: ManualClock())
         // The breakers are at rest at once; the budget's 10 s window (2,000 hosts) and the throttle's 5 s one (1,000)
         // hold what they saw, and what the hand has not reached again.
         #expect(resilience.breakers.breakers.count < 500)
