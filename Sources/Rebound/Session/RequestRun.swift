@@ -222,7 +222,7 @@ struct RequestTime: Sendable {
     /// How long an attempt that starts `now` may take: the time left, or the attempt timeout when it comes first;
     /// `nil` for no limit.
     func attemptLimit(now: Duration) -> TimeLimit? {
-        let remaining = end.map { $0 - now }
+        let remaining = remaining(now: now)
         if let attemptTimeout, remaining.map({ attemptTimeout < $0 }) ?? true { return .attemptTimeout(attemptTimeout) }
         return remaining.map(TimeLimit.deadline)
     }
