@@ -66,7 +66,7 @@ func realisticSession(statuses: [Int] = [200], clock: ManualClock? = nil) -> Ses
 
 let benchmarks: @Sendable () -> Void = {
     Benchmark.defaultConfiguration = .init(
-        metrics: [.mallocCountTotal], warmupIterations: 100, scalingFactor: .kilo, maxDuration: .seconds(5),
+        metrics: [.mallocCountTotal], warmupIterations: 10, scalingFactor: .kilo, maxDuration: .seconds(5),
         maxIterations: 20, thresholds: [.mallocCountTotal: BenchmarkThresholds(relative: [.p50: 10.0, .p90: 10.0])])
 
     let sessions: [(String, Session)] = [
