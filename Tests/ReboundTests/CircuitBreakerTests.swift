@@ -511,6 +511,14 @@ struct CircuitBreakerRegistryTests {
         let relative = URL(string: "sub?x", relativeTo: URL(string: "http://Base.com:81/dir/")!)!
         #expect(CircuitBreakerRegistry.hostKey(for: URLRequest(url: relative)) == "base.com:81")
     }
+
+    @Test func aPercentEncodedHostHasTheKeyOfItsDecodedSpelling() {
+        let encoded = CircuitBreakerRegistry.hostKey(for: request(.get, URL(string: "https://Ex%41mple.com:8443/x")!))
+        #expect(encoded == "example.com:8443")
+        #expect(
+            encoded == CircuitBreakerRegistry.hostKey(for: request(.get, URL(string: "https://example.com:8443/")!)))
+        #expect(CircuitBreakerRegistry.hostKey(for: request(.get, URL(string: "http://[::1]:8080/")!)) == "::1:8080")
+    }
 }
 
 extension CircuitBreaker.Configuration {

@@ -95,9 +95,11 @@ public final class CircuitBreakerRegistry: RequestAdapter {
     /// The default key: the URL's host in lower case, followed by `:port` when the URL names a port; `nil` for a URL
     /// without a host.
     @Sendable public static func hostKey(for request: URLRequest) -> String? {
-        guard let url = request.url else { return nil }
-        guard let host = url.host?.lowercased(), !host.isEmpty else { return nil }
-        return url.port.map { "\(host):\($0)" } ?? host
+        guard let url = request.url, let written = url.host(percentEncoded: true), !written.isEmpty else { return nil }
+        // Decoded only when it has something to decode: a host is rarely percent-encoded.
+        let encoded = written.utf8.withContiguousStorageIfAvailable { $0.contains(UInt8(ascii: "%")) } ?? true
+        guard let host = encoded ? url.host(percentEncoded: false) : written, !host.isEmpty else { return nil }
+        return url.port.map { "\(host.lowercased()):\($0)" } ?? host.lowercased()
     }
 
     /// The breaker for `key`, created closed if there is none yet (or the registry forgot it).
