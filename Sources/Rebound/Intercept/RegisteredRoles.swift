@@ -369,10 +369,15 @@ struct RegisteredRoles: Sendable {
         }
     }
 
-    /// Takes one admission of `attempt`, as the session sends it; `nil` once none is left.
-    func takeAdmission(of attempt: Int) -> Admission? {
+    /// Takes the admissions of `attempt`, in the order they were noted, as the session sends it (or drops them, as it
+    /// does not).
+    func takeAdmissions(of attempt: Int) -> InlineList<Admission> {
         state.withLock { state in
-            state.admissions.isEmpty ? nil : state.admissions.remove { $0.attempt == attempt }
+            var taken = InlineList<Admission>.none
+            while !state.admissions.isEmpty, let admission = state.admissions.remove(where: { $0.attempt == attempt }) {
+                taken.append(admission)
+            }
+            return taken
         }
     }
 

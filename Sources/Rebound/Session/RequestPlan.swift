@@ -144,7 +144,7 @@ extension RequestPlan {
             // A part that admitted the attempt under a host that a later adapter changed admits it again, under the host
             // it is sent to.
             if let registered {
-                while let admission = registered.takeAdmission(of: number) {
+                for admission in registered.takeAdmissions(of: number) {
                     guard adapted.url != admission.url, let key = admission.part.admissionKey(for: adapted),
                         key != admission.key
                     else { continue }
@@ -153,7 +153,7 @@ extension RequestPlan {
             }
         } catch {
             // Admissions not yet checked are dropped: the attempt is not sent.
-            while registered?.takeAdmission(of: number) != nil {}
+            _ = registered?.takeAdmissions(of: number)
             return Self.failed(.adaptationFailed(error: error), sent: nil)
         }
         if let sending { sending.withLock { $0 = adapted } }
