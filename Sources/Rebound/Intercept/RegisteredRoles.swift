@@ -341,15 +341,9 @@ struct RegisteredRoles: Sendable {
     /// Whether a breaker let an attempt of the request through so far.
     var admittedByBreaker: Bool { state.withLock { $0.admittedByBreaker } }
 
-    /// The parts that settle their own attempts, in the order they registered (a snapshot, which registrations made
-    /// later do not change, and reading it allocates nothing) and whether any observer registered so far, under one
-    /// lock.
-    var accountantsAndObservers: (accountants: InlineList<any AttemptAccountant>, hasObservers: Bool) {
-        state.withLock { ($0.accountants, $0.observerCount > 0) }
-    }
-
-    /// Marks `attempt` settled, then returns the parts that settle their attempts and whether any observer registered,
-    /// under one lock.
+    /// Marks `attempt` settled, then returns the parts that settle their own attempts, in the order they registered (a
+    /// snapshot, which registrations made later do not change, and reading it allocates nothing), and whether any
+    /// observer registered so far, under one lock.
     func settling(attempt: Int) -> (accountants: InlineList<any AttemptAccountant>, hasObservers: Bool) {
         state.withLock { state in
             state.settled.insert(attempt)
