@@ -367,10 +367,14 @@ struct RegisteredRoles: Sendable {
     /// does not).
     func takeAdmissions(of attempt: Int) -> InlineList<Admission> {
         state.withLock { state in
-            var taken = InlineList<Admission>.none
-            while !state.admissions.isEmpty, let admission = state.admissions.remove(where: { $0.attempt == attempt }) {
-                taken.append(admission)
+            // Usually every admission noted is this attempt's (no other attempt of a hedged round is being adapted):
+            // the list moves out whole, without copying it element by element.
+            if state.admissions.allSatisfy({ $0.attempt == attempt }) {
+                defer { state.admissions = .none }
+                return state.admissions
             }
+            var taken = InlineList<Admission>.none
+            while let admission = state.admissions.remove(where: { $0.attempt == attempt }) { taken.append(admission) }
             return taken
         }
     }
