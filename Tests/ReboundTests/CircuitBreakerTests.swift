@@ -519,6 +519,15 @@ struct CircuitBreakerRegistryTests {
             encoded == CircuitBreakerRegistry.hostKey(for: request(.get, URL(string: "https://example.com:8443/")!)))
         #expect(CircuitBreakerRegistry.hostKey(for: request(.get, URL(string: "http://[::1]:8080/")!)) == "::1:8080")
     }
+
+    @Test func aHostPastASCIIIsLoweredByUnicodesRules() {
+        // "BÜCHER.example", its Ü percent-encoded as UTF-8.
+        let key = CircuitBreakerRegistry.hostKey(for: request(.get, URL(string: "https://B%C3%9CCHER.example/")!))
+        #expect(key == "bücher.example")
+        #expect(
+            CircuitBreakerRegistry.hostKey(for: request(.get, URL(string: "https://b%C3%BCcher.example:8443/")!))
+                == "bücher.example:8443")
+    }
 }
 
 extension CircuitBreaker.Configuration {

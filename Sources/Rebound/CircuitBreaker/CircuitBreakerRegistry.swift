@@ -98,8 +98,14 @@ public final class CircuitBreakerRegistry: RequestAdapter {
         guard let url = request.url, let written = url.host(percentEncoded: true), !written.isEmpty else { return nil }
         // Decoded only when it has something to decode: a host is rarely percent-encoded.
         let encoded = written.utf8.withContiguousStorageIfAvailable { $0.contains(UInt8(ascii: "%")) } ?? true
-        guard let host = encoded ? url.host(percentEncoded: false) : written, !host.isEmpty else { return nil }
-        return url.port.map { "\(host.lowercased()):\($0)" } ?? host.lowercased()
+        guard var host = encoded ? url.host(percentEncoded: false) : written, !host.isEmpty else { return nil }
+        // Lowered only when it has something to lower: a host is rarely written in capitals, and lowering an ASCII
+        // string makes a new one. Any byte past ASCII goes through `lowercased()`, which knows Unicode's rules.
+        if host.utf8.contains(where: { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) || $0 >= 0x80 }) {
+            host = host.lowercased()
+        }
+        guard let port = url.port else { return host }
+        return host + ":" + String(port)
     }
 
     /// The breaker for `key`, created closed if there is none yet (or the registry forgot it).

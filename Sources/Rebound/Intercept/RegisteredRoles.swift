@@ -379,19 +379,14 @@ struct RegisteredRoles: Sendable {
         }
     }
 
-    /// Marks the request ended (every attempt counts as settled from now on) and returns whether any observer
-    /// registered.
-    func endRequest() -> Bool {
+    /// Marks the request ended (every attempt counts as settled from now on), and returns whether any observer
+    /// registered and the parts that settle the request's attempts, to be told once the observers heard of the end
+    /// (``AttemptAccountant/requestEnded(_:)``).
+    func endRequest() -> (observersRegistered: Bool, accountants: InlineList<any AttemptAccountant>) {
         state.withLock { state in
             state.settled.endRequest()
-            return state.observerCount > 0
+            return (state.observerCount > 0, state.accountants)
         }
-    }
-
-    /// Tells the parts that settle their attempts that request `requestID` ended, so that they forget what they keep
-    /// for it.
-    func endAccounts(of requestID: UUID) {
-        for part in state.withLock({ $0.accountants }) { part.requestEnded(requestID) }
     }
 
     /// Whether the session settled `attempt` (told the parts and the observers how it ended), or the request ended.

@@ -200,12 +200,12 @@ struct RequestMachine {
             return finish(.cancelled)
         case (.reported, .reporting(.backOff(let delay, let ending))):
             // No delay, no sleep: the next attempt follows at once.
-            guard delay > .zero else { return retry(now: now) }
+            guard delay > .zero else { return nextAttempt(from: nextBase, number: attempts.count + 1, now: now) }
             phase = .backingOff(ending: ending)
             return .backOff(delay, wait: backoffWait)
 
         case (.backoffEnded(.slept), .backingOff):
-            return retry(now: now)
+            return nextAttempt(from: nextBase, number: attempts.count + 1, now: now)
         case (.backoffEnded(.cancelled), .backingOff):
             return finish(.cancelled)
         case (.backoffEnded(.ended(let error)), .backingOff(let failure)):
@@ -295,18 +295,12 @@ struct RequestMachine {
 
     // MARK: Transitions
 
-    /// The action for the next attempt, number `number`, from `request`: a hedged round when the request hedges, else
-    /// one attempt within the time left.
-    private func nextAttempt(from request: consuming URLRequest, number: Int, now: Duration) -> Action {
+    /// Starts attempt `number`, from `request`, `now`: a hedged round when the request hedges, else one attempt within
+    /// the time left.
+    private mutating func nextAttempt(from request: consuming URLRequest, number: Int, now: Duration) -> Action {
+        phase = .attempting(number: number, start: now)
         if let hedging = plan.hedging, !plan.original.hasBodyStream { return .hedgedRound(request, hedging) }
         return .attempt(request, number: number, limit: time.attemptLimit(now: now))
-    }
-
-    /// The next attempt after a backoff (or at once).
-    private mutating func retry(now: Duration) -> Action {
-        let number = attempts.count + 1
-        phase = .attempting(number: number, start: now)
-        return nextAttempt(from: nextBase, number: number, now: now)
     }
 
     /// What follows an attempt, recorded last, that came to `result`.

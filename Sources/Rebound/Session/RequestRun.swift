@@ -66,11 +66,12 @@ extension RequestPlan {
             preconditionFailure("the request ends in \(machine.phase)")
         }
         // Before the observers hear it: a part that would count an attempt of the request late no longer does.
-        let observersRegistered = registered?.endRequest() == true
-        if listsObservers || observersRegistered {
+        let ended = registered?.endRequest()
+        if listsObservers || ended?.observersRegistered == true {
             await tell(machine.outcome(of: ending, now: session.clock.now()))
         }
-        if endsAccounts, let registered { registered.endAccounts(of: requestID) }
+        // Then the parts forget what they keep for the request.
+        if endsAccounts, let ended { for part in ended.accountants { part.requestEnded(requestID) } }
         switch ending {
         case .succeeded(let result): return machine.response(to: result)
         case .failed(let error): throw error
@@ -101,12 +102,16 @@ extension RequestPlan {
     /// a request cancelled meanwhile ends as cancelled, whatever it answered.
     func retryResult(for question: RequestMachine.Question) async -> RequestMachine.RetriersAnswer {
         let (request, error) = (question.request, question.error)
-        var answer = RetryResult.doNotRetry
-        for retrier in registered?.retriers ?? [] where answer.passesOn {
-            answer = answer.then(await retrier.retry(request, dueTo: error))
+        var answer: RetryResult?
+        for retrier in registered?.retriers ?? [] where answer?.passesOn ?? true {
+            let next = await retrier.retry(request, dueTo: error)
+            answer = answer?.then(next) ?? next
         }
-        if answer.passesOn, let chain { answer = answer.then(await chain.interceptor.retry(request, dueTo: error)) }
-        return Task.isCancelled ? .cancelled : .answered(answer)
+        if answer?.passesOn ?? true, let chain {
+            let next = await chain.interceptor.retry(request, dueTo: error)
+            answer = answer?.then(next) ?? next
+        }
+        return Task.isCancelled ? .cancelled : .answered(answer ?? .doNotRetry)
     }
 
     /// The first refusal of `retry` by the gates: the session's and the request's, then those that registered.
