@@ -95,15 +95,23 @@ public final class CircuitBreakerRegistry: RequestAdapter {
     /// The default key: the URL's host in lower case, followed by `:port` when the URL names a port; `nil` for a URL
     /// without a host.
     @Sendable public static func hostKey(for request: URLRequest) -> String? {
-        guard let url = request.url, let written = url.host(percentEncoded: true), !written.isEmpty else { return nil }
-        // Decoded only when it has something to decode: a host is rarely percent-encoded.
-        let encoded = written.utf8.withContiguousStorageIfAvailable { $0.contains(UInt8(ascii: "%")) } ?? true
-        guard var host = encoded ? url.host(percentEncoded: false) : written, !host.isEmpty else { return nil }
-        // Lowered only when it has something to lower: a host is rarely written in capitals, and lowering an ASCII
-        // string makes a new one. Any byte past ASCII goes through `lowercased()`, which knows Unicode's rules.
-        if host.utf8.contains(where: { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) || $0 >= 0x80 }) {
-            host = host.lowercased()
+        guard let url = request.url, var host = url.host(percentEncoded: true), !host.isEmpty else { return nil }
+        // Most hosts are written as they are keyed: one is decoded only when it has a percent-encoded byte, and lowered
+        // only when it has a capital or a byte past ASCII (which `lowercased()` lowers by Unicode's rules).
+        var (encoded, lowers) = (false, false)
+        for byte in host.utf8 {
+            if byte == UInt8(ascii: "%") {
+                encoded = true
+            } else if byte >= 0x80 || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) {
+                lowers = true
+            }
         }
+        if encoded {
+            guard let decoded = url.host(percentEncoded: false), !decoded.isEmpty else { return nil }
+            host = decoded
+            lowers = true  // What the decoding reveals is not looked at: `lowercased()` reads it all.
+        }
+        if lowers { host = host.lowercased() }
         guard let port = url.port else { return host }
         return host + ":" + String(port)
     }
