@@ -518,6 +518,9 @@ struct CircuitBreakerRegistryTests {
         #expect(
             encoded == CircuitBreakerRegistry.hostKey(for: request(.get, URL(string: "https://example.com:8443/")!)))
         #expect(CircuitBreakerRegistry.hostKey(for: request(.get, URL(string: "http://[::1]:8080/")!)) == "::1:8080")
+        // A capital only the decoding reveals is lowered too.
+        #expect(
+            CircuitBreakerRegistry.hostKey(for: request(.get, URL(string: "https://ex%41mple.com/")!)) == "example.com")
     }
 
     @Test func aHostPastASCIIIsLoweredByUnicodesRules() {
