@@ -166,7 +166,7 @@ struct RequestMachine {
     mutating func handle(_ event: Event, now: Duration) -> Action {
         switch (event, phase) {
         case (.start(let first), .attempting(1, _)) where attempts.isEmpty:
-            return nextAttempt(from: first, number: 1, now: now)
+            return nextAttempt(from: first, now: now)
 
         case (.cancelled, _):
             return finish(.cancelled)
@@ -200,12 +200,12 @@ struct RequestMachine {
             return finish(.cancelled)
         case (.reported, .reporting(.backOff(let delay, let ending))):
             // No delay, no sleep: the next attempt follows at once.
-            guard delay > .zero else { return nextAttempt(from: nextBase, number: attempts.count + 1, now: now) }
+            guard delay > .zero else { return nextAttempt(now: now) }
             phase = .backingOff(ending: ending)
             return .backOff(delay, wait: backoffWait)
 
         case (.backoffEnded(.slept), .backingOff):
-            return nextAttempt(from: nextBase, number: attempts.count + 1, now: now)
+            return nextAttempt(now: now)
         case (.backoffEnded(.cancelled), .backingOff):
             return finish(.cancelled)
         case (.backoffEnded(.ended(let error)), .backingOff(let failure)):
@@ -295,9 +295,10 @@ struct RequestMachine {
 
     // MARK: Transitions
 
-    /// Starts attempt `number`, from `request`, `now`: a hedged round when the request hedges, else one attempt within
-    /// the time left.
-    private mutating func nextAttempt(from request: consuming URLRequest, number: Int, now: Duration) -> Action {
+    /// Starts the next attempt `now`, from `request` (the first attempt's) or else ``nextBase``: a hedged round when the
+    /// request hedges, else one attempt within the time left.
+    private mutating func nextAttempt(from request: consuming URLRequest? = nil, now: Duration) -> Action {
+        let (request, number) = (request ?? nextBase, attempts.count + 1)
         phase = .attempting(number: number, start: now)
         if let hedging = plan.hedging, !plan.original.hasBodyStream { return .hedgedRound(request, hedging) }
         return .attempt(request, number: number, limit: time.attemptLimit(now: now))

@@ -102,16 +102,12 @@ extension RequestPlan {
     /// a request cancelled meanwhile ends as cancelled, whatever it answered.
     func retryResult(for question: RequestMachine.Question) async -> RequestMachine.RetriersAnswer {
         let (request, error) = (question.request, question.error)
-        var answer: RetryResult?
-        for retrier in registered?.retriers ?? [] where answer?.passesOn ?? true {
-            let next = await retrier.retry(request, dueTo: error)
-            answer = answer?.then(next) ?? next
+        var answer = RetryResult.doNotRetry
+        for retrier in registered?.retriers ?? [] where answer.passesOn {
+            answer = answer.then(await retrier.retry(request, dueTo: error))
         }
-        if answer?.passesOn ?? true, let chain {
-            let next = await chain.interceptor.retry(request, dueTo: error)
-            answer = answer?.then(next) ?? next
-        }
-        return Task.isCancelled ? .cancelled : .answered(answer ?? .doNotRetry)
+        if answer.passesOn, let chain { answer = answer.then(await chain.interceptor.retry(request, dueTo: error)) }
+        return Task.isCancelled ? .cancelled : .answered(answer)
     }
 
     /// The first refusal of `retry` by the gates: the session's and the request's, then those that registered.
