@@ -41,16 +41,19 @@ struct DeadlineEveryAwaitTests {
     func slowRetrier() async throws {
         let stubborn = Gate()
         let observer = OutcomeCounter()
+        let asked = Locked(false)
         let session = Session(
             transport: ScriptedTransport([.status(503)]),
             retriers: [
                 Retrier { _, _ in
+                    asked.withLock { $0 = true }
                     await stubborn.wait()
                     return .retry
                 }
             ], observers: [observer], deadline: .seconds(1), clock: clock)
         let task = Task { try await session.send(request()) }
-        try await clock.waitForSleepers(1)  // the decision's timer
+        try await clock.waitForSleepers(1)  // the deadline's timer
+        try await waitWhile { !asked.withLock { $0 } }
         clock.advance(by: .seconds(1))
         await expectDeadline(task, .seconds(1))
         await stubborn.open()

@@ -566,9 +566,9 @@ struct HedgingTests {
             clock.advance(by: .milliseconds(100))
             if ending != "success" {
                 // The second attempt in the transport and the next hedge's delay, counted from its send (and the
-                // attempts' deadlines).
+                // deadline's one timer).
                 try await waitWhile { transport.requestCount < 2 }
-                try await waitWhile { clock.pendingSleepCount < (ending == "deadline" ? 5 : 3) }
+                try await waitWhile { clock.pendingSleepCount < (ending == "deadline" ? 4 : 3) }
                 clock.advance(by: .milliseconds(100))
                 try await waitWhile { transport.requestCount < 3 }
             }
@@ -579,8 +579,9 @@ struct HedgingTests {
                 task.cancel()
                 await #expect(throws: CancellationError.self) { try await task.value }
             default:
-                // Three attempts in the transport, each racing its deadline, and the delay after the third's send.
-                try await waitWhile { clock.pendingSleepCount < 7 }
+                // Three attempts in the transport, the deadline's timer they all race, and the delay after the
+                // third's send.
+                try await waitWhile { clock.pendingSleepCount < 5 }
                 clock.advance(by: .milliseconds(100))
                 let error = try await #require(throws: ReboundError.self) { try await task.value }
                 guard case .deadlineExceeded = error.reason else {

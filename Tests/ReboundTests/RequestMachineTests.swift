@@ -12,12 +12,13 @@ import Testing
 /// each action it returns is read; nothing is sent, slept or awaited.
 @Suite("RequestMachine")
 struct RequestMachineTests {
-    /// A machine for a GET with `deadline` and `attemptTimeout`, started at 0 s.
+    /// A machine for a GET with `deadline` and `attemptTimeout`, started at 0 s (the plan, which records when the
+    /// deadline comes, is made at 0 s on a manual clock).
     func machine(
         deadline: Duration? = nil, attemptTimeout: Duration? = nil, hedging: Hedging? = nil,
         original: URLRequest = request()
     ) -> RequestMachine {
-        let session = Session(transport: ScriptedTransport([]), retriers: [RetryPolicy()])
+        let session = Session(transport: ScriptedTransport([]), retriers: [RetryPolicy()], clock: ManualClock())
         let plan = RequestPlan(
             session: session, original: .request(original), label: nil, own: nil, deadline: deadline,
             attemptTimeout: attemptTimeout, hedging: hedging)

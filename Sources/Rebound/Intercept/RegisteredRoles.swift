@@ -120,8 +120,6 @@ struct RegisteredRoles: Sendable {
         /// Whether a breaker let an attempt of the request through (held a permit for it), so that its grant of a
         /// retry may keep the backoff wait.
         var admittedByBreaker = false
-        /// When the request's deadline comes, on the session's clock, and that clock; `nil` without a deadline.
-        let deadline: (at: Duration, now: @Sendable () -> Duration)?
         /// The attempts the session settled, and whether the request ended: a part that would count an attempt late
         /// (a pacer whose wait ends after a hedge lost) reads it, so that it never counts what it would not hear end.
         var settled = SettledAttempts()
@@ -184,16 +182,19 @@ struct RegisteredRoles: Sendable {
     /// One reference: every attempt's context carries it through the adapters.
     private let state: Locked<State>
 
-    /// Registrations besides what `chain` holds, for a request whose deadline comes at `deadline` on the session's
-    /// clock, if it has one.
-    init(besides chain: ChainRoles, deadline: (at: Duration, now: @Sendable () -> Duration)? = nil) {
-        state = Locked(State(chain: chain, deadline: deadline))
+    /// The request's deadline, if it has one.
+    private let deadline: DeadlineTimer?
+
+    /// Registrations besides what `chain` holds, for a request with `deadline`, if it has one.
+    init(besides chain: ChainRoles, deadline: DeadlineTimer? = nil) {
+        state = Locked(State(chain: chain))
+        self.deadline = deadline
     }
 
     /// The time left before the request's deadline, read now; `nil` without a deadline. For a part that would wait
     /// (a pacer): a wait that outlasts it can end the request at once instead.
     var timeLeft: Duration? {
-        state.withLock { $0.deadline }.map { $0.at - $0.now() }
+        deadline?.remaining()
     }
 
     func add(observer: some AttemptObserver & AnyObject) {

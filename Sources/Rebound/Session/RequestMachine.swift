@@ -130,7 +130,7 @@ struct RequestMachine {
     /// A machine for a request that starts `now`, in the phase of its first attempt.
     init(_ plan: RequestPlan, now: Duration) {
         self.plan = plan
-        self.time = RequestTime(start: now, deadline: plan.deadline, attemptTimeout: plan.attemptTimeout)
+        self.time = RequestTime(start: now, end: plan.deadlineTimer?.end, attemptTimeout: plan.attemptTimeout)
         self.phase = .attempting(number: 1, start: now)
     }
 

@@ -21,6 +21,8 @@ final class RequestPlan: Sendable {
     /// The roles parts register through the contexts they are handed; `nil` without a chain, which has no parts.
     let registered: RegisteredRoles?
     let deadline: Duration?
+    /// The request's deadline and its one timer, from when the plan is made; `nil` without a deadline.
+    let deadlineTimer: DeadlineTimer?
     let attemptTimeout: Duration?
     /// The hedging settings in effect, if they ever let a second attempt be in flight; `nil` otherwise.
     let hedging: Hedging?
@@ -39,13 +41,12 @@ final class RequestPlan: Sendable {
         self.deadline = deadline
         self.attemptTimeout = attemptTimeout
         self.hedging = hedging.flatMap { $0.hedges ? $0 : nil }
+        let deadlineTimer = deadline.map { DeadlineTimer(end: session.clock.now() + $0, clock: session.clock) }
+        self.deadlineTimer = deadlineTimer
         let hasChain = own?.chain != nil || session.chain != nil
         // Parts that would wait (a pacer) read the time left before the deadline from the registrations.
         self.registered =
-            hasChain
-            ? RegisteredRoles(
-                besides: own?.roles ?? session.roles,
-                deadline: deadline.map { (session.clock.now() + $0, session.clock.now) }) : nil
+            hasChain ? RegisteredRoles(besides: own?.roles ?? session.roles, deadline: deadlineTimer) : nil
     }
 
     /// The session's interceptor followed by the request's, as one: each attempt makes one call to adapt and at most
@@ -97,9 +98,7 @@ extension RequestPlan {
         // budget charges it), though its result is dropped.
         let sending = Locked<URLRequest?>(nil)
         let base = consume base
-        switch await within(
-            limit.duration, { await self.attempt(base, number: number, sending: sending, onSend: onSend) })
-        {
+        switch await within(limit, { await self.attempt(base, number: number, sending: sending, onSend: onSend) }) {
         case .finished(let result): return result
         case .limitReached:
             let sent = sending.withLock { $0 }
@@ -113,12 +112,16 @@ extension RequestPlan {
         }
     }
 
-    /// Runs `work` within `limit` on the session's clock: the one way a request awaits a step under a time limit. The
-    /// request resumes at the limit (or at its own cancellation) even if `work` ignores cancellation.
-    func within<Value: Sendable>(_ limit: Duration, _ work: @escaping @Sendable () async -> Value) async
+    /// Runs `work` within `limit`: the one way a request awaits a step under a time limit. Under the deadline, the
+    /// step races the request's one timer (``DeadlineTimer``); under an attempt timeout, a timer of its own on the
+    /// session's clock. The request resumes at the limit (or at its own cancellation) even if `work` ignores
+    /// cancellation.
+    func within<Value: Sendable>(_ limit: TimeLimit, _ work: @escaping @Sendable () async -> Value) async
         -> RaceOutcome<Value>
     {
-        await Race.run(limit, clock: session.clock, work)
+        guard limit.duration > .zero else { return .limitReached }
+        if case .deadline = limit, let deadlineTimer { return await Race.run(until: deadlineTimer, work) }
+        return await Race.run(limit.duration, clock: session.clock, work)
     }
 
     /// Adapts `base`, sends and validates once; notes in `sending`, and tells `onSend`, the request it hands to the

@@ -65,6 +65,7 @@ extension RequestPlan {
         guard case .finished(let ending, let endsAccounts) = machine.phase else {
             preconditionFailure("the request ends in \(machine.phase)")
         }
+        deadlineTimer?.stop()
         // Before the observers hear it: a part that would count an attempt of the request late no longer does.
         let ended = registered?.endRequest()
         if listsObservers || ended?.observersRegistered == true {
@@ -90,7 +91,7 @@ extension RequestPlan {
     func retryResult(for question: RequestMachine.Question, within limit: Duration) async
         -> RequestMachine.RetriersAnswer
     {
-        switch await within(limit, { await self.retryResult(for: question) }) {
+        switch await within(.deadline(limit), { await self.retryResult(for: question) }) {
         case .finished(let answer): Task.isCancelled ? .cancelled : answer
         case .limitReached: Task.isCancelled ? .cancelled : .tooLate
         case .cancelled: .cancelled
@@ -209,10 +210,16 @@ struct RequestTime: Sendable {
     /// How long one attempt may take at most; `nil` for no limit but the deadline.
     let attemptTimeout: Duration?
 
-    init(start: Duration, deadline: Duration?, attemptTimeout: Duration?) {
+    /// The time of a request that started at `start` and must end by `end` (`nil` for no deadline).
+    init(start: Duration, end: Duration?, attemptTimeout: Duration?) {
         self.start = start
-        self.end = deadline.map { start + $0 }
+        self.end = end
         self.attemptTimeout = attemptTimeout
+    }
+
+    /// The time of a request that started at `start` with `deadline` (`nil` for none).
+    init(start: Duration, deadline: Duration?, attemptTimeout: Duration?) {
+        self.init(start: start, end: deadline.map { start + $0 }, attemptTimeout: attemptTimeout)
     }
 
     /// The time left before the deadline, `now`; `nil` without a deadline.
