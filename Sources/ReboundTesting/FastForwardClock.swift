@@ -12,7 +12,7 @@ import Rebound
 ///
 /// A cancelled task's sleep throws `CancellationError`. All methods are thread-safe.
 ///
-/// Not for sessions with a deadline: the session races each attempt against a sleep until the deadline, and on this
+/// Not for sessions with a deadline: each request races its attempts against one sleep until the deadline, and on this
 /// clock that sleep ends at once, so every request would time out. Test deadlines on a `ManualClock`.
 public final class FastForwardClock: Clock, Sendable {
     /// The clock's instants: offsets from its start.

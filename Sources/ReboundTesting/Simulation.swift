@@ -6,10 +6,10 @@ import Rebound
 /// same numbers.
 ///
 /// Everything ``run(_:)`` starts runs on the simulation's thread: its child tasks (they inherit the executor
-/// preference), the tasks Rebound starts for itself (a race against a deadline, a backoff that a breaker can end, a
-/// queue timeout, a token refresh), and the tasks the body starts with `Task(executorPreference:)` and
-/// ``executor``. A task started with plain `Task { }` runs on Swift's global executor instead, outside the
-/// simulation's order.
+/// preference), the tasks Rebound starts for itself (a request's deadline timer and the steps that race it, a
+/// backoff that a breaker can end, a queue timeout, a token refresh), and the tasks the body starts with
+/// `Task(executorPreference:)` and ``executor``. A task started with plain `Task { }` runs on Swift's global executor
+/// instead, outside the simulation's order.
 ///
 /// Nothing else may bring randomness in: give every part that draws (a jittered backoff, a breaker's break, a throttle)
 /// a seeded `RandomSource`, and time everything on a ``ManualClock``, which the body advances between ``settle()``s.

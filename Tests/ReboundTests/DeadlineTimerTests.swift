@@ -57,9 +57,30 @@ struct DeadlineTimerTests {
             return
         }
         #expect(error?.attemptCount == 3)
-        // One timer for the request; the rest are the hedging delays.
-        #expect(clock.sleeps.filter { $0 == .seconds(1) }.count == 1)
-        #expect(clock.sleeps.filter { $0 == .milliseconds(100) }.count == 3)
+        // One timer for the request's three attempts; the rest are the hedging delays.
+        #expect(clock.sleeps.sorted() == [.milliseconds(100), .milliseconds(100), .milliseconds(100), .seconds(1)])
+        #expect(clock.pendingSleepCount == 0, "nothing sleeps on after the request")
+    }
+
+    @Test("An attempt timeout that comes first is the attempt's own timer; the deadline's starts with the decision")
+    func anAttemptTimeoutBeforeTheDeadline() async throws {
+        let transport = ScriptedTransport([.hang, .status(200)])
+        let session = Session(
+            transport: transport, retriers: [RetryPolicy(backoff: .zero)], deadline: .seconds(10),
+            attemptTimeout: .seconds(2), clock: clock)
+
+        let task = Task { try await session.send(request()) }
+        try await transport.waitForRequests(1)
+        try await clock.waitForSleepers(1)
+        #expect(clock.sleeps == [.seconds(2)], "the first attempt races its own timeout, and no deadline timer yet")
+        clock.advance(by: .seconds(2))
+        let response = try await task.value
+
+        #expect(response.attempts.count == 2)
+        // The first attempt's timeout, the deadline's timer from the decision at 2 s on (8 s left), and the second
+        // attempt's timeout.
+        #expect(clock.sleeps.filter { $0 > .zero }.sorted() == [.seconds(2), .seconds(2), .seconds(8)])
+        #expect(clock.pendingSleepCount == 0, "the request's end stopped its timer")
     }
 
     @Test("The timer cuts the steps watching it in the order they began; a step that watches after it is cut at once")

@@ -296,17 +296,18 @@ struct RequestMachineTests {
     func anAttemptIsGivenTheTimeLeftOrItsTimeoutWhicheverComesFirst(
         deadline: Duration?, attemptTimeout: Duration?, expected: TimeLimit?
     ) {
-        let time = RequestTime(start: .seconds(1), deadline: deadline, attemptTimeout: attemptTimeout)
+        let time = RequestTime(
+            start: .seconds(1), end: deadline.map { .seconds(1) + $0 }, attemptTimeout: attemptTimeout)
         #expect(time.attemptLimit(now: .seconds(4)) == expected)
     }
 
     @Test func aWaitIsAllowedWhenItEndsByTheDeadlineAndNotAfter() {
-        let time = RequestTime(start: .seconds(1), deadline: .seconds(10), attemptTimeout: nil)
+        let time = RequestTime(start: .seconds(1), end: .seconds(11), attemptTimeout: nil)
         #expect(time.allows(.seconds(6), from: .seconds(5)))
         #expect(!time.allows(.seconds(6) + .nanoseconds(1), from: .seconds(5)))
         #expect(time.hasTimeLeft(now: .seconds(10)))
         #expect(!time.hasTimeLeft(now: .seconds(11)))
-        #expect(RequestTime(start: .zero, deadline: nil, attemptTimeout: nil).allows(.seconds(1_000_000), from: .zero))
+        #expect(RequestTime(start: .zero, end: nil, attemptTimeout: nil).allows(.seconds(1_000_000), from: .zero))
     }
 
     @Test func anEventThatCannotHappenInThePhaseTrapsNamingThePhase() async {

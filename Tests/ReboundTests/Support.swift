@@ -132,7 +132,7 @@ func waitWhile(_ condition: () -> Bool) async throws {
     }
 }
 
-/// Suspends until `clock` has been asked for a sleep of `duration` (a backoff, say, beside a deadline's timers).
+/// Suspends until `clock` has been asked for a sleep of `duration` (a backoff, say, beside a deadline's timer).
 func waitForSleep(of duration: Duration, on clock: ManualClock) async throws {
     while true {
         // The count first: a sleep asked for after it is read wakes the wait below.

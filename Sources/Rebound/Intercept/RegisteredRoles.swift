@@ -103,6 +103,8 @@ struct RegisteredRoles: Sendable {
     private struct State: Sendable {
         /// The class instances the lists hold as observers and as gates, which registering does not add again.
         let chain: ChainRoles
+        /// The request's deadline, if it has one.
+        let deadline: DeadlineTimer?
         /// In order; searched linearly for a key, as there are few.
         var registrations = Registrations.none
         /// How many entries are validators: the one role read on every attempt's response.
@@ -182,19 +184,15 @@ struct RegisteredRoles: Sendable {
     /// One reference: every attempt's context carries it through the adapters.
     private let state: Locked<State>
 
-    /// The request's deadline, if it has one.
-    private let deadline: DeadlineTimer?
-
     /// Registrations besides what `chain` holds, for a request with `deadline`, if it has one.
     init(besides chain: ChainRoles, deadline: DeadlineTimer? = nil) {
-        state = Locked(State(chain: chain))
-        self.deadline = deadline
+        state = Locked(State(chain: chain, deadline: deadline))
     }
 
     /// The time left before the request's deadline, read now; `nil` without a deadline. For a part that would wait
     /// (a pacer): a wait that outlasts it can end the request at once instead.
     var timeLeft: Duration? {
-        deadline?.remaining()
+        state.withLock { $0.deadline }?.remaining()
     }
 
     func add(observer: some AttemptObserver & AnyObject) {
@@ -369,8 +367,8 @@ struct RegisteredRoles: Sendable {
     func takeAdmissions(of attempt: Int) -> InlineList<Admission> {
         state.withLock { state in
             // Usually every admission noted is this attempt's (no other attempt of a hedged round is being adapted):
-            // the list moves out whole, without copying it element by element.
-            if state.admissions.allSatisfy({ $0.attempt == attempt }) {
+            // the list moves out whole, without copying it element by element (nor to look at them).
+            if !state.admissions.contains(where: { $0.attempt != attempt }) {
                 defer { state.admissions = .none }
                 return state.admissions
             }

@@ -151,17 +151,20 @@ final class DeadlineTimer: Sendable {
     }
 
     /// Has `cut` called once when the deadline passes, starting the timer if nothing watched it yet; returns the key
-    /// to stop watching with, or `nil` (and never calls `cut`) when the deadline has passed.
+    /// to stop watching with, or `nil` (and never calls `cut`) when the deadline has passed or the timer was stopped.
     func watch(_ cut: @escaping @Sendable () -> Void) -> Int? {
         state.withLock { state -> Int? in
             if state.timer == nil, !state.isOver {
-                let wait = end - clock.now()
-                if wait > .zero {
-                    state.timer = Spawn.task { [clock] in
-                        do {
-                            try await clock.sleep(wait)
-                        } catch {
-                            return  // Cancelled: the request ended first.
+                if end > clock.now() {
+                    state.timer = Spawn.task { [end, clock] in
+                        // The time left is read when the task runs, so that a task that starts late does not cut late.
+                        let wait = end - clock.now()
+                        if wait > .zero {
+                            do {
+                                try await clock.sleep(wait)
+                            } catch {
+                                return  // Cancelled: the request ended first.
+                            }
                         }
                         self.pass()
                     }

@@ -59,8 +59,9 @@ extension RequestPlan {
         }
     }
 
-    /// Ends the request as the machine says (``RequestMachine/Phase/finished(_:endsAccounts:)``): tells the observers,
-    /// has the parts forget what they keep for the request, then returns the response or throws.
+    /// Ends the request as the machine says (``RequestMachine/Phase/finished(_:endsAccounts:)``): stops its deadline
+    /// timer, tells the observers, has the parts forget what they keep for the request, then returns the response or
+    /// throws.
     func finish(_ machine: inout RequestMachine) async throws -> Response {
         guard case .finished(let ending, let endsAccounts) = machine.phase else {
             preconditionFailure("the request ends in \(machine.phase)")
@@ -85,8 +86,8 @@ extension RequestPlan {
 
     // MARK: Asking the retriers and the gates
 
-    /// Asks the retriers about a failed attempt within `limit`, the time left before the deadline, even a retrier that
-    /// ignores cancellation.
+    /// Asks the retriers about a failed attempt within `limit`, the time left before the deadline (the request's
+    /// deadline timer cuts the question when it comes), even a retrier that ignores cancellation.
     @inline(never)
     func retryResult(for question: RequestMachine.Question, within limit: Duration) async
         -> RequestMachine.RetriersAnswer
@@ -197,8 +198,8 @@ extension RequestPlan {
 
 // MARK: - The request's time
 
-/// When a request started and when it must end, on the session's clock: the one record of its deadline, and the one
-/// rule for how long each awaited step of it may take.
+/// When a request started and when it must end, on the session's clock (the end its ``DeadlineTimer`` keeps, the one
+/// record of the deadline), and the one rule for how long each awaited step of it may take.
 ///
 /// Every step the request awaits (an attempt, the retriers' decision) is given the time left, and a backoff that would
 /// end after the deadline is not slept: the request ends at its deadline even when awaited work ignores cancellation.
@@ -215,11 +216,6 @@ struct RequestTime: Sendable {
         self.start = start
         self.end = end
         self.attemptTimeout = attemptTimeout
-    }
-
-    /// The time of a request that started at `start` with `deadline` (`nil` for none).
-    init(start: Duration, deadline: Duration?, attemptTimeout: Duration?) {
-        self.init(start: start, end: deadline.map { start + $0 }, attemptTimeout: attemptTimeout)
     }
 
     /// The time left before the deadline, `now`; `nil` without a deadline.

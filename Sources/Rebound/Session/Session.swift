@@ -29,7 +29,7 @@ import Foundation
 /// retriers' decisions, a token refresh they wait for, backoff sleeps): at the deadline the request ends with
 /// ``ReboundError/Reason/deadlineExceeded(deadline:last:)`` even if the awaited work ignores cancellation, which is then
 /// cancelled and finishes in the background, its result dropped. The deadline is one timer on the session's clock, from
-/// the request's first attempt to its end. The attempt timeout bounds each attempt the same way and fails it with
+/// the first step that awaits under it to the request's end. The attempt timeout bounds each attempt the same way and fails it with
 /// `URLError(.timedOut)`, which may be retried.
 ///
 /// Each call ends with exactly one outcome: a ``Response``, a ``ReboundError``, or `CancellationError` when the

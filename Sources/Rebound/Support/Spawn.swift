@@ -1,6 +1,6 @@
-/// Starts the unstructured tasks the library needs (a race's work and timer, a backoff's sleeper, a refresh, a queue
-/// timeout) where a simulation wants them: on the task executor it set for the tasks it runs, or, without one, as
-/// `Task { }` does.
+/// Starts the unstructured tasks the library needs (a race's work and timer, a request's deadline timer, a backoff's
+/// sleeper, a refresh, a queue timeout) where a simulation wants them: on the task executor it set for the tasks it
+/// runs, or, without one, as `Task { }` does.
 ///
 /// An unstructured task does not inherit its creator's task executor preference, only its task-local values; so a
 /// simulation that runs everything on one serial executor (`ReboundTesting`'s `Simulation`, for runs that must be
