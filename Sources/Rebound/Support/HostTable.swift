@@ -30,9 +30,8 @@
 /// A value, kept behind its part's lock; the part passes `isAtRest` on every change that may add a host.
 struct HostTable<Value: Sendable>: Sendable {
     private struct Entry: Sendable {
+        let key: String
         var value: Value
-        /// Where the key sits in `ring`.
-        var slot: Int
         /// Used since the hand last passed.
         var used: Bool
 
@@ -43,9 +42,10 @@ struct HostTable<Value: Sendable>: Sendable {
         }
     }
 
-    private var entries: [String: Entry] = [:]
-    /// Every key, in no particular order: the hand's round.
-    private var ring: [String] = []
+    /// Every host's entry, in no particular order: the hand's round, which it walks without looking a key up.
+    private var entries: [Entry] = []
+    /// Where each key's entry sits in `entries`.
+    private var slots: [String: Int] = [:]
     private var hand = 0
     /// When ``forgetIdle(at:every:isAtRest:)`` last dropped every host at rest, on the part's clock.
     private var lastSweep: Duration?
@@ -75,11 +75,13 @@ struct HostTable<Value: Sendable>: Sendable {
     var count: Int { entries.count }
 
     /// Every host's state, by key.
-    var all: [String: Value] { entries.mapValues(\.value) }
+    var all: [String: Value] {
+        Dictionary(uniqueKeysWithValues: entries.lazy.map { ($0.key, $0.value) })
+    }
 
     /// The state of `key`'s host, if it is kept; reading counts as no use.
     subscript(key: String) -> Value? {
-        entries[key]?.value
+        slots[key].map { entries[$0].value }
     }
 
     /// Changes the state of `key`'s host in place, first making it from `make` if the host is not kept (which may drop
@@ -89,26 +91,25 @@ struct HostTable<Value: Sendable>: Sendable {
     ) -> Result {
         if let result = modify(key, body) { return result }
         add(key, make(), isAtRest: isAtRest)
-        return entries[key]!.use(body)
+        return entries[entries.count - 1].use(body)
     }
 
     /// Changes the state of `key`'s host in place if it is kept, and marks it used; `nil` if it is not.
     mutating func modify<Result>(_ key: String, _ body: (inout Value) -> Result) -> Result? {
-        // In place, through the dictionary's values, with one look-up: the entry's value is not copied.
-        guard let index = entries.index(forKey: key) else { return nil }
-        return entries.values[index].use(body)
+        guard let slot = slots[key] else { return nil }
+        return entries[slot].use(body)
     }
 
     /// Forgets `key`'s host.
     mutating func remove(_ key: String) {
-        guard let entry = entries.removeValue(forKey: key) else { return }
-        removeFromRing(at: entry.slot)
+        guard let slot = slots[key] else { return }
+        drop(at: slot)
     }
 
     /// Forgets every host.
     mutating func removeAll() {
         entries.removeAll()
-        ring.removeAll()
+        slots.removeAll()
         hand = 0
     }
 
@@ -127,10 +128,9 @@ struct HostTable<Value: Sendable>: Sendable {
             return
         }
         lastSweep = now
-        guard entries.contains(where: { isAtRest($0.value.value) }) else { return }
-        entries = entries.filter { !isAtRest($0.value.value) }
-        ring = ring.filter { entries[$0] != nil }
-        for (slot, key) in ring.enumerated() { entries[key]?.slot = slot }
+        guard entries.contains(where: { isAtRest($0.value) }) else { return }
+        entries.removeAll { isAtRest($0.value) }
+        slots = Dictionary(uniqueKeysWithValues: entries.enumerated().lazy.map { ($1.key, $0) })
         hand = 0
     }
 
@@ -147,36 +147,31 @@ struct HostTable<Value: Sendable>: Sendable {
             // None of them idle: the host under the hand goes, used or not (but never a busy one where they are kept).
             if !dropped, !keepsBusyHosts { _ = step(dropping: { _ in true }) }
         }
-        entries[key] = Entry(value: value, slot: ring.count, used: true)
-        ring.append(key)
+        slots[key] = entries.count
+        entries.append(Entry(key: key, value: value, used: true))
     }
 
     /// Looks at the host under the hand: drops it if `drop` says so, else clears its use and moves on; returns whether
     /// it dropped one (`false` for an empty table).
     private mutating func step(dropping drop: (Entry) -> Bool) -> Bool {
-        guard !ring.isEmpty else { return false }
-        if hand >= ring.count { hand = 0 }
-        guard let index = entries.index(forKey: ring[hand]) else {
-            // Not reached: every key in the ring is kept. Dropped all the same, so that the hand always moves on.
-            removeFromRing(at: hand)
-            return false
-        }
-        if drop(entries.values[index]) {
-            entries.remove(at: index)
-            // The last key takes the dropped one's slot, where the hand stands: it is looked at next.
-            removeFromRing(at: hand)
+        guard !entries.isEmpty else { return false }
+        if hand >= entries.count { hand = 0 }
+        if drop(entries[hand]) {
+            // The last entry takes the dropped one's slot, where the hand stands: it is looked at next.
+            self.drop(at: hand)
             return true
         }
-        entries.values[index].used = false
+        entries[hand].used = false
         hand += 1
         return false
     }
 
-    /// Removes the key at `slot` from the ring, moving the last key into its place.
-    private mutating func removeFromRing(at slot: Int) {
-        let last = ring.removeLast()
-        guard slot < ring.count else { return }
-        ring[slot] = last
-        entries[last]?.slot = slot
+    /// Forgets the host at `slot`, moving the last entry into its place.
+    private mutating func drop(at slot: Int) {
+        slots[entries[slot].key] = nil
+        let last = entries.removeLast()
+        guard slot < entries.count else { return }
+        slots[last.key] = slot
+        entries[slot] = last
     }
 }
