@@ -128,4 +128,53 @@ struct HostTableTests {
         add(1, from: 61, to: &table)
         #expect(table["host61"] == 0)
     }
+
+    @Test func everyHostReadsItsOwnValueThroughDropsAndRemovals() {
+        var table = HostTable<Int>(capacity: 8)
+        // Each host's value is its number; the odd ones are at rest, so the hand drops some as hosts come.
+        for index in 0..<60 {
+            table.update("host\(index)", make: { index }, isAtRest: { $0 % 2 == 1 }) { _ in }
+            if index % 5 == 4 { table.remove("host\(index)") }  // the host just added: the last slot
+            if index % 7 == 3 { table.remove("host\(index - 2)") }  // one added before it
+            for (key, value) in table.all {
+                #expect(key == "host\(value)")
+                #expect(table[key] == value, "\(key) reads another host's value")
+            }
+        }
+        #expect(table.count <= 8)
+    }
+
+    @Test func theHandLooksAtTheHostThatTakesADroppedOnesPlaceNext() {
+        var table = HostTable<Int>(capacity: 100)
+        for index in 0..<5 { table.update("host\(index)", make: { index }, isAtRest: { _ in false }) { _ in } }
+        // One round clears every host's use; the next reads them in the hand's order.
+        table.forgetIdle(steps: 5, isAtRest: { _ in false })
+        var seen: [Int] = []
+        table.forgetIdle(steps: 5) { value in
+            seen.append(value)
+            return false
+        }
+        #expect(seen == [1, 2, 3, 4, 0])
+
+        // The hand is back on host1: dropped, its place goes to the last host, which the hand reads next.
+        table.forgetIdle(steps: 1, isAtRest: { $0 == 1 })
+        seen = []
+        table.forgetIdle(steps: 4) { value in
+            seen.append(value)
+            return false
+        }
+        #expect(seen == [4, 2, 3, 0])
+        #expect(table["host1"] == nil)
+        for index in [0, 2, 3, 4] { #expect(table["host\(index)"] == index) }
+    }
+
+    @Test func aHostAddedAtCapacityIsTheOneItsUpdateChanges() {
+        var table = HostTable<Int>(capacity: 4)
+        for index in 0..<4 { table.update("host\(index)", make: { 10 + index }, isAtRest: { _ in false }) { _ in } }
+        table.update("new", make: { 0 }, isAtRest: { _ in false }) { $0 += 7 }
+
+        #expect(table["new"] == 7)
+        #expect(table.count == 4, "one host made room")
+        for (key, value) in table.all where key != "new" { #expect(key == "host\(value - 10)") }
+    }
 }

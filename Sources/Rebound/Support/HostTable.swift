@@ -97,13 +97,14 @@ struct HostTable<Value: Sendable>: Sendable {
     /// Changes the state of `key`'s host in place if it is kept, and marks it used; `nil` if it is not.
     mutating func modify<Result>(_ key: String, _ body: (inout Value) -> Result) -> Result? {
         guard let slot = slots[key] else { return nil }
+        // In place, through the array's element: the entry's value is not copied.
         return entries[slot].use(body)
     }
 
     /// Forgets `key`'s host.
     mutating func remove(_ key: String) {
         guard let slot = slots[key] else { return }
-        drop(at: slot)
+        forget(at: slot)
     }
 
     /// Forgets every host.
@@ -158,7 +159,7 @@ struct HostTable<Value: Sendable>: Sendable {
         if hand >= entries.count { hand = 0 }
         if drop(entries[hand]) {
             // The last entry takes the dropped one's slot, where the hand stands: it is looked at next.
-            self.drop(at: hand)
+            forget(at: hand)
             return true
         }
         entries[hand].used = false
@@ -167,7 +168,7 @@ struct HostTable<Value: Sendable>: Sendable {
     }
 
     /// Forgets the host at `slot`, moving the last entry into its place.
-    private mutating func drop(at slot: Int) {
+    private mutating func forget(at slot: Int) {
         slots[entries[slot].key] = nil
         let last = entries.removeLast()
         guard slot < entries.count else { return }
