@@ -517,7 +517,13 @@ struct CircuitBreakerRegistryTests {
         #expect(encoded == "example.com:8443")
         #expect(
             encoded == CircuitBreakerRegistry.hostKey(for: request(.get, URL(string: "https://example.com:8443/")!)))
-        #expect(CircuitBreakerRegistry.hostKey(for: request(.get, URL(string: "http://[::1]:8080/")!)) == "::1:8080")
+        // An IPv6 address keeps its brackets, so that a port never reads as part of the address.
+        #expect(
+            CircuitBreakerRegistry.hostKey(for: request(.get, URL(string: "http://[::1]:8080/")!)) == "[::1]:8080")
+        #expect(
+            CircuitBreakerRegistry.hostKey(for: request(.get, URL(string: "http://[::1:8080]/")!)) == "[::1:8080]")
+        #expect(
+            CircuitBreakerRegistry.hostKey(for: request(.get, URL(string: "http://[FE80::1]:80/")!)) == "[fe80::1]:80")
         // A capital only the decoding reveals is lowered too.
         #expect(
             CircuitBreakerRegistry.hostKey(for: request(.get, URL(string: "https://ex%41mple.com/")!)) == "example.com")

@@ -92,16 +92,19 @@ public final class CircuitBreakerRegistry: RequestAdapter {
         }
     }
 
-    /// The default key: the URL's host in lower case, followed by `:port` when the URL names a port; `nil` for a URL
-    /// without a host.
+    /// The default key: the URL's host in lower case (an IPv6 address in brackets, as a URL writes it), followed by
+    /// `:port` when the URL names a port; `nil` for a URL without a host.
     @Sendable public static func hostKey(for request: URLRequest) -> String? {
         guard let url = request.url, var host = url.host(percentEncoded: true), !host.isEmpty else { return nil }
-        // Most hosts are written as they are keyed: one is decoded only when it has a percent-encoded byte, and lowered
-        // only when it has a capital or a byte past ASCII (which `lowercased()` lowers by Unicode's rules).
-        var (encoded, lowers) = (false, false)
+        // Most hosts are written as they are keyed: one is decoded only when it has a percent-encoded byte, lowered
+        // only when it has a capital or a byte past ASCII (which `lowercased()` lowers by Unicode's rules), and
+        // bracketed only when it is an IPv6 address (a colon), so that `[::1]:8080` and `[::1:8080]` keep two keys.
+        var (encoded, lowers, isIPv6) = (false, false, false)
         for byte in host.utf8 {
             if byte == UInt8(ascii: "%") {
                 encoded = true
+            } else if byte == UInt8(ascii: ":") {
+                isIPv6 = true
             } else if byte >= 0x80 || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) {
                 lowers = true
             }
@@ -112,6 +115,7 @@ public final class CircuitBreakerRegistry: RequestAdapter {
             lowers = true  // What the decoding reveals is not looked at: `lowercased()` reads it all.
         }
         if lowers { host = host.lowercased() }
+        if isIPv6, !host.hasPrefix("[") { host = "[" + host + "]" }
         guard let port = url.port else { return host }
         return host + ":" + String(port)
     }
