@@ -69,13 +69,6 @@ public enum RetryResult: Sendable {
         case .retry, .retryWithDelay, .retryWithRequest, .doNotRetryWithError: false
         }
     }
-
-    /// The answer of a chain that asked this answer's retrier first and then, as this answer passes on, the next one:
-    /// `next`, unless both pass on and this answer gave a reason, which then stays (the first reason given wins).
-    func then(_ next: RetryResult) -> RetryResult {
-        if case .doNotRetryBecause = self, next.passesOn { return self }
-        return next
-    }
 }
 
 extension RetryResult: CustomStringConvertible {

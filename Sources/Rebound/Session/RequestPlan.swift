@@ -137,7 +137,9 @@ extension RequestPlan {
             // none, no call.
             if let chain {
                 if let adaptInPlace = chain.adaptInPlace {
-                    adapted = try Self.adapt(consume base, inPlace: adaptInPlace, context: context)
+                    var request = consume base
+                    try adaptInPlace(&request, context)
+                    adapted = request
                 } else {
                     adapted = try await chain.adapt(consume base, context: context)
                 }
@@ -170,15 +172,6 @@ extension RequestPlan {
         } catch {
             return Self.failed(.transportFailed(error: error), sent: adapted)
         }
-    }
-
-    /// `request` adapted in place by `adaptInPlace`.
-    static func adapt(
-        _ request: consuming URLRequest, inPlace adaptInPlace: Adapter.ModifyNowHandler, context: RequestContext
-    ) throws -> URLRequest {
-        var request = request
-        try adaptInPlace(&request, context)
-        return request
     }
 
     /// The result of an attempt that threw before it had a response: cancelled, if the error or the task says so.
