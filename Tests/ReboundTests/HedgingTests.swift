@@ -860,4 +860,33 @@ extension HedgingTests {
         #expect(String(decoding: response.data, as: UTF8.self) == "slow")
         #expect(transport.requests.count == 2)
     }
+
+    @Test(
+        "A response with x-should-retry: false starts no new hedge when the chain's policy reads it",
+        arguments: [(RetryAfter.Signals(), "fast"), (.shouldRetry, "slow")])
+    func shouldRetryFalseStopsTheHedges(signals: RetryAfter.Signals, winner: String) async throws {
+        let clock = ManualClock()
+        let log = Log()
+        let transport = slowFirst(
+            clock, log: log, then: [.response(status: 503, headers: ["x-should-retry": "false"], body: Data())])
+        let recorder = HedgeRecorder()
+        // A retrier of the app's own that retries anything, so that the round would start the next hedge at once.
+        let session = Session(
+            transport: transport,
+            retriers: [Retrier { _, _ in .retry }, RetryPolicy(retryAfter: RetryAfter(signals: signals))],
+            observers: [recorder], hedging: Hedging(delay: .milliseconds(100), maximumInFlight: 3, maximumAttempts: 3),
+            clock: clock)
+        let task = try await sendPastTheDelay(session, clock)
+        // The round heard the retriers' answer about the hedge's failure and went on.
+        try await waitWhile { !recorder.attempts.contains { $0.hasPrefix("#2 hedge 1 retry") } }
+        if signals.isEmpty {
+            try await waitFor("#3 answered", in: log)
+        } else {
+            clock.advance(by: .milliseconds(900))
+        }
+        let response = try await task.value
+
+        #expect(String(decoding: response.data, as: UTF8.self) == winner)
+        #expect(transport.requests.count == (signals.isEmpty ? 3 : 2))
+    }
 }

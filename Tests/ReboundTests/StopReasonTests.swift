@@ -189,8 +189,8 @@ struct StopReasonTests {
     @Test("Every reason has a distinct name from a closed set")
     func namesAreDistinct() {
         let all: [StopReason] = [
-            .notRetried, .retryLimit, .repeatedFailure, .retryAfterPastDeadline, .deadline, .retryBudget, .circuitOpen,
-            .rateLimited, .throttled, .concurrencyLimit, .bodyNotReplayable, .retrierError,
+            .notRetried, .retryLimit, .repeatedFailure, .retryAfterPastDeadline, .serverAskedNoRetry, .deadline,
+            .retryBudget, .circuitOpen, .rateLimited, .throttled, .concurrencyLimit, .bodyNotReplayable, .retrierError,
         ]
         #expect(Set(all.map(\.name)).count == all.count)
         #expect(all.allSatisfy { $0.name.allSatisfy { $0.isLetter } })

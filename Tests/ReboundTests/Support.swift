@@ -68,9 +68,19 @@ func decision(
     _ policy: some RequestRetrier, method: HTTPMethod = .get, status: Int? = nil, urlError: URLError.Code? = nil,
     retryCount: Int = 0
 ) async -> RetryResult {
+    let (retryRequest, error) = question(method: method, status: status, urlError: urlError, retryCount: retryCount)
+    return await policy.retry(retryRequest, dueTo: error)
+}
+
+/// What a retrier is asked after `retryCount` retries of a request with `method`, each of whose attempts got `status`
+/// with `fields` or threw `urlError`.
+func question(
+    method: HTTPMethod = .get, status: Int? = nil, fields: [String: String] = [:], urlError: URLError.Code? = nil,
+    retryCount: Int = 0
+) -> (RetryRequest, ReboundError) {
     let sent = request(method)
     let response = status.flatMap {
-        HTTPURLResponse(url: exampleURL, statusCode: $0, httpVersion: "HTTP/1.1", headerFields: [:])
+        HTTPURLResponse(url: exampleURL, statusCode: $0, httpVersion: "HTTP/1.1", headerFields: fields)
     }
     let reason: ReboundError.Reason =
         if let urlError { .transportFailed(error: URLError(urlError)) } else { .unacceptableStatusCode(status ?? 0) }
@@ -81,7 +91,7 @@ func decision(
         originalRequest: sent, lastRequest: sent, response: response, data: Data(), attempts: attempts)
     let error = ReboundError(
         reason: reason, originalRequest: sent, lastRequest: sent, response: response, attempts: attempts)
-    return await policy.retry(retryRequest, dueTo: error)
+    return (retryRequest, error)
 }
 
 /// Holds callers until it is opened, ignoring their cancellation: work that does not stop when asked, or a barrier a

@@ -87,7 +87,11 @@ struct Report {
             scenarios with `Retry-After`, with 503 or with 429: Rebound reads both alike) gets one attempt per request \
             during its outage at any fleet size from every policy that waits as long as it asks (all but immediate \
             retries and the AWS SDKs' behavior below), because each client honours what it says; the requests it \
-            turned away come back when it said, as spread as they arrived.
+            turned away come back when it said, as spread as they arrived. A server that answers its outage with \
+            `x-should-retry: false` and no `Retry-After` is heard by the preset alone among the policies shown for it: \
+            the preset reads the signal (`RetryAfter(signals: .all)`), `RetryPolicy()` reads it only when told to, and \
+            the AWS SDKs' behavior never does. The signal stops retries only, not the requests that follow, so the \
+            preset's breakers and throttle hand the traffic back soon after the server answers again.
 
             The last row of each outage table is the AWS SDKs' retry behavior 2.1, `RetryPolicy.awsRetries2026()` \
             with its budget (`RetryBudget.Configuration.awsRetries2026`), for comparison: its 500 tokens are each \
@@ -179,7 +183,7 @@ struct Report {
                 \(Int(scenario.offered.rounded())) requests a second for \(Int(scenario.duration.seconds)) s\
                 \(scenario.model.signal.map { signal in
                     "; the server answers the outage, and requests past \(signal.shedsAbove) in flight, with " +
-                    "\(signal.status) and `Retry-After: \(signal.retryAfter.components.seconds)`"
+                    "\(signal.status) and " + Self.fields(of: signal)
                 } ?? "").
 
                 | policy | during | after | peak after | back to normal | success | after | p50 | p99 | p99.9 |
@@ -200,6 +204,14 @@ struct Report {
             }
         }
         return text
+    }
+
+    /// The fields a signalling server sends beside its status, as the tables name them.
+    private static func fields(of signal: ServerModel.Signal) -> String {
+        var fields: [String] = []
+        if let retryAfter = signal.retryAfter { fields.append("`Retry-After: \(retryAfter.components.seconds)`") }
+        if let shouldRetry = signal.shouldRetry { fields.append("`x-should-retry: \(shouldRetry)`") }
+        return fields.joined(separator: " and ")
     }
 
     /// The server's load over time, one panel per scenario, one line per policy, in requests a second per 500 ms.
@@ -285,7 +297,8 @@ struct Report {
             let line = points.enumerated().map { point, rate in
                 "\(number(x(Double(point * perPoint) * SimulatedServer.bucket.seconds))),\(number(y(rate)))"
             }.joined(separator: " ")
-            let color = colors[index % colors.count]
+            // A policy keeps its color in every panel, also where a scenario compares fewer.
+            let color = colors[(Policy.outagePolicies.firstIndex(of: outcomes[index].policy) ?? index) % colors.count]
             svg += """
                 <polyline points="\(line)" fill="none" stroke="\(color)" stroke-width="1.5"/>
                 <line x1="\(number(width - right + 10))" y1="\(number(top + 40 + Double(index) * 20))" \

@@ -35,13 +35,16 @@ struct ServerModel: Sendable {
         var window = Duration.seconds(1)
     }
 
-    /// What a server that signals overload answers, as real servers do: a status with `Retry-After`, during the outage
-    /// and to the requests past what it takes on at once (load shedding), instead of queueing them.
+    /// What a server that signals overload answers, as real servers do: a status with `Retry-After` (or
+    /// `x-should-retry: false`), during the outage and to the requests past what it takes on at once (load shedding),
+    /// instead of queueing them.
     struct Signal: Sendable {
         /// 503 Service Unavailable or 429 Too Many Requests.
         var status = 503
-        /// The `Retry-After` it sends, the same to every client.
-        var retryAfter = Duration.seconds(10)
+        /// The `Retry-After` it sends, the same to every client; `nil` for none.
+        var retryAfter: Duration? = .seconds(10)
+        /// The `x-should-retry` it sends; `nil` for none.
+        var shouldRetry: Bool?
         /// Past this many requests in flight it sheds the excess at once with the signal.
         var shedsAbove = 100
     }
@@ -59,7 +62,7 @@ struct ServerModel: Sendable {
 /// service time instead (the slow tail). During the outage every request fails with 503 after 5 ms. It
 /// counts, per 100 ms bucket, the requests that reached it and whether it was overloaded: down, failing the excess, or
 /// holding more than one and a half times its workers. A server with a ``ServerModel/Signal`` answers the outage and
-/// the requests past its `shedsAbove` with the signal's status and `Retry-After`.
+/// the requests past its `shedsAbove` with the signal's status and fields.
 @available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, *)
 final class SimulatedServer: HTTPTransport {
     static let bucket = Duration.milliseconds(100)
@@ -158,8 +161,11 @@ final class SimulatedServer: HTTPTransport {
     }
 
     private func answer(_ status: Int, to request: URLRequest) -> (Data, ResponseHead) {
-        let fields =
-            status == 200 ? [] : model.signal.map { [("Retry-After", "\($0.retryAfter.components.seconds)")] } ?? []
+        var fields: [(String, String)] = []
+        if status != 200, let signal = model.signal {
+            if let retryAfter = signal.retryAfter { fields.append(("Retry-After", "\(retryAfter.components.seconds)")) }
+            if let shouldRetry = signal.shouldRetry { fields.append(("x-should-retry", "\(shouldRetry)")) }
+        }
         return (Data(), ResponseHead(url: request.url!, statusCode: status, headerFields: fields))
     }
 

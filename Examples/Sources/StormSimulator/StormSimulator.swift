@@ -28,6 +28,7 @@ enum StormSimulator {
         let model = ServerModel()
         let signalling = ServerModel(signal: ServerModel.Signal())
         let throttling = ServerModel(signal: ServerModel.Signal(status: 429))
+        let declining = ServerModel(signal: ServerModel.Signal(retryAfter: nil, shouldRetry: false))
         let tail = ServerModel(outage: .zero..<Duration.zero, slowShare: 0.02)
         var scenarios: [Scenario] = []
         for clients in fleets {
@@ -44,6 +45,9 @@ enum StormSimulator {
                 Scenario(
                     name: "a server that signals: 429 and Retry-After: 10, 2× headroom", model: throttling,
                     clients: clients, offered: model.capacity / 2),
+                Scenario(
+                    name: "a server that signals: 503 and x-should-retry: false, 2× headroom", model: declining,
+                    clients: clients, offered: model.capacity / 2, policies: Policy.declinePolicies),
             ]
         }
         scenarios.append(

@@ -6,8 +6,8 @@ import Rebound
     import FoundationNetworking
 #endif
 
-/// A `Retry-After` value, parsed alone and through a 503's headers, and the same text as each rate-limit quota field:
-/// any result is fine, a crash or a hang is not.
+/// A `Retry-After` value, parsed alone and through a 503's headers, the same text as `retry-after-ms` and
+/// `x-should-retry`, and as each rate-limit quota field: any result is fine, a crash or a hang is not.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     let value = String(decoding: UnsafeRawBufferPointer(start: start, count: count), as: UTF8.self)
@@ -24,6 +24,17 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
             precondition(delay >= .zero && delay <= RetryAfter.defaultMaximumDelay, "not held at the maximum: \(delay)")
         }
     }
+    if let delay = RetryAfter.delay(fromMilliseconds: value) {
+        precondition(delay >= .zero && delay <= RetryResult.longestDelay, "delay out of range: \(delay)")
+    }
+    let signalled = ResponseHead(
+        url: URL(string: "https://fuzz.invalid/")!, statusCode: 503,
+        headerFields: [("retry-after-ms", value), ("x-should-retry", value)])
+    let reading = RetryAfter(signals: .all)
+    if let delay = reading.delay(for: signalled) {
+        precondition(delay >= .zero && delay <= RetryAfter.defaultMaximumDelay, "not held at the maximum: \(delay)")
+    }
+    _ = reading.shouldRetry(for: signalled)
     for name in [
         "RateLimit", "RateLimit-Policy", "RateLimit-Remaining", "RateLimit-Reset", "X-RateLimit-Remaining",
         "X-RateLimit-Reset", "X-RateLimit-Reset-After",

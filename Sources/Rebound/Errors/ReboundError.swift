@@ -247,8 +247,9 @@ extension ReboundError: CustomStringConvertible {
         let what: String =
             switch failed {
             case .unacceptableStatusCode(let code):
-                // A server that asked to be left alone for a while says why no retry followed, or why it came late.
-                if let asked = responseHead.flatMap(RetryAfter.asked.delay(for:)) {
+                // A server that asked to be left alone for a while says why no retry followed, or why it came late
+                // (in `retry-after-ms`, read first, or `Retry-After`).
+                if let asked = responseHead.flatMap(RetryAfter.askedInMilliseconds.delay(for:)) {
                     "failed with status \(code) asking to wait \(asked.logDescription)"
                 } else {
                     "failed with status \(code)"

@@ -74,8 +74,12 @@ struct HedgingExecutor {
                     return await endRound(
                         round, inFlight: inFlight, asking: asking, with: (number, result), in: &machine)
                 }
-                if let asked = result.response.flatMap(RetryAfter.asked.delay(for:)), asked > .zero {
-                    quietUntil = Swift.max(quietUntil ?? now, now + asked)
+                if let head = result.response {
+                    if let asked = plan.askedDelay(by: head), asked > .zero {
+                        quietUntil = Swift.max(quietUntil ?? now, now + asked)
+                    }
+                    // The server asked for no retry: no new hedge either.
+                    if plan.asksNoRetry(head) { stopped = true }
                 }
                 // Others are in flight: would the retriers retry this one? Asked in a task of their own.
                 asking[number] = result

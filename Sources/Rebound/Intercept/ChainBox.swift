@@ -33,9 +33,13 @@ final class ChainBox: Sendable {
         try await interceptor.adapt(consume request, context: context)
     }
 
-    /// The methods the chain's retry policies retry, `nil` when none says (see ``RetriesMethods``): read before a
+    /// The methods the chain's retry policies retry, `nil` when none says (see ``RetryRules``): read before a
     /// hedge, and before a retry of a request that hedging may repeat.
-    var retriedMethods: Set<HTTPMethod>? { (interceptor as? any RetriesMethods)?.retriedMethods }
+    var retriedMethods: Set<HTTPMethod>? { (interceptor as? any RetryRules)?.retriedMethods }
+
+    /// The signals the chain's retry policies read beside `Retry-After` (see ``RetryRules``): read where the session
+    /// hears a response as they do, for the deadline's rule and the hedges.
+    var serverSignals: RetryAfter.Signals { (interceptor as? any RetryRules)?.serverSignals ?? [] }
 }
 
 /// A session's interceptor followed by a request's: adapts with the session's, then the request's; asks the session's
@@ -43,7 +47,7 @@ final class ChainBox: Sendable {
 ///
 /// Adapts in place when both halves do (``AdaptsInPlace``): the session's half is read from its chain box, where it was
 /// found once for the session, so a request with an interceptor of its own looks at one type only, its own.
-private struct SessionThenRequest: RequestInterceptor, AdaptsInPlace, RetriesMethods {
+private struct SessionThenRequest: RequestInterceptor, AdaptsInPlace, RetryRules {
     let session: any RequestInterceptor
     let request: any RequestInterceptor
     let adaptInPlace: Adapter.ModifyNowHandler?
@@ -75,4 +79,7 @@ private struct SessionThenRequest: RequestInterceptor, AdaptsInPlace, RetriesMet
 
     /// The methods either chain's retry policies retry.
     var retriedMethods: Set<HTTPMethod>? { Self.union(of: [session, request]) }
+
+    /// The signals either chain's retry policies read.
+    var serverSignals: RetryAfter.Signals { Self.signals(of: [session, request]) }
 }

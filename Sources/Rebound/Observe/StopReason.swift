@@ -25,6 +25,9 @@ public enum StopReason: Sendable, Hashable, CustomStringConvertible {
     case repeatedFailure
     /// The server asked with `Retry-After` (on a 429 or 503) for a wait that ends after the request's deadline.
     case retryAfterPastDeadline
+    /// The server asked for no retry with `x-should-retry: false`, which the retry policy reads
+    /// (``RetryAfter/Signals/shouldRetry``).
+    case serverAskedNoRetry
     /// The request's deadline came: during an attempt, while the retriers decided, or before a backoff delay that would
     /// have ended after it.
     case deadline
@@ -52,6 +55,7 @@ public enum StopReason: Sendable, Hashable, CustomStringConvertible {
         case .retryLimit: "retryLimit"
         case .repeatedFailure: "repeatedFailure"
         case .retryAfterPastDeadline: "retryAfterPastDeadline"
+        case .serverAskedNoRetry: "serverAskedNoRetry"
         case .deadline: "deadline"
         case .retryBudget: "retryBudget"
         case .circuitOpen: "circuitOpen"
@@ -71,6 +75,7 @@ public enum StopReason: Sendable, Hashable, CustomStringConvertible {
         case .retryLimit: "retry limit reached"
         case .repeatedFailure: "the last two attempts failed the same way"
         case .retryAfterPastDeadline: "Retry-After asks for a wait past the deadline"
+        case .serverAskedNoRetry: "the server asked for no retry"
         case .deadline: "deadline exceeded"
         case .retryBudget: "retry budget exhausted"
         case .circuitOpen: "circuit open"
@@ -82,9 +87,10 @@ public enum StopReason: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// Whether the rule is a retrier's own (a retry limit, a repeated failure), which a description names after
-    /// "not retried"; the deadline's and the gates' rules are named by the error's reason already.
-    var isRetriersOwn: Bool { self == .retryLimit || self == .repeatedFailure }
+    /// Whether the rule is a retrier's own (a retry limit, a repeated failure, the server's `x-should-retry: false`),
+    /// which a description names after "not retried"; the deadline's and the gates' rules are named by the error's
+    /// reason already.
+    var isRetriersOwn: Bool { self == .retryLimit || self == .repeatedFailure || self == .serverAskedNoRetry }
 
     /// The rule whose refusal `error` is, if a part of Rebound's refused with it: a breaker, a budget, a pacer, a
     /// throttle, a limiter, or a stream body that cannot be sent again.

@@ -31,13 +31,15 @@ public final class Resilience: Sendable {
     public let throttle: AdaptiveThrottle
     /// The circuit breakers, one per host; by default 5 consecutive failures trip one, for a break of 0.25 to 0.5 s
     /// that does not grow, so that a recovered host is found within half a second (``CircuitBreaker``'s own default
-    /// grows its break in a long outage, which sends less but finds the host later).
+    /// grows its break in a long outage, which sends less but finds the host later); a `Retry-After` or
+    /// `retry-after-ms` on the failure that trips one keeps it open that long.
     public let breakers: CircuitBreakerRegistry
     /// The retry budget; by default retries are at most 10% of each host's requests over 10 s, plus one a second.
     public let budget: RetryBudget
     /// The retry policy; by default Alamofire's (2 retries of idempotent requests after 408, 5xx and connection
-    /// errors, 0.5 s × 2ⁿ) with full jitter (each delay is drawn in `0 ..< 0.5 × 2ⁿ` s), and no third attempt after
-    /// two that failed the same way (``RetryPolicy/stopsAfterRepeatedFailure``).
+    /// errors, 0.5 s × 2ⁿ) with full jitter (each delay is drawn in `0 ..< 0.5 × 2ⁿ` s), no third attempt after
+    /// two that failed the same way (``RetryPolicy/stopsAfterRepeatedFailure``), and the server's own signals read
+    /// beside `Retry-After` (``RetryAfter/Signals/all``: `retry-after-ms`, and `x-should-retry`, which it obeys).
     public let retryPolicy: RetryPolicy
     /// The total time limit of each request, all attempts and backoffs included; 30 s by default.
     public let deadline: Duration?
@@ -56,11 +58,14 @@ public final class Resilience: Sendable {
             throttle: AdaptiveThrottle(
                 configuration: .init(window: .seconds(5), countsRejections: false), clock: clock, random: random),
             breakers: CircuitBreakerRegistry(
-                configuration: .init(breakDuration: .constant(.milliseconds(500)).equalJitter(using: random)),
+                configuration: .init(
+                    breakDuration: .constant(.milliseconds(500)).equalJitter(using: random),
+                    retryAfter: RetryAfter(signals: .all)),
                 clock: clock),
             budget: RetryBudget(ratio: .default, clock: clock),
             retryPolicy: RetryPolicy(
-                backoff: RetryPolicy().backoff.fullJitter(using: random), stopsAfterRepeatedFailure: true),
+                backoff: RetryPolicy().backoff.fullJitter(using: random), retryAfter: RetryAfter(signals: .all),
+                stopsAfterRepeatedFailure: true),
             deadline: deadline)
     }
 

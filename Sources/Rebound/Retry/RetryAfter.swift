@@ -16,6 +16,11 @@ import Foundation
 /// (``delay(for:backoff:)``): the AWS SDKs' rule, which keeps a wrong or hostile hint from making a client retry at
 /// once or wait for minutes.
 ///
+/// Beside `Retry-After`, some servers send signals of their own, which are read when they are in ``signals`` (none by
+/// default, both in the ``Resilience`` preset): `retry-after-ms`, the delay in milliseconds, read before
+/// `Retry-After` when both come; and `x-should-retry: true` or `false`, which ``RetryPolicy`` obeys whatever the
+/// status (see ``Signals``).
+///
 /// `RetryPolicy` honours it by default; any retrier can call ``delay(for:)-(ResponseHead)`` (or
 /// ``delay(for:)-(HTTPURLResponse)`` with a Foundation response):
 ///
@@ -30,15 +35,56 @@ public struct RetryAfter: Sendable, Equatable {
     public static let defaultStatusCodes: Set<Int> = [429, 503]
     /// The default ``maximumDelay``: 60 seconds.
     public static let defaultMaximumDelay = Duration.seconds(60)
-    /// Honours `Retry-After` on 429 and 503, up to 60 seconds.
+    /// Honours `Retry-After` on 429 and 503, up to 60 seconds; reads no other signal.
     public static let `default` = RetryAfter(
-        checkedStatusCodes: defaultStatusCodes, maximumDelay: defaultMaximumDelay, maximumOverBackoff: nil)
-    /// Never honours `Retry-After`.
-    public static let ignored = RetryAfter(checkedStatusCodes: [], maximumDelay: .zero, maximumOverBackoff: nil)
-    /// What a response asks for on 429 and 503, held at no maximum: what the session compares with a deadline, and
-    /// what an error's description quotes.
+        checkedStatusCodes: defaultStatusCodes, maximumDelay: defaultMaximumDelay, maximumOverBackoff: nil,
+        signals: [])
+    /// Never honours `Retry-After`, nor any other signal.
+    public static let ignored = RetryAfter(
+        checkedStatusCodes: [], maximumDelay: .zero, maximumOverBackoff: nil, signals: [])
+
+    /// The retry signals a server may send beside `Retry-After`, which a ``RetryAfter`` reads when they are in its
+    /// ``RetryAfter/signals``.
+    ///
+    /// A value that is malformed is no signal, as a malformed `Retry-After` is.
+    public struct Signals: OptionSet, Sendable, Hashable {
+        public let rawValue: UInt8
+
+        /// Creates a set of signals from its raw value.
+        public init(rawValue: UInt8) {
+            self.rawValue = rawValue
+        }
+
+        /// `retry-after-ms`: the delay in milliseconds (a decimal number, `1500` or `0.5`), as the OpenAI and
+        /// Anthropic SDKs read it. It is read before `Retry-After` when both come, on the same statuses, held at the
+        /// same maximum, and honoured everywhere `Retry-After` is: a retry's delay, the breaker's hold, the hedges'
+        /// pause and the deadline's rule.
+        public static let retryAfterMs = Signals(rawValue: 1 << 0)
+        /// `x-should-retry: true` or `false` (in any case): whether the server asks for a retry, whatever the status.
+        /// With `false`, ``RetryPolicy`` does not retry the response (``StopReason/serverAskedNoRetry``) and no new
+        /// hedge starts; with `true`, it retries the response although its status is not one it retries or the
+        /// repeated-failure stop would stop it, still within its methods, its retry limit, the gates (a budget) and
+        /// the deadline.
+        public static let shouldRetry = Signals(rawValue: 1 << 1)
+        /// Both signals: what the ``Resilience`` preset reads.
+        public static let all: Signals = [.retryAfterMs, .shouldRetry]
+    }
+
+    /// What a response asks for on 429 and 503, held at no maximum, in `Retry-After` alone: what the session compares
+    /// with a deadline and holds hedges for when the chain reads no other signal.
     static let asked = RetryAfter(
-        checkedStatusCodes: defaultStatusCodes, maximumDelay: RetryResult.longestDelay, maximumOverBackoff: nil)
+        checkedStatusCodes: defaultStatusCodes, maximumDelay: RetryResult.longestDelay, maximumOverBackoff: nil,
+        signals: [])
+    /// ``asked``, reading `retry-after-ms` before `Retry-After`: also what an error's description quotes.
+    static let askedInMilliseconds = RetryAfter(
+        checkedStatusCodes: defaultStatusCodes, maximumDelay: RetryResult.longestDelay, maximumOverBackoff: nil,
+        signals: .retryAfterMs)
+
+    /// The delay `head` asks for on 429 and 503, held at no maximum, read as a chain whose retry policies read
+    /// `signals` reads it: the one reader of a delay a response asks for, for the deadline's rule and the hedges.
+    static func asked(by head: ResponseHead, reading signals: Signals) -> Duration? {
+        (signals.contains(.retryAfterMs) ? askedInMilliseconds : asked).delay(for: head)
+    }
 
     /// The statuses whose `Retry-After` is honoured; 429 and 503 by default.
     public let statusCodes: Set<Int>
@@ -47,41 +93,48 @@ public struct RetryAfter: Sendable, Equatable {
     /// How much longer than the retrier's own backoff delay a `Retry-After` may make the wait, which is then never
     /// shorter than that delay either (see ``delay(for:backoff:)``); `nil` by default: the header's delay as it is.
     public let maximumOverBackoff: Duration?
+    /// The signals read beside `Retry-After` (``Signals``); none by default.
+    public let signals: Signals
 
     /// Creates a configuration from settings written in code; an invalid one traps.
     ///
     /// A negative `maximumDelay` or `maximumOverBackoff` is a programming error; the trap's message names it,
     /// `RetryAfter.maximumDelay must be 0 or more, got …`. For settings that arrive at run time, use
-    /// ``validated(statusCodes:maximumDelay:maximumOverBackoff:)``, which throws instead.
+    /// ``validated(statusCodes:maximumDelay:maximumOverBackoff:signals:)``, which throws instead.
     ///
     /// - Parameters:
     ///   - statusCodes: The statuses whose `Retry-After` is honoured; 429 and 503 by default.
     ///   - maximumDelay: The longest delay honoured, zero or more; 60 seconds by default.
     ///   - maximumOverBackoff: How much longer than the retrier's backoff delay the wait may be, zero or more; `nil`
     ///     (the default) for the header's delay as it is. The AWS SDKs use 5 seconds.
+    ///   - signals: The signals read beside `Retry-After` (``Signals``); none by default, ``Signals/all`` for
+    ///     `retry-after-ms` and `x-should-retry`.
     public init(
         statusCodes: Set<Int> = defaultStatusCodes, maximumDelay: Duration = defaultMaximumDelay,
-        maximumOverBackoff: Duration? = nil
+        maximumOverBackoff: Duration? = nil, signals: Signals = []
     ) {
         ConfigurationError.trapIfInvalid { () throws(ConfigurationError) in
             try Self.check(maximumDelay: maximumDelay, maximumOverBackoff: maximumOverBackoff)
         }
-        self.init(checkedStatusCodes: statusCodes, maximumDelay: maximumDelay, maximumOverBackoff: maximumOverBackoff)
+        self.init(
+            checkedStatusCodes: statusCodes, maximumDelay: maximumDelay, maximumOverBackoff: maximumOverBackoff,
+            signals: signals)
     }
 
     /// Creates a configuration from settings that arrive at run time, throwing when one is invalid.
     ///
     /// The parameters, their defaults and what is valid are those of
-    /// ``init(statusCodes:maximumDelay:maximumOverBackoff:)``.
+    /// ``init(statusCodes:maximumDelay:maximumOverBackoff:signals:)``.
     ///
     /// - Throws: ``ConfigurationError`` if `maximumDelay` or `maximumOverBackoff` is negative.
     public static func validated(
         statusCodes: Set<Int> = defaultStatusCodes, maximumDelay: Duration = defaultMaximumDelay,
-        maximumOverBackoff: Duration? = nil
+        maximumOverBackoff: Duration? = nil, signals: Signals = []
     ) throws(ConfigurationError) -> RetryAfter {
         try check(maximumDelay: maximumDelay, maximumOverBackoff: maximumOverBackoff)
         return RetryAfter(
-            checkedStatusCodes: statusCodes, maximumDelay: maximumDelay, maximumOverBackoff: maximumOverBackoff)
+            checkedStatusCodes: statusCodes, maximumDelay: maximumDelay, maximumOverBackoff: maximumOverBackoff,
+            signals: signals)
     }
 
     /// Throws a ``ConfigurationError`` if `maximumDelay` or `maximumOverBackoff` is negative.
@@ -96,26 +149,48 @@ public struct RetryAfter: Sendable, Equatable {
         }
     }
 
-    private init(checkedStatusCodes: Set<Int>, maximumDelay: Duration, maximumOverBackoff: Duration?) {
+    private init(
+        checkedStatusCodes: Set<Int>, maximumDelay: Duration, maximumOverBackoff: Duration?, signals: Signals
+    ) {
         self.statusCodes = checkedStatusCodes
         self.maximumDelay = maximumDelay
         self.maximumOverBackoff = maximumOverBackoff
+        self.signals = signals
     }
 
     /// The delay the response asks for, held at ``maximumDelay``; `nil` when its status is not one of
-    /// ``statusCodes`` or it has no valid `Retry-After`.
+    /// ``statusCodes`` or it has no valid `Retry-After` (nor a valid `retry-after-ms`, when that is read).
     public func delay(for response: HTTPURLResponse) -> Duration? {
         delay(for: ResponseHead(response))
     }
 
     /// The delay the response asks for, held at ``maximumDelay``; `nil` when its status is not one of
-    /// ``statusCodes`` or it has no valid `Retry-After`. Reads the head alone.
+    /// ``statusCodes`` or it has no valid `Retry-After` (nor a valid `retry-after-ms`, when ``signals`` has
+    /// ``Signals/retryAfterMs``, which is then read first). Reads the head alone.
     public func delay(for head: ResponseHead) -> Duration? {
-        guard statusCodes.contains(head.statusCode),
-            let value = head.value(forHTTPHeaderField: "Retry-After")
-        else { return nil }
+        guard statusCodes.contains(head.statusCode) else { return nil }
+        if signals.contains(.retryAfterMs), let value = head.value(forHTTPHeaderField: "retry-after-ms"),
+            let delay = Self.delay(fromMilliseconds: value)
+        {
+            return Swift.min(delay, maximumDelay)
+        }
+        guard let value = head.value(forHTTPHeaderField: "Retry-After") else { return nil }
         let now = head.value(forHTTPHeaderField: "Date").flatMap(Self.date(from:)) ?? Date()
         return Self.delay(from: value, now: now).map { Swift.min($0, maximumDelay) }
+    }
+
+    /// Whether the response asks for a retry with `x-should-retry`, whatever its status: `true` or `false` when
+    /// ``signals`` has ``Signals/shouldRetry`` and the field is `true` or `false` (in any case, with spaces around);
+    /// `nil` otherwise, a malformed value (or one over 16 bytes) included.
+    public func shouldRetry(for head: ResponseHead) -> Bool? {
+        guard signals.contains(.shouldRetry), let value = head.value(forHTTPHeaderField: "x-should-retry"),
+            value.utf8.count <= 16
+        else { return nil }
+        switch value.trimmingCharacters(in: .whitespaces).lowercased() {
+        case "true": return true
+        case "false": return false
+        default: return nil
+        }
     }
 
     /// The wait before a retry whose own backoff delay is `backoff`, when the response asks for one: the header's
@@ -148,6 +223,25 @@ public struct RetryAfter: Sendable, Equatable {
         guard let date = date(from: value, relativeTo: now) else { return nil }
         let seconds = date.timeIntervalSince(now)
         return seconds > 0 ? .seconds(Swift.min(seconds, RetryResult.longestDelay.seconds)) : .zero
+    }
+
+    /// The delay a `retry-after-ms` value asks for: a decimal number of milliseconds, `1500` or `0.5`, held at
+    /// ``RetryResult/longestDelay``; `nil` for anything else (a sign, an exponent, an empty value, a value over 64
+    /// bytes), which is no signal.
+    public static func delay(fromMilliseconds value: String) -> Duration? {
+        guard value.utf8.count <= 64 else { return nil }
+        let value = value.trimmingCharacters(in: .whitespaces)
+        let parts = value.utf8.split(separator: UInt8(ascii: "."), maxSplits: 1, omittingEmptySubsequences: false)
+        let isDigits = { (part: Substring.UTF8View) in
+            !part.isEmpty && part.allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
+        }
+        guard let whole = parts.first, isDigits(whole), parts.count == 1 || isDigits(parts[1]) else { return nil }
+        // Read as a number of milliseconds; an absurdly long one is held at the longest delay rather than rejected.
+        guard let milliseconds = Double(value) else { return nil }
+        let longest = RetryResult.longestDelay
+        // Infinity too, which a number past `Double`'s range reads as.
+        guard milliseconds / 1_000 < longest.seconds else { return longest }
+        return .milliseconds(milliseconds)
     }
 
     /// Parses an HTTP-date in any of the three formats; `nil` when malformed.

@@ -28,6 +28,12 @@ import Foundation
 /// default; between the backoff's delay and 5 s more in ``awsRetries2026(using:)``) is used instead, and a 429 that
 /// carries one is retryable.
 ///
+/// **The server's word.** With ``RetryAfter/Signals/retryAfterMs`` in ``retryAfter``'s signals, a `retry-after-ms`
+/// is read before `Retry-After`. With ``RetryAfter/Signals/shouldRetry``, `x-should-retry: false` is never retried
+/// (``StopReason/serverAskedNoRetry``), and `x-should-retry: true` is retried although its status is not in
+/// ``retryableHTTPStatusCodes`` or ``stopsAfterRepeatedFailure`` would stop it, still only for a request safe to
+/// repeat and within ``retryLimit``. Neither is read by default; the ``Resilience`` preset reads both.
+///
 /// **The AWS SDKs' retry behavior 2.1.** ``awsRetries2026(using:)`` is their policy, to pair with the budget
 /// ``RetryBudget/Configuration/awsRetries2026``; see its documentation for the numbers.
 ///
@@ -77,8 +83,9 @@ public struct RetryPolicy: RequestRetrier {
     /// The delay before a retry after a 429 Too Many Requests; `nil` by default, for ``backoff``.
     public let throttlingBackoff: BackoffStrategy?
     /// Whether a request whose last two attempts failed the same way (the same status, or the same `URLError` code) is
-    /// not retried again, unless the response asked for a delay with `Retry-After`; `false` by default (Alamofire's
-    /// behaviour), `true` in ``Resilience``'s policy.
+    /// not retried again, unless the response asked for a delay with `Retry-After` (or for the retry with an
+    /// `x-should-retry: true` that ``retryAfter`` reads); `false` by default (Alamofire's behaviour), `true` in
+    /// ``Resilience``'s policy.
     ///
     /// A host that answers a retry as it answered the attempt is likely down, and a third attempt would likely land in
     /// the same outage: stopping there keeps a fleet of clients that each send little near one retry per request in
@@ -266,14 +273,21 @@ public struct RetryPolicy: RequestRetrier {
 
     /// Whether `error`, the failure of `request`'s last attempt, is one this policy retries, ignoring the retry limit.
     public func shouldRetry(_ request: RetryRequest, dueTo error: ReboundError) -> Bool {
-        shouldRetry(request, dueTo: error, retryAfterDelay: request.responseHead.flatMap(retryAfter.delay(for:)))
+        let head = request.responseHead
+        let serverAsks = head.flatMap(retryAfter.shouldRetry(for:))
+        return serverAsks != false
+            && shouldRetry(
+                request, dueTo: error, retryAfterDelay: head.flatMap(retryAfter.delay(for:)), serverAsks: serverAsks)
     }
 
-    /// ``shouldRetry(_:dueTo:)`` with the response's honoured `Retry-After` already read.
+    /// Whether the policy's rules retry `error`, before an `x-should-retry: false` is heard: the method, then
+    /// `serverAsks` (the response's `x-should-retry` as ``retryAfter`` reads it) when `true`, else the status, the
+    /// honoured `Retry-After` already read and the error's code.
     private func shouldRetry(
-        _ request: RetryRequest, dueTo error: ReboundError, retryAfterDelay: Duration?
+        _ request: RetryRequest, dueTo error: ReboundError, retryAfterDelay: Duration?, serverAsks: Bool?
     ) -> Bool {
         guard isSafeToRetry(request) else { return false }
+        if serverAsks == true { return true }
         if let response = request.responseHead {
             if retryableHTTPStatusCodes.contains(response.statusCode) { return true }
             // A 429 that says when to come back is an invitation to retry.
@@ -287,18 +301,24 @@ public struct RetryPolicy: RequestRetrier {
 
     /// Answers ``RetryResult/retryWithDelay(_:)`` while the retry count is below the limit and
     /// ``shouldRetry(_:dueTo:)`` holds. Otherwise ``RetryResult/doNotRetry`` for a failure it does not retry, and
-    /// ``RetryResult/doNotRetryBecause(_:)`` for one it would retry but for ``StopReason/retryLimit`` or
-    /// ``StopReason/repeatedFailure``. The delay is the response's honoured `Retry-After` if it has one (held near the
-    /// backoff's delay when ``RetryAfter/maximumOverBackoff`` is set), else the backoff's: ``throttlingBackoff`` after a
-    /// 429 when it is set, ``backoff`` otherwise.
+    /// ``RetryResult/doNotRetryBecause(_:)`` for one it would retry but for ``StopReason/serverAskedNoRetry``,
+    /// ``StopReason/retryLimit`` or ``StopReason/repeatedFailure``. The delay is the response's honoured
+    /// `Retry-After` if it has one (held near the backoff's delay when ``RetryAfter/maximumOverBackoff`` is set), else
+    /// the backoff's: ``throttlingBackoff`` after a 429 when it is set, ``backoff`` otherwise.
     public func retry(_ request: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
-        // The header is read once: it decides whether a 429 is retried and how long to wait.
+        // The fields are read once: they decide whether the response is retried and how long to wait.
         let retryAfterDelay = request.responseHead.flatMap(retryAfter.delay(for:))
-        guard shouldRetry(request, dueTo: error, retryAfterDelay: retryAfterDelay) else { return .doNotRetry }
+        let serverAsks = request.responseHead.flatMap(retryAfter.shouldRetry(for:))
+        guard shouldRetry(request, dueTo: error, retryAfterDelay: retryAfterDelay, serverAsks: serverAsks) else {
+            return .doNotRetry
+        }
+        if serverAsks == false { return .doNotRetryBecause(.serverAskedNoRetry) }
         guard request.retryCount < retryLimit else { return .doNotRetryBecause(.retryLimit) }
         // Two attempts that failed the same way: likely an outage, which a third attempt would only add to; a server
-        // that asked for a delay is still answered.
-        if stopsAfterRepeatedFailure, retryAfterDelay == nil, Self.failedTheSameWay(request.attempts) {
+        // that asked for a delay, or for the retry, is still answered.
+        if stopsAfterRepeatedFailure, retryAfterDelay == nil, serverAsks != true,
+            Self.failedTheSameWay(request.attempts)
+        {
             return .doNotRetryBecause(.repeatedFailure)
         }
         // The server's delay as it is draws no jitter; held near the backoff, it needs the backoff's delay.

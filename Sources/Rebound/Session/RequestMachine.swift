@@ -361,7 +361,7 @@ struct RequestMachine {
         // ends after it.
         if time.end != nil {
             let asked =
-                result.request == nil ? error.responseHead.flatMap(RetryAfter.asked.delay(for:)) ?? .zero : .zero
+                result.request == nil ? error.responseHead.flatMap(plan.askedDelay(by:)) ?? .zero : .zero
             if !time.allows(Swift.max(delay, asked), from: now) {
                 let rule: StopReason = time.allows(asked, from: now) ? .deadline : .retryAfterPastDeadline
                 return report(.fail(deadlineExceeded(after: error, stoppedBy: rule)), data: error.data, now: now)

@@ -78,6 +78,20 @@ final class RequestPlan: Sendable {
 
     /// The gates registered so far that the chain does not hold: asked after the chain's.
     var registeredGates: [any RetryGate] { registered?.gates ?? [] }
+
+    /// The delay `head` asks for on a 429 or 503, held at no maximum, as the chain's retry policies read it
+    /// (`retry-after-ms` before `Retry-After` when they read it): the one reader of a delay a response asks for, which
+    /// the deadline's rule and the hedges use.
+    func askedDelay(by head: ResponseHead) -> Duration? {
+        RetryAfter.asked(by: head, reading: chain?.serverSignals ?? [])
+    }
+
+    /// Whether `head` asks for no retry with an `x-should-retry: false` that the chain's retry policies read: then no
+    /// new hedge starts.
+    func asksNoRetry(_ head: ResponseHead) -> Bool {
+        guard let signals = chain?.serverSignals, signals.contains(.shouldRetry) else { return false }
+        return RetryAfter(signals: .shouldRetry).shouldRetry(for: head) == false
+    }
 }
 
 // MARK: - One attempt: adapt, send, follow redirects, validate
