@@ -837,14 +837,16 @@ extension HedgingTests {
         #expect(!log.all.contains("#1 cancelled"))
     }
 
-    @Test("A response that asks for quiet with Retry-After starts no hedge before the time it asks")
-    func retryAfterHoldsTheNextHedge() async throws {
+    @Test(
+        "A response that asks for quiet with Retry-After, or a retry-after-ms read, starts no hedge before that time",
+        arguments: [("Retry-After", "60", RetryAfter.Signals()), ("retry-after-ms", "60000", .retryAfterMs)])
+    func retryAfterHoldsTheNextHedge(field: String, value: String, signals: RetryAfter.Signals) async throws {
         let clock = ManualClock()
         let log = Log()
         let transport = slowFirst(
-            clock, log: log, then: [.response(status: 503, headers: ["Retry-After": "60"], body: Data())])
+            clock, log: log, then: [.response(status: 503, headers: [field: value], body: Data())])
         let session = Session(
-            transport: transport, retriers: [RetryPolicy()],
+            transport: transport, retriers: [RetryPolicy(retryAfter: RetryAfter(signals: signals))],
             hedging: Hedging(delay: .milliseconds(100), maximumInFlight: 3, maximumAttempts: 3), clock: clock)
         let task = try await sendPastTheDelay(session, clock)
         try await waitFor("#2 answered", in: log)
@@ -859,6 +861,24 @@ extension HedgingTests {
 
         #expect(String(decoding: response.data, as: UTF8.self) == "slow")
         #expect(transport.requests.count == 2)
+    }
+
+    @Test("With the preset, x-should-retry: false on a hedge ends the round, naming the rule")
+    func thePresetEndsARoundTheServerDeclined() async throws {
+        let clock = ManualClock()
+        let log = Log()
+        let transport = slowFirst(
+            clock, log: log, then: [.response(status: 503, headers: ["x-should-retry": "false"], body: Data())])
+        let session = Session(
+            transport: transport, resilience: Resilience(clock: clock, random: .seeded(1), deadline: nil),
+            hedging: Hedging(delay: .milliseconds(100)), clock: clock)
+
+        let task = try await sendPastTheDelay(session, clock)
+        let error = await #expect(throws: ReboundError.self) { try await task.value }
+
+        #expect(error?.stopReason == .serverAskedNoRetry)
+        #expect(transport.requests.count == 2)
+        try await waitFor("#1 cancelled", in: log)
     }
 
     @Test(

@@ -114,4 +114,23 @@ struct OutageRecoveryTests {
         let late = Duration.seconds(7)..<Duration.seconds(8)
         #expect(ratio.success(in: late) > budget.success(in: late), "retries landing after the recovery")
     }
+
+    @Test(
+        "With x-should-retry: false the preset sends at most one attempt per request, and 90 % of the next succeed",
+        arguments: [20, 2_000])
+    func thePresetHearsAServerThatAsksForNoRetry(instances: Int) async {
+        var simulation = OutageSimulation(outage: Self.outage, duration: .seconds(15))
+        simulation.instances = instances
+        simulation.outageFields = [("x-should-retry", "false")]
+        // No deadline: the simulation settles when each request in flight sleeps on the clock once (its backoff).
+        let result = await simulation.run { instance, host, clock in
+            Session(
+                transport: host, resilience: Resilience(clock: clock, random: .seeded(UInt64(instance)), deadline: nil),
+                clock: clock)
+        }
+        let after = Self.outage.upperBound..<Self.outage.upperBound + .seconds(5)
+
+        #expect(result.load(in: Self.outage) <= 1.05, "load \(result.load(in: Self.outage))")
+        #expect(result.success(in: after) >= 0.9, "success \(result.success(in: after))")
+    }
 }

@@ -6,25 +6,31 @@ import ReboundTesting
     import FoundationNetworking
 #endif
 
-/// One host that many service instances call, on a manual clock: it answers 503 during the outage and 200 otherwise,
-/// at once, and counts the attempts that reach it in buckets of 100 ms. Each instance's session sends through it.
+/// One host that many service instances call, on a manual clock: it answers 503 (with `outageFields`) during the
+/// outage and 200 otherwise, at once, and counts the attempts that reach it in buckets of 100 ms. Each instance's
+/// session sends through it.
 final class SimulatedHost: HTTPTransport {
     static let bucket = Duration.milliseconds(100)
 
     let clock: ManualClock
     let outage: Range<Duration>
+    let outageFields: [(String, String)]
     private let hits = Locked<[Int: Int]>([:])
 
-    init(clock: ManualClock, outage: Range<Duration>) {
+    init(clock: ManualClock, outage: Range<Duration>, outageFields: [(String, String)] = []) {
         self.clock = clock
         self.outage = outage
+        self.outageFields = outageFields
     }
 
     func exchange(_ request: URLRequest) async throws -> (Data, ResponseHead) {
         let now = clock.now.offset
         hits.withLock { $0[Int(now / Self.bucket), default: 0] += 1 }
-        let status = outage.contains(now) ? 503 : 200
-        return (Data(), ResponseHead(url: request.url!, statusCode: status, headerFields: []))
+        let down = outage.contains(now)
+        return (
+            Data(),
+            ResponseHead(url: request.url!, statusCode: down ? 503 : 200, headerFields: down ? outageFields : [])
+        )
     }
 
     /// The attempts that reached the host in `range`.
@@ -87,6 +93,8 @@ struct OutageSimulation {
     var outage: Range<Duration>
     var duration: Duration
     var seed: UInt64 = 1
+    /// The fields of the host's 503s during the outage.
+    var outageFields: [(String, String)] = []
 
     /// Runs the simulation; `chain` makes instance `n`'s session, sending through the transport it is given and
     /// timing everything on the clock it is given.
@@ -96,7 +104,7 @@ struct OutageSimulation {
     /// beside it on a busy machine.
     func run(chain: (_ instance: Int, _ transport: SimulatedHost, _ clock: ManualClock) -> Session) async -> Result {
         let clock = ManualClock()
-        let host = SimulatedHost(clock: clock, outage: outage)
+        let host = SimulatedHost(clock: clock, outage: outage, outageFields: outageFields)
         let sessions = (0..<instances).map { chain($0, host, clock) }
         let arrivals = poissonArrivals()
         let outcomes: [Int: Bool]

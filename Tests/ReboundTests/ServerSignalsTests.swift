@@ -71,11 +71,11 @@ struct ServerSignalsTests {
     func readsShouldRetryOnAnyStatus(value: String, expected: Bool?) {
         for status in [200, 400, 503] {
             #expect(
-                RetryAfter(signals: .shouldRetry).shouldRetry(for: head(status, ["x-should-retry": value])) == expected)
-            #expect(RetryAfter(signals: .all).shouldRetry(for: head(status, ["X-Should-Retry": value])) == expected)
+                RetryAfter(signals: .shouldRetry).retryAsked(by: head(status, ["x-should-retry": value])) == expected)
+            #expect(RetryAfter(signals: .all).retryAsked(by: head(status, ["X-Should-Retry": value])) == expected)
         }
-        #expect(RetryAfter.default.shouldRetry(for: head(503, ["x-should-retry": value])) == nil)
-        #expect(RetryAfter(signals: .retryAfterMs).shouldRetry(for: head(503, ["x-should-retry": value])) == nil)
+        #expect(RetryAfter.default.retryAsked(by: head(503, ["x-should-retry": value])) == nil)
+        #expect(RetryAfter(signals: .retryAfterMs).retryAsked(by: head(503, ["x-should-retry": value])) == nil)
     }
 
     @Test func aValidatedConfigurationKeepsItsSignals() throws {
@@ -179,7 +179,7 @@ extension ServerSignalsTests {
         #expect(transport.requestCount == 2)
     }
 
-    @Test func aPolicyOfItsOwnRetriesFalseAsBefore() async throws {
+    @Test func aPolicyThatDoesNotReadTheSignalRetriesFalse() async throws {
         let clock = ManualClock()
         let transport = ScriptedTransport(
             [.response(status: 503, headers: ["x-should-retry": "false"]), .status(200)], clock: clock)
@@ -222,7 +222,10 @@ extension ServerSignalsTests {
         if usesPreset {
             let error = await #expect(throws: ReboundError.self) { try await task.value }
             #expect(error?.stopReason == .retryAfterPastDeadline)
-            #expect(error?.description.contains("failed with status 503 asking to wait 10 s") == true)
+            #expect(
+                error?.description.hasSuffix(
+                    "failed with status 503; not retried: the wait asked ends after the deadline of 2 s (1 attempt)")
+                    == true)
             #expect(transport.requestCount == 1)
         } else {
             // Not read by this chain: the backoff's 0.5 s, then the retry.
@@ -246,5 +249,78 @@ extension ServerSignalsTests {
         let error = try await #require(throws: ReboundError.self) { try await session.send(request()) }
 
         #expect(error.circuitBreakerOpenError?.retryAfter == .seconds(20))
+    }
+
+    @Test func thePresetsBreakersStayOpenAsLongAsTheMillisecondsAsk() async throws {
+        let clock = ManualClock()
+        // Five failures that ask for 20 s of quiet, and for no retry: the preset's breaker for the host trips.
+        let declined = ScriptedTransport.Step.response(
+            status: 503, headers: ["retry-after-ms": "20000", "x-should-retry": "false"])
+        let transport = ScriptedTransport(Array(repeating: declined, count: 5), clock: clock)
+        let session = preset(transport, clock, deadline: nil)
+        for _ in 0..<5 { _ = try? await session.send(request()) }
+
+        let error = try await #require(throws: ReboundError.self) { try await session.send(request()) }
+
+        #expect(transport.requestCount == 5)
+        #expect(error.circuitBreakerOpenError?.retryAfter == .seconds(20))
+    }
+
+    @Test func trueIsStillRefusedByAGateAndByTheDeadline() async throws {
+        let clock = ManualClock()
+        let asking = ScriptedTransport.Step.response(
+            status: 409, headers: ["x-should-retry": "true", "retry-after-ms": "60000"])
+        let reading = RetryPolicy(retryAfter: RetryAfter(signals: .all))
+        let refusing = Session(
+            transport: ScriptedTransport([asking, .status(200)], clock: clock), retriers: [reading],
+            gates: [RetryGateRefusingAll()], clock: clock)
+        let refused = try await #require(throws: ReboundError.self) { try await refusing.send(request()) }
+        #expect(refused.retrierError is RetryGateRefusingAll.Refusal)
+
+        // The 60 s it asks for ends after the deadline: the request ends at once, with no backoff slept (the one sleep
+        // is the deadline's timer).
+        let late = Session(
+            transport: ScriptedTransport([asking, .status(200)], clock: clock), retriers: [reading],
+            deadline: .seconds(2), clock: clock)
+        let error = try await #require(throws: ReboundError.self) { try await late.send(request()) }
+        #expect(error.stopReason == .deadline)
+        #expect(clock.sleeps == [.seconds(2)])
+    }
+
+    /// Chains whose policy reads `retry-after-ms` inside a part that holds it, or as the request's own.
+    enum Holder: String, CaseIterable, Sendable {
+        case interceptor, loggingRetrier, requestsOwn
+    }
+
+    @Test(arguments: Holder.allCases)
+    func theDeadlinesRuleReadsTheMillisecondsThroughThePartsThatHoldThePolicy(holder: Holder) async throws {
+        let clock = ManualClock()
+        let transport = ScriptedTransport(
+            [.response(status: 503, headers: ["retry-after-ms": "10000"]), .status(200)], clock: clock)
+        let policy = RetryPolicy(retryAfter: RetryAfter(signals: .retryAfterMs))
+        let retriers: [any RequestRetrier] =
+            switch holder {
+            case .interceptor: [Interceptor(retriers: [policy])]
+            case .loggingRetrier: [LoggingRetrier(wrapping: policy, sink: { _ in })]
+            case .requestsOwn: []
+            }
+        let session = Session(transport: transport, retriers: retriers, deadline: .seconds(2), clock: clock)
+
+        let error = try await #require(throws: ReboundError.self) {
+            try await session.send(request(), retriers: holder == .requestsOwn ? [policy] : [])
+        }
+
+        // Read by the session as the policy reads it: the server's wait, not the retry's, ends past the deadline.
+        #expect(error.stopReason == .retryAfterPastDeadline)
+        #expect(transport.requestCount == 1)
+    }
+}
+
+/// A gate that refuses every retry.
+private final class RetryGateRefusingAll: RetryGate {
+    struct Refusal: Error {}
+
+    func admitRetry(_ request: RetryRequest, dueTo error: ReboundError, after delay: Duration) -> (any Error)? {
+        Refusal()
     }
 }

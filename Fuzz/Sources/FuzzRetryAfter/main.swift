@@ -34,7 +34,7 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     if let delay = reading.delay(for: signalled) {
         precondition(delay >= .zero && delay <= RetryAfter.defaultMaximumDelay, "not held at the maximum: \(delay)")
     }
-    _ = reading.shouldRetry(for: signalled)
+    _ = reading.retryAsked(by: signalled)
     for name in [
         "RateLimit", "RateLimit-Policy", "RateLimit-Remaining", "RateLimit-Reset", "X-RateLimit-Remaining",
         "X-RateLimit-Reset", "X-RateLimit-Reset-After",

@@ -26,17 +26,20 @@ public struct RequestContext: Sendable {
     public let label: String?
     /// Where registrations go: the request's, or `nil` for a context made outside a session.
     let roles: RegisteredRoles?
+    /// The most attempts the chain's own retriers and the hedging settings allow, when each retrier says its limit.
+    let maximumAttemptsOfChain: Int?
 
     /// Creates a context; the session creates these, and test code may too.
     public init(requestID: UUID = UUID(), attempt: Int = 1, label: String? = nil) {
-        self.init(requestID: requestID, attempt: attempt, label: label, roles: nil)
+        self.init(requestID: requestID, attempt: attempt, label: label, roles: nil, maximumAttempts: nil)
     }
 
-    init(requestID: UUID, attempt: Int, label: String?, roles: RegisteredRoles?) {
+    init(requestID: UUID, attempt: Int, label: String?, roles: RegisteredRoles?, maximumAttempts: Int? = nil) {
         self.requestID = requestID
         self.attempt = attempt
         self.label = label
         self.roles = roles
+        self.maximumAttemptsOfChain = maximumAttempts
     }
 
     /// How many retries came before this attempt: `attempt - 1`.
@@ -45,8 +48,24 @@ public struct RequestContext: Sendable {
     /// Whether parts can register through this context: `true` for the contexts a session makes and their copies.
     public var canRegister: Bool { roles != nil }
 
-    /// The time left before the request's deadline; `nil` without one, or for a context made outside a session.
-    var timeLeft: Duration? { roles?.timeLeft }
+    /// The time left before the request's deadline, read now on the session's clock (zero once it passed); `nil`
+    /// without a deadline, or for a context made outside a session.
+    public var timeLeft: Duration? { roles?.timeLeft.map { Swift.max($0, .zero) } }
+
+    /// The most attempts the request can make, as far as the session knows: 1 + the largest retry limit among the
+    /// chain's retriers and those registered so far, when each says its limit (``RetryPolicy``,
+    /// ``ConnectionLostRetryPolicy``, ``OfflineRetrier``, ``JSONBodyRetrier``, and an ``Interceptor`` or a
+    /// ``LoggingRetrier`` of such retriers), or the hedging settings' ``Hedging/maximumAttempts`` if larger. `nil`
+    /// when a retrier does not say (a closure, an ``AuthenticationInterceptor``), and for a context made outside a
+    /// session or handed to a retrier.
+    public var maximumAttempts: Int? {
+        guard var most = maximumAttemptsOfChain else { return nil }
+        for retrier in roles?.retriers ?? [] {
+            guard let limit = (retrier as? any RetryRules)?.maximumRetries else { return nil }
+            most = Swift.max(most, limit + 1)
+        }
+        return most
+    }
 
     /// Whether the session settled this attempt already (a hedge that lost, an attempt the deadline cut short) or the
     /// request ended: a part must not count it from now on, since it would not hear it end. `false` for a context made
@@ -64,7 +83,8 @@ public struct RequestContext: Sendable {
 
     /// This context with another label, keeping where registrations go: for a decorator that relabels a request.
     public func with(label: String?) -> RequestContext {
-        RequestContext(requestID: requestID, attempt: attempt, label: label, roles: roles)
+        RequestContext(
+            requestID: requestID, attempt: attempt, label: label, roles: roles, maximumAttempts: maximumAttemptsOfChain)
     }
 
     /// Tells `observer` how this attempt and every later one of the request ends, and how the request ends.

@@ -88,8 +88,9 @@ extension CircuitBreaker {
         /// by default. A trial whose outcome never arrives (its request abandoned, a wrapper that drops the report)
         /// cannot keep the breaker half-open for good.
         public let trialTimeout: Duration
-        /// Which `Retry-After` headers keep the breaker open at least as long as they ask when a failure trips it;
-        /// ``RetryAfter/default`` (429 and 503, at most 60 s) by default.
+        /// Which `Retry-After` headers keep the breaker open at least as long as they ask when a failure trips it, and
+        /// whether a `retry-after-ms` is read first (``RetryAfter/Signals/retryAfterMs``; `x-should-retry` plays no
+        /// part here); ``RetryAfter/default`` (429 and 503, at most 60 s, `Retry-After` only) by default.
         public let retryAfter: RetryAfter
         /// Decides how an attempt counts; ``CircuitBreaker/defaultVerdict(for:)`` by default.
         public var classify: @Sendable (AttemptOutcome) -> Verdict { classifier ?? CircuitBreaker.defaultVerdict }
@@ -115,8 +116,8 @@ extension CircuitBreaker {
         ///     closed; ``defaultBreakDuration`` by default. Its first delay must be longer than zero.
         ///   - halfOpenTrialCalls: How many trial calls a half-open breaker lets through, at least 1; 1 by default.
         ///   - trialTimeout: How long a trial's permit lasts without a report, longer than zero; 30 s by default.
-        ///   - retryAfter: Which `Retry-After` headers lengthen the open time of a breaker their failure trips;
-        ///     ``RetryAfter/default`` by default, ``RetryAfter/ignored`` for none.
+        ///   - retryAfter: Which `Retry-After` headers (and `retry-after-ms`, where its signals say) lengthen the open
+        ///     time of a breaker their failure trips; ``RetryAfter/default`` by default, ``RetryAfter/ignored`` for none.
         ///   - classify: How an attempt counts; `nil` (the default) for ``CircuitBreaker/defaultVerdict(for:)``.
         public init(
             tripCondition: TripCondition = defaultTripCondition,
@@ -144,7 +145,8 @@ extension CircuitBreaker {
         ///   - openDuration: How long the breaker stays open each time, longer than zero.
         ///   - halfOpenTrialCalls: How many trial calls a half-open breaker lets through, at least 1; 1 by default.
         ///   - trialTimeout: How long a trial's permit lasts without a report, longer than zero; 30 s by default.
-        ///   - retryAfter: Which `Retry-After` headers lengthen the open time; ``RetryAfter/default`` by default.
+        ///   - retryAfter: Which `Retry-After` headers (and `retry-after-ms`, where its signals say) lengthen the open
+        ///     time; ``RetryAfter/default`` by default.
         ///   - classify: How an attempt counts; `nil` (the default) for ``CircuitBreaker/defaultVerdict(for:)``.
         public init(
             tripCondition: TripCondition = defaultTripCondition,

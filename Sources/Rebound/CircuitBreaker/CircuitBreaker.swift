@@ -26,7 +26,7 @@ import Foundation
 /// ``admitRetry(_:dueTo:after:)``).
 ///
 /// When the failure that opens the breaker carries a `Retry-After` (on 429 or 503 by default), the breaker stays open
-/// at least that long.
+/// at least that long; so does a `retry-after-ms` where its configuration's ``Configuration/retryAfter`` reads it.
 ///
 /// What counts as a failure is ``Configuration/classify``'s decision: by default transport errors and 5xx, 408 and
 /// 429; other 4xx count as successes (the upstream answered); cancellations and adapter failures are ignored.

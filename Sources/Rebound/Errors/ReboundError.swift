@@ -247,9 +247,8 @@ extension ReboundError: CustomStringConvertible {
         let what: String =
             switch failed {
             case .unacceptableStatusCode(let code):
-                // A server that asked to be left alone for a while says why no retry followed, or why it came late
-                // (in `retry-after-ms`, read first, or `Retry-After`).
-                if let asked = responseHead.flatMap(RetryAfter.askedInMilliseconds.delay(for:)) {
+                // A server that asked to be left alone for a while says why no retry followed, or why it came late.
+                if let asked = responseHead.flatMap({ RetryAfter.asked(by: $0, reading: []) }) {
                     "failed with status \(code) asking to wait \(asked.logDescription)"
                 } else {
                     "failed with status \(code)"

@@ -9,7 +9,8 @@
 /// would retry starts the next hedge at once, if one may start; when the last attempt in flight fails, the request goes
 /// on as without hedging: the retriers' delay, then a retry, itself hedged. The retriers are asked about a failure while
 /// the other attempts stay in flight (a slow retrier never holds back an answer that came meanwhile), and a 429 or 503
-/// whose `Retry-After` asks for a delay starts no new hedge before that time.
+/// whose `Retry-After` asks for a delay starts no new hedge before that time (its `retry-after-ms` too, and no new hedge
+/// of the round after an `x-should-retry: false`, where the chain's retry policies read them).
 ///
 /// **Which requests.** Only those that may be repeated: a method the chain's ``RetryPolicy`` retries (its
 /// ``RetryPolicy/retryableHTTPMethods``; the idempotent GET, HEAD, OPTIONS, TRACE, PUT and DELETE when the chain has no

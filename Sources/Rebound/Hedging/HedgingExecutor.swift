@@ -28,7 +28,8 @@ struct HedgingExecutor {
     /// The round starts its first attempt. When `delay` passes with no answer after the newest attempt handed its
     /// request to the transport, and at once after a failure the retriers would retry while others are in flight (once
     /// the newest attempt was handed over), it starts a hedge, if the settings, the request and the hedge gates allow,
-    /// and not before the time a failure's `Retry-After` asked for. A success wins; a failure with a response that no
+    /// and not before the time a failure's `Retry-After` asked for (or its `retry-after-ms`, or never again after its
+    /// `x-should-retry: false`, where the chain's retry policies read them). A success wins; a failure with a response that no
     /// retrier would retry ends the round; so does the last attempt in flight failing.
     ///
     /// The retriers are asked about a failure while others are in flight in a task of their own: the round goes on
@@ -49,7 +50,7 @@ struct HedgingExecutor {
         // The delay before the next hedge counts from when the newest attempt reached the transport: time it spent
         // waiting on the client (for a concurrency limiter's place, say) is not the server being slow.
         var due = hedging.delay == .zero
-        // No hedge starts before the time a failure's `Retry-After` asked for.
+        // No hedge starts before the time a failure asked for, as the chain's retry policies read it.
         var quietUntil: Duration?
         while true {
             guard let event = await round.next() else {

@@ -11,10 +11,15 @@ final class ChainBox: Sendable {
     /// What adapts in place when the chain never suspends (an ``Interceptor`` of such parts: see ``AdaptsInPlace``),
     /// called without an asynchronous call; `nil` otherwise.
     let adaptInPlace: Adapter.ModifyNowHandler?
+    /// The most retries the chain's retriers make, when each says (see ``RetryRules``); `nil` otherwise. Found once,
+    /// for ``RequestContext/maximumAttempts``.
+    let maximumRetries: Int?
+    /// The signals the chain's retry policies read beside `Retry-After` (see ``RetryRules``): read where the session
+    /// hears a response as they do, for the deadline's rule and the hedges. Found once.
+    let serverSignals: RetryAfter.Signals
 
-    init(_ interceptor: any RequestInterceptor) {
-        self.interceptor = interceptor
-        self.adaptInPlace = (interceptor as? any AdaptsInPlace)?.adaptInPlace
+    convenience init(_ interceptor: any RequestInterceptor) {
+        self.init(interceptor: interceptor, adaptInPlace: (interceptor as? any AdaptsInPlace)?.adaptInPlace)
     }
 
     /// The session's chain followed by a request's own, whose in-place adaptation is known without a look at the
@@ -27,6 +32,9 @@ final class ChainBox: Sendable {
     private init(interceptor: any RequestInterceptor, adaptInPlace: Adapter.ModifyNowHandler?) {
         self.interceptor = interceptor
         self.adaptInPlace = adaptInPlace
+        let rules = interceptor as? any RetryRules
+        self.maximumRetries = rules?.maximumRetries
+        self.serverSignals = rules?.serverSignals ?? []
     }
 
     func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
@@ -37,9 +45,6 @@ final class ChainBox: Sendable {
     /// hedge, and before a retry of a request that hedging may repeat.
     var retriedMethods: Set<HTTPMethod>? { (interceptor as? any RetryRules)?.retriedMethods }
 
-    /// The signals the chain's retry policies read beside `Retry-After` (see ``RetryRules``): read where the session
-    /// hears a response as they do, for the deadline's rule and the hedges.
-    var serverSignals: RetryAfter.Signals { (interceptor as? any RetryRules)?.serverSignals ?? [] }
 }
 
 /// A session's interceptor followed by a request's: adapts with the session's, then the request's; asks the session's
@@ -82,4 +87,6 @@ private struct SessionThenRequest: RequestInterceptor, AdaptsInPlace, RetryRules
 
     /// The signals either chain's retry policies read.
     var serverSignals: RetryAfter.Signals { Self.signals(of: [session, request]) }
+    /// The most retries either chain makes, when each says.
+    var maximumRetries: Int? { Self.maximumRetries(of: [session, request]) }
 }

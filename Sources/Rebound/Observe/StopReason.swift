@@ -23,7 +23,8 @@ public enum StopReason: Sendable, Hashable, CustomStringConvertible {
     /// The last two attempts, or hedged rounds, failed the same way (``RetryPolicy/stopsAfterRepeatedFailure``, on in
     /// ``Resilience``'s policy).
     case repeatedFailure
-    /// The server asked with `Retry-After` (on a 429 or 503) for a wait that ends after the request's deadline.
+    /// The server asked with `Retry-After` (on a 429 or 503; or with `retry-after-ms`, where the chain's retry policies
+    /// read it) for a wait that ends after the request's deadline.
     case retryAfterPastDeadline
     /// The server asked for no retry with `x-should-retry: false`, which the retry policy reads
     /// (``RetryAfter/Signals/shouldRetry``).

@@ -47,7 +47,8 @@ public struct RetryAfter: Sendable, Equatable {
     /// ``RetryAfter/signals``.
     ///
     /// A value that is malformed is no signal, as a malformed `Retry-After` is.
-    public struct Signals: OptionSet, Sendable, Hashable {
+    public struct Signals: OptionSet, Sendable, Hashable, CustomStringConvertible {
+        /// The signals as bits: ``retryAfterMs`` is 1, ``shouldRetry`` 2.
         public let rawValue: UInt8
 
         /// Creates a set of signals from its raw value.
@@ -68,22 +69,37 @@ public struct RetryAfter: Sendable, Equatable {
         public static let shouldRetry = Signals(rawValue: 1 << 1)
         /// Both signals: what the ``Resilience`` preset reads.
         public static let all: Signals = [.retryAfterMs, .shouldRetry]
+
+        /// The signals' names in brackets, for example `[retryAfterMs, shouldRetry]` or `[]`.
+        public var description: String {
+            let names = [(Self.retryAfterMs, "retryAfterMs"), (.shouldRetry, "shouldRetry")]
+            return "[" + names.filter { contains($0.0) }.map(\.1).joined(separator: ", ") + "]"
+        }
     }
 
-    /// What a response asks for on 429 and 503, held at no maximum, in `Retry-After` alone: what the session compares
-    /// with a deadline and holds hedges for when the chain reads no other signal.
-    static let asked = RetryAfter(
+    /// What a response asks for on 429 and 503, held at no maximum, in `Retry-After` alone.
+    private static let asked = RetryAfter(
         checkedStatusCodes: defaultStatusCodes, maximumDelay: RetryResult.longestDelay, maximumOverBackoff: nil,
         signals: [])
-    /// ``asked``, reading `retry-after-ms` before `Retry-After`: also what an error's description quotes.
-    static let askedInMilliseconds = RetryAfter(
+    /// ``asked``, reading `retry-after-ms` before `Retry-After`.
+    private static let askedInMilliseconds = RetryAfter(
         checkedStatusCodes: defaultStatusCodes, maximumDelay: RetryResult.longestDelay, maximumOverBackoff: nil,
         signals: .retryAfterMs)
+    /// What reads `x-should-retry` for the session.
+    private static let readingShouldRetry = RetryAfter(
+        checkedStatusCodes: [], maximumDelay: .zero, maximumOverBackoff: nil, signals: .shouldRetry)
 
     /// The delay `head` asks for on 429 and 503, held at no maximum, read as a chain whose retry policies read
-    /// `signals` reads it: the one reader of a delay a response asks for, for the deadline's rule and the hedges.
+    /// `signals` reads it: the one reader of a delay a response asks for, for the deadline's rule, the hedges and an
+    /// error's description (which reads `Retry-After` alone, as it does not know the chain).
     static func asked(by head: ResponseHead, reading signals: Signals) -> Duration? {
         (signals.contains(.retryAfterMs) ? askedInMilliseconds : asked).delay(for: head)
+    }
+
+    /// Whether `head` asks for no retry with `x-should-retry: false`, read as a chain whose retry policies read
+    /// `signals` reads it: what holds back new hedges.
+    static func asksNoRetry(_ head: ResponseHead, reading signals: Signals) -> Bool {
+        signals.contains(.shouldRetry) && readingShouldRetry.retryAsked(by: head) == false
     }
 
     /// The statuses whose `Retry-After` is honoured; 429 and 503 by default.
@@ -169,6 +185,12 @@ public struct RetryAfter: Sendable, Equatable {
     /// ``Signals/retryAfterMs``, which is then read first). Reads the head alone.
     public func delay(for head: ResponseHead) -> Duration? {
         guard statusCodes.contains(head.statusCode) else { return nil }
+        return delayAsked(by: head)
+    }
+
+    /// The delay the response asks for, held at ``maximumDelay``, whatever its status: read for a response whose
+    /// `x-should-retry: true` asks for the retry.
+    func delayAsked(by head: ResponseHead) -> Duration? {
         if signals.contains(.retryAfterMs), let value = head.value(forHTTPHeaderField: "retry-after-ms"),
             let delay = Self.delay(fromMilliseconds: value)
         {
@@ -182,7 +204,14 @@ public struct RetryAfter: Sendable, Equatable {
     /// Whether the response asks for a retry with `x-should-retry`, whatever its status: `true` or `false` when
     /// ``signals`` has ``Signals/shouldRetry`` and the field is `true` or `false` (in any case, with spaces around);
     /// `nil` otherwise, a malformed value (or one over 16 bytes) included.
-    public func shouldRetry(for head: ResponseHead) -> Bool? {
+    public func retryAsked(by response: HTTPURLResponse) -> Bool? {
+        retryAsked(by: ResponseHead(response))
+    }
+
+    /// Whether the response asks for a retry with `x-should-retry`, whatever its status: `true` or `false` when
+    /// ``signals`` has ``Signals/shouldRetry`` and the field is `true` or `false` (in any case, with spaces around);
+    /// `nil` otherwise, a malformed value (or one over 16 bytes) included. Reads the head alone.
+    public func retryAsked(by head: ResponseHead) -> Bool? {
         guard signals.contains(.shouldRetry), let value = head.value(forHTTPHeaderField: "x-should-retry"),
             value.utf8.count <= 16
         else { return nil }

@@ -274,7 +274,7 @@ public struct RetryPolicy: RequestRetrier {
     /// Whether `error`, the failure of `request`'s last attempt, is one this policy retries, ignoring the retry limit.
     public func shouldRetry(_ request: RetryRequest, dueTo error: ReboundError) -> Bool {
         let head = request.responseHead
-        let serverAsks = head.flatMap(retryAfter.shouldRetry(for:))
+        let serverAsks = head.flatMap(retryAfter.retryAsked(by:))
         return serverAsks != false
             && shouldRetry(
                 request, dueTo: error, retryAfterDelay: head.flatMap(retryAfter.delay(for:)), serverAsks: serverAsks)
@@ -304,11 +304,15 @@ public struct RetryPolicy: RequestRetrier {
     /// ``RetryResult/doNotRetryBecause(_:)`` for one it would retry but for ``StopReason/serverAskedNoRetry``,
     /// ``StopReason/retryLimit`` or ``StopReason/repeatedFailure``. The delay is the response's honoured
     /// `Retry-After` if it has one (held near the backoff's delay when ``RetryAfter/maximumOverBackoff`` is set), else
-    /// the backoff's: ``throttlingBackoff`` after a 429 when it is set, ``backoff`` otherwise.
+    /// the backoff's: ``throttlingBackoff`` after a 429 when it is set, ``backoff`` otherwise. A response whose
+    /// `x-should-retry: true` asks for the retry (where ``retryAfter`` reads it) is waited for as long as it asks
+    /// whatever its status.
     public func retry(_ request: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
         // The fields are read once: they decide whether the response is retried and how long to wait.
-        let retryAfterDelay = request.responseHead.flatMap(retryAfter.delay(for:))
-        let serverAsks = request.responseHead.flatMap(retryAfter.shouldRetry(for:))
+        let head = request.responseHead
+        let serverAsks = head.flatMap(retryAfter.retryAsked(by:))
+        let retryAfterDelay =
+            serverAsks == true ? head.flatMap(retryAfter.delayAsked(by:)) : head.flatMap(retryAfter.delay(for:))
         guard shouldRetry(request, dueTo: error, retryAfterDelay: retryAfterDelay, serverAsks: serverAsks) else {
             return .doNotRetry
         }

@@ -68,7 +68,8 @@ public struct RetryRequest: Sendable {
     /// request (see ``RequestContext/observe(_:)``); one made outside a session registers nothing.
     public var context: RequestContext {
         RequestContext(
-            requestID: requestID, attempt: Swift.max(attempts.count, 1), label: label, roles: storage.value.roles)
+            requestID: requestID, attempt: Swift.max(attempts.count, 1), label: label, roles: storage.value.roles,
+            maximumAttempts: nil)
     }
 
     /// The request's registrations; `nil` for a retry request made outside a session.

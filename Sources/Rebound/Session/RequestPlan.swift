@@ -79,6 +79,14 @@ final class RequestPlan: Sendable {
     /// The gates registered so far that the chain does not hold: asked after the chain's.
     var registeredGates: [any RetryGate] { registered?.gates ?? [] }
 
+    /// The most attempts the chain's own retriers allow (1 + their largest retry limit, when each says it), or the
+    /// hedging settings' if larger: retries and hedges together stay within those of a request that may be repeated,
+    /// and a request that may not is never hedged. `nil` when a retrier does not say.
+    var maximumAttempts: Int? {
+        guard let retries = chain?.maximumRetries else { return nil }
+        return Swift.max(retries + 1, hedging?.maximumAttempts ?? 1)
+    }
+
     /// The delay `head` asks for on a 429 or 503, held at no maximum, as the chain's retry policies read it
     /// (`retry-after-ms` before `Retry-After` when they read it): the one reader of a delay a response asks for, which
     /// the deadline's rule and the hedges use.
@@ -87,10 +95,9 @@ final class RequestPlan: Sendable {
     }
 
     /// Whether `head` asks for no retry with an `x-should-retry: false` that the chain's retry policies read: then no
-    /// new hedge starts.
+    /// new hedge of the round starts.
     func asksNoRetry(_ head: ResponseHead) -> Bool {
-        guard let signals = chain?.serverSignals, signals.contains(.shouldRetry) else { return false }
-        return RetryAfter(signals: .shouldRetry).shouldRetry(for: head) == false
+        RetryAfter.asksNoRetry(head, reading: chain?.serverSignals ?? [])
     }
 }
 
@@ -144,7 +151,8 @@ extension RequestPlan {
         _ base: consuming URLRequest, number: Int, sending: Locked<URLRequest?>? = nil,
         onSend: (@Sendable (URLRequest) -> Void)? = nil
     ) async -> AttemptResult {
-        let context = RequestContext(requestID: requestID, attempt: number, label: label, roles: registered)
+        let context = RequestContext(
+            requestID: requestID, attempt: number, label: label, roles: registered, maximumAttempts: maximumAttempts)
         let adapted: URLRequest
         do {
             // Through the combined chain (the session's adapters, then the request's), in place if it never suspends;
