@@ -35,6 +35,12 @@
     /// `.networkConnectionLost`, a timeout `.timedOut`, a host that does not resolve `.cannotFindHost`, a malformed
     /// response `.badServerResponse`; cancellation is `CancellationError`. Any other error is passed on as it is.
     ///
+    /// **Failures before sending** (``failedBeforeSending(_:)``): a host that does not resolve, a connection that could
+    /// not be made (refused, unreachable, or timed out while connecting, or while waiting for a pooled connection), or
+    /// a TLS handshake that timed out: the request was not written. A failure on a connection the request was written
+    /// to (a reset, a close mid-body, a read timeout) may come after it reached the server. swift-nio-ssl sends no TLS
+    /// early data.
+    ///
     /// **Responses** are collected whole, up to ``maximumResponseBodySize``. Thread-safe: sessions share one transport.
     public final class AsyncHTTPClientHTTPTransport: HTTPTransport {
         /// The error of an attempt whose response came through a redirect the `HTTPClient` followed by itself, which
@@ -79,6 +85,18 @@
             var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
             configuration.connectionPool.retryConnectionEstablishment = false
             return configuration
+        }
+
+        /// The `URLError` user-info key that marks a timeout before the request was written (connecting, the TLS
+        /// handshake, or waiting for a pooled connection), which ``failedBeforeSending(_:)`` reads.
+        public static let beforeSendingKey = "ReboundFailedBeforeSending"
+
+        /// Whether `error`, thrown by ``exchange(_:)``, came before the request was written: a `URLError` whose code is
+        /// one of ``URLSessionHTTPTransport/failureCodesBeforeSending``, or a timeout marked with ``beforeSendingKey``.
+        public func failedBeforeSending(_ error: any Error) -> Bool {
+            guard let error = error as? URLError else { return false }
+            return URLSessionHTTPTransport.failureCodesBeforeSending.contains(error.code)
+                || error.userInfo[Self.beforeSendingKey] as? Bool == true
         }
 
         /// Sends `request` with the client and collects the response: the call the session makes, which builds no
@@ -132,8 +150,10 @@
             if let error = error as? HTTPClientError {
                 switch error {
                 case .cancelled: return CancellationError()
-                case .connectTimeout, .readTimeout, .writeTimeout, .deadlineExceeded, .tlsHandshakeTimeout,
-                    .getConnectionFromPoolTimeout:
+                // No connection was made, so nothing was written.
+                case .connectTimeout, .tlsHandshakeTimeout, .getConnectionFromPoolTimeout:
+                    return URLError(.timedOut, userInfo: [beforeSendingKey: true])
+                case .readTimeout, .writeTimeout, .deadlineExceeded:
                     return URLError(.timedOut)
                 case .remoteConnectionClosed: return URLError(.networkConnectionLost)
                 case .invalidURL, .emptyHost, .emptyScheme: return URLError(.badURL)
@@ -156,7 +176,7 @@
             }
             if let error = error as? ChannelError {
                 switch error {
-                case .connectTimeout: return URLError(.timedOut)
+                case .connectTimeout: return URLError(.timedOut, userInfo: [beforeSendingKey: true])
                 case .ioOnClosedChannel, .eof, .alreadyClosed, .outputClosed, .inputClosed:
                     return URLError(.networkConnectionLost)
                 default: return error

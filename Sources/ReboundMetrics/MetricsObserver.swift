@@ -25,6 +25,9 @@
     /// | `rebound_budget_denials_total` | counter | host | requests that ended because a ``RetryBudget`` denied their retry |
     /// | `rebound_breaker_refusals_total` | counter | host | requests that ended because a circuit breaker refused an attempt or a retry |
     /// | `rebound_attempt_duration_seconds` | timer | host, method | each attempt's duration (nanoseconds, as swift-metrics timers record) |
+    /// | `rebound_request_retries` | recorder (histogram) | host, method | per request, the retries it made, hedges and retries after a failure before sending left out (gRPC's `grpc.client.call.retries`) |
+    /// | `rebound_request_transparent_retries` | recorder (histogram) | host, method | per request, the retries after an attempt that failed before it was sent (``RetryPolicy/unsentRetryLimit``; gRPC's `grpc.client.call.transparent_retries`) |
+    /// | `rebound_request_retry_delay_seconds` | timer | host, method | per request, the time it slept between attempts, all backoffs together (gRPC's `grpc.client.call.retry_delay`) |
     /// | `rebound_breaker_state` | gauge | host, state | 1 for the state the host's breaker is in, 0 for the other four |
     /// | `rebound_budget_tokens` | gauge | host | the tokens left in the host's budget |
     ///
@@ -89,13 +92,19 @@
             updateGauges(host: host, request: outcome.request)
         }
 
-        /// Counts the request by how it ended, and a budget denial or a breaker refusal when one ended it.
+        /// Counts the request by how it ended, and a budget denial or a breaker refusal when one ended it; records its
+        /// retries, its retries after failures before sending and the time it slept between attempts.
         public func requestDidFinish(_ outcome: RequestOutcome) async {
             let request = outcome.attempts.last?.request ?? outcome.originalRequest
             let host = Self.host(of: request)
             let method = outcome.originalRequest.httpMethod ?? "GET"
             counter("requests_total", [("host", host), ("method", method), ("outcome", outcome.decision.name)])
                 .increment()
+            let figures = Self.retryFigures(of: outcome.attempts)
+            recorder("request_retries", [("host", host), ("method", method)]).record(figures.retries)
+            recorder("request_transparent_retries", [("host", host), ("method", method)]).record(figures.transparent)
+            timer("request_retry_delay_seconds", [("host", host), ("method", method)])
+                .recordNanoseconds(Self.nanoseconds(figures.delay))
             if let error = outcome.error {
                 if let stop = error.stopReason {
                     counter("stops_total", [("host", host), ("method", method), ("reason", stop.name)]).increment()
@@ -131,6 +140,18 @@
 
         private static let states: [CircuitBreaker.State] = [.closed, .open, .halfOpen, .forcedOpen, .forcedClosed]
 
+        /// A request's retries, as gRPC's A96 counts them: the attempts after its first that are not hedges, told apart
+        /// by whether the attempt before failed before it was sent (a transparent retry); and the delays slept between
+        /// its attempts, added up.
+        static func retryFigures(of attempts: [Attempt]) -> (retries: Int, transparent: Int, delay: Duration) {
+            var (retries, transparent, delay) = (0, 0, Duration.zero)
+            for (previous, attempt) in zip(attempts, attempts.dropFirst()) where attempt.hedge == 0 {
+                if previous.failedBeforeSending { transparent += 1 } else { retries += 1 }
+            }
+            for attempt in attempts { delay += attempt.retryDelay ?? .zero }
+            return (retries, transparent, delay)
+        }
+
         private static func host(of request: URLRequest) -> String {
             CircuitBreakerRegistry.hostKey(for: request) ?? "none"
         }
@@ -149,6 +170,13 @@
             let label = "\(prefix)_\(name)"
             return metrics.metric(label, dimensions) {
                 CoreMetrics.Timer(label: label, dimensions: dimensions, factory: factory)
+            }
+        }
+
+        private func recorder(_ name: String, _ dimensions: [(String, String)]) -> Recorder {
+            let label = "\(prefix)_\(name)"
+            return metrics.metric(label, dimensions) {
+                Recorder(label: label, dimensions: dimensions, aggregate: true, factory: factory)
             }
         }
 

@@ -187,8 +187,13 @@ public final class LoopbackServer: Sendable {
     /// Starts a server on an ephemeral port of 127.0.0.1.
     ///
     /// - Throws: An error naming the socket call that failed, if the port cannot be opened.
-    public init() throws {
+    public convenience init() throws {
         let (listener, port) = try POSIXSocket.listenOnLoopback()
+        try self.init(listener: listener, port: port)
+    }
+
+    /// Starts a server on `listener`, a socket listening on `port` of 127.0.0.1, which it takes over.
+    init(listener: Int32, port: UInt16) throws {
         self.port = port
         do {
             core = try ServerCore(listener: listener)

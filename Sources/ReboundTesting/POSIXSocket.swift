@@ -17,12 +17,17 @@ enum POSIXSocket {
     /// Opens a TCP socket listening on 127.0.0.1 at an ephemeral port; returns it and the port.
     static func listenOnLoopback(backlog: Int32 = 1024) throws(Failure) -> (fd: Int32, port: UInt16) {
         let (fd, port) = try bindLoopback()
+        try startListening(fd, backlog: backlog)
+        return (fd, port)
+    }
+
+    /// Starts `fd`, a bound socket, listening; closes it if that fails.
+    static func startListening(_ fd: Int32, backlog: Int32 = 1024) throws(Failure) {
         guard listen(fd, backlog) == 0 else {
             let code = errno
             closeSocket(fd)
             throw Failure(call: "listen", code: code)
         }
-        return (fd, port)
     }
 
     /// Opens a TCP socket bound to 127.0.0.1 at an ephemeral port, not listening; returns it and the port.

@@ -37,6 +37,21 @@ public final class RefusedPort: Sendable {
         URL(string: "http://127.0.0.1:\(port)\(path.hasPrefix("/") ? "" : "/")\(path)")!
     }
 
+    /// Starts listening on the port: from now on a connection to it is accepted by the ``LoopbackServer`` returned,
+    /// which takes the port over (``close()`` then does nothing). For a server that comes up while a client retries,
+    /// at a moment the test chooses.
+    ///
+    /// - Throws: An error naming the socket call that failed, or naming `listen` when the port was released already.
+    public func startListening() throws -> LoopbackServer {
+        let fd = socket.withLock { fd -> Int32? in
+            defer { fd = nil }
+            return fd
+        }
+        guard let fd else { throw POSIXSocket.Failure(call: "listen", code: EBADF) }
+        try POSIXSocket.startListening(fd)
+        return try LoopbackServer(listener: fd, port: port)
+    }
+
     /// Releases the port; calling it again does nothing.
     public func close() {
         socket.withLock { fd in

@@ -18,7 +18,10 @@ import Rebound
 /// #expect(transport.requestCount == 3)
 /// ```
 ///
-/// When the queue runs out, a request fails with ``Exhausted``, which names the request. All methods are thread-safe.
+/// When the queue runs out, a request fails with ``Exhausted``, which names the request. A scripted `URLError` is taken
+/// as ``URLSessionHTTPTransport`` takes it: one of ``URLSessionHTTPTransport/failureCodesBeforeSending`` (a refused
+/// connection, a DNS failure) means the request never reached the server (``failedBeforeSending(_:)``). All methods
+/// are thread-safe.
 public final class ScriptedTransport: HTTPTransport {
     /// One scripted answer.
     public struct Step: Sendable {
@@ -129,6 +132,11 @@ public final class ScriptedTransport: HTTPTransport {
     /// - Throws: `CancellationError` if the waiting task is cancelled first.
     public func waitForRequests(_ count: Int) async throws {
         try await sentSignal.wait(atLeast: count)
+    }
+
+    /// Whether `error` is a `URLError` that ``URLSessionHTTPTransport`` counts as failing before sending.
+    public func failedBeforeSending(_ error: any Error) -> Bool {
+        (error as? URLError).map { URLSessionHTTPTransport.failureCodesBeforeSending.contains($0.code) } ?? false
     }
 
     /// Records `request` and answers it with the next step, as a head whose `HTTPURLResponse` is built only when code

@@ -2,7 +2,7 @@
     import AsyncHTTPClient
     import Foundation
     import Rebound
-    import ReboundAsyncHTTPClient
+    @testable import ReboundAsyncHTTPClient
     import ReboundTesting
     import Testing
 
@@ -101,6 +101,39 @@
             let error = try await failure(of: URLRequest(url: refused.url("/items")))
 
             #expect(error.urlError?.code == .cannotConnectToHost)
+        }
+
+        @Test func aPostToAPortThatStartsListeningWithinTheBackoffReachesTheServerOnce() async throws {
+            let port = try RefusedPort()
+            let clock = ManualClock()
+            let session = Session(
+                transport: transport, retriers: [RetryPolicy(unsentRetryLimit: 1)], clock: clock)
+            let ended = Locked(false)
+            let task = Task {
+                defer { ended.withLock { $0 = true } }
+                return try await session.send(port.url("/orders"), method: .post, body: Data("{}".utf8))
+            }
+            // Refused: the transport says it came before sending, and the policy waits its backoff.
+            while clock.pendingSleepCount == 0, !ended.withLock({ $0 }) { await Task.yield() }
+            let listening = try port.startListening()
+            defer { listening.stop() }
+            listening.route("/orders", [.status(201)])
+            clock.advance(by: .milliseconds(500))
+
+            #expect(try await task.value.statusCode == 201)
+            #expect(listening.hits("/orders") == 1)
+        }
+
+        @Test func theFailuresBeforeSendingAreThoseOfTheConnection() {
+            #expect(transport.failedBeforeSending(URLError(.cannotConnectToHost)))
+            #expect(transport.failedBeforeSending(URLError(.cannotFindHost)))
+            let connectTimeout = AsyncHTTPClientHTTPTransport.mapped(HTTPClientError.connectTimeout)
+            #expect((connectTimeout as? URLError)?.code == .timedOut)
+            #expect(transport.failedBeforeSending(connectTimeout))
+            #expect(!transport.failedBeforeSending(AsyncHTTPClientHTTPTransport.mapped(HTTPClientError.readTimeout)))
+            #expect(
+                !transport.failedBeforeSending(
+                    AsyncHTTPClientHTTPTransport.mapped(HTTPClientError.remoteConnectionClosed)))
         }
 
         @Test func aResetIsNetworkConnectionLost() async throws {

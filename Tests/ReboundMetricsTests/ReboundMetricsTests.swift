@@ -52,6 +52,27 @@
             #expect(metrics.counters(label: "rebound_breaker_refusals_total").isEmpty)
         }
 
+        @Test func eachRequestRecordsItsRetriesTransparentRetriesAndRetryDelay() async throws {
+            let clock = FastForwardClock()
+            // A refused connection (never sent), then a 503, then a 200: one transparent retry, one retry, 1.5 s slept.
+            let transport = ScriptedTransport(
+                [.urlError(.cannotConnectToHost), .status(503), .status(200), .status(200)], clock: clock)
+            let session = Session(
+                transport: transport, retriers: [RetryPolicy(unsentRetryLimit: 1)],
+                observers: [MetricsObserver(factory: metrics)], clock: clock)
+
+            _ = try await session.send(request())
+            _ = try await session.send(request())
+
+            let dimensions = [("host", "api.example.com"), ("method", "GET")]
+            #expect(try metrics.expectRecorder("rebound_request_retries", dimensions).values == [1, 0])
+            #expect(try metrics.expectRecorder("rebound_request_transparent_retries", dimensions).values == [1, 0])
+            #expect(
+                try metrics.expectTimer("rebound_request_retry_delay_seconds", dimensions).values == [
+                    1_500_000_000, 0,
+                ])
+        }
+
         @Test func hedgesAreCountedByWhatFollowedThem() async throws {
             let transport = ScriptedTransport(clock: FastForwardClock()) { _, number in
                 switch number {

@@ -38,8 +38,10 @@ public final class Resilience: Sendable {
     public let budget: RetryBudget
     /// The retry policy; by default Alamofire's (2 retries of idempotent requests after 408, 5xx and connection
     /// errors, 0.5 s × 2ⁿ) with full jitter (each delay is drawn in `0 ..< 0.5 × 2ⁿ` s), no third attempt after
-    /// two that failed the same way (``RetryPolicy/stopsAfterRepeatedFailure``), and the server's own signals read
-    /// beside `Retry-After` (``RetryAfter/Signals/all``: `retry-after-ms`, and `x-should-retry`, which it obeys).
+    /// two that failed the same way (``RetryPolicy/stopsAfterRepeatedFailure``), the server's own signals read
+    /// beside `Retry-After` (``RetryAfter/Signals/all``: `retry-after-ms`, and `x-should-retry`, which it obeys), and
+    /// up to 2 retries of any method, POST included, after an attempt that never reached the server
+    /// (``RetryPolicy/unsentRetryLimit``: a refused connection, a DNS failure, a failed TLS handshake).
     public let retryPolicy: RetryPolicy
     /// The total time limit of each request, all attempts and backoffs included; 30 s by default.
     public let deadline: Duration?
@@ -65,7 +67,7 @@ public final class Resilience: Sendable {
             budget: RetryBudget(ratio: .default, clock: clock),
             retryPolicy: RetryPolicy(
                 backoff: RetryPolicy().backoff.fullJitter(using: random), retryAfter: RetryAfter(signals: .all),
-                stopsAfterRepeatedFailure: true),
+                stopsAfterRepeatedFailure: true, unsentRetryLimit: 2),
             deadline: deadline)
     }
 

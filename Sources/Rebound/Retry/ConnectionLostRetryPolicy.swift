@@ -105,7 +105,8 @@ public struct ConnectionLostRetryPolicy: RequestRetrier {
             checkedRetryLimit: retryLimit, exponentialBackoffBase: exponentialBackoffBase,
             exponentialBackoffScale: exponentialBackoffScale, retryableHTTPMethods: retryableHTTPMethods,
             retryableHTTPStatusCodes: [], retryableURLErrorCodes: Self.connectionLostURLErrorCodes,
-            backoff: nil, retryAfter: .default, throttlingBackoff: nil, stopsAfterRepeatedFailure: false)
+            backoff: nil, retryAfter: .default, throttlingBackoff: nil, stopsAfterRepeatedFailure: false,
+            unsentRetryLimit: 0)
     }
 
     /// Retries as ``policy`` decides.

@@ -22,7 +22,7 @@ extension RetryPolicy {
     /// setting traps.
     ///
     /// The parameters, their defaults and what is valid are those of
-    /// ``init(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:throttlingBackoff:stopsAfterRepeatedFailure:)-(_,_,_,_,_,_,BackoffStrategy?,_,BackoffStrategy?,_)``.
+    /// ``init(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:throttlingBackoff:stopsAfterRepeatedFailure:unsentRetryLimit:)-(_,_,_,_,_,_,BackoffStrategy?,_,BackoffStrategy?,_,_)``.
     public init(
         retryLimit: Int = defaultRetryLimit,
         exponentialBackoffBase: Int = defaultExponentialBackoffBase,
@@ -33,21 +33,22 @@ extension RetryPolicy {
         backoff: BackoffStrategy,
         retryAfter: RetryAfter = .default,
         throttlingBackoff: BackoffStrategy? = nil,
-        stopsAfterRepeatedFailure: Bool = false
+        stopsAfterRepeatedFailure: Bool = false,
+        unsentRetryLimit: Int = 0
     ) {
         self.init(
             retryLimit: retryLimit, exponentialBackoffBase: exponentialBackoffBase,
             exponentialBackoffScale: exponentialBackoffScale, retryableHTTPMethods: retryableHTTPMethods,
             retryableHTTPStatusCodes: retryableHTTPStatusCodes, retryableURLErrorCodes: retryableURLErrorCodes,
             backoff: Optional(backoff), retryAfter: retryAfter, throttlingBackoff: throttlingBackoff,
-            stopsAfterRepeatedFailure: stopsAfterRepeatedFailure)
+            stopsAfterRepeatedFailure: stopsAfterRepeatedFailure, unsentRetryLimit: unsentRetryLimit)
     }
 
     /// Creates a policy from settings written in code with `throttlingBackoff` as it is, so that `.none` is no delay
     /// after a 429; an invalid setting traps.
     ///
     /// The parameters, their defaults and what is valid are those of
-    /// ``init(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:throttlingBackoff:stopsAfterRepeatedFailure:)-(_,_,_,_,_,_,BackoffStrategy?,_,BackoffStrategy?,_)``.
+    /// ``init(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:throttlingBackoff:stopsAfterRepeatedFailure:unsentRetryLimit:)-(_,_,_,_,_,_,BackoffStrategy?,_,BackoffStrategy?,_,_)``.
     public init(
         retryLimit: Int = defaultRetryLimit,
         exponentialBackoffBase: Int = defaultExponentialBackoffBase,
@@ -58,21 +59,22 @@ extension RetryPolicy {
         backoff: BackoffStrategy? = nil,
         retryAfter: RetryAfter = .default,
         throttlingBackoff: BackoffStrategy,
-        stopsAfterRepeatedFailure: Bool = false
+        stopsAfterRepeatedFailure: Bool = false,
+        unsentRetryLimit: Int = 0
     ) {
         self.init(
             retryLimit: retryLimit, exponentialBackoffBase: exponentialBackoffBase,
             exponentialBackoffScale: exponentialBackoffScale, retryableHTTPMethods: retryableHTTPMethods,
             retryableHTTPStatusCodes: retryableHTTPStatusCodes, retryableURLErrorCodes: retryableURLErrorCodes,
             backoff: backoff, retryAfter: retryAfter, throttlingBackoff: Optional(throttlingBackoff),
-            stopsAfterRepeatedFailure: stopsAfterRepeatedFailure)
+            stopsAfterRepeatedFailure: stopsAfterRepeatedFailure, unsentRetryLimit: unsentRetryLimit)
     }
 
     /// Creates a policy from settings written in code with both backoffs as they are, so that `.none` is no delay;
     /// an invalid setting traps.
     ///
     /// The parameters, their defaults and what is valid are those of
-    /// ``init(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:throttlingBackoff:stopsAfterRepeatedFailure:)-(_,_,_,_,_,_,BackoffStrategy?,_,BackoffStrategy?,_)``.
+    /// ``init(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:throttlingBackoff:stopsAfterRepeatedFailure:unsentRetryLimit:)-(_,_,_,_,_,_,BackoffStrategy?,_,BackoffStrategy?,_,_)``.
     public init(
         retryLimit: Int = defaultRetryLimit,
         exponentialBackoffBase: Int = defaultExponentialBackoffBase,
@@ -83,21 +85,22 @@ extension RetryPolicy {
         backoff: BackoffStrategy,
         retryAfter: RetryAfter = .default,
         throttlingBackoff: BackoffStrategy,
-        stopsAfterRepeatedFailure: Bool = false
+        stopsAfterRepeatedFailure: Bool = false,
+        unsentRetryLimit: Int = 0
     ) {
         self.init(
             retryLimit: retryLimit, exponentialBackoffBase: exponentialBackoffBase,
             exponentialBackoffScale: exponentialBackoffScale, retryableHTTPMethods: retryableHTTPMethods,
             retryableHTTPStatusCodes: retryableHTTPStatusCodes, retryableURLErrorCodes: retryableURLErrorCodes,
             backoff: Optional(backoff), retryAfter: retryAfter, throttlingBackoff: Optional(throttlingBackoff),
-            stopsAfterRepeatedFailure: stopsAfterRepeatedFailure)
+            stopsAfterRepeatedFailure: stopsAfterRepeatedFailure, unsentRetryLimit: unsentRetryLimit)
     }
 
     /// Creates a policy from settings that arrive at run time with `backoff` as it is, so that `.none` is no delay,
     /// throwing when one is invalid.
     ///
     /// The parameters, their defaults and what is valid are those of
-    /// ``init(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:throttlingBackoff:stopsAfterRepeatedFailure:)-(_,_,_,_,_,_,BackoffStrategy?,_,BackoffStrategy?,_)``.
+    /// ``init(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:throttlingBackoff:stopsAfterRepeatedFailure:unsentRetryLimit:)-(_,_,_,_,_,_,BackoffStrategy?,_,BackoffStrategy?,_,_)``.
     ///
     /// - Throws: ``ConfigurationError`` naming the first invalid setting.
     public static func validated(
@@ -110,21 +113,22 @@ extension RetryPolicy {
         backoff: BackoffStrategy,
         retryAfter: RetryAfter = .default,
         throttlingBackoff: BackoffStrategy? = nil,
-        stopsAfterRepeatedFailure: Bool = false
+        stopsAfterRepeatedFailure: Bool = false,
+        unsentRetryLimit: Int = 0
     ) throws(ConfigurationError) -> RetryPolicy {
         try validated(
             retryLimit: retryLimit, exponentialBackoffBase: exponentialBackoffBase,
             exponentialBackoffScale: exponentialBackoffScale, retryableHTTPMethods: retryableHTTPMethods,
             retryableHTTPStatusCodes: retryableHTTPStatusCodes, retryableURLErrorCodes: retryableURLErrorCodes,
             backoff: Optional(backoff), retryAfter: retryAfter, throttlingBackoff: throttlingBackoff,
-            stopsAfterRepeatedFailure: stopsAfterRepeatedFailure)
+            stopsAfterRepeatedFailure: stopsAfterRepeatedFailure, unsentRetryLimit: unsentRetryLimit)
     }
 
     /// Creates a policy from settings that arrive at run time with `throttlingBackoff` as it is, so that `.none` is no
     /// delay after a 429, throwing when one is invalid.
     ///
     /// The parameters, their defaults and what is valid are those of
-    /// ``init(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:throttlingBackoff:stopsAfterRepeatedFailure:)-(_,_,_,_,_,_,BackoffStrategy?,_,BackoffStrategy?,_)``.
+    /// ``init(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:throttlingBackoff:stopsAfterRepeatedFailure:unsentRetryLimit:)-(_,_,_,_,_,_,BackoffStrategy?,_,BackoffStrategy?,_,_)``.
     ///
     /// - Throws: ``ConfigurationError`` naming the first invalid setting.
     public static func validated(
@@ -137,21 +141,22 @@ extension RetryPolicy {
         backoff: BackoffStrategy? = nil,
         retryAfter: RetryAfter = .default,
         throttlingBackoff: BackoffStrategy,
-        stopsAfterRepeatedFailure: Bool = false
+        stopsAfterRepeatedFailure: Bool = false,
+        unsentRetryLimit: Int = 0
     ) throws(ConfigurationError) -> RetryPolicy {
         try validated(
             retryLimit: retryLimit, exponentialBackoffBase: exponentialBackoffBase,
             exponentialBackoffScale: exponentialBackoffScale, retryableHTTPMethods: retryableHTTPMethods,
             retryableHTTPStatusCodes: retryableHTTPStatusCodes, retryableURLErrorCodes: retryableURLErrorCodes,
             backoff: backoff, retryAfter: retryAfter, throttlingBackoff: Optional(throttlingBackoff),
-            stopsAfterRepeatedFailure: stopsAfterRepeatedFailure)
+            stopsAfterRepeatedFailure: stopsAfterRepeatedFailure, unsentRetryLimit: unsentRetryLimit)
     }
 
     /// Creates a policy from settings that arrive at run time with both backoffs as they are, so that `.none` is no
     /// delay, throwing when one is invalid.
     ///
     /// The parameters, their defaults and what is valid are those of
-    /// ``init(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:throttlingBackoff:stopsAfterRepeatedFailure:)-(_,_,_,_,_,_,BackoffStrategy?,_,BackoffStrategy?,_)``.
+    /// ``init(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:throttlingBackoff:stopsAfterRepeatedFailure:unsentRetryLimit:)-(_,_,_,_,_,_,BackoffStrategy?,_,BackoffStrategy?,_,_)``.
     ///
     /// - Throws: ``ConfigurationError`` naming the first invalid setting.
     public static func validated(
@@ -164,14 +169,15 @@ extension RetryPolicy {
         backoff: BackoffStrategy,
         retryAfter: RetryAfter = .default,
         throttlingBackoff: BackoffStrategy,
-        stopsAfterRepeatedFailure: Bool = false
+        stopsAfterRepeatedFailure: Bool = false,
+        unsentRetryLimit: Int = 0
     ) throws(ConfigurationError) -> RetryPolicy {
         try validated(
             retryLimit: retryLimit, exponentialBackoffBase: exponentialBackoffBase,
             exponentialBackoffScale: exponentialBackoffScale, retryableHTTPMethods: retryableHTTPMethods,
             retryableHTTPStatusCodes: retryableHTTPStatusCodes, retryableURLErrorCodes: retryableURLErrorCodes,
             backoff: Optional(backoff), retryAfter: retryAfter, throttlingBackoff: Optional(throttlingBackoff),
-            stopsAfterRepeatedFailure: stopsAfterRepeatedFailure)
+            stopsAfterRepeatedFailure: stopsAfterRepeatedFailure, unsentRetryLimit: unsentRetryLimit)
     }
 }
 
@@ -188,14 +194,15 @@ extension RequestRetrier where Self == RetryPolicy {
         backoff: BackoffStrategy,
         retryAfter: RetryAfter = .default,
         throttlingBackoff: BackoffStrategy? = nil,
-        stopsAfterRepeatedFailure: Bool = false
+        stopsAfterRepeatedFailure: Bool = false,
+        unsentRetryLimit: Int = 0
     ) -> RetryPolicy {
         RetryPolicy(
             retryLimit: retryLimit, exponentialBackoffBase: exponentialBackoffBase,
             exponentialBackoffScale: exponentialBackoffScale, retryableHTTPMethods: retryableHTTPMethods,
             retryableHTTPStatusCodes: retryableHTTPStatusCodes, retryableURLErrorCodes: retryableURLErrorCodes,
             backoff: Optional(backoff), retryAfter: retryAfter, throttlingBackoff: throttlingBackoff,
-            stopsAfterRepeatedFailure: stopsAfterRepeatedFailure)
+            stopsAfterRepeatedFailure: stopsAfterRepeatedFailure, unsentRetryLimit: unsentRetryLimit)
     }
 
     /// A ``RetryPolicy`` with the settings given and `throttlingBackoff` as it is, so that `.none` is no delay after a
@@ -210,14 +217,15 @@ extension RequestRetrier where Self == RetryPolicy {
         backoff: BackoffStrategy? = nil,
         retryAfter: RetryAfter = .default,
         throttlingBackoff: BackoffStrategy,
-        stopsAfterRepeatedFailure: Bool = false
+        stopsAfterRepeatedFailure: Bool = false,
+        unsentRetryLimit: Int = 0
     ) -> RetryPolicy {
         RetryPolicy(
             retryLimit: retryLimit, exponentialBackoffBase: exponentialBackoffBase,
             exponentialBackoffScale: exponentialBackoffScale, retryableHTTPMethods: retryableHTTPMethods,
             retryableHTTPStatusCodes: retryableHTTPStatusCodes, retryableURLErrorCodes: retryableURLErrorCodes,
             backoff: backoff, retryAfter: retryAfter, throttlingBackoff: Optional(throttlingBackoff),
-            stopsAfterRepeatedFailure: stopsAfterRepeatedFailure)
+            stopsAfterRepeatedFailure: stopsAfterRepeatedFailure, unsentRetryLimit: unsentRetryLimit)
     }
 
     /// A ``RetryPolicy`` with the settings given and both backoffs as they are, so that `.none` is no delay, which
@@ -232,13 +240,14 @@ extension RequestRetrier where Self == RetryPolicy {
         backoff: BackoffStrategy,
         retryAfter: RetryAfter = .default,
         throttlingBackoff: BackoffStrategy,
-        stopsAfterRepeatedFailure: Bool = false
+        stopsAfterRepeatedFailure: Bool = false,
+        unsentRetryLimit: Int = 0
     ) -> RetryPolicy {
         RetryPolicy(
             retryLimit: retryLimit, exponentialBackoffBase: exponentialBackoffBase,
             exponentialBackoffScale: exponentialBackoffScale, retryableHTTPMethods: retryableHTTPMethods,
             retryableHTTPStatusCodes: retryableHTTPStatusCodes, retryableURLErrorCodes: retryableURLErrorCodes,
             backoff: Optional(backoff), retryAfter: retryAfter, throttlingBackoff: Optional(throttlingBackoff),
-            stopsAfterRepeatedFailure: stopsAfterRepeatedFailure)
+            stopsAfterRepeatedFailure: stopsAfterRepeatedFailure, unsentRetryLimit: unsentRetryLimit)
     }
 }

@@ -20,7 +20,8 @@ import Foundation
 /// **Idempotency.** A request is safe to repeat when its method is in ``retryableHTTPMethods`` (the idempotent
 /// methods by default; adding POST or PATCH there is the explicit opt-in) or when it carries an `Idempotency-Key`
 /// header (see ``IdempotencyKeyAdapter``). So POST, PATCH and CONNECT are never retried by default: no double
-/// payments.
+/// payments. With ``unsentRetryLimit`` set, a request of any method whose attempt never reached the server (a
+/// refused connection, a DNS failure, a failed TLS handshake) is retried too: the server did nothing.
 ///
 /// **Delays.** ``backoff`` gives the delay before each retry; by default the Alamofire formula above. After a 429 Too
 /// Many Requests, ``throttlingBackoff`` gives it instead when it is set. When the response asks for a delay with
@@ -94,6 +95,19 @@ public struct RetryPolicy: RequestRetrier {
     /// the last attempt of the round before it, and two hedges that fail alike never stop a round whose other attempt
     /// may still answer.
     public let stopsAfterRepeatedFailure: Bool
+    /// How many times a request is retried after an attempt that failed before it was sent (the transport says no
+    /// byte of it reached the server: a failure to resolve the host, to connect, or to complete a TLS handshake),
+    /// whatever its method, POST included; `0` by default (such a failure is retried like any other), `2` in
+    /// ``Resilience``'s policy.
+    ///
+    /// These retries are counted apart from ``retryLimit``, as gRPC counts its transparent retries, and only for a
+    /// failure whose `URLError` code is in ``retryableURLErrorCodes``; the repeated-failure stop does not stop them,
+    /// since they put no load on the server. Once they are used, such a failure is retried like any other. A failure
+    /// after the request may have been written (a lost connection, a timeout, a cut body) is never retried for a
+    /// method that may not be repeated. Which failures count is the transport's to say
+    /// (``HTTPTransport/failedBeforeSending(_:)``): a transport of your own that says nothing is taken as "may have
+    /// been sent".
+    public let unsentRetryLimit: Int
 
     /// Creates a policy with every default.
     public init() {
@@ -103,7 +117,7 @@ public struct RetryPolicy: RequestRetrier {
             retryableHTTPMethods: Self.defaultRetryableHTTPMethods,
             retryableHTTPStatusCodes: Self.defaultRetryableHTTPStatusCodes,
             retryableURLErrorCodes: Self.defaultRetryableURLErrorCodes, backoff: nil, retryAfter: .default,
-            throttlingBackoff: nil, stopsAfterRepeatedFailure: false)
+            throttlingBackoff: nil, stopsAfterRepeatedFailure: false, unsentRetryLimit: 0)
     }
 
     /// The AWS SDKs' retry behavior 2.1 ("new retries 2026", their default since November 2026), for the retryable
@@ -135,7 +149,7 @@ public struct RetryPolicy: RequestRetrier {
             backoff: .exponential(a: .milliseconds(50), b: 2).max(cap).fullJitter(using: random),
             retryAfter: RetryAfter(statusCodes: [429, 500, 502, 503, 504], maximumOverBackoff: .seconds(5)),
             throttlingBackoff: .exponential(a: .seconds(1), b: 2).max(cap).fullJitter(using: random),
-            stopsAfterRepeatedFailure: false)
+            stopsAfterRepeatedFailure: false, unsentRetryLimit: 0)
     }
 
     /// Creates a policy from settings written in code; an invalid one traps.
@@ -143,7 +157,7 @@ public struct RetryPolicy: RequestRetrier {
     /// An invalid setting is a programming error; the trap's message names it, for example
     /// `RetryPolicy.retryLimit must be 0 or more, got -1`. For settings that arrive at run time, such as remote
     /// configuration, use
-    /// ``validated(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:throttlingBackoff:stopsAfterRepeatedFailure:)-(_,_,_,_,_,_,BackoffStrategy?,_,BackoffStrategy?,_)``,
+    /// ``validated(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:throttlingBackoff:stopsAfterRepeatedFailure:unsentRetryLimit:)-(_,_,_,_,_,_,BackoffStrategy?,_,BackoffStrategy?,_,_)``,
     /// which throws instead.
     ///
     /// - Parameters:
@@ -163,6 +177,8 @@ public struct RetryPolicy: RequestRetrier {
     ///     delay.
     ///   - stopsAfterRepeatedFailure: Whether a request whose last two attempts failed the same way is not retried
     ///     again; `false` by default.
+    ///   - unsentRetryLimit: How many times a request is retried, whatever its method, after an attempt that failed
+    ///     before it was sent, counted apart from `retryLimit`, `0` or more; `0` by default.
     public init(
         retryLimit: Int = defaultRetryLimit,
         exponentialBackoffBase: Int = defaultExponentialBackoffBase,
@@ -173,25 +189,26 @@ public struct RetryPolicy: RequestRetrier {
         backoff: BackoffStrategy? = nil,
         retryAfter: RetryAfter = .default,
         throttlingBackoff: BackoffStrategy? = nil,
-        stopsAfterRepeatedFailure: Bool = false
+        stopsAfterRepeatedFailure: Bool = false,
+        unsentRetryLimit: Int = 0
     ) {
         ConfigurationError.trapIfInvalid { () throws(ConfigurationError) in
             try Self.check(
                 retryLimit: retryLimit, exponentialBackoffBase: exponentialBackoffBase,
-                exponentialBackoffScale: exponentialBackoffScale)
+                exponentialBackoffScale: exponentialBackoffScale, unsentRetryLimit: unsentRetryLimit)
         }
         self.init(
             checkedRetryLimit: retryLimit, exponentialBackoffBase: exponentialBackoffBase,
             exponentialBackoffScale: exponentialBackoffScale, retryableHTTPMethods: retryableHTTPMethods,
             retryableHTTPStatusCodes: retryableHTTPStatusCodes, retryableURLErrorCodes: retryableURLErrorCodes,
             backoff: backoff, retryAfter: retryAfter, throttlingBackoff: throttlingBackoff,
-            stopsAfterRepeatedFailure: stopsAfterRepeatedFailure)
+            stopsAfterRepeatedFailure: stopsAfterRepeatedFailure, unsentRetryLimit: unsentRetryLimit)
     }
 
     /// Creates a policy from settings that arrive at run time, throwing when one is invalid.
     ///
     /// The parameters, their defaults and what is valid are those of
-    /// ``init(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:throttlingBackoff:stopsAfterRepeatedFailure:)-(_,_,_,_,_,_,BackoffStrategy?,_,BackoffStrategy?,_)``.
+    /// ``init(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:throttlingBackoff:stopsAfterRepeatedFailure:unsentRetryLimit:)-(_,_,_,_,_,_,BackoffStrategy?,_,BackoffStrategy?,_,_)``.
     ///
     /// - Throws: ``ConfigurationError`` naming the first invalid setting.
     @_disfavoredOverload  // `.none` goes to the overload that takes a backoff as it is: see its +GivenBackoff file
@@ -205,26 +222,32 @@ public struct RetryPolicy: RequestRetrier {
         backoff: BackoffStrategy? = nil,
         retryAfter: RetryAfter = .default,
         throttlingBackoff: BackoffStrategy? = nil,
-        stopsAfterRepeatedFailure: Bool = false
+        stopsAfterRepeatedFailure: Bool = false,
+        unsentRetryLimit: Int = 0
     ) throws(ConfigurationError) -> RetryPolicy {
         try check(
             retryLimit: retryLimit, exponentialBackoffBase: exponentialBackoffBase,
-            exponentialBackoffScale: exponentialBackoffScale)
+            exponentialBackoffScale: exponentialBackoffScale, unsentRetryLimit: unsentRetryLimit)
         return RetryPolicy(
             checkedRetryLimit: retryLimit, exponentialBackoffBase: exponentialBackoffBase,
             exponentialBackoffScale: exponentialBackoffScale, retryableHTTPMethods: retryableHTTPMethods,
             retryableHTTPStatusCodes: retryableHTTPStatusCodes, retryableURLErrorCodes: retryableURLErrorCodes,
             backoff: backoff, retryAfter: retryAfter, throttlingBackoff: throttlingBackoff,
-            stopsAfterRepeatedFailure: stopsAfterRepeatedFailure)
+            stopsAfterRepeatedFailure: stopsAfterRepeatedFailure, unsentRetryLimit: unsentRetryLimit)
     }
 
     /// Throws a ``ConfigurationError`` for the first invalid setting, its field named after `owner`, the type the
     /// caller created (``ConnectionLostRetryPolicy`` checks its settings here too).
     static func check(
-        retryLimit: Int, exponentialBackoffBase: Int, exponentialBackoffScale: Double, owner: String = "RetryPolicy"
+        retryLimit: Int, exponentialBackoffBase: Int, exponentialBackoffScale: Double, unsentRetryLimit: Int = 0,
+        owner: String = "RetryPolicy"
     ) throws(ConfigurationError) {
         guard retryLimit >= 0 else {
             throw ConfigurationError(field: "\(owner).retryLimit", problem: "must be 0 or more, got \(retryLimit)")
+        }
+        guard unsentRetryLimit >= 0 else {
+            throw ConfigurationError(
+                field: "\(owner).unsentRetryLimit", problem: "must be 0 or more, got \(unsentRetryLimit)")
         }
         guard exponentialBackoffBase >= 2 else {
             throw ConfigurationError(
@@ -245,7 +268,7 @@ public struct RetryPolicy: RequestRetrier {
         checkedRetryLimit retryLimit: Int, exponentialBackoffBase: Int, exponentialBackoffScale: Double,
         retryableHTTPMethods: Set<HTTPMethod>, retryableHTTPStatusCodes: Set<Int>,
         retryableURLErrorCodes: Set<URLError.Code>, backoff: BackoffStrategy?, retryAfter: RetryAfter,
-        throttlingBackoff: BackoffStrategy?, stopsAfterRepeatedFailure: Bool
+        throttlingBackoff: BackoffStrategy?, stopsAfterRepeatedFailure: Bool, unsentRetryLimit: Int
     ) {
         self.retryLimit = retryLimit
         self.exponentialBackoffBase = exponentialBackoffBase
@@ -257,6 +280,7 @@ public struct RetryPolicy: RequestRetrier {
         self.retryAfter = retryAfter
         self.throttlingBackoff = throttlingBackoff
         self.stopsAfterRepeatedFailure = stopsAfterRepeatedFailure
+        self.unsentRetryLimit = unsentRetryLimit
     }
 
     /// The backoff before retry number `retryCount + 1` from ``backoff``, given the delay before the previous retry;
@@ -271,8 +295,9 @@ public struct RetryPolicy: RequestRetrier {
         request.request.isRepeatable(methods: retryableHTTPMethods)
     }
 
-    /// Whether `error`, the failure of `request`'s last attempt, is one this policy retries, ignoring the retry limit.
+    /// Whether `error`, the failure of `request`'s last attempt, is one this policy retries, ignoring the retry limits.
     public func shouldRetry(_ request: RetryRequest, dueTo error: ReboundError) -> Bool {
+        if failedBeforeSending(request, dueTo: error) { return true }
         let head = request.responseHead
         let serverAsks = head.flatMap(retryAfter.retryAsked(by:))
         return serverAsks != false
@@ -306,8 +331,16 @@ public struct RetryPolicy: RequestRetrier {
     /// `Retry-After` if it has one (held near the backoff's delay when ``RetryAfter/maximumOverBackoff`` is set), else
     /// the backoff's: ``throttlingBackoff`` after a 429 when it is set, ``backoff`` otherwise. A response whose
     /// `x-should-retry: true` asks for the retry (where ``retryAfter`` reads it) is waited for as long as it asks
-    /// whatever its status.
+    /// whatever its status. An attempt that failed before it was sent is retried after the backoff's delay whatever
+    /// the method, while ``unsentRetryLimit`` allows, and those retries are not counted against ``retryLimit``.
     public func retry(_ request: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
+        // Retries after failures before sending, counted apart from the retry limit.
+        let unsentRetries = Swift.min(
+            request.attempts.dropLast().count { $0.accountedFailure?.isBeforeSending == true }, unsentRetryLimit)
+        // A request that never reached the server is sent again whatever its method: the server did nothing.
+        if unsentRetries < unsentRetryLimit, failedBeforeSending(request, dueTo: error) {
+            return .retryWithDelay(backoffDelay(for: request))
+        }
         // The fields are read once: they decide whether the response is retried and how long to wait.
         let head = request.responseHead
         let serverAsks = head.flatMap(retryAfter.retryAsked(by:))
@@ -317,7 +350,7 @@ public struct RetryPolicy: RequestRetrier {
             return .doNotRetry
         }
         if serverAsks == false { return .doNotRetryBecause(.serverAskedNoRetry) }
-        guard request.retryCount < retryLimit else { return .doNotRetryBecause(.retryLimit) }
+        guard request.retryCount - unsentRetries < retryLimit else { return .doNotRetryBecause(.retryLimit) }
         // Two attempts that failed the same way: likely an outage, which a third attempt would only add to; a server
         // that asked for a delay, or for the retry, is still answered.
         if stopsAfterRepeatedFailure, retryAfterDelay == nil, serverAsks != true,
@@ -327,11 +360,26 @@ public struct RetryPolicy: RequestRetrier {
         }
         // The server's delay as it is draws no jitter; held near the backoff, it needs the backoff's delay.
         if let retryAfterDelay, retryAfter.maximumOverBackoff == nil { return .retryWithDelay(retryAfterDelay) }
-        let previous = request.attempts.dropLast().last?.retryDelay
-        let strategy = request.responseHead?.isThrottling == true ? throttlingBackoff ?? backoff : backoff
-        let backoffDelay = strategy.delay(forRetryCount: request.retryCount, previousDelay: previous)
+        let backoffDelay = backoffDelay(for: request)
         // The header was read above: held near the backoff's delay, not read again.
         return .retryWithDelay(retryAfterDelay.map { retryAfter.held($0, backoff: backoffDelay) } ?? backoffDelay)
+    }
+
+    /// The backoff's delay before the next retry of `request`: ``throttlingBackoff``'s after a 429 when it is set,
+    /// ``backoff``'s otherwise.
+    private func backoffDelay(for request: RetryRequest) -> Duration {
+        let previous = request.attempts.dropLast().last?.retryDelay
+        let strategy = request.responseHead?.isThrottling == true ? throttlingBackoff ?? backoff : backoff
+        return strategy.delay(forRetryCount: request.retryCount, previousDelay: previous)
+    }
+
+    /// Whether `error` failed `request`'s last attempt before any byte of it reached the server, with a `URLError`
+    /// code this policy retries, and the policy retries such failures whatever the method (``unsentRetryLimit``).
+    private func failedBeforeSending(_ request: RetryRequest, dueTo error: ReboundError) -> Bool {
+        guard unsentRetryLimit > 0, request.attempts.last?.accountedFailure?.isBeforeSending == true,
+            let code = error.reason.original.urlError?.code
+        else { return false }
+        return retryableURLErrorCodes.contains(code)
     }
 }
 
@@ -357,8 +405,8 @@ extension RequestRetrier where Self == RetryPolicy {
     public static var retryPolicy: RetryPolicy { RetryPolicy() }
 
     /// A ``RetryPolicy`` with the settings given, which traps on an invalid one; see
-    /// ``RetryPolicy/init(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:throttlingBackoff:stopsAfterRepeatedFailure:)-(_,_,_,_,_,_,BackoffStrategy?,_,BackoffStrategy?,_)``
-    /// for what is valid and the defaults, and ``RetryPolicy/validated(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:throttlingBackoff:stopsAfterRepeatedFailure:)-(_,_,_,_,_,_,BackoffStrategy?,_,BackoffStrategy?,_)``
+    /// ``RetryPolicy/init(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:throttlingBackoff:stopsAfterRepeatedFailure:unsentRetryLimit:)-(_,_,_,_,_,_,BackoffStrategy?,_,BackoffStrategy?,_,_)``
+    /// for what is valid and the defaults, and ``RetryPolicy/validated(retryLimit:exponentialBackoffBase:exponentialBackoffScale:retryableHTTPMethods:retryableHTTPStatusCodes:retryableURLErrorCodes:backoff:retryAfter:throttlingBackoff:stopsAfterRepeatedFailure:unsentRetryLimit:)-(_,_,_,_,_,_,BackoffStrategy?,_,BackoffStrategy?,_,_)``
     /// for settings that arrive at run time.
     @_disfavoredOverload  // `.none` goes to the overload that takes a backoff as it is: see its +GivenBackoff file
     public static func retryPolicy(
@@ -371,13 +419,14 @@ extension RequestRetrier where Self == RetryPolicy {
         backoff: BackoffStrategy? = nil,
         retryAfter: RetryAfter = .default,
         throttlingBackoff: BackoffStrategy? = nil,
-        stopsAfterRepeatedFailure: Bool = false
+        stopsAfterRepeatedFailure: Bool = false,
+        unsentRetryLimit: Int = 0
     ) -> RetryPolicy {
         RetryPolicy(
             retryLimit: retryLimit, exponentialBackoffBase: exponentialBackoffBase,
             exponentialBackoffScale: exponentialBackoffScale, retryableHTTPMethods: retryableHTTPMethods,
             retryableHTTPStatusCodes: retryableHTTPStatusCodes, retryableURLErrorCodes: retryableURLErrorCodes,
             backoff: backoff, retryAfter: retryAfter, throttlingBackoff: throttlingBackoff,
-            stopsAfterRepeatedFailure: stopsAfterRepeatedFailure)
+            stopsAfterRepeatedFailure: stopsAfterRepeatedFailure, unsentRetryLimit: unsentRetryLimit)
     }
 }

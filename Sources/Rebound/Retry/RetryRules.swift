@@ -47,8 +47,8 @@ extension RetryPolicy: RetryRules {
     var retriedMethods: Set<HTTPMethod>? { retryableHTTPMethods }
     /// The signals of ``retryAfter``.
     var serverSignals: RetryAfter.Signals { retryAfter.signals }
-    /// ``retryLimit``.
-    var maximumRetries: Int? { retryLimit }
+    /// ``retryLimit``, and ``unsentRetryLimit``, counted apart.
+    var maximumRetries: Int? { retryLimit + unsentRetryLimit }
 }
 
 extension ConnectionLostRetryPolicy: RetryRules {

@@ -41,9 +41,21 @@ public protocol HTTPTransport: Sendable {
     /// Sends `request` once and returns the response body and the response's head; a 3xx is returned, not followed.
     /// The call the session makes for every attempt and every redirect hop.
     func exchange(_ request: URLRequest) async throws -> (Data, ResponseHead)
+
+    /// Whether `error`, which ``exchange(_:)`` threw, means that no byte of the request reached the server: the
+    /// host could not be resolved or connected to, or the TLS handshake failed before the request was written. A
+    /// retry policy may then send it again whatever its method (``RetryPolicy/unsentRetryLimit``), since the server
+    /// did nothing. Asked once per failed attempt, from the attempt's task.
+    ///
+    /// By default `false`: a failure is taken as "the request may have been sent". ``URLSessionHTTPTransport`` says
+    /// which of its `URLError` codes mean "not sent"; a transport that wraps another should ask the one it wraps.
+    func failedBeforeSending(_ error: any Error) -> Bool
 }
 
 extension HTTPTransport {
+    /// `false`: a transport that does not say is taken as one whose failed request may have been sent.
+    public func failedBeforeSending(_ error: any Error) -> Bool { false }
+
     /// Sends `request` once through ``exchange(_:)`` and returns the body and the head's `HTTPURLResponse`.
     public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
         let (data, head) = try await exchange(request)

@@ -85,6 +85,28 @@ public struct URLSessionHTTPTransport: HTTPTransport {
         self.owned = nil
     }
 
+    /// The `URLError` codes after which no byte of the request reached the server: the host was not found
+    /// (`cannotFindHost`, `dnsLookupFailed`), could not be connected to (`cannotConnectToHost`, a refused connection
+    /// included), the device has no network (`notConnectedToInternet`, `dataNotAllowed`, `internationalRoamingOff`,
+    /// `callIsActive`), or the TLS handshake failed, which comes before the request is written
+    /// (`secureConnectionFailed`, the `serverCertificate…` and `clientCertificate…` codes,
+    /// `appTransportSecurityRequiresSecureConnection`). A lost connection (`networkConnectionLost`) or a timeout
+    /// (`timedOut`) may come after the request was written, and is not among them.
+    ///
+    /// With `enablesEarlyData` (Apple platforms), `URLSession` may send a GET or a HEAD as TLS 1.3 early data before its
+    /// handshake ends; those methods are retried by the ordinary rules anyway, and no other method is sent so.
+    public static let failureCodesBeforeSending: Set<URLError.Code> = [
+        .cannotFindHost, .dnsLookupFailed, .cannotConnectToHost, .notConnectedToInternet, .dataNotAllowed,
+        .internationalRoamingOff, .callIsActive, .secureConnectionFailed, .serverCertificateHasBadDate,
+        .serverCertificateUntrusted, .serverCertificateHasUnknownRoot, .serverCertificateNotYetValid,
+        .clientCertificateRejected, .clientCertificateRequired, .appTransportSecurityRequiresSecureConnection,
+    ]
+
+    /// Whether `error` is a `URLError` whose code is one of ``failureCodesBeforeSending``.
+    public func failedBeforeSending(_ error: any Error) -> Bool {
+        (error as? URLError).map { Self.failureCodesBeforeSending.contains($0.code) } ?? false
+    }
+
     /// Sends `request` once and returns the body and the response's head, which wraps the `HTTPURLResponse`
     /// `URLSession` made; the call the session makes.
     public func exchange(_ request: URLRequest) async throws -> (Data, ResponseHead) {

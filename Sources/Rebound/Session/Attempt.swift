@@ -27,6 +27,10 @@ public struct Attempt: Sendable {
     /// Which hedge of its round this attempt was: `0` for an attempt the request made on its own (its first, or a
     /// retry), `1`, `2`, … for the hedges started beside it (see ``Hedging``).
     public let hedge: Int
+    /// Whether the attempt failed before any byte of its request reached the server, as the transport said
+    /// (``HTTPTransport/failedBeforeSending(_:)``): a failure a retry policy may retry whatever the method
+    /// (``RetryPolicy/unsentRetryLimit``). `false` for every other attempt.
+    public let failedBeforeSending: Bool
 
     /// Creates an attempt record; the session creates these, and test code may too.
     public init(
@@ -40,7 +44,8 @@ public struct Attempt: Sendable {
 
     init(
         number: Int, request: URLRequest?, firstHop: URLRequest? = nil, responseHead: ResponseHead?,
-        failure: ReboundError.Reason?, duration: Duration, retryDelay: Duration? = nil, hedge: Int = 0
+        failure: ReboundError.Reason?, duration: Duration, retryDelay: Duration? = nil, hedge: Int = 0,
+        failedBeforeSending: Bool = false
     ) {
         self.number = number
         self.request = request
@@ -50,6 +55,7 @@ public struct Attempt: Sendable {
         self.duration = duration
         self.retryDelay = retryDelay
         self.hedge = hedge
+        self.failedBeforeSending = failedBeforeSending
     }
 
     /// The request the attempt was adapted to, before any redirect: the one every per-host part (a breaker, a

@@ -13,7 +13,12 @@ enum AttemptFailure: Equatable, Sendable {
     case deviceNetwork
     /// The request was not handed to the transport: an adapter failed or refused it (an open breaker, a spent quota).
     case neverSent
-    /// The transport failed (a refused or lost connection, a timeout, a DNS failure): the host, or the way to it.
+    /// The transport failed before any byte of the request reached the server (a refused connection, a DNS failure, a
+    /// failed TLS handshake), as it says (``HTTPTransport/failedBeforeSending(_:)``): the host, or the way to it, is to
+    /// blame, but sending the request again repeats nothing the server did.
+    case beforeSending
+    /// The transport failed after the request may have been written (a lost connection, a timeout), or without saying
+    /// when: the host, or the way to it.
     case transport
     /// The server answered, and the answer failed validation (a 503, a body that says "try again").
     case serverAnswered
@@ -25,8 +30,12 @@ enum AttemptFailure: Equatable, Sendable {
         .notConnectedToInternet, .dataNotAllowed, .internationalRoamingOff, .callIsActive,
     ]
 
-    /// How `reason`, the failure of an attempt that got `response` (if any), is accounted.
-    init(_ reason: ReboundError.Reason, response: ResponseHead?) {
+    /// Whether no byte of the request reached the server: the device had no network, or the transport said so.
+    var isBeforeSending: Bool { self == .deviceNetwork || self == .beforeSending }
+
+    /// How `reason`, the failure of an attempt that got `response` (if any), is accounted; `beforeSending` says that the
+    /// transport failed before the request reached the server.
+    init(_ reason: ReboundError.Reason, response: ResponseHead?, beforeSending: Bool = false) {
         if response != nil {
             self = .serverAnswered
             return
@@ -34,7 +43,7 @@ enum AttemptFailure: Equatable, Sendable {
         switch reason.original {
         case .transportFailed(let error):
             let offline = (error as? URLError).map { Self.deviceNetworkURLErrorCodes.contains($0.code) } ?? false
-            self = offline ? .deviceNetwork : .transport
+            self = offline ? .deviceNetwork : beforeSending ? .beforeSending : .transport
         case .unacceptableStatusCode, .validationFailed, .decodingFailed:
             self = .serverAnswered
         case .adaptationFailed, .circuitOpen, .retryAborted, .deadlineExceeded:
@@ -46,6 +55,6 @@ enum AttemptFailure: Equatable, Sendable {
 extension Attempt {
     /// Why the attempt failed; `nil` for one that succeeded or was cancelled.
     var accountedFailure: AttemptFailure? {
-        failure.map { AttemptFailure($0, response: responseHead) }
+        failure.map { AttemptFailure($0, response: responseHead, beforeSending: failedBeforeSending) }
     }
 }

@@ -22,16 +22,19 @@ final class AttemptResult: Sendable {
     let firstHop: URLRequest?
     let response: ResponseHead?
     let data: Data?
+    /// Whether the transport said that no byte of `sent` reached the server (``HTTPTransport/failedBeforeSending(_:)``).
+    let failedBeforeSending: Bool
 
     init(
         _ kind: Kind, sent: URLRequest? = nil, firstHop: URLRequest? = nil, response: ResponseHead? = nil,
-        data: Data? = nil
+        data: Data? = nil, failedBeforeSending: Bool = false
     ) {
         self.kind = kind
         self.sent = sent
         self.firstHop = firstHop
         self.response = response
         self.data = data
+        self.failedBeforeSending = failedBeforeSending
     }
 
     static let deadlineReached = AttemptResult(.deadlineReached)

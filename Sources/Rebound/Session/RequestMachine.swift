@@ -232,7 +232,8 @@ struct RequestMachine {
         attempts.append(
             Attempt(
                 number: number, request: result.sent, firstHop: result.firstHop, responseHead: result.response,
-                failure: failure, duration: now - start, hedge: hedge))
+                failure: failure, duration: now - start, hedge: hedge,
+                failedBeforeSending: result.failedBeforeSending))
     }
 
     /// What the parts and the observers are told of recorded attempt `number`, whose body was `data`, told apart from

@@ -192,13 +192,16 @@ extension RequestPlan {
             }
             return check(response, data: data, sent: adapted, context: context)
         } catch {
-            return Self.failed(.transportFailed(error: error), sent: adapted)
+            return Self.failed(
+                .transportFailed(error: error), sent: adapted,
+                beforeSending: session.transport.failedBeforeSending(error))
         }
     }
 
-    /// The result of an attempt that threw before it had a response: cancelled, if the error or the task says so.
+    /// The result of an attempt that threw before it had a response: cancelled, if the error or the task says so;
+    /// `beforeSending` when the transport said that no byte of it reached the server.
     static func failed(
-        _ reason: ReboundError.Reason, sent: URLRequest?, firstHop: URLRequest? = nil
+        _ reason: ReboundError.Reason, sent: URLRequest?, firstHop: URLRequest? = nil, beforeSending: Bool = false
     ) -> AttemptResult {
         switch reason {
         case .adaptationFailed(let open as CircuitBreakerOpenError):
@@ -207,7 +210,9 @@ extension RequestPlan {
             .transportFailed(let error) where error is CancellationError:
             return AttemptResult(.cancelled, sent: sent, firstHop: firstHop)
         default:
-            return AttemptResult(Task.isCancelled ? .cancelled : .failure(reason), sent: sent, firstHop: firstHop)
+            return AttemptResult(
+                Task.isCancelled ? .cancelled : .failure(reason), sent: sent, firstHop: firstHop,
+                failedBeforeSending: beforeSending)
         }
     }
 
@@ -260,6 +265,7 @@ extension RequestPlan {
                 (data, response) = try await session.transport.exchange(next)
                 sent = next
             } catch {
+                // Never "before sending": the first hop reached the server.
                 return Self.failed(.transportFailed(error: error), sent: next, firstHop: firstHop)
             }
         }
