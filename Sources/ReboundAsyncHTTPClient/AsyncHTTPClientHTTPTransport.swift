@@ -87,16 +87,16 @@
             return configuration
         }
 
-        /// The `URLError` user-info key that marks a timeout before the request was written (connecting, the TLS
-        /// handshake, or waiting for a pooled connection), which ``failedBeforeSending(_:)`` reads.
+        /// The `URLError` user-info key that marks a failure before the request was written (resolving the host,
+        /// connecting, the TLS handshake, or waiting for a pooled connection), which ``failedBeforeSending(_:)`` reads.
         public static let beforeSendingKey = "ReboundFailedBeforeSending"
 
-        /// Whether `error`, thrown by ``exchange(_:)``, came before the request was written: a `URLError` whose code is
-        /// one of ``URLSessionHTTPTransport/failureCodesBeforeSending``, or a timeout marked with ``beforeSendingKey``.
+        /// Whether `error`, thrown by ``exchange(_:)``, came before the request was written: a `URLError` the transport
+        /// marked with ``beforeSendingKey``, which it does for the failures of making a connection only (a host that
+        /// does not resolve, a connection refused or unreachable while connecting, a connect, TLS-handshake or pool
+        /// timeout), never for an error on a connection the request may have been written to.
         public func failedBeforeSending(_ error: any Error) -> Bool {
-            guard let error = error as? URLError else { return false }
-            return URLSessionHTTPTransport.failureCodesBeforeSending.contains(error.code)
-                || error.userInfo[Self.beforeSendingKey] as? Bool == true
+            (error as? URLError)?.userInfo[Self.beforeSendingKey] as? Bool == true
         }
 
         /// Sends `request` with the client and collects the response: the call the session makes, which builds no
@@ -161,13 +161,21 @@
                 }
             }
             if let error = error as? NIOConnectionError {
-                if let first = error.connectionErrors.first { return mapped(first.error) }
-                if error.dnsAError != nil || error.dnsAAAAError != nil { return URLError(.cannotFindHost) }
-                return URLError(.cannotConnectToHost)
+                // No connection was made: whatever the error of the first try, the request was not written.
+                let code: URLError.Code =
+                    if let first = error.connectionErrors.first {
+                        (mapped(first.error) as? URLError)?.code ?? .cannotConnectToHost
+                    } else if error.dnsAError != nil || error.dnsAAAAError != nil {
+                        .cannotFindHost
+                    } else {
+                        .cannotConnectToHost
+                    }
+                return URLError(code, userInfo: [beforeSendingKey: true])
             }
             if let error = error as? IOError {
                 switch error.errnoCode {
-                case ECONNREFUSED: return URLError(.cannotConnectToHost)
+                // Only a connection attempt is refused: nothing was written.
+                case ECONNREFUSED: return URLError(.cannotConnectToHost, userInfo: [beforeSendingKey: true])
                 case ECONNRESET, EPIPE, ECONNABORTED: return URLError(.networkConnectionLost)
                 case ETIMEDOUT: return URLError(.timedOut)
                 case EHOSTUNREACH, ENETUNREACH: return URLError(.cannotConnectToHost)

@@ -25,9 +25,10 @@
     /// | `rebound_budget_denials_total` | counter | host | requests that ended because a ``RetryBudget`` denied their retry |
     /// | `rebound_breaker_refusals_total` | counter | host | requests that ended because a circuit breaker refused an attempt or a retry |
     /// | `rebound_attempt_duration_seconds` | timer | host, method | each attempt's duration (nanoseconds, as swift-metrics timers record) |
-    /// | `rebound_request_retries` | recorder (histogram) | host, method | per request, the retries it made, hedges and retries after a failure before sending left out (gRPC's `grpc.client.call.retries`) |
-    /// | `rebound_request_transparent_retries` | recorder (histogram) | host, method | per request, the retries after an attempt that failed before it was sent (``RetryPolicy/unsentRetryLimit``; gRPC's `grpc.client.call.transparent_retries`) |
-    /// | `rebound_request_retry_delay_seconds` | timer | host, method | per request, the time it slept between attempts, all backoffs together (gRPC's `grpc.client.call.retry_delay`) |
+    /// | `rebound_request_retries` | recorder (histogram) | host, method | per request that retried, its retries, hedges and retries after a failure before sending left out (gRPC's `grpc.client.call.retries`) |
+    /// | `rebound_request_transparent_retries` | recorder (histogram) | host, method | per request that made any, its retries after an attempt that failed before it was sent (``RetryPolicy/unsentRetryLimit``; gRPC's `grpc.client.call.transparent_retries`) |
+    /// | `rebound_request_hedges` | recorder (histogram) | host, method | per request that hedged, its hedges (gRPC's `grpc.client.call.hedges`) |
+    /// | `rebound_request_retry_delay_seconds` | timer | host, method | per request that retried, the backoffs slept before its retries, added up (gRPC's `grpc.client.call.retry_delay`) |
     /// | `rebound_breaker_state` | gauge | host, state | 1 for the state the host's breaker is in, 0 for the other four |
     /// | `rebound_budget_tokens` | gauge | host | the tokens left in the host's budget |
     ///
@@ -100,11 +101,17 @@
             let method = outcome.originalRequest.httpMethod ?? "GET"
             counter("requests_total", [("host", host), ("method", method), ("outcome", outcome.decision.name)])
                 .increment()
+            // As gRPC's A96 reports them: a request without retries (or hedges) reports no zero.
             let figures = Self.retryFigures(of: outcome.attempts)
-            recorder("request_retries", [("host", host), ("method", method)]).record(figures.retries)
-            recorder("request_transparent_retries", [("host", host), ("method", method)]).record(figures.transparent)
-            timer("request_retry_delay_seconds", [("host", host), ("method", method)])
-                .recordNanoseconds(Self.nanoseconds(figures.delay))
+            let dimensions = [("host", host), ("method", method)]
+            if figures.retries > 0 { recorder("request_retries", dimensions).record(figures.retries) }
+            if figures.transparent > 0 {
+                recorder("request_transparent_retries", dimensions).record(figures.transparent)
+            }
+            if figures.hedges > 0 { recorder("request_hedges", dimensions).record(figures.hedges) }
+            if figures.retries + figures.transparent > 0 {
+                timer("request_retry_delay_seconds", dimensions).recordNanoseconds(Self.nanoseconds(figures.delay))
+            }
             if let error = outcome.error {
                 if let stop = error.stopReason {
                     counter("stops_total", [("host", host), ("method", method), ("reason", stop.name)]).increment()
@@ -141,15 +148,26 @@
         private static let states: [CircuitBreaker.State] = [.closed, .open, .halfOpen, .forcedOpen, .forcedClosed]
 
         /// A request's retries, as gRPC's A96 counts them: the attempts after its first that are not hedges, told apart
-        /// by whether the attempt before failed before it was sent (a transparent retry); and the delays slept between
-        /// its attempts, added up.
-        static func retryFigures(of attempts: [Attempt]) -> (retries: Int, transparent: Int, delay: Duration) {
-            var (retries, transparent, delay) = (0, 0, Duration.zero)
-            for (previous, attempt) in zip(attempts, attempts.dropFirst()) where attempt.hedge == 0 {
-                if previous.failedBeforeSending { transparent += 1 } else { retries += 1 }
+        /// by whether the attempt started before failed before it was sent (a transparent retry); its hedges; and the
+        /// backoffs slept before its retries, added up. The records are in the order attempts ended (a hedged round's
+        /// losers before its last), so they are read by number; only the last record can hold a wait that ended the
+        /// request instead of a retry (a breaker that opened meanwhile), and that wait is not counted.
+        static func retryFigures(of attempts: [Attempt]) -> (
+            retries: Int, transparent: Int, hedges: Int, delay: Duration
+        ) {
+            var (retries, transparent, hedges) = (0, 0, 0)
+            let byNumber = attempts.sorted { $0.number < $1.number }
+            for (before, attempt) in zip(byNumber, byNumber.dropFirst()) {
+                if attempt.hedge > 0 {
+                    hedges += 1
+                } else if before.failedBeforeSending {
+                    transparent += 1
+                } else {
+                    retries += 1
+                }
             }
-            for attempt in attempts { delay += attempt.retryDelay ?? .zero }
-            return (retries, transparent, delay)
+            let delay = attempts.dropLast().reduce(Duration.zero) { $0 + ($1.retryDelay ?? .zero) }
+            return (retries, transparent, hedges, delay)
         }
 
         private static func host(of request: URLRequest) -> String {

@@ -1,6 +1,7 @@
 #if AsyncHTTPClient
     import AsyncHTTPClient
     import Foundation
+    import NIOCore
     import Rebound
     @testable import ReboundAsyncHTTPClient
     import ReboundTesting
@@ -124,9 +125,18 @@
             #expect(listening.hits("/orders") == 1)
         }
 
-        @Test func theFailuresBeforeSendingAreThoseOfTheConnection() {
-            #expect(transport.failedBeforeSending(URLError(.cannotConnectToHost)))
-            #expect(transport.failedBeforeSending(URLError(.cannotFindHost)))
+        @Test func theFailuresBeforeSendingAreThoseOfMakingTheConnection() {
+            // A code alone says nothing: only the transport's own mark does.
+            #expect(!transport.failedBeforeSending(URLError(.cannotConnectToHost)))
+            let refused = AsyncHTTPClientHTTPTransport.mapped(IOError(errnoCode: ECONNREFUSED, reason: "connect"))
+            #expect((refused as? URLError)?.code == .cannotConnectToHost && transport.failedBeforeSending(refused))
+            // Unreachable on a connection already made (a read after an ICMP error) may follow sending.
+            let unreachable = AsyncHTTPClientHTTPTransport.mapped(IOError(errnoCode: EHOSTUNREACH, reason: "read"))
+            #expect((unreachable as? URLError)?.code == .cannotConnectToHost)
+            #expect(!transport.failedBeforeSending(unreachable))
+            for timeout in [HTTPClientError.tlsHandshakeTimeout, .getConnectionFromPoolTimeout] {
+                #expect(transport.failedBeforeSending(AsyncHTTPClientHTTPTransport.mapped(timeout)))
+            }
             let connectTimeout = AsyncHTTPClientHTTPTransport.mapped(HTTPClientError.connectTimeout)
             #expect((connectTimeout as? URLError)?.code == .timedOut)
             #expect(transport.failedBeforeSending(connectTimeout))

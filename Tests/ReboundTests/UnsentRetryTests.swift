@@ -107,8 +107,9 @@ struct UnsentRetryTests {
         }
     }
 
-    @Test func aTransportThatSaysNothingMayHaveSentIt() async throws {
-        let scripted = ScriptedTransport([.urlError(.cannotConnectToHost), .status(201)])
+    @Test(arguments: [URLError.Code.cannotConnectToHost, .notConnectedToInternet, .callIsActive])
+    func aTransportThatSaysNothingMayHaveSentIt(code: URLError.Code) async throws {
+        let scripted = ScriptedTransport([.urlError(code), .status(201)])
         let session = Session(
             transport: SilentTransport(wrapped: scripted), retriers: [RetryPolicy(unsentRetryLimit: 2)],
             clock: FastForwardClock())
@@ -118,18 +119,19 @@ struct UnsentRetryTests {
         #expect(scripted.requestCount == 1)
     }
 
-    @Test func aRedirectHopThatFailsBeforeSendingIsNotRetried() async throws {
+    @Test(arguments: [URLError.Code.cannotConnectToHost, .notConnectedToInternet, .callIsActive])
+    func aRedirectHopThatFailsBeforeSendingIsNotRetried(code: URLError.Code) async throws {
         // The first hop reached the server: the POST it carried was sent.
         let transport = ScriptedTransport([
             .response(status: 307, headers: ["Location": "https://api.example.com/elsewhere"]),
-            .urlError(.cannotConnectToHost), .status(201),
+            .urlError(code), .status(201),
         ])
         let session = Session(
             transport: transport, retriers: [RetryPolicy(unsentRetryLimit: 2)], clock: FastForwardClock())
 
         let error = try await #require(throws: ReboundError.self) { try await session.send(post()) }
 
-        #expect(error.urlError?.code == .cannotConnectToHost)
+        #expect(error.urlError?.code == code)
         #expect(transport.requestCount == 2)
     }
 

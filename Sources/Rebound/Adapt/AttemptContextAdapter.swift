@@ -17,9 +17,9 @@ import Foundation
 /// | ``aws`` | `amz-sdk-invocation-id: <the request's ID>`, `amz-sdk-request: attempt=2; max=3` |
 /// | ``plain`` | `X-Attempt: 2`, `X-Max-Attempts: 3`, `X-Time-Left-Ms: 1500` |
 ///
-/// A value with nothing to say writes no header: no time left without a deadline, no maximum where a retrier of the
-/// chain does not say its limit (see ``RequestContext/maximumAttempts``). Every attempt starts from the caller's
-/// request, so each header is written once per attempt, in place of one the caller set.
+/// A value with nothing to say writes nothing (a header the caller set stays): no time left without a deadline, no
+/// maximum where a retrier of the chain does not say its limit (see ``RequestContext/maximumAttempts``). Every attempt
+/// starts from the caller's request, so each header is written once per attempt, in place of one the caller set.
 ///
 /// **Where it goes.** After the adapters that may wait (a ``ConcurrencyLimiter``, a ``RateLimitPacer``), so that the
 /// time left is read as the attempt leaves, and after the retriers that join through the context (a

@@ -335,8 +335,7 @@ public struct RetryPolicy: RequestRetrier {
     /// the method, while ``unsentRetryLimit`` allows, and those retries are not counted against ``retryLimit``.
     public func retry(_ request: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
         // Retries after failures before sending, counted apart from the retry limit.
-        let unsentRetries = Swift.min(
-            request.attempts.dropLast().count { $0.accountedFailure?.isBeforeSending == true }, unsentRetryLimit)
+        let unsentRetries = Swift.min(request.attempts.dropLast().count(where: \.failedBeforeSending), unsentRetryLimit)
         // A request that never reached the server is sent again whatever its method: the server did nothing.
         if unsentRetries < unsentRetryLimit, failedBeforeSending(request, dueTo: error) {
             return .retryWithDelay(backoffDelay(for: request))
@@ -376,7 +375,8 @@ public struct RetryPolicy: RequestRetrier {
     /// Whether `error` failed `request`'s last attempt before any byte of it reached the server, with a `URLError`
     /// code this policy retries, and the policy retries such failures whatever the method (``unsentRetryLimit``).
     private func failedBeforeSending(_ request: RetryRequest, dueTo error: ReboundError) -> Bool {
-        guard unsentRetryLimit > 0, request.attempts.last?.accountedFailure?.isBeforeSending == true,
+        // The transport's word alone: a redirect hop's failure, or one a transport did not vouch for, may follow sending.
+        guard unsentRetryLimit > 0, request.attempts.last?.failedBeforeSending == true,
             let code = error.reason.original.urlError?.code
         else { return false }
         return retryableURLErrorCodes.contains(code)

@@ -93,8 +93,10 @@ public struct URLSessionHTTPTransport: HTTPTransport {
     /// `appTransportSecurityRequiresSecureConnection`). A lost connection (`networkConnectionLost`) or a timeout
     /// (`timedOut`) may come after the request was written, and is not among them.
     ///
-    /// With `enablesEarlyData` (Apple platforms), `URLSession` may send a GET or a HEAD as TLS 1.3 early data before its
-    /// handshake ends; those methods are retried by the ordinary rules anyway, and no other method is sent so.
+    /// With `enablesEarlyData` (Apple platforms, HTTP/3), `URLSession` may send a GET or a HEAD as early data before its
+    /// handshake ends; no other method is sent so. On Linux a failed TLS handshake arrives as another code, and
+    /// libcurl's own resend of a request on a new connection after a dead kept-alive one can end in
+    /// `cannotConnectToHost` although the request went out on the dead connection.
     public static let failureCodesBeforeSending: Set<URLError.Code> = [
         .cannotFindHost, .dnsLookupFailed, .cannotConnectToHost, .notConnectedToInternet, .dataNotAllowed,
         .internationalRoamingOff, .callIsActive, .secureConnectionFailed, .serverCertificateHasBadDate,

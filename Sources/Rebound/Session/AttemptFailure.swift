@@ -30,9 +30,6 @@ enum AttemptFailure: Equatable, Sendable {
         .notConnectedToInternet, .dataNotAllowed, .internationalRoamingOff, .callIsActive,
     ]
 
-    /// Whether no byte of the request reached the server: the device had no network, or the transport said so.
-    var isBeforeSending: Bool { self == .deviceNetwork || self == .beforeSending }
-
     /// How `reason`, the failure of an attempt that got `response` (if any), is accounted; `beforeSending` says that the
     /// transport failed before the request reached the server.
     init(_ reason: ReboundError.Reason, response: ResponseHead?, beforeSending: Bool = false) {
