@@ -19,7 +19,7 @@ import Rebound
 /// ```
 ///
 /// When the queue runs out, a request fails with ``Exhausted``, which names the request. A scripted `URLError` is taken
-/// as ``URLSessionHTTPTransport`` takes it: one of ``URLSessionHTTPTransport/failureCodesBeforeSending`` (a refused
+/// as `URLSessionHTTPTransport` takes it: one of `URLSessionHTTPTransport.failureCodesBeforeSending` (a refused
 /// connection, a DNS failure) means the request never reached the server (``failedBeforeSending(_:)``). All methods
 /// are thread-safe.
 public final class ScriptedTransport: HTTPTransport {
@@ -134,7 +134,7 @@ public final class ScriptedTransport: HTTPTransport {
         try await sentSignal.wait(atLeast: count)
     }
 
-    /// Whether `error` is a `URLError` that ``URLSessionHTTPTransport`` counts as failing before sending.
+    /// Whether `error` is a `URLError` that `URLSessionHTTPTransport` counts as failing before sending.
     public func failedBeforeSending(_ error: any Error) -> Bool {
         (error as? URLError).map { URLSessionHTTPTransport.failureCodesBeforeSending.contains($0.code) } ?? false
     }

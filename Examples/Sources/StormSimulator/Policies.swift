@@ -20,9 +20,9 @@ enum Policy: CaseIterable, Sendable {
     static let outagePolicies: [Policy] = [
         .none, .naive, .alamofire, .jittered, .budget, .breaker, .throttle, .preset, .aws,
     ]
-    /// The policies of the scenario whose server answers `x-should-retry: false`: those without a budget or a breaker of
-    /// their own, beside the preset, which reads the signal.
-    static let declinePolicies: [Policy] = [.none, .alamofire, .jittered, .preset, .aws]
+    /// The policies of the scenario whose server answers `x-should-retry: false`: `RetryPolicy()`, which does not read
+    /// the signal, beside the preset, which does.
+    static let declinePolicies: [Policy] = [.alamofire, .preset]
     /// The policies of the slow-tail scenario.
     static let tailPolicies: [Policy] = [.none, .preset, .hedged]
     /// The policies of the quota scenario.

@@ -88,9 +88,9 @@ struct Report {
             during its outage at any fleet size from every policy that waits as long as it asks (all but immediate \
             retries and the AWS SDKs' behavior below), because each client honours what it says; the requests it \
             turned away come back when it said, as spread as they arrived. A server that answers its outage with \
-            `x-should-retry: false` and no `Retry-After` is heard by the preset alone among the policies shown for it: \
-            the preset reads the signal (`RetryAfter(signals: .all)`), `RetryPolicy()` reads it only when told to, and \
-            the AWS SDKs' behavior never does. The signal stops retries only, not the requests that follow, so the \
+            `x-should-retry: false` and no `Retry-After` is heard by the preset, which reads the signal \
+            (`RetryAfter(signals: .all)`), and not by `RetryPolicy()`, which reads it only when told to (the AWS SDKs' \
+            behavior never does). The signal stops retries only, not the requests that follow, so the \
             preset's breakers and throttle hand the traffic back soon after the server answers again.
 
             The last row of each outage table is the AWS SDKs' retry behavior 2.1, `RetryPolicy.awsRetries2026()` \
