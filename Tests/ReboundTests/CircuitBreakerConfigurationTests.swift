@@ -14,7 +14,9 @@ struct CircuitBreakerConfigurationTests {
         #expect(configuration.tripCondition == .consecutiveFailures(5))
         #expect(configuration.openDuration == .milliseconds(500))
         #expect(configuration.halfOpenTrialCalls == 1)
+        #expect(configuration.trialSuccessesToClose == 1)
         #expect(configuration.trialTimeout == .seconds(30))
+        #expect(configuration.slowCallRule == nil)
         // Between half and all of 0.5 s for the first eleven openings, then doubling up to 10 s.
         let breaks = CircuitBreaker.Configuration.defaultBreakDuration(using: .seeded(7))
         for opening in 0...10 {
@@ -70,6 +72,76 @@ struct CircuitBreakerConfigurationTests {
         #expect(error?.message == "\(field) \(problem)")
     }
 
+    @Test(arguments: [
+        (
+            1, CircuitBreaker.SlowCallRule(threshold: .zero),
+            "CircuitBreaker.Configuration.slowCallRule", "must have a threshold longer than zero, got 0.0 seconds"
+        ),
+        (
+            1, .init(threshold: .seconds(1), rate: 0),
+            "CircuitBreaker.Configuration.slowCallRule", "must have a slow-call rate above 0 and at most 1, got 0.0"
+        ),
+        (
+            1, .init(threshold: .seconds(1), window: .count(100_001)),
+            "CircuitBreaker.Configuration.slowCallRule", "must have a count window of 1 to 100000 calls, got 100001"
+        ),
+        (
+            1, .init(threshold: .seconds(1), window: .time(.zero)),
+            "CircuitBreaker.Configuration.slowCallRule", "must have a time window longer than zero, got 0.0 seconds"
+        ),
+        (
+            1, .init(threshold: .seconds(1), minimumCalls: 0),
+            "CircuitBreaker.Configuration.slowCallRule", "must have a minimum of at least 1 call, got 0"
+        ),
+        (
+            0, .init(threshold: .seconds(1)),
+            "CircuitBreaker.Configuration.trialSuccessesToClose", "must be at least 1, got 0"
+        ),
+    ])
+    func validatedRejectsAnInvalidClosingOrSlowCallSetting(
+        successes: Int, rule: CircuitBreaker.SlowCallRule, field: String, problem: String
+    ) {
+        let error = #expect(throws: ConfigurationError.self) {
+            try CircuitBreaker.Configuration.validated(trialSuccessesToClose: successes, slowCallRule: rule)
+        }
+
+        #expect(error?.field == field)
+        #expect(error?.message == "\(field) \(problem)")
+    }
+
+    @Test func aSlowCallRulesDefaultsAreResilience4js() {
+        let rule = CircuitBreaker.SlowCallRule(threshold: .seconds(2))
+        #expect(rule.rate == 1)
+        #expect(rule.window == .count(100))
+        #expect(rule.minimumCalls == 100)
+    }
+
+    @Test func anInvalidTrialSuccessCountWrittenInCodeTrapsNamingIt() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = CircuitBreaker.Configuration(trialSuccessesToClose: 0)
+        }
+
+        expectStandardError(
+            of: result, contains: "CircuitBreaker.Configuration.trialSuccessesToClose must be at least 1, got 0")
+    }
+
+    @Test func anInvalidSlowCallRuleWrittenInCodeTrapsNamingIt() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = CircuitBreaker.Configuration(openDuration: .seconds(1), slowCallRule: .init(threshold: .seconds(-1)))
+        }
+
+        let message = "CircuitBreaker.Configuration.slowCallRule must have a threshold longer than zero"
+        expectStandardError(of: result, contains: "\(message), got -1.0 seconds")
+    }
+
+    @Test func theFirstInvalidSettingInTheParametersOrderIsNamed() {
+        let error = #expect(throws: ConfigurationError.self) {
+            try CircuitBreaker.Configuration.validated(
+                openDuration: .seconds(1), trialTimeout: .zero, slowCallRule: .init(threshold: .zero))
+        }
+        #expect(error?.field == "CircuitBreaker.Configuration.trialTimeout")
+    }
+
     @Test func aBreakThatNeverOpensOrATrialThatNeverExpiresIsRejected() {
         let never = #expect(throws: ConfigurationError.self) {
             try CircuitBreaker.Configuration.validated(breakDuration: .zero)
@@ -88,11 +160,17 @@ struct CircuitBreakerConfigurationTests {
     @Test func validatedReturnsTheConfigurationTheInitializerWould() throws {
         let configuration = try CircuitBreaker.Configuration.validated(
             tripCondition: .failureRate(0.5, window: .time(.seconds(10)), minimumCalls: 4), openDuration: .seconds(5),
-            halfOpenTrialCalls: 2, retryAfter: .ignored)
+            halfOpenTrialCalls: 2, trialSuccessesToClose: 3,
+            slowCallRule: .init(threshold: .seconds(2), rate: 0.5, window: .time(.seconds(60)), minimumCalls: 10),
+            retryAfter: .ignored)
 
         #expect(configuration.tripCondition == .failureRate(0.5, window: .time(.seconds(10)), minimumCalls: 4))
         #expect(configuration.openDuration == .seconds(5))
         #expect(configuration.halfOpenTrialCalls == 2)
+        #expect(configuration.trialSuccessesToClose == 3)
+        #expect(
+            configuration.slowCallRule
+                == .init(threshold: .seconds(2), rate: 0.5, window: .time(.seconds(60)), minimumCalls: 10))
         #expect(configuration.retryAfter == .ignored)
     }
 

@@ -704,7 +704,7 @@ struct HedgingTests {
 
         round.cancelTick()
         round.start(1) { onSend in
-            onSend(request())
+            onSend(Handoff(request: request(), at: .zero))
             return .cancelledBeforeSending
         }
 

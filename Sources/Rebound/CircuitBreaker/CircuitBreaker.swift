@@ -16,7 +16,8 @@ import Foundation
 ///   the breaker will try again. No retrier is asked about that error and it is not counted as another failure.
 /// - **Half-open**, once the break has passed (``Configuration/breakDuration``: 0.25–0.5 s at first, growing up to
 ///   5–10 s while trials keep failing, by default): up to ``Configuration/halfOpenTrialCalls`` (1 by default) requests
-///   go through at once, the rest fail fast. A trial success closes the breaker; a trial failure opens it again; an
+///   go through at once, the rest fail fast. ``Configuration/trialSuccessesToClose`` trial successes in a row (1 by
+///   default) close the breaker; a trial failure (or a slow trial, under a ``SlowCallRule``) opens it again; an
 ///   ignored outcome (a cancelled trial) gives its place to the next request, and so does a trial that has not
 ///   reported within ``Configuration/trialTimeout``.
 ///
@@ -29,7 +30,9 @@ import Foundation
 /// at least that long; so does a `retry-after-ms` where its configuration's ``Configuration/retryAfter`` reads it.
 ///
 /// What counts as a failure is ``Configuration/classify``'s decision: by default transport errors and 5xx, 408 and
-/// 429; other 4xx count as successes (the upstream answered); cancellations and adapter failures are ignored.
+/// 429; other 4xx count as successes (the upstream answered); cancellations and adapter failures are ignored. With a
+/// ``Configuration/slowCallRule``, a share of calls slower than its threshold on the wire opens the breaker too,
+/// whether they failed or not.
 /// A breaker only counts attempts it let through itself: put it in the chain as an adapter, alone or inside any
 /// wrapper that forwards `adapt` (it registers, through the context, to hear how the attempt it admitted ends). It is
 /// also an ``AttemptObserver``, so that listed in `observers:` as well it still counts each attempt once.
@@ -271,7 +274,8 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
             if let permit {
                 storage.permitsOut -= 1
                 storage.machine.record(
-                    verdict, permit: permit, time: &time, openAtLeast: openAtLeast, transitions: &transitions)
+                    verdict, permit: permit, timeOnWire: attempt.timeOnWire, time: &time, openAtLeast: openAtLeast,
+                    transitions: &transitions)
             }
             if elsewhere != nil { return nil }
             if let refusal = refusalOfRetry(by: storage.machine, time: &time) { return refusal }
@@ -320,7 +324,8 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
             guard let permit = roles.takePermit(of: self, for: number) else { return }
             storage.permitsOut -= 1
             storage.machine.record(
-                verdict, permit: permit, time: &time, openAtLeast: openAtLeast, transitions: &transitions)
+                verdict, permit: permit, timeOnWire: attempt.timeOnWire, time: &time, openAtLeast: openAtLeast,
+                transitions: &transitions)
         }
         announce(transitions)
     }

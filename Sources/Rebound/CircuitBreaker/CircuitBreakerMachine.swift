@@ -5,8 +5,9 @@ struct CircuitBreakerMachine: Sendable {
     enum Phase: Sendable, Equatable {
         case closed
         case open(until: Duration)
-        /// The trial calls in flight, each with the time its permit was issued.
-        case halfOpen(trials: [Trial])
+        /// The trial calls in flight, each with the time its permit was issued, and how many trials succeeded in a
+        /// row so far.
+        case halfOpen(trials: [Trial], successes: Int)
         case forcedOpen
         case forcedClosed
     }
@@ -46,10 +47,13 @@ struct CircuitBreakerMachine: Sendable {
     private(set) var openings = 0
     private var nextTrial = 0
     private var window: FailureWindow
+    /// The calls the slow-call rule reads, a slow one counted as a failed one; empty without a rule.
+    private var slowCalls: FailureWindow
 
     init(configuration: CircuitBreaker.Configuration) {
         self.configuration = configuration
         self.window = FailureWindow(configuration.tripCondition)
+        self.slowCalls = FailureWindow(counting: configuration.slowCallRule?.window)
     }
 
     /// The state the phase is in, kept beside it: reading it (on every update) and asking whether the breaker is
@@ -66,12 +70,12 @@ struct CircuitBreakerMachine: Sendable {
         }
     }
 
-    /// Whether the machine decides at `now` as a new one would: closed (not forced), no failure counted, no opening
-    /// remembered.
+    /// Whether the machine decides at `now` as a new one would: closed (not forced), no failure or slow call counted,
+    /// no opening remembered.
     func isAtRest(at now: Duration) -> Bool {
         guard state == .closed, consecutiveFailures == 0, openings == 0 else { return false }
         var time = LazyTime { now }
-        return window.totals(time: &time).failures == 0
+        return window.totals(time: &time).failures == 0 && slowCalls.totals(time: &time).failures == 0
     }
 
     /// The state at `now`, without moving anything: an open breaker whose time is up reads as half-open, and becomes
@@ -87,7 +91,7 @@ struct CircuitBreakerMachine: Sendable {
     /// Moves an open breaker whose time is up to half-open.
     mutating func advance(time: inout LazyTime, transitions: inout [CircuitBreaker.State]) {
         if case .open(let until) = phase, time.now() >= until {
-            enter(.halfOpen(trials: []), transitions: &transitions)
+            enter(.halfOpen(trials: [], successes: 0), transitions: &transitions)
         }
     }
 
@@ -114,69 +118,84 @@ struct CircuitBreakerMachine: Sendable {
             return .rejected(retryAfter: until - time.now())
         case .forcedOpen:
             return .rejected(retryAfter: nil)
-        case .halfOpen(var trials):
+        case .halfOpen(var trials, let successes):
             let now = time.now()
             // A trial whose outcome never came gives its place up, so that the breaker cannot stay half-open for good.
             trials.removeAll { now - $0.issued >= configuration.trialTimeout }
             guard trials.count < configuration.halfOpenTrialCalls else {
-                phase = .halfOpen(trials: trials)
+                phase = .halfOpen(trials: trials, successes: successes)
                 return .rejected(retryAfter: nil)
             }
             nextTrial += 1
             trials.append(Trial(id: nextTrial, issued: now))
-            phase = .halfOpen(trials: trials)
+            phase = .halfOpen(trials: trials, successes: successes)
             return .admitted(Permit(generation: generation, trial: nextTrial))
         }
     }
 
-    /// Counts the verdict of an attempt sent with `permit`.
+    /// Counts the verdict of an attempt sent with `permit`, which spent `timeOnWire` on the wire (`nil`: unknown, or
+    /// never sent), for the slow-call rule.
     ///
     /// `openAtLeast` lengthens the open time when this verdict trips the breaker (a `Retry-After` the server sent).
     mutating func record(
-        _ verdict: CircuitBreaker.Verdict, permit: Permit, time: inout LazyTime, openAtLeast: Duration = .zero,
-        transitions: inout [CircuitBreaker.State]
+        _ verdict: CircuitBreaker.Verdict, permit: Permit, timeOnWire: Duration? = nil, time: inout LazyTime,
+        openAtLeast: Duration = .zero, transitions: inout [CircuitBreaker.State]
     ) {
         // An attempt admitted before the last transition says nothing about the phase the breaker is in now.
         guard permit.generation == generation else { return }
+        let slow = configuration.slowCallRule?.isSlow(timeOnWire) ?? false
         if state == .closed {
-            recordWhileClosed(verdict, time: &time, openAtLeast: openAtLeast, transitions: &transitions)
+            recordWhileClosed(verdict, slow: slow, time: &time, openAtLeast: openAtLeast, transitions: &transitions)
             return
         }
         switch phase {
-        case .halfOpen(var trials):
+        case .halfOpen(var trials, let successes):
             switch verdict {
-            case .success:
-                enter(.closed, transitions: &transitions)
-            case .failure:
+            case .success where !slow:
+                // Enough trials succeeded in a row: the upstream is back. Otherwise the trial's place goes to the next
+                // call, which must succeed too.
+                if successes + 1 >= configuration.trialSuccessesToClose {
+                    enter(.closed, transitions: &transitions)
+                } else {
+                    trials.removeAll { $0.id == permit.trial }
+                    phase = .halfOpen(trials: trials, successes: successes + 1)
+                }
+            case .success, .failure:
+                // A slow trial is no sign that the upstream is back: it opens the breaker again, as a failed one does.
                 trip(time: &time, openAtLeast: openAtLeast, transitions: &transitions)
             case .ignored:
                 // The trial told us nothing: give its place back so that another call can try.
                 trials.removeAll { $0.id == permit.trial }
-                phase = .halfOpen(trials: trials)
+                phase = .halfOpen(trials: trials, successes: successes)
             }
         case .closed:
-            recordWhileClosed(verdict, time: &time, openAtLeast: openAtLeast, transitions: &transitions)
+            recordWhileClosed(verdict, slow: slow, time: &time, openAtLeast: openAtLeast, transitions: &transitions)
         case .open, .forcedOpen, .forcedClosed:
             // Open: nothing admitted in this generation can report. Forced closed: failures never trip it.
             return
         }
     }
 
-    /// Counts an attempt's verdict while closed: a failure may trip the breaker.
+    /// Counts an attempt's verdict while closed: a failure, or a share of slow calls, may trip the breaker.
     private mutating func recordWhileClosed(
-        _ verdict: CircuitBreaker.Verdict, time: inout LazyTime, openAtLeast: Duration,
+        _ verdict: CircuitBreaker.Verdict, slow: Bool, time: inout LazyTime, openAtLeast: Duration,
         transitions: inout [CircuitBreaker.State]
     ) {
+        let failed: Bool
         switch verdict {
         case .ignored:
             return
         case .success:
             consecutiveFailures = 0
-            window.record(failed: false, time: &time)
+            failed = false
         case .failure:
             consecutiveFailures += 1
-            window.record(failed: true, time: &time)
-            if shouldTrip(time: &time) { trip(time: &time, openAtLeast: openAtLeast, transitions: &transitions) }
+            failed = true
+        }
+        window.record(failed: failed, time: &time)
+        slowCalls.record(failed: slow, time: &time)
+        if (failed && failuresTrip(time: &time)) || slowCallsTrip(time: &time) {
+            trip(time: &time, openAtLeast: openAtLeast, transitions: &transitions)
         }
     }
 
@@ -192,14 +211,31 @@ struct CircuitBreakerMachine: Sendable {
         enter(.closed, transitions: &transitions)
     }
 
-    private func shouldTrip(time: inout LazyTime) -> Bool {
+    /// Whether the failures counted meet the trip condition.
+    private func failuresTrip(time: inout LazyTime) -> Bool {
         switch configuration.tripCondition {
         case .consecutiveFailures(let threshold):
             return consecutiveFailures >= threshold
-        case .failureRate(let rate, _, let minimumCalls):
-            let (calls, failures) = window.totals(time: &time)
-            return calls >= minimumCalls && Double(failures) >= rate * Double(calls)
+        case .failureRate(let rate, let counted, let minimumCalls):
+            return Self.reaches(rate, in: window, over: counted, minimumCalls: minimumCalls, time: &time)
         }
+    }
+
+    /// Whether the slow calls counted reach the slow-call rule's share; never without a rule.
+    private func slowCallsTrip(time: inout LazyTime) -> Bool {
+        guard let rule = configuration.slowCallRule else { return false }
+        return Self.reaches(rule.rate, in: slowCalls, over: rule.window, minimumCalls: rule.minimumCalls, time: &time)
+    }
+
+    /// Whether the share of failures (or slow calls) `window` counted over `counted` reaches `rate`, once it holds
+    /// `minimumCalls` calls; a count window shorter than that is read once it is full, as resilience4j reads it.
+    private static func reaches(
+        _ rate: Double, in window: FailureWindow, over counted: CircuitBreaker.Window, minimumCalls: Int,
+        time: inout LazyTime
+    ) -> Bool {
+        let minimumCalls = if case .count(let size) = counted { Swift.min(minimumCalls, size) } else { minimumCalls }
+        let (calls, failures) = window.totals(time: &time)
+        return calls >= minimumCalls && Double(failures) >= rate * Double(calls)
     }
 
     private mutating func trip(time: inout LazyTime, openAtLeast: Duration, transitions: inout [CircuitBreaker.State]) {
@@ -222,11 +258,12 @@ struct CircuitBreakerMachine: Sendable {
         case .closed, .forcedOpen, .forcedClosed: openings = 0
         }
         window = FailureWindow(configuration.tripCondition)
+        slowCalls = FailureWindow(counting: configuration.slowCallRule?.window)
         if state != before { transitions.append(state) }
     }
 }
 
-/// The calls and failures a failure rate is measured over.
+/// The calls and failures a failure rate is measured over, or the calls and slow calls of a slow-call rule.
 struct FailureWindow: Sendable {
     private enum Storage: Sendable {
         case none
@@ -245,13 +282,22 @@ struct FailureWindow: Sendable {
     private static let bucketCount = 10
     private var storage: Storage
 
+    /// The window a trip condition reads: none for consecutive failures.
     init(_ condition: CircuitBreaker.TripCondition) {
         switch condition {
-        case .consecutiveFailures:
+        case .consecutiveFailures: self.init(counting: nil)
+        case .failureRate(_, let window, _): self.init(counting: window)
+        }
+    }
+
+    /// A window of the calls of `window`; `nil` for none, which counts nothing.
+    init(counting window: CircuitBreaker.Window?) {
+        switch window {
+        case nil:
             storage = .none
-        case .failureRate(_, .count(let size), _):
+        case .count(let size):
             storage = .count(ring: Array(repeating: false, count: size), next: 0, filled: 0, failures: 0)
-        case .failureRate(_, .time(let duration), _):
+        case .time(let duration):
             storage = .time(
                 width: duration / Self.bucketCount, buckets: Array(repeating: Bucket(), count: Self.bucketCount))
         }
@@ -301,7 +347,7 @@ struct FailureWindow: Sendable {
 }
 
 /// The breaker's clock as one update reads it: on first use, and the same value after that. A closed breaker admits an
-/// attempt and counts a success without reading it (unless it counts failures in a time window).
+/// attempt and counts a success without reading it (unless it counts failures or slow calls in a time window).
 struct LazyTime {
     private let read: () -> Duration
     private var value: Duration?

@@ -7,7 +7,7 @@ import Foundation
 /// What a hedged round's loop hears, in the order it happened.
 enum HedgeEvent: Sendable {
     /// Attempt `number` handed its request to the transport.
-    case sent(number: Int, request: URLRequest)
+    case sent(number: Int, handoff: Handoff)
     /// Attempt `number` ended.
     case finished(number: Int, result: AttemptResult)
     /// The retriers answered about attempt `number`'s failure: `.answered`, or how the question ended without one.
@@ -33,8 +33,8 @@ final class HedgeRound: Sendable {
         var timer: Task<Void, Never>?
         /// How many timers were set: only the newest one's tick counts (one replaced as it fired is dropped).
         var timers = 0
-        /// The requests the attempts in flight handed to the transport.
-        var sent: [Int: URLRequest] = [:]
+        /// The requests the attempts in flight handed to the transport, and when.
+        var sent: [Int: Handoff] = [:]
         /// The round ended (or its caller was cancelled): nothing is queued any more.
         var ended = false
     }
@@ -45,10 +45,10 @@ final class HedgeRound: Sendable {
     /// through the function it is given.
     func start(
         _ number: Int,
-        _ attempt: @escaping @Sendable (_ onSend: @escaping @Sendable (URLRequest) -> Void) async -> AttemptResult
+        _ attempt: @escaping @Sendable (_ onSend: @escaping @Sendable (Handoff) -> Void) async -> AttemptResult
     ) {
         let task = Spawn.task {
-            let result = await attempt { request in self.post(.sent(number: number, request: request)) }
+            let result = await attempt { handoff in self.post(.sent(number: number, handoff: handoff)) }
             self.post(.finished(number: number, result: result))
         }
         let ended = state.withLock { state -> Bool in
@@ -133,8 +133,8 @@ final class HedgeRound: Sendable {
     /// How many events wait for the loop; for tests.
     var queuedEvents: Int { state.withLock { $0.events.count } }
 
-    /// What attempt `number` handed to the transport, if it did.
-    func sentRequest(_ number: Int) -> URLRequest? {
+    /// What attempt `number` handed to the transport and when, if it did.
+    func handoff(of number: Int) -> Handoff? {
         state.withLock { $0.sent[number] }
     }
 
@@ -158,7 +158,7 @@ final class HedgeRound: Sendable {
     func post(_ event: HedgeEvent, timer: Int? = nil) {
         let waiter = state.withLock { state -> CheckedContinuation<HedgeEvent?, Never>? in
             // Kept even after the end: a loser's record says whether it was sent.
-            if case .sent(let number, let request) = event { state.sent[number] = request }
+            if case .sent(let number, let handoff) = event { state.sent[number] = handoff }
             guard !state.ended, timer == nil || timer == state.timers else { return nil }
             switch event {
             case .sent: break

@@ -59,12 +59,12 @@ struct HedgingExecutor {
             switch event {
             case .tick:
                 due = true
-            case .sent(let number, let request):
+            case .sent(let number, let handoff):
                 if number == unsent {
                     unsent = nil
                     if !due { round.tick(after: hedging.delay, clock: clock) }
                 }
-                newestSent = request
+                newestSent = handoff.request
             case .finished(let number, let result):
                 guard let started = inFlight.removeValue(forKey: number) else { continue }
                 if number == unsent { unsent = nil }
@@ -192,7 +192,8 @@ struct HedgingExecutor {
         round.end()
         let clock = plan.session.clock
         let cancelled = inFlight.sorted { $0.key < $1.key }.map { number, started in
-            (number, started, AttemptResult(.cancelled, sent: round.sentRequest(number)))
+            let handoff = round.handoff(of: number)
+            return (number, started, AttemptResult(.cancelled, sent: handoff?.request, sentAt: handoff?.at))
         }
         // The attempt that ends the round is recorded after the others; without one, the newest attempt is the
         // machine's to settle and report.

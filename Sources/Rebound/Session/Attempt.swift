@@ -22,6 +22,11 @@ public struct Attempt: Sendable {
     public let failure: ReboundError.Reason?
     /// The time from the start of adaptation to the end of validation, measured on the session's clock.
     public let duration: Duration
+    /// The time from handing the request to the transport to the end of validation (redirects included), measured on
+    /// the session's clock: the attempt's ``duration`` without the adapters' time (a wait for a token, a place or a
+    /// rate limit). `nil` if the request never reached the transport. What a breaker's
+    /// ``CircuitBreaker/SlowCallRule`` reads.
+    public let timeOnWire: Duration?
     /// The delay slept before the next attempt; `nil` if there was no next attempt, `.zero` for an immediate retry.
     public internal(set) var retryDelay: Duration?
     /// Which hedge of its round this attempt was: `0` for an attempt the request made on its own (its first, or a
@@ -33,19 +38,21 @@ public struct Attempt: Sendable {
     public let failedBeforeSending: Bool
 
     /// Creates an attempt record; the session creates these, and test code may too.
+    ///
+    /// `timeOnWire` is `nil` by default: the time is unknown.
     public init(
         number: Int, request: URLRequest?, response: HTTPURLResponse?, failure: ReboundError.Reason?,
-        duration: Duration, retryDelay: Duration? = nil, hedge: Int = 0
+        duration: Duration, retryDelay: Duration? = nil, hedge: Int = 0, timeOnWire: Duration? = nil
     ) {
         self.init(
             number: number, request: request, responseHead: response.map(ResponseHead.init), failure: failure,
-            duration: duration, retryDelay: retryDelay, hedge: hedge)
+            duration: duration, retryDelay: retryDelay, hedge: hedge, timeOnWire: timeOnWire)
     }
 
     init(
         number: Int, request: URLRequest?, firstHop: URLRequest? = nil, responseHead: ResponseHead?,
         failure: ReboundError.Reason?, duration: Duration, retryDelay: Duration? = nil, hedge: Int = 0,
-        failedBeforeSending: Bool = false
+        failedBeforeSending: Bool = false, timeOnWire: Duration? = nil
     ) {
         self.number = number
         self.request = request
@@ -56,6 +63,7 @@ public struct Attempt: Sendable {
         self.retryDelay = retryDelay
         self.hedge = hedge
         self.failedBeforeSending = failedBeforeSending
+        self.timeOnWire = timeOnWire
     }
 
     /// The request the attempt was adapted to, before any redirect: the one every per-host part (a breaker, a

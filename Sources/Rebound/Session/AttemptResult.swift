@@ -24,10 +24,12 @@ final class AttemptResult: Sendable {
     let data: Data?
     /// Whether the transport said that no byte of `sent` reached the server (``HTTPTransport/failedBeforeSending(_:)``).
     let failedBeforeSending: Bool
+    /// When the attempt handed its adapted request to the transport, on the session's clock; `nil` if it never did.
+    let sentAt: Duration?
 
     init(
         _ kind: Kind, sent: URLRequest? = nil, firstHop: URLRequest? = nil, response: ResponseHead? = nil,
-        data: Data? = nil, failedBeforeSending: Bool = false
+        data: Data? = nil, failedBeforeSending: Bool = false, sentAt: Duration? = nil
     ) {
         self.kind = kind
         self.sent = sent
@@ -35,6 +37,7 @@ final class AttemptResult: Sendable {
         self.response = response
         self.data = data
         self.failedBeforeSending = failedBeforeSending
+        self.sentAt = sentAt
     }
 
     static let deadlineReached = AttemptResult(.deadlineReached)
@@ -42,4 +45,10 @@ final class AttemptResult: Sendable {
     /// other timeout.
     static let attemptTimeoutReached = AttemptResult(.failure(.transportFailed(error: URLError(.timedOut))))
     static let cancelledBeforeSending = AttemptResult(.cancelled)
+}
+
+/// The request an attempt handed to the transport, and when, on the session's clock.
+struct Handoff: Sendable {
+    let request: URLRequest
+    let at: Duration
 }

@@ -233,7 +233,7 @@ struct RequestMachine {
             Attempt(
                 number: number, request: result.sent, firstHop: result.firstHop, responseHead: result.response,
                 failure: failure, duration: now - start, hedge: hedge,
-                failedBeforeSending: result.failedBeforeSending))
+                failedBeforeSending: result.failedBeforeSending, timeOnWire: result.sentAt.map { now - $0 }))
     }
 
     /// What the parts and the observers are told of recorded attempt `number`, whose body was `data`, told apart from

@@ -112,25 +112,22 @@ extension RequestPlan {
     @inline(never)
     func attempt(
         _ base: consuming URLRequest, number: Int, within limit: TimeLimit,
-        onSend: (@Sendable (URLRequest) -> Void)? = nil
+        onSend: (@Sendable (Handoff) -> Void)? = nil
     ) async -> AttemptResult {
         if limit.duration <= .zero { return .deadlineReached }
         // What the attempt handed to the transport before its time ran out: a sent attempt is recorded as sent (a
-        // budget charges it), though its result is dropped.
-        let sending = Locked<URLRequest?>(nil)
+        // budget charges it, a breaker times it), though its result is dropped.
+        let sending = Locked<Handoff?>(nil)
         let base = consume base
+        let kind: AttemptResult.Kind
         switch await within(limit, { await self.attempt(base, number: number, sending: sending, onSend: onSend) }) {
         case .finished(let result): return result
         case .limitReached:
-            let sent = sending.withLock { $0 }
-            switch limit {
-            case .deadline: return sent.map { AttemptResult(.deadlineReached, sent: $0) } ?? .deadlineReached
-            case .attemptTimeout:
-                return sent.map { AttemptResult(AttemptResult.attemptTimeoutReached.kind, sent: $0) }
-                    ?? .attemptTimeoutReached
-            }
-        case .cancelled: return .cancelledBeforeSending
+            kind = if case .deadline = limit { .deadlineReached } else { AttemptResult.attemptTimeoutReached.kind }
+        case .cancelled: kind = .cancelled
         }
+        let sent = sending.withLock { $0 }
+        return AttemptResult(kind, sent: sent?.request, sentAt: sent?.at)
     }
 
     /// Runs `work` within `limit`: the one way a request awaits a step under a time limit. Under the deadline, the
@@ -146,10 +143,10 @@ extension RequestPlan {
     }
 
     /// Adapts `base`, sends and validates once; notes in `sending`, and tells `onSend`, the request it hands to the
-    /// transport.
+    /// transport and when.
     func attempt(
-        _ base: consuming URLRequest, number: Int, sending: Locked<URLRequest?>? = nil,
-        onSend: (@Sendable (URLRequest) -> Void)? = nil
+        _ base: consuming URLRequest, number: Int, sending: Locked<Handoff?>? = nil,
+        onSend: (@Sendable (Handoff) -> Void)? = nil
     ) async -> AttemptResult {
         let context = RequestContext(
             requestID: requestID, attempt: number, label: label, roles: registered, maximumAttempts: maximumAttempts)
@@ -183,17 +180,20 @@ extension RequestPlan {
             _ = registered?.takeAdmissions(of: number)
             return Self.failed(.adaptationFailed(error: error), sent: nil)
         }
-        if let sending { sending.withLock { $0 = adapted } }
-        if let onSend { onSend(adapted) }
+        // From here the attempt is on the wire: its time there (``Attempt/timeOnWire``) counts from now.
+        let sentAt = session.clock.now()
+        if let sending { sending.withLock { $0 = Handoff(request: adapted, at: sentAt) } }
+        if let onSend { onSend(Handoff(request: adapted, at: sentAt)) }
         do {
             let (data, response) = try await session.transport.exchange(adapted)
             if response.isRedirect {
-                return await followRedirects(from: adapted, response: response, data: data, context: context)
+                return await followRedirects(
+                    from: adapted, sentAt: sentAt, response: response, data: data, context: context)
             }
-            return check(response, data: data, sent: adapted, context: context)
+            return check(response, data: data, sent: adapted, sentAt: sentAt, context: context)
         } catch {
             return Self.failed(
-                .transportFailed(error: error), sent: adapted,
+                .transportFailed(error: error), sent: adapted, sentAt: sentAt,
                 beforeSending: session.transport.failedBeforeSending(error))
         }
     }
@@ -201,36 +201,39 @@ extension RequestPlan {
     /// The result of an attempt that threw before it had a response: cancelled, if the error or the task says so;
     /// `beforeSending` when the transport said that no byte of it reached the server.
     static func failed(
-        _ reason: ReboundError.Reason, sent: URLRequest?, firstHop: URLRequest? = nil, beforeSending: Bool = false
+        _ reason: ReboundError.Reason, sent: URLRequest?, firstHop: URLRequest? = nil, sentAt: Duration? = nil,
+        beforeSending: Bool = false
     ) -> AttemptResult {
         switch reason {
         case .adaptationFailed(let open as CircuitBreakerOpenError):
             return AttemptResult(.failure(.circuitOpen(open)))
         case .adaptationFailed(let error) where error is CancellationError,
             .transportFailed(let error) where error is CancellationError:
-            return AttemptResult(.cancelled, sent: sent, firstHop: firstHop)
+            return AttemptResult(.cancelled, sent: sent, firstHop: firstHop, sentAt: sentAt)
         default:
             return AttemptResult(
                 Task.isCancelled ? .cancelled : .failure(reason), sent: sent, firstHop: firstHop,
-                failedBeforeSending: beforeSending)
+                failedBeforeSending: beforeSending, sentAt: sentAt)
         }
     }
 
     /// Validates a response: with the validator in effect, then with those the chain's parts registered.
     /// `firstHop` is the adapted request when `sent` is the last hop of its redirects.
     func check(
-        _ response: ResponseHead, data: Data, sent: URLRequest, firstHop: URLRequest? = nil, context: RequestContext
+        _ response: ResponseHead, data: Data, sent: URLRequest, firstHop: URLRequest? = nil, sentAt: Duration,
+        context: RequestContext
     ) -> AttemptResult {
-        if let reason = validation.check(response, data, context) {
-            return AttemptResult(.failure(reason), sent: sent, firstHop: firstHop, response: response, data: data)
+        func result(_ kind: AttemptResult.Kind) -> AttemptResult {
+            AttemptResult(kind, sent: sent, firstHop: firstHop, response: response, data: data, sentAt: sentAt)
         }
+        if let reason = validation.check(response, data, context) { return result(.failure(reason)) }
         for registration in registered?.withValidators ?? .none {
             guard case .validator(let validator) = registration.entry else { continue }
             if let reason = validator.reason(for: response, data: data, context: context) {
-                return AttemptResult(.failure(reason), sent: sent, firstHop: firstHop, response: response, data: data)
+                return result(.failure(reason))
             }
         }
-        return AttemptResult(.success, sent: sent, firstHop: firstHop, response: response, data: data)
+        return result(.success)
     }
 }
 
@@ -239,7 +242,7 @@ extension RequestPlan {
     /// Follows the redirects of an attempt hop by hop, as the redirect handler decides, and validates the response
     /// the last hop got (a redirect not followed included).
     func followRedirects(
-        from sent: URLRequest, response: ResponseHead, data: Data, context: RequestContext
+        from sent: URLRequest, sentAt: Duration, response: ResponseHead, data: Data, context: RequestContext
     ) async -> AttemptResult {
         // The attempt's adapted request: every per-host part admitted and counts the attempt under its host.
         let firstHop = sent
@@ -251,7 +254,8 @@ extension RequestPlan {
         while let proposed = Redirection.nextRequest(after: sent, response: response) {
             guard hops < handler.maximumRedirects else {
                 return Self.failed(
-                    .transportFailed(error: URLError(.httpTooManyRedirects)), sent: sent, firstHop: firstHop)
+                    .transportFailed(error: URLError(.httpTooManyRedirects)), sent: sent, firstHop: firstHop,
+                    sentAt: sentAt)
             }
             let next = await nextHop(proposed, after: sent, response: response, context: context, handler: handler)
             guard let next else { break }
@@ -260,16 +264,19 @@ extension RequestPlan {
                 RedirectHop(
                     requestID: requestID, label: label, attempt: context.attempt, number: hops, request: sent,
                     responseHead: response, next: next))
-            if Task.isCancelled { return AttemptResult(.cancelled, sent: sent, firstHop: hops > 1 ? firstHop : nil) }
+            if Task.isCancelled {
+                return AttemptResult(.cancelled, sent: sent, firstHop: hops > 1 ? firstHop : nil, sentAt: sentAt)
+            }
             do {
                 (data, response) = try await session.transport.exchange(next)
                 sent = next
             } catch {
                 // Never "before sending": the first hop reached the server.
-                return Self.failed(.transportFailed(error: error), sent: next, firstHop: firstHop)
+                return Self.failed(.transportFailed(error: error), sent: next, firstHop: firstHop, sentAt: sentAt)
             }
         }
-        return check(response, data: data, sent: sent, firstHop: hops > 0 ? firstHop : nil, context: context)
+        return check(
+            response, data: data, sent: sent, firstHop: hops > 0 ? firstHop : nil, sentAt: sentAt, context: context)
     }
 
     /// The request the handler chooses to send after `sent` was redirected, secured against leaking credentials both
