@@ -116,9 +116,10 @@
         /// response), `rebound.failure` (why the attempt failed), `rebound.decision` (`succeeded`, `retry`, `failed` or
         /// `cancelled`), `rebound.retry_delay` (seconds, for a retry), `rebound.end_reason`, `rebound.wrapped_answer`,
         /// `rebound.breaker.state` (the state of a breaker that ended the request), `rebound.redirects` (one line per
-        /// hop the attempt followed), `rebound.attempt_duration` and `rebound.elapsed` (seconds), and, when the retrier
-        /// includes headers, `http.request.header.<name>` (lower-cased name, redacted value). A key whose value is
-        /// absent is left out.
+        /// hop the attempt followed), `rebound.attempt_duration` and `rebound.elapsed` (seconds),
+        /// `rebound.shadow_refusals` (one line per refusal a part in shadow mode would have made, as
+        /// ``ShadowRefusal/description`` writes it), and, when the retrier includes headers,
+        /// `http.request.header.<name>` (lower-cased name, redacted value). A key whose value is absent is left out.
         public var metadata: Logger.Metadata {
             var metadata: Logger.Metadata = [
                 "rebound.request_id": .string(requestID.uuidString.lowercased()),
@@ -138,6 +139,9 @@
             if let wrappedAnswer { metadata["rebound.wrapped_answer"] = .string(wrappedAnswer) }
             if let breakerState { metadata["rebound.breaker.state"] = .string(breakerState.rawValue) }
             if !redirects.isEmpty { metadata["rebound.redirects"] = .array(redirects.map { .string($0) }) }
+            if !shadowRefusals.isEmpty {
+                metadata["rebound.shadow_refusals"] = .array(shadowRefusals.map { .string($0.description) })
+            }
             for header in requestHeaders {
                 metadata["http.request.header.\(header.name.lowercased())"] = .string(header.value)
             }

@@ -8,8 +8,8 @@
     #endif
 
     /// Counts what Rebound does through swift-metrics: attempts, hedges, retries by reason, requests, stops by rule,
-    /// budget denials and breaker refusals, each attempt's duration, and the state of the breakers and budgets it is
-    /// given.
+    /// budget denials and breaker refusals (and those parts in shadow mode would have made), each attempt's duration,
+    /// and the state of the breakers and budgets it is given.
     ///
     /// Give it to a session as an observer; it changes nothing about a request. Every metric's dimensions are bounded:
     /// `host` (the breaker's and the budget's key, `host:port` for a URL with a port), `method`, and a closed set of
@@ -24,6 +24,7 @@
     /// | `rebound_stops_total` | counter | host, method, reason | every failed request, by the rule that ended it (`StopReason.name`: `notRetried`, `retryLimit`, `repeatedFailure`, `deadline`, …) |
     /// | `rebound_budget_denials_total` | counter | host | requests that ended because a ``RetryBudget`` denied their retry |
     /// | `rebound_breaker_refusals_total` | counter | host | requests that ended because a circuit breaker refused an attempt or a retry |
+    /// | `rebound_shadow_refusals_total` | counter | host, part, reason, stage | every refusal a part in shadow mode (``Enforcement/shadow``) would have made: `part` its type (`CircuitBreaker`, …), `reason` its rule (`StopReason.name`), `stage` what it would have refused (`attempt`, `retry`, `hedge`) |
     /// | `rebound_attempt_duration_seconds` | timer | host, method | each attempt's duration (nanoseconds, as swift-metrics timers record) |
     /// | `rebound_request_retries` | recorder (histogram) | host, method | per request that retried, its retries, hedges and retries after a failure before sending left out (gRPC's `grpc.client.call.retries`) |
     /// | `rebound_request_transparent_retries` | recorder (histogram) | host, method | per request that made any, its retries after an attempt that failed before it was sent (``RetryPolicy/unsentRetryLimit``; gRPC's `grpc.client.call.transparent_retries`) |
@@ -93,14 +94,23 @@
             updateGauges(host: host, request: outcome.request)
         }
 
-        /// Counts the request by how it ended, and a budget denial or a breaker refusal when one ended it; records its
-        /// retries, its retries after failures before sending and the time it slept between attempts.
+        /// Counts the request by how it ended, a budget denial or a breaker refusal when one ended it, and each refusal a
+        /// part in shadow mode would have made of it; records its retries, its retries after failures before sending
+        /// and the time it slept between attempts.
         public func requestDidFinish(_ outcome: RequestOutcome) async {
             let request = outcome.attempts.last?.request ?? outcome.originalRequest
             let host = Self.host(of: request)
             let method = outcome.originalRequest.httpMethod ?? "GET"
             counter("requests_total", [("host", host), ("method", method), ("outcome", outcome.decision.name)])
                 .increment()
+            for refusal in outcome.shadowRefusals {
+                let stage = refusal.stage.rawValue
+                counter(
+                    "shadow_refusals_total",
+                    [("host", host), ("part", refusal.part), ("reason", refusal.reason.name), ("stage", stage)]
+                )
+                .increment()
+            }
             // As gRPC's A96 reports them: a request without retries (or hedges) reports no zero.
             let figures = Self.retryFigures(of: outcome.attempts)
             let dimensions = [("host", host), ("method", method)]

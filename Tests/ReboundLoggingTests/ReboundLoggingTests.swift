@@ -158,6 +158,33 @@
             #expect(log.entries.last?.metadata["rebound.breaker.state"] == .string("open"))
         }
 
+        @Test func aRefusalAShadowBreakerWouldHaveMadeIsLoggedWithTheAttempt() async throws {
+            let log = CapturedLog()
+            let breaker = CircuitBreaker(
+                key: "api.example.com",
+                configuration: .init(tripCondition: .consecutiveFailures(1), openDuration: .seconds(30)),
+                clock: ManualClock(), enforcement: .shadow)
+            let transport = ScriptedTransport { _, number in .status(number == 1 ? 500 : 200) }
+            let session = Session(
+                transport: transport, interceptor: .logging(Interceptor(adapters: [breaker]), logger: log.logger),
+                clock: FastForwardClock())
+
+            await #expect(throws: ReboundError.self) { try await session.send(request()) }
+            // The breaker is open: enforced, it would refuse this request; in shadow, it goes through and succeeds.
+            _ = try await session.send(request())
+
+            #expect(transport.requestCount == 2)
+            // A first attempt's success is logged at debug; one a shadow part would have refused at notice at least.
+            let entry = try #require(log.entries.last)
+            #expect(entry.level == .notice)
+            #expect(
+                entry.message.description.hasSuffix(
+                    "; in shadow mode, CircuitBreaker for api.example.com would refuse attempt 1 (circuitOpen)"))
+            #expect(
+                entry.metadata["rebound.shadow_refusals"]
+                    == .array([.string("CircuitBreaker for api.example.com would refuse attempt 1 (circuitOpen)")]))
+        }
+
         @Test func theRedirectsAnAttemptFollowedAreInItsEntry() async throws {
             let log = CapturedLog()
             let transport = ScriptedTransport([

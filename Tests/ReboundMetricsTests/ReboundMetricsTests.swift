@@ -142,6 +142,27 @@
             #expect(breakers.breakers["api.example.com"]?.state == .closed)
         }
 
+        @Test func eachRefusalAShadowBreakerWouldHaveMadeIsCounted() async throws {
+            let breakers = CircuitBreakerRegistry(
+                configuration: .init(tripCondition: .consecutiveFailures(1), openDuration: .seconds(30)),
+                clock: ManualClock(), enforcement: .shadow)
+            let transport = ScriptedTransport { _, _ in .status(500) }
+            let session = Session(
+                transport: transport, adapters: [breakers],
+                observers: [MetricsObserver(breakers: breakers, factory: metrics)], clock: FastForwardClock())
+
+            for _ in 0..<3 { await #expect(throws: ReboundError.self) { try await session.send(request()) } }
+
+            let host = ("host", "api.example.com")
+            // Every request reached the host; the two after the opening would have been refused.
+            #expect(transport.requestCount == 3)
+            #expect(
+                try total(
+                    "rebound_shadow_refusals_total",
+                    [host, ("part", "CircuitBreaker"), ("reason", "circuitOpen"), ("stage", "attempt")]) == 2)
+            #expect(throws: (any Error).self) { try total("rebound_breaker_refusals_total", [host]) }
+        }
+
         @Test func dimensionsAreBoundedNeverAPathAQueryOrAnIdentifier() async throws {
             let session = Session(
                 transport: ScriptedTransport([.status(503), .status(201)]), retriers: [RetryPolicy(backoff: .zero)],

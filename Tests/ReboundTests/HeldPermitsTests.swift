@@ -33,7 +33,7 @@ struct HeldPermitsTests {
         #expect(Array(roles.registrations).count == 2)
         #expect(roles.gates.count == 2)
         let order = [ObjectIdentifier(first), ObjectIdentifier(second)]
-        let (accountants, hasObservers) = roles.settling(attempt: 1)
+        let (accountants, hasObservers, _) = roles.settling(attempt: 1)
         #expect(accountants.map { ObjectIdentifier($0) } == order)
         #expect(roles.hedgeGates.map { ObjectIdentifier($0) } == order)
         #expect(!hasObservers)

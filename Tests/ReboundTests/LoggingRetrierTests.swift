@@ -297,4 +297,28 @@ struct LoggingRetrierTests {
         let retriersOnly = LoggingRetrier.logging(RetryPolicy(), sink: log.sink)
         #expect(retriersOnly.wrapped is RetryPolicy)
     }
+
+    @Test func aRefusalAShadowBreakerWouldHaveMadeIsNamedAtNoticeAtLeast() async throws {
+        let log = EventLog()
+        let breaker = CircuitBreaker(
+            key: "api.example.com",
+            configuration: .init(tripCondition: .consecutiveFailures(1), openDuration: .seconds(30)),
+            clock: ManualClock(), enforcement: .shadow)
+        let transport = ScriptedTransport { _, number in .status(number == 1 ? 500 : 200) }
+        let session = Session(
+            transport: transport, adapters: [breaker], observers: [LoggingRetrier(sink: log.sink)],
+            clock: FastForwardClock())
+
+        await #expect(throws: ReboundError.self) { try await session.send(request()) }
+        _ = try await session.send(request())
+
+        let event = try #require(log.events.last)
+        #expect(event.level == .notice)
+        #expect(event.decision == .succeeded)
+        #expect(event.shadowRefusals.map(\.stage) == [.attempt])
+        #expect(
+            event.message.hasSuffix(
+                "succeeded with status 200 (0 ms); in shadow mode, CircuitBreaker for api.example.com would refuse "
+                    + "attempt 1 (circuitOpen)"))
+    }
 }

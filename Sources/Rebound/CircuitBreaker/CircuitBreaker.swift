@@ -38,11 +38,14 @@ import Foundation
 /// also an ``AttemptObserver``, so that listed in `observers:` as well it still counts each attempt once.
 ///
 /// The state moves from open to half-open when the breaker next admits an attempt, on the breaker's clock; reading
-/// ``state`` changes nothing. Every transition is told to ``init(key:configuration:clock:onTransition:)``'s `onTransition`
+/// ``state`` changes nothing. Every transition is told to ``init(key:configuration:clock:enforcement:onTransition:)``'s `onTransition`
 /// and to every ``transitions()`` stream.
 ///
 /// A breaker is a class whose state is behind a lock: share one instance between sessions to share the upstream's
 /// state. For one breaker per host, use a ``CircuitBreakerRegistry``.
+///
+/// Made with `enforcement: .shadow`, it decides as above and refuses nothing: each refusal it would have made is told
+/// to the observers instead (``Enforcement``, ``ShadowRefusal``).
 ///
 /// ```swift
 /// let breaker = CircuitBreaker(key: "payments")
@@ -92,17 +95,38 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
         var grants = 0
     }
 
-    /// The backoff wait of a retry the breaker granted, and which of the wait's sleeps that retry is slept in.
+    /// The backoff wait of a retry the breaker granted, and which of the wait's sleeps that retry is slept in; and, for
+    /// a breaker in shadow mode, what it tells when an opening would end the wait.
     private struct KeptWait: Sendable {
         let grant: Int
         let wait: BackoffWait
         let sleep: Int
+        /// Where a breaker in shadow mode tells of the retry an opening would refuse; `nil` for a breaker enforced.
+        let shadow: ShadowRetry?
     }
+
+    /// The request whose retry a breaker in shadow mode granted, and the failed attempt the retry follows: what it
+    /// tells if an opening would end the retry's wait.
+    private final class ShadowRetry: Sendable {
+        let roles: RegisteredRoles
+        let attempt: Int
+
+        init(roles: RegisteredRoles, attempt: Int) {
+            self.roles = roles
+            self.attempt = attempt
+        }
+    }
+
+    /// Who a breaker is in shadow mode: a registry's breakers are one, as enforced any of them that refuses a request
+    /// ends it for all.
+    private var shadowIdentity: ObjectIdentifier { registry.map(ObjectIdentifier.init) ?? ObjectIdentifier(self) }
 
     /// The key this breaker was created with, usually the host it guards; `nil` if none.
     public let key: String?
     /// The breaker's configuration.
     public let configuration: Configuration
+    /// Whether it refuses as it decides, or only tells of its refusals (``Enforcement/shadow``); enforced by default.
+    public let enforcement: Enforcement
 
     private let storage: Locked<Storage>
     private let now: @Sendable () -> Duration
@@ -121,23 +145,28 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
     ///   - configuration: When to trip, how long to stay open, how many trial calls; ``Configuration/default``
     ///     (5 consecutive failures, a short growing jittered break, 1 trial call) by default.
     ///   - clock: The clock the open duration and time windows are measured on; `ContinuousClock` by default.
+    ///   - enforcement: ``Enforcement/enforced`` (the default) to refuse as it decides, ``Enforcement/shadow`` to
+    ///     refuse nothing and tell the observers each refusal it would have made.
     ///   - onTransition: Called after every change of state, outside the breaker's lock, on the task that caused
     ///     it; calls from concurrent requests may overlap. None by default.
     public convenience init<C: Clock>(
         key: String? = nil, configuration: Configuration = .default, clock: C = ContinuousClock(),
-        onTransition: (@Sendable (Transition) -> Void)? = nil
+        enforcement: Enforcement = .enforced, onTransition: (@Sendable (Transition) -> Void)? = nil
     ) where C.Duration == Duration {
-        self.init(key: key, configuration: configuration, clock: clock, relay: nil, onTransition: onTransition)
+        self.init(
+            key: key, configuration: configuration, clock: clock, enforcement: enforcement, relay: nil,
+            onTransition: onTransition)
     }
 
     init<C: Clock>(
-        key: String?, configuration: Configuration, clock: C, relay: Broadcast<Transition>?,
+        key: String?, configuration: Configuration, clock: C, enforcement: Enforcement, relay: Broadcast<Transition>?,
         registry: CircuitBreakerRegistry.Link? = nil, onTransition: (@Sendable (Transition) -> Void)?
     ) where C.Duration == Duration {
         self.relay = relay
         self.registry = registry
         self.key = key
         self.configuration = configuration
+        self.enforcement = enforcement
         self.storage = Locked(Storage(machine: CircuitBreakerMachine(configuration: configuration)))
         self.now = SessionClock(clock).now
         self.onTransition = onTransition
@@ -199,6 +228,8 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
         let requestID = context.requestID
         let attempt = context.attempt
         let roles = context.roles
+        // In shadow mode, a request this breaker would have refused goes on unseen by it, as it would have ended.
+        if enforcement == .shadow, let roles, roles.isShadowed(attempt: attempt, for: shadowIdentity) { return }
         let (rejection, transitions) = update { storage, time, transitions -> CircuitBreakerOpenError? in
             // The retry this breaker granted is here: its wait is over.
             let kept = storage.waits.isEmpty ? nil : storage.waits.removeValue(forKey: requestID)
@@ -238,7 +269,19 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
             }
         }
         announce(transitions)
-        if let rejection { throw rejection }
+        guard let rejection else { return }
+        guard enforcement == .shadow else { throw rejection }
+        roles?.refuseInShadow(
+            shadowRefusal(of: requestID, attempt: attempt, stage: .attempt, error: rejection), by: shadowIdentity)
+    }
+
+    /// What a breaker in shadow mode tells of a refusal it would have made (the session adds the request's label).
+    private func shadowRefusal(
+        of requestID: UUID, attempt: Int, stage: ShadowRefusal.Stage, error: CircuitBreakerOpenError
+    ) -> ShadowRefusal {
+        ShadowRefusal(
+            requestID: requestID, attempt: attempt, stage: stage, reason: .circuitOpen, part: "CircuitBreaker",
+            key: key, error: error)
     }
 
     /// Grants a retry only while the breaker is closed, and refuses it at once otherwise with
@@ -260,6 +303,9 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
     public func admitRetry(_ request: RetryRequest, dueTo error: ReboundError, after delay: Duration) -> (any Error)? {
         guard let attempt = request.attempts.last else { return nil }
         let roles = request.roles
+        if enforcement == .shadow, let roles, roles.isShadowed(attempt: attempt.number, for: shadowIdentity) {
+            return nil
+        }
         let verdict = configuration.verdict(for: attempt) {
             AttemptOutcome(
                 requestID: request.requestID, label: request.label, original: request.original,
@@ -284,14 +330,22 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
             // hear the request's end, which forgets the wait; one that did hears it already.
             if delay > .zero, let wait = request.backoffWait {
                 storage.grants += 1
-                storage.waits[request.requestID] = KeptWait(grant: storage.grants, wait: wait, sleep: wait.nextSleep)
+                let shadow = roles.flatMap {
+                    enforcement == .shadow ? ShadowRetry(roles: $0, attempt: attempt.number) : nil
+                }
+                storage.waits[request.requestID] = KeptWait(
+                    grant: storage.grants, wait: wait, sleep: wait.nextSleep, shadow: shadow)
                 if permit == nil { roles?.add(observer: self) }
             }
             return nil
         }
         announce(transitions)
         if let elsewhere { return elsewhere.admitRetry(request, dueTo: error, after: delay) }
-        return refusal
+        guard let refusal, enforcement == .shadow else { return refusal }
+        roles?.refuseInShadow(
+            shadowRefusal(of: request.requestID, attempt: attempt.number, stage: .retry, error: refusal),
+            by: shadowIdentity)
+        return nil
     }
 
     /// Counts nothing: the session has the breaker settle each attempt it let through as soon as the attempt's fate is
@@ -396,6 +450,20 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
         let error = CircuitBreakerOpenError(key: key, state: storage.machine.state, retryAfter: retryAfter)
         var wakes: [() -> Void] = []
         for (requestID, kept) in storage.waits.sorted(by: { $0.value.grant < $1.value.grant }) {
+            if let shadow = kept.shadow {
+                // In shadow mode nothing is ended: the retry the opening would refuse is told, and from now on the
+                // breaker no longer sees the request. A wait slept to its end is kept, as it is enforced.
+                switch kept.wait.probe(sleep: kept.sleep) {
+                case .alreadySlept: continue
+                case .passed: storage.waits[requestID] = nil
+                case .ended:
+                    storage.waits[requestID] = nil
+                    shadow.roles.refuseInShadow(
+                        shadowRefusal(of: requestID, attempt: shadow.attempt, stage: .retry, error: error),
+                        by: shadowIdentity)
+                }
+                continue
+            }
             switch kept.wait.end(with: error, sleep: kept.sleep) {
             case .ended(let wake):
                 storage.waits[requestID] = nil
@@ -443,7 +511,12 @@ extension CircuitBreaker: AttemptAccountant {
     /// Lets a hedge start only while the breaker is closed (the rule for retries): an open breaker refuses it at once,
     /// and a half-open one keeps its trials for fresh requests. The hedge takes its permit when it is adapted.
     func admitHedge(_ request: URLRequest, of requestID: UUID, attempt: Int, roles: RegisteredRoles) -> (any Error)? {
+        if enforcement == .shadow, roles.isShadowed(attempt: attempt, for: shadowIdentity) { return nil }
         var time = LazyTime(now)
-        return storage.withLock { refusalOfRetry(by: $0.machine, time: &time) }
+        let refusal = storage.withLock { refusalOfRetry(by: $0.machine, time: &time) }
+        guard let refusal, enforcement == .shadow else { return refusal }
+        roles.refuseInShadow(
+            shadowRefusal(of: requestID, attempt: attempt, stage: .hedge, error: refusal), by: shadowIdentity)
+        return nil
     }
 }

@@ -29,6 +29,9 @@ public final class CircuitBreakerRegistry: RequestAdapter {
 
     /// The configuration of every breaker the registry creates.
     public let configuration: CircuitBreaker.Configuration
+    /// Whether its breakers refuse as they decide, or only tell of their refusals (``Enforcement/shadow``); enforced by
+    /// default.
+    public let enforcement: Enforcement
 
     private let keyFunction: KeyFunction
     private let makeBreaker: @Sendable (String) -> CircuitBreaker
@@ -43,12 +46,14 @@ public final class CircuitBreakerRegistry: RequestAdapter {
     ///   - clock: The clock of every breaker; `ContinuousClock` by default.
     ///   - key: Picks a request's breaker; ``hostKey(for:)`` (the host, and the port when the URL names one) by
     ///     default.
+    ///   - enforcement: Whether every breaker refuses as it decides (``Enforcement/enforced``, the default) or only tells
+    ///     the observers of each refusal it would have made (``Enforcement/shadow``).
     ///   - onTransition: Called after every transition of any of the breakers; none by default.
     ///   - maximumHosts: The most breakers the registry keeps, at least 1; 10,000 by default. At the cap, a new host
     ///     makes the registry forget the breaker it used least lately, whatever its state (see <doc:SecurityGuide>).
     public init<C: Clock>(
         configuration: CircuitBreaker.Configuration = .default, clock: C = ContinuousClock(),
-        key: @escaping KeyFunction = CircuitBreakerRegistry.hostKey,
+        key: @escaping KeyFunction = CircuitBreakerRegistry.hostKey, enforcement: Enforcement = .enforced,
         onTransition: (@Sendable (CircuitBreaker.Transition) -> Void)? = nil, maximumHosts: Int = 10_000
     ) where C.Duration == Duration {
         HostTable<CircuitBreaker>.trapIfInvalid(maximumHosts, owner: "CircuitBreakerRegistry")
@@ -56,12 +61,13 @@ public final class CircuitBreakerRegistry: RequestAdapter {
         let broadcast = Broadcast<CircuitBreaker.Transition>()
         let link = Link(key: key)
         self.configuration = configuration
+        self.enforcement = enforcement
         self.keyFunction = key
         self.broadcast = broadcast
         self.makeBreaker = { key in
             CircuitBreaker(
-                key: key, configuration: configuration, clock: clock, relay: broadcast, registry: link,
-                onTransition: onTransition)
+                key: key, configuration: configuration, clock: clock, enforcement: enforcement, relay: broadcast,
+                registry: link, onTransition: onTransition)
         }
         link.attach(self)
     }

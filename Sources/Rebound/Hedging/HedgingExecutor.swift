@@ -167,8 +167,12 @@ struct HedgingExecutor {
         guard machine.mayBeRepeated(sent) else { return false }
         guard let roles = plan.registered else { return true }
         for gate in roles.hedgeGates {
-            if gate.admitHedge(sent, of: plan.requestID, attempt: number, roles: roles) != nil { return false }
+            guard gate.admitHedge(sent, of: plan.requestID, attempt: number, roles: roles) != nil else { continue }
+            // The hedge never starts, and the next attempt takes its number: what a part in shadow mode hid of it goes.
+            roles.hedgeRefused(number)
+            return false
         }
+        roles.startsHedge(number)
         return true
     }
 

@@ -128,6 +128,22 @@ struct RegisteredRoles: Sendable {
         /// The admissions of attempts not yet sent, taken back by the session before it sends each: usually none or
         /// one, held without an allocation.
         var admissions = InlineList<Admission>.none
+        /// The refusals parts in shadow mode would have made of the request, in order; the first `shadowRefusalsTold`
+        /// were told with an attempt's outcome.
+        var shadowRefusals: [ShadowRefusal] = []
+        var shadowRefusalsTold = 0
+        /// What parts in shadow mode no longer see, as they would never have seen it enforced.
+        var shadowed = InlineList<Shadowed>.none
+        /// The attempts that started as hedges, which a part in shadow mode would refuse alone, not the request.
+        var hedges = InlineList<Int>.none
+    }
+
+    /// What a part in shadow mode no longer sees of the request after a refusal it would have made: the request from
+    /// then on (`attempt` is `nil`), or one hedge. `part` is the part's identity in shadow mode: the breaker, or the
+    /// registry whose breaker it is (enforced, a refusal by any of its breakers would end the request).
+    struct Shadowed: Sendable {
+        let part: ObjectIdentifier
+        let attempt: Int?
     }
 
     /// An attempt a part admitted under a host's key, as the part saw it at `url`, before the session sends it.
@@ -136,39 +152,6 @@ struct RegisteredRoles: Sendable {
         let attempt: Int
         let key: String
         let url: URL?
-    }
-
-    /// The attempts of a request the session settled, and whether the request ended; without an allocation for the
-    /// first 64 attempts.
-    struct SettledAttempts: Sendable {
-        /// Attempt `n` is bit `n - 1` of word `(n - 1) / 64`; the first word is inline.
-        private var first: UInt64 = 0
-        private var more: [UInt64] = []
-        private(set) var requestEnded = false
-
-        mutating func insert(_ attempt: Int) {
-            guard attempt >= 1 else { return }
-            let (word, bit) = (attempt - 1).quotientAndRemainder(dividingBy: 64)
-            if word == 0 {
-                first |= 1 << UInt64(bit)
-                return
-            }
-            if more.count < word { more.append(contentsOf: repeatElement(0, count: word - more.count)) }
-            more[word - 1] |= 1 << UInt64(bit)
-        }
-
-        mutating func endRequest() {
-            requestEnded = true
-        }
-
-        /// Whether `attempt` was settled, or the request ended.
-        func contains(_ attempt: Int) -> Bool {
-            guard !requestEnded else { return true }
-            guard attempt >= 1 else { return false }
-            let (word, bit) = (attempt - 1).quotientAndRemainder(dividingBy: 64)
-            let bits = word == 0 ? first : word <= more.count ? more[word - 1] : 0
-            return bits & (1 << UInt64(bit)) != 0
-        }
     }
 
     /// A registered instance in one role.
@@ -343,10 +326,18 @@ struct RegisteredRoles: Sendable {
     /// Marks `attempt` settled, then returns the parts that settle their own attempts, in the order they registered (a
     /// snapshot, which registrations made later do not change, and reading it allocates nothing), and whether any
     /// observer registered so far, under one lock.
-    func settling(attempt: Int) -> (accountants: InlineList<any AttemptAccountant>, hasObservers: Bool) {
+    /// Also returns, to tell with the attempt's outcome, the refusals of parts in shadow mode not told yet.
+    func settling(attempt: Int) -> (
+        accountants: InlineList<any AttemptAccountant>, hasObservers: Bool, shadowRefusals: ArraySlice<ShadowRefusal>
+    ) {
         state.withLock { state in
             state.settled.insert(attempt)
-            return (state.accountants, state.observerCount > 0)
+            guard state.shadowRefusalsTold < state.shadowRefusals.count else {
+                return (state.accountants, state.observerCount > 0, [])
+            }
+            let untold = state.shadowRefusals[state.shadowRefusalsTold...]
+            state.shadowRefusalsTold = state.shadowRefusals.count
+            return (state.accountants, state.observerCount > 0, untold)
         }
     }
 
@@ -379,12 +370,53 @@ struct RegisteredRoles: Sendable {
     }
 
     /// Marks the request ended (every attempt counts as settled from now on), and returns whether any observer
-    /// registered and the parts that settle the request's attempts, to be told once the observers heard of the end
-    /// (``AttemptAccountant/requestEnded(_:)``).
-    func endRequest() -> (observersRegistered: Bool, accountants: InlineList<any AttemptAccountant>) {
+    /// registered, the parts that settle the request's attempts, to be told once the observers heard of the end
+    /// (``AttemptAccountant/requestEnded(_:)``), every refusal parts in shadow mode would have made of it, and how
+    /// many of those no attempt's outcome told (the last ones).
+    func endRequest() -> (
+        observersRegistered: Bool, accountants: InlineList<any AttemptAccountant>, shadowRefusals: [ShadowRefusal],
+        untold: Int
+    ) {
         state.withLock { state in
             state.settled.endRequest()
-            return (state.observerCount > 0, state.accountants)
+            let untold = state.shadowRefusals.count - state.shadowRefusalsTold
+            return (state.observerCount > 0, state.accountants, state.shadowRefusals, untold)
+        }
+    }
+
+    /// Notes that attempt `number` starts as a hedge.
+    func startsHedge(_ number: Int) {
+        state.withLock { $0.hedges.append(number) }
+    }
+
+    /// Forgets what parts in shadow mode noted of hedge `number`, which a gate refused: it never starts, and the
+    /// request's next attempt takes its number.
+    func hedgeRefused(_ number: Int) {
+        state.withLock { state in
+            while state.shadowed.remove(where: { $0.attempt == number }) != nil {}
+        }
+    }
+
+    /// Notes `refusal`, which the part whose shadow identity is `part` would have made, for the observers; from now on
+    /// that part no longer sees the request, as it would not have seen it had it refused. A refusal of a hedge, before
+    /// it starts or as it is adapted, hides that hedge alone: enforced, the round would have gone on without it.
+    func refuseInShadow(_ refusal: ShadowRefusal, by part: ObjectIdentifier) {
+        state.withLock { state in
+            var refusal = refusal
+            if refusal.stage == .attempt, state.hedges.contains(where: { $0 == refusal.attempt }) {
+                refusal = refusal.with(stage: .hedge)
+            }
+            let hedge = refusal.stage == .hedge
+            state.shadowRefusals.append(refusal)
+            state.shadowed.append(Shadowed(part: part, attempt: hedge ? refusal.attempt : nil))
+        }
+    }
+
+    /// Whether the part whose shadow identity is `part` no longer sees `attempt` of the request: it would have refused
+    /// the request before, or that hedge.
+    func isShadowed(attempt: Int, for part: ObjectIdentifier) -> Bool {
+        state.withLock { state in
+            state.shadowed.contains { $0.part == part && ($0.attempt == nil || $0.attempt == attempt) }
         }
     }
 

@@ -181,8 +181,9 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
         }
     }
 
-    /// Logs a request cancelled after a failed attempt was to be retried (in its backoff sleep, say): every other
-    /// end was logged with its last attempt.
+    /// Logs a request cancelled after a failed attempt was to be retried (in its backoff sleep, say), and a request
+    /// that ended after a part in shadow mode would have refused its retry during its backoff: every other end was
+    /// logged with its last attempt.
     public func requestDidFinish(_ outcome: RequestOutcome) async {
         // Forgets what was kept for the request, then logs a cancellation that came after a retry was decided.
         kept.withLock { kept in
@@ -190,11 +191,14 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
             if !kept.answers.isEmpty { kept.answers[outcome.requestID] = nil }
             if !kept.hops.isEmpty { kept.hops[outcome.requestID] = nil }
         }
-        guard outcome.isCancelled, let last = outcome.attempts.last, last.retryDelay != nil else { return }
+        guard let last = outcome.attempts.last, last.retryDelay != nil else { return }
+        let untold = Array(outcome.shadowRefusals.suffix(outcome.untoldShadowRefusals))
+        guard outcome.isCancelled || !untold.isEmpty else { return }
         log(
             AttemptOutcome(
                 requestID: outcome.requestID, label: outcome.label, original: outcome.original,
-                attempt: last, elapsed: outcome.elapsed, decision: .cancelled))
+                attempt: last, elapsed: outcome.elapsed, decision: outcome.decision, error: outcome.error,
+                shadowRefusals: untold))
     }
 
     /// Builds and sinks the event for an outcome at or above the minimum level.
@@ -205,14 +209,17 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
         if let event = event(for: outcome, redirects: redirects(of: outcome)) { sink(event) }
     }
 
-    /// The level an outcome is logged at.
+    /// The level an outcome is logged at: by its decision, and at least ``RetryLogEvent/Level/notice`` when a part in
+    /// shadow mode would have refused something.
     private static func level(of outcome: AttemptOutcome) -> RetryLogEvent.Level {
-        switch outcome.decision {
-        case .succeeded: outcome.attempt.number == 1 ? .debug : .info
-        case .retry: .notice
-        case .failed: .error
-        case .cancelled: .debug
-        }
+        let level: RetryLogEvent.Level =
+            switch outcome.decision {
+            case .succeeded: outcome.attempt.number == 1 ? .debug : .info
+            case .retry: .notice
+            case .failed: .error
+            case .cancelled: .debug
+            }
+        return outcome.shadowRefusals.isEmpty ? level : Swift.max(level, .notice)
     }
 
     /// The event for an outcome whose attempt followed `redirects` (log lines), or `nil` when its level is below
@@ -284,6 +291,9 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
         }
         if answerDiffers, let wrappedName, let wrappedAnswer { message += "; \(wrappedName) answered \(wrappedAnswer)" }
         if !redirects.isEmpty { message += "; redirected: " + redirects.joined(separator: ", ") }
+        if !outcome.shadowRefusals.isEmpty {
+            message += "; in shadow mode, " + outcome.shadowRefusals.map(\.description).joined(separator: ", ")
+        }
         if includesHeaders, !headers.isEmpty {
             message += " headers: " + headers.map { "\($0.name): \($0.value)" }.joined(separator: ", ")
         }
@@ -295,6 +305,7 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
             requestHeaders: headers, statusCode: outcome.statusCode, failure: failure, decision: decision,
             endReason: endReason, stopReason: stopReason, wrappedAnswer: wrappedAnswer?.description,
             breakerState: outcome.error?.circuitBreakerOpenError?.state, redirects: redirects,
+            shadowRefusals: outcome.shadowRefusals,
             attemptDuration: outcome.attempt.duration, elapsed: outcome.elapsed, message: message)
     }
 }

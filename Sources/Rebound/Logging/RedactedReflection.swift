@@ -175,6 +175,7 @@ extension AttemptOutcome: CustomReflectable {
                 "elapsed": elapsed,
                 "decision": decision,
                 "error": error as Any,
+                "shadowRefusals": shadowRefusals,
             ], displayStyle: .struct)
     }
 }
@@ -192,6 +193,7 @@ extension RequestOutcome: CustomReflectable {
                 "elapsed": elapsed,
                 "decision": decision,
                 "error": error as Any,
+                "shadowRefusals": shadowRefusals,
             ], displayStyle: .struct)
     }
 }

@@ -81,6 +81,10 @@ public struct RetryLogEvent: Sendable {
     /// none, or when the logger heard of the request only after the attempt (see ``LoggingRetrier``). ``url`` is the
     /// last hop's.
     public let redirects: [String]
+    /// The refusals that parts in shadow mode would have made, told with this attempt
+    /// (``AttemptOutcome/shadowRefusals``); empty for most events. An event that carries one is logged at
+    /// ``Level/notice`` at least, and its message names each.
+    public let shadowRefusals: [ShadowRefusal]
     /// How long this attempt took.
     public let attemptDuration: Duration
     /// The time spent on the request so far, from the start of its first attempt.

@@ -24,6 +24,11 @@ public struct AttemptOutcome: Sendable {
     public var decision: AttemptDecision { storage.value.decision }
     /// The error the request ends with when ``decision`` is ``AttemptDecision/failed``; `nil` otherwise.
     public var error: ReboundError? { storage.value.error }
+    /// The refusals that parts in shadow mode (``Enforcement/shadow``) would have made since the request's previous
+    /// attempt was told, this attempt's and its retry's among them, in the order they were decided: each is told with
+    /// one attempt (but one decided after the request's last attempt was told, which only its end tells), and all
+    /// again in the request's ``RequestOutcome/shadowRefusals``. Empty by default.
+    public var shadowRefusals: [ShadowRefusal] { storage.value.shadowRefusals }
 
     /// The fields, in one box: an outcome is passed to every observer as one reference.
     private struct Fields: Sendable {
@@ -35,6 +40,7 @@ public struct AttemptOutcome: Sendable {
         let elapsed: Duration
         let decision: AttemptDecision
         let error: ReboundError?
+        let shadowRefusals: [ShadowRefusal]
     }
 
     private let storage: Box<Fields>
@@ -42,21 +48,24 @@ public struct AttemptOutcome: Sendable {
     /// Creates an outcome; the session creates these, and test code may too.
     public init(
         requestID: UUID = UUID(), label: String? = nil, originalRequest: URLRequest, attempt: Attempt,
-        data: Data? = nil, elapsed: Duration? = nil, decision: AttemptDecision, error: ReboundError? = nil
+        data: Data? = nil, elapsed: Duration? = nil, decision: AttemptDecision, error: ReboundError? = nil,
+        shadowRefusals: [ShadowRefusal] = []
     ) {
         self.init(
             requestID: requestID, label: label, original: .request(originalRequest), attempt: attempt, data: data,
-            elapsed: elapsed, decision: decision, error: error)
+            elapsed: elapsed, decision: decision, error: error, shadowRefusals: shadowRefusals)
     }
 
     init(
         requestID: UUID, label: String?, original: OriginalRequest, attempt: Attempt, data: Data? = nil,
-        elapsed: Duration? = nil, decision: AttemptDecision, error: ReboundError? = nil
+        elapsed: Duration? = nil, decision: AttemptDecision, error: ReboundError? = nil,
+        shadowRefusals: [ShadowRefusal] = []
     ) {
         storage = Box(
             Fields(
                 requestID: requestID, label: label, original: original, attempt: attempt, data: data,
-                elapsed: elapsed ?? attempt.duration, decision: decision, error: error))
+                elapsed: elapsed ?? attempt.duration, decision: decision, error: error,
+                shadowRefusals: shadowRefusals))
     }
 
     /// The caller's request, or what it is made of.

@@ -23,6 +23,13 @@ public struct RequestOutcome: Sendable {
     public var error: ReboundError? { storage.value.error }
     /// The rule that ended a failed request (``ReboundError/stopReason``); `nil` when it succeeded or was cancelled.
     public var stopReason: StopReason? { error?.stopReason }
+    /// Every refusal that parts in shadow mode (``Enforcement/shadow``) would have made of the request, in the order
+    /// they were decided; empty by default. The first of an attempt or a retry is where the request would have ended
+    /// with those parts enforced (a hedge's refusal would have ended that hedge only).
+    public var shadowRefusals: [ShadowRefusal] { storage.value.shadowRefusals }
+    /// How many of the last ``shadowRefusals`` no attempt's outcome told: decided after the request's last attempt was
+    /// told (a breaker that opened during a backoff the request never finished).
+    var untoldShadowRefusals: Int { storage.value.untoldShadowRefusals }
 
     private struct Fields: Sendable {
         let requestID: UUID
@@ -32,6 +39,8 @@ public struct RequestOutcome: Sendable {
         let elapsed: Duration
         let decision: AttemptDecision
         let error: ReboundError?
+        let shadowRefusals: [ShadowRefusal]
+        let untoldShadowRefusals: Int
     }
 
     private let storage: Box<Fields>
@@ -39,21 +48,24 @@ public struct RequestOutcome: Sendable {
     /// Creates an outcome; the session creates these, and test code may too.
     public init(
         requestID: UUID = UUID(), label: String? = nil, originalRequest: URLRequest, attempts: [Attempt],
-        elapsed: Duration = .zero, decision: AttemptDecision, error: ReboundError? = nil
+        elapsed: Duration = .zero, decision: AttemptDecision, error: ReboundError? = nil,
+        shadowRefusals: [ShadowRefusal] = []
     ) {
         self.init(
             requestID: requestID, label: label, original: .request(originalRequest), attempts: attempts,
-            elapsed: elapsed, decision: decision, error: error)
+            elapsed: elapsed, decision: decision, error: error, shadowRefusals: shadowRefusals)
     }
 
     init(
         requestID: UUID, label: String?, original: OriginalRequest, attempts: [Attempt], elapsed: Duration,
-        decision: AttemptDecision, error: ReboundError?
+        decision: AttemptDecision, error: ReboundError?, shadowRefusals: [ShadowRefusal] = [],
+        untoldShadowRefusals: Int = 0
     ) {
         storage = Box(
             Fields(
                 requestID: requestID, label: label, original: original, attempts: attempts, elapsed: elapsed,
-                decision: decision, error: error))
+                decision: decision, error: error, shadowRefusals: shadowRefusals,
+                untoldShadowRefusals: untoldShadowRefusals))
     }
 
     /// The caller's request, or what it is made of.

@@ -84,6 +84,18 @@ final class BackoffWait: Sendable {
         }
     }
 
+    /// What ``end(with:sleep:)`` would find of sleep `number` now, without ending anything (its wake-up is `nil`): what a
+    /// breaker in shadow mode asks when it opens.
+    func probe(sleep number: Int) -> EndResult {
+        state.withLock { state in
+            switch state.phase {
+            case .sleeping: state.begun == number ? .ended(wake: nil) : .passed
+            case .slept where state.begun == number: .alreadySlept
+            case .ended, .idle, .slept: state.begun + 1 == number ? .ended(wake: nil) : .passed
+            }
+        }
+    }
+
     /// Sleeps `delay` on `clock` unless ended first or the calling task is cancelled.
     ///
     /// The wait is stored before the task that sleeps is started, so that a sleep which ends at once (a tiny delay, a

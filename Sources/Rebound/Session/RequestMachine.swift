@@ -398,8 +398,11 @@ struct RequestMachine {
         return .finish
     }
 
-    /// What the observers are told of the request's end, `now`.
-    func outcome(of ending: Ending, now: Duration) -> RequestOutcome {
+    /// What the observers are told of the request's end, `now`, with the refusals parts in shadow mode would have made
+    /// (the last `untold` of them told with no attempt).
+    func outcome(
+        of ending: Ending, now: Duration, shadowRefusals: [ShadowRefusal] = [], untold: Int = 0
+    ) -> RequestOutcome {
         let (decision, error): (AttemptDecision, ReboundError?) =
             switch ending {
             case .succeeded: (.succeeded, nil)
@@ -408,7 +411,8 @@ struct RequestMachine {
             }
         return RequestOutcome(
             requestID: plan.requestID, label: plan.label, original: plan.original, attempts: attempts,
-            elapsed: now - time.start, decision: decision, error: error)
+            elapsed: now - time.start, decision: decision, error: error, shadowRefusals: shadowRefusals,
+            untoldShadowRefusals: untold)
     }
 
     // MARK: Errors

@@ -70,7 +70,11 @@ extension RequestPlan {
         // Before the observers hear it: a part that would count an attempt of the request late no longer does.
         let ended = registered?.endRequest()
         if listsObservers || ended?.observersRegistered == true {
-            await tell(machine.outcome(of: ending, now: session.clock.now()))
+            await tell(
+                machine.outcome(
+                    of: ending, now: session.clock.now(),
+                    shadowRefusals: ended.map { $0.shadowRefusals.map { $0.with(label: label) } } ?? [],
+                    untold: ended?.untold ?? 0))
         }
         // Then the parts forget what they keep for the request.
         if endsAccounts, let ended { for part in ended.accountants { part.requestEnded(requestID) } }
@@ -145,26 +149,28 @@ extension RequestPlan {
         guard let attempt = attempts.last(where: { $0.number == report.attempt }) else {
             preconditionFailure("attempt \(report.attempt) is reported before it is recorded")
         }
-        func outcome() -> AttemptOutcome {
+        /// The outcome, with the refusals of parts in shadow mode not told yet.
+        func outcome(_ shadowRefusals: ArraySlice<ShadowRefusal>) -> AttemptOutcome {
             AttemptOutcome(
                 requestID: requestID, label: label, original: original, attempt: attempt, data: report.data,
-                elapsed: report.elapsed, decision: report.decision, error: report.error)
+                elapsed: report.elapsed, decision: report.decision, error: report.error,
+                shadowRefusals: shadowRefusals.isEmpty ? [] : shadowRefusals.map { $0.with(label: label) })
         }
-        guard let registered else { return listsObservers ? outcome() : nil }
-        let (accountants, hasObservers) = registered.settling(attempt: attempt.number)
+        guard let registered else { return listsObservers ? outcome([]) : nil }
+        let (accountants, hasObservers, untold) = registered.settling(attempt: attempt.number)
         // The outcome, built once, for the first part that reads it (a breaker with a `classify` of its own) and the
         // observers.
         var built: AttemptOutcome?
         for part in accountants {
             part.settle(attempt, of: requestID, roles: registered) {
                 if let built { return built }
-                let made = outcome()
+                let made = outcome(untold)
                 built = made
                 return made
             }
         }
         guard listsObservers || hasObservers else { return nil }
-        return built ?? outcome()
+        return built ?? outcome(untold)
     }
 
     /// Tells the observers how an attempt ended.
