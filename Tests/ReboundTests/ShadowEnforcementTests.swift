@@ -13,9 +13,9 @@ import Testing
 struct ShadowEnforcementTests {
     /// What one run of the script came to.
     struct Run {
-        /// How many requests failed because a breaker refused them (an attempt, or a retry).
+        /// How many requests failed because a breaker or a budget refused them (an attempt, or a retry).
         var refused = 0
-        /// The requests a breaker refused, by their index in the script, and what it refused.
+        /// The requests a breaker or a budget refused, by their index in the script, and what it refused.
         var refusedRequests: [String] = []
         /// How many requests failed for any reason.
         var failed = 0
@@ -77,7 +77,7 @@ struct ShadowEnforcementTests {
                 _ = try await session.send(URLRequest(url: URL(string: "https://\(host)/items")!), label: "\(index)")
             } catch let error as ReboundError {
                 run.failed += 1
-                if error.circuitBreakerOpenError != nil {
+                if error.circuitBreakerOpenError != nil || error.stopReason == .retryBudget {
                     run.refused += 1
                     // Refused as attempt 1 is sent, or as the retry after attempt 1 or 2 is asked for.
                     let stage: String = if case .circuitOpen = error.reason { "attempt" } else { "retry" }
@@ -147,6 +147,47 @@ struct ShadowEnforcementTests {
         #expect(shadow.shadowRefusals.allSatisfy { $0.key == "a.example" })
         #expect(shadow.refused == 0)
         #expect(shadow.toldWithAttempts == shadow.shadowRefusals.count)
+    }
+
+    @Test func aShadowBudgetTellsTheDenialsTheEnforcedOneMakesAndDeniesNone() async {
+        let budgets = Locked<[Enforcement: RetryBudget]>([:])
+        func budget(_ enforcement: Enforcement) async -> Run {
+            await Self.run { _, _ in
+                let budget = RetryBudget(
+                    configuration: .init(initialTokens: 50, maximumTokens: 50), enforcement: enforcement)
+                budgets.withLock { $0[enforcement] = budget }
+                return budget
+            }
+        }
+        let enforced = await budget(.enforced)
+        let shadow = await budget(.shadow)
+
+        #expect(enforced.refused > 20)
+        #expect(shadow.refused == 0)
+        #expect(shadow.shadowRefusals.map { "\($0.label ?? "-") \($0.stage)" } == enforced.refusedRequests)
+        #expect(shadow.shadowRefusals.allSatisfy { $0.reason == .retryBudget && $0.key == "a.example" })
+        #expect(shadow.toldWithAttempts == shadow.shadowRefusals.count)
+        // The same tokens left, and nothing kept for a request.
+        let (enforcedBudget, shadowBudget) = budgets.withLock { ($0[.enforced]!, $0[.shadow]!) }
+        #expect(shadowBudget.tokens(for: "a.example") == enforcedBudget.tokens(for: "a.example"))
+        #expect(shadowBudget.requestsWithGrants == 0)
+        #expect(shadowBudget.requestsWithHedges == 0)
+    }
+
+    @Test func aShadowRatioBudgetTellsTheDenialsTheEnforcedOneMakes() async {
+        func budget(_ enforcement: Enforcement) async -> Run {
+            await Self.run { clock, _ in
+                RetryBudget(
+                    ratio: .init(percent: 10, window: .seconds(10), minimumRetriesPerSecond: 0.5), clock: clock,
+                    enforcement: enforcement)
+            }
+        }
+        let enforced = await budget(.enforced)
+        let shadow = await budget(.shadow)
+
+        #expect(enforced.refused > 20)
+        #expect(shadow.refused == 0)
+        #expect(shadow.shadowRefusals.map { "\($0.label ?? "-") \($0.stage)" } == enforced.refusedRequests)
     }
 
     /// A request A whose 503 is granted a retry after 10 s, then a POST B (not retried) whose 503, the second failure

@@ -32,6 +32,9 @@ import Foundation
 /// nothing to settle), so it keeps working inside any wrapper that forwards `adapt`. It is a class whose
 /// buckets are behind a lock; share one instance between sessions to share the budget.
 ///
+/// Made with `enforcement: .shadow`, it decides as above and denies nothing: each denial it would have made is told to
+/// the observers instead (``Enforcement``, ``ShadowRefusal``), and a request it would have ended is no longer counted.
+///
 /// ```swift
 /// let budget = RetryBudget()
 /// let session = Session(adapters: [budget], retriers: [RetryPolicy()])
@@ -56,6 +59,9 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
         var granted: [UUID: Grant] = [:]
         /// What each hedge in flight took, by request, until its attempt ends: refunded if it was never sent.
         var hedges: [UUID: [HedgeGrant]] = [:]
+        /// The requests a budget in shadow mode would have ended by denying a retry, until they end: it no longer
+        /// counts anything of them, as enforced it would not have seen them again.
+        var shadowed: Set<UUID> = []
     }
 
     /// What a hedge took from a budget, until its attempt ends.
@@ -69,6 +75,8 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
     public let configuration: Configuration
     /// The share of traffic retries may be, for a ratio budget; `nil` for a token bucket.
     public let ratio: Ratio?
+    /// Whether it denies as it decides, or only tells of its denials (``Enforcement/shadow``); enforced by default.
+    public let enforcement: Enforcement
 
     private let keyFunction: CircuitBreakerRegistry.KeyFunction
     private let state: Locked<State>
@@ -83,15 +91,19 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
     ///   - maximumHosts: The most hosts whose buckets the budget keeps, at least 1; 10,000 by default. A host whose
     ///     bucket is back at its initial tokens and that was not used lately is forgotten; at the cap, a new host makes
     ///     the budget forget the host it used least lately (see <doc:SecurityGuide>).
+    ///   - enforcement: ``Enforcement/enforced`` (the default) to deny as it decides, ``Enforcement/shadow`` to deny
+    ///     nothing and tell the observers each denial it would have made.
     public init(
         configuration: Configuration = .default,
-        key: @escaping CircuitBreakerRegistry.KeyFunction = CircuitBreakerRegistry.hostKey, maximumHosts: Int = 10_000
+        key: @escaping CircuitBreakerRegistry.KeyFunction = CircuitBreakerRegistry.hostKey, maximumHosts: Int = 10_000,
+        enforcement: Enforcement = .enforced
     ) {
         HostTable<Int>.trapIfInvalid(maximumHosts, owner: "RetryBudget")
         self.state = Locked(
             State(tokens: HostTable(capacity: maximumHosts), windows: HostTable(capacity: maximumHosts)))
         self.configuration = configuration
         self.ratio = nil
+        self.enforcement = enforcement
         self.keyFunction = key
         self.now = { .zero }
     }
@@ -106,15 +118,18 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
     ///   - maximumHosts: The most hosts whose windows the budget keeps, at least 1; 10,000 by default. A host whose
     ///     window is empty and that was not used lately is forgotten; at the cap, a new host makes the budget forget
     ///     the host it used least lately (see <doc:SecurityGuide>).
+    ///   - enforcement: ``Enforcement/enforced`` (the default) to deny as it decides, ``Enforcement/shadow`` to deny
+    ///     nothing and tell the observers each denial it would have made.
     public init<C: Clock>(
         ratio: Ratio, key: @escaping CircuitBreakerRegistry.KeyFunction = CircuitBreakerRegistry.hostKey,
-        clock: C = ContinuousClock(), maximumHosts: Int = 10_000
+        clock: C = ContinuousClock(), maximumHosts: Int = 10_000, enforcement: Enforcement = .enforced
     ) where C.Duration == Duration {
         HostTable<Int>.trapIfInvalid(maximumHosts, owner: "RetryBudget")
         self.state = Locked(
             State(tokens: HostTable(capacity: maximumHosts), windows: HostTable(capacity: maximumHosts)))
         self.configuration = .default
         self.ratio = ratio
+        self.enforcement = enforcement
         self.keyFunction = key
         self.now = SessionClock(clock).now
     }
@@ -197,18 +212,28 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
         let cost = ratio != nil ? 1 : configuration.cost(ofRetryAfter: error, response: request.responseHead)
         let now = now()
         let denial = state.withLock { state -> RetryBudgetExhausted? in
+            // In shadow mode, a request it would have ended goes on unseen by it.
+            if !state.shadowed.isEmpty, state.shadowed.contains(request.requestID) { return nil }
             settle(&state, request.requestID, failed: failed, wasSent: failedWasSent, now: now)
             if let denial = take(cost, from: key, in: &state, now: now) {
                 state.granted[request.requestID] = nil
+                if enforcement == .shadow { state.shadowed.insert(request.requestID) }
                 return denial
             }
             state.granted[request.requestID] = Grant(key: key, cost: cost, after: failed)
             return nil
         }
-        // A ratio budget hears how the request goes on only once it granted a retry: without a grant it has nothing to
-        // settle or refund, and a request that succeeds at once is told nothing.
-        if ratio != nil, denial == nil { request.context.observe(self) }
-        return denial
+        // A ratio budget hears how the request goes on only once it granted a retry (or, in shadow mode, would have
+        // denied one): without either it has nothing to settle, refund or forget, and a request that succeeds at once
+        // is told nothing.
+        if ratio != nil, denial == nil || enforcement == .shadow { request.context.observe(self) }
+        guard let denial, enforcement == .shadow else { return denial }
+        request.roles?.refuseInShadow(
+            ShadowRefusal(
+                requestID: request.requestID, attempt: failed, stage: .retry, reason: .retryBudget,
+                part: "RetryBudget", key: key, error: denial),
+            by: ObjectIdentifier(self))
+        return nil
     }
 
     /// Takes `cost` from `key`'s budget (retries in the window, for a ratio budget; tokens, for a token bucket), or
@@ -238,6 +263,7 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
         let now = now()
         let wasSent = outcome.attempt.request != nil
         state.withLock { state in
+            if !state.shadowed.isEmpty, state.shadowed.contains(outcome.requestID) { return }
             settle(&state, outcome.requestID, failed: outcome.attempt.number, wasSent: wasSent, now: now)
             settleHedge(&state, outcome.requestID, attempt: outcome.attempt.number, wasSent: wasSent, now: now)
         }
@@ -288,6 +314,9 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
             if !state.hedges.isEmpty, let unstarted = state.hedges.removeValue(forKey: outcome.requestID) {
                 for hedge in unstarted { give(hedge.cost, to: hedge.key, in: &state, now: now) }
             }
+            // A request a budget in shadow mode would have ended by denying a retry: enforced, it ended failed there,
+            // with nothing to refund or reward.
+            if !state.shadowed.isEmpty, state.shadowed.remove(outcome.requestID) != nil { return }
             if let grant = state.granted[outcome.requestID], !grant.reachedTheWire {
                 refund(&state, outcome.requestID, now: now)
                 return
@@ -396,12 +425,20 @@ extension RetryBudget: HedgeGate {
         let cost = ratio != nil ? 1 : configuration.retryCost
         let now = now()
         let denial = state.withLock { state -> RetryBudgetExhausted? in
+            if !state.shadowed.isEmpty, state.shadowed.contains(requestID) { return nil }
             if let denial = take(cost, from: key, in: &state, now: now) { return denial }
             state.hedges[requestID, default: []].append(HedgeGrant(attempt: attempt, key: key, cost: cost))
             return nil
         }
         // To hear whether the hedge was sent: a token bucket observes every request already, a ratio budget may not.
         if denial == nil, ratio != nil { roles.add(observer: self) }
-        return denial
+        guard let denial, enforcement == .shadow else { return denial }
+        // In shadow mode the hedge starts, unseen by the budget: it takes nothing and is not counted.
+        roles.refuseInShadow(
+            ShadowRefusal(
+                requestID: requestID, attempt: attempt, stage: .hedge, reason: .retryBudget, part: "RetryBudget",
+                key: key, error: denial),
+            by: ObjectIdentifier(self))
+        return nil
     }
 }

@@ -4,7 +4,8 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// Whether a part that refuses requests (a breaker, a registry of them) applies its refusals, or only tells of them.
+/// Whether a part that refuses requests (a breaker, a registry of them, a retry budget) applies its refusals, or only
+/// tells of them.
 ///
 /// A part in ``shadow`` mode decides exactly as it would enforced, and its state moves as if it had refused: a request
 /// it would have refused goes on, but the part no longer sees it (it counts none of its later attempts, as it would
@@ -50,13 +51,14 @@ public struct ShadowRefusal: Sendable, CustomStringConvertible {
     public let attempt: Int
     /// What would have been refused.
     public let stage: Stage
-    /// The rule that would have refused it, as a request it ended would carry it (``StopReason/circuitOpen``, …).
+    /// The rule that would have refused it, as a request it ended would carry it (``StopReason/circuitOpen``,
+    /// ``StopReason/retryBudget``).
     public let reason: StopReason
-    /// The part's type, for example `CircuitBreaker`.
+    /// The part's type: `CircuitBreaker` or `RetryBudget`.
     public let part: String
     /// The part's key for the request, usually its host; `nil` for a part without one.
     public let key: String?
-    /// The error the part would have refused with (a ``CircuitBreakerOpenError``, …).
+    /// The error the part would have refused with (a ``CircuitBreakerOpenError``, a ``RetryBudgetExhausted``).
     public let error: any Error
 
     /// Creates a refusal; the parts create these, and test code may too.
