@@ -13,9 +13,9 @@ import Testing
 struct ShadowEnforcementTests {
     /// What one run of the script came to.
     struct Run {
-        /// How many requests failed because a breaker or a budget refused them (an attempt, or a retry).
+        /// How many requests failed because a breaker, a budget or a throttle refused them (an attempt, or a retry).
         var refused = 0
-        /// The requests a breaker or a budget refused, by their index in the script, and what it refused.
+        /// The requests a breaker, a budget or a throttle refused, by their index in the script, and what it refused.
         var refusedRequests: [String] = []
         /// How many requests failed for any reason.
         var failed = 0
@@ -77,10 +77,10 @@ struct ShadowEnforcementTests {
                 _ = try await session.send(URLRequest(url: URL(string: "https://\(host)/items")!), label: "\(index)")
             } catch let error as ReboundError {
                 run.failed += 1
-                if error.circuitBreakerOpenError != nil || error.stopReason == .retryBudget {
+                if error.circuitBreakerOpenError != nil || [.retryBudget, .throttled].contains(error.stopReason) {
                     run.refused += 1
                     // Refused as attempt 1 is sent, or as the retry after attempt 1 or 2 is asked for.
-                    let stage: String = if case .circuitOpen = error.reason { "attempt" } else { "retry" }
+                    let stage: String = if case .retryAborted = error.reason { "retry" } else { "attempt" }
                     run.refusedRequests.append("\(index) \(stage)")
                 }
             } catch {
@@ -190,6 +190,73 @@ struct ShadowEnforcementTests {
         #expect(shadow.shadowRefusals.map { "\($0.label ?? "-") \($0.stage)" } == enforced.refusedRequests)
     }
 
+    @Test func aShadowThrottleTellsTheRejectionsTheEnforcedOneMakesAndRejectsNone() async {
+        let throttles = Locked<[Enforcement: AdaptiveThrottle]>([:])
+        func throttle(_ enforcement: Enforcement) async -> Run {
+            await Self.run { clock, _ in
+                // The same draws in both runs: a throttle in shadow mode draws for what the enforced one draws for.
+                let throttle = AdaptiveThrottle(clock: clock, random: .seeded(7), enforcement: enforcement)
+                throttles.withLock { $0[enforcement] = throttle }
+                return throttle
+            }
+        }
+        let enforced = await throttle(.enforced)
+        let shadow = await throttle(.shadow)
+
+        #expect(enforced.refused > 20)
+        #expect(enforced.refusedRequests.contains { $0.hasSuffix("attempt") })
+        #expect(enforced.refusedRequests.contains { $0.hasSuffix("retry") })
+        #expect(shadow.refused == 0)
+        #expect(shadow.shadowRefusals.map { "\($0.label ?? "-") \($0.stage)" } == enforced.refusedRequests)
+        #expect(
+            shadow.shadowRefusals.allSatisfy {
+                $0.reason == .throttled && $0.part == "AdaptiveThrottle" && $0.key == "a.example"
+                    && $0.error is AdaptiveThrottleRejection
+            })
+        #expect(shadow.toldWithAttempts == shadow.shadowRefusals.count)
+        #expect(shadow.sent > enforced.sent)
+        // The same counts at the end: what the shadow throttle counted is what the enforced one saw.
+        let (enforcedThrottle, shadowThrottle) = throttles.withLock { ($0[.enforced]!, $0[.shadow]!) }
+        for host in ["a.example", "b.example"] {
+            #expect(shadowThrottle.snapshot(for: host) == enforcedThrottle.snapshot(for: host))
+        }
+        #expect(shadowThrottle.grantsKept == 0)
+    }
+
+    @Test func eachPartOfAShadowPresetTellsWhatItWouldRefuseEnforcedAlone() async throws {
+        // Every draw 0: the throttle rejects whenever its probability is above 0, and the breakers' breaks are their
+        // shortest, whatever the order of the draws.
+        let random = RandomSource(ZeroGenerator())
+        let presets = Locked<[Resilience]>([])
+        let shadow = await Self.run { clock, _ in
+            let preset = Resilience(clock: clock, random: random, deadline: nil, enforcement: .shadow)
+            presets.withLock { $0.append(preset) }
+            return Interceptor(adapters: preset.adapters)
+        }
+        let preset = try #require(presets.withLock { $0.first })
+        #expect(
+            [preset.throttle.enforcement, preset.breakers.enforcement, preset.budget.enforcement] == [
+                .shadow, .shadow, .shadow,
+            ])
+        #expect(shadow.refused == 0)
+        #expect(shadow.toldWithAttempts == shadow.shadowRefusals.count)
+
+        // Each part alone, enforced, with the preset's numbers, on the same script.
+        let throttle = await Self.run { clock, _ in
+            AdaptiveThrottle(configuration: preset.throttle.configuration, clock: clock, random: random)
+        }
+        let breakers = await Self.run { clock, _ in
+            CircuitBreakerRegistry(configuration: preset.breakers.configuration, clock: clock)
+        }
+        let ratio = try #require(preset.budget.ratio)
+        let budget = await Self.run { clock, _ in RetryBudget(ratio: ratio, clock: clock) }
+        for (part, alone) in [("AdaptiveThrottle", throttle), ("CircuitBreaker", breakers), ("RetryBudget", budget)] {
+            #expect(alone.refused > 5, "\(part)")
+            let told = shadow.shadowRefusals.filter { $0.part == part }.map { "\($0.label ?? "-") \($0.stage)" }
+            #expect(told == alone.refusedRequests, "\(part)")
+        }
+    }
+
     /// A request A whose 503 is granted a retry after 10 s, then a POST B (not retried) whose 503, the second failure
     /// in a row, opens the breaker while A waits; `answer` answers each attempt.
     struct OpeningDuringABackoff {
@@ -264,43 +331,65 @@ struct ShadowEnforcementTests {
         #expect(Enforcement.shadow.description == "shadow")
     }
 
-    @Test func aHedgeAShadowBreakerWouldRefuseStartsAndIsTold() async throws {
-        // The first attempt of a hedged request hangs while another request's failure opens the breaker: enforced, the
-        // breaker refuses the hedge; in shadow, the hedge starts, answers, and the refusal is told.
+    /// A random source whose every draw is 0: a throttle with any probability of rejection above 0 rejects.
+    struct ZeroGenerator: RandomNumberGenerator, Sendable {
+        mutating func next() -> UInt64 { 0 }
+    }
+
+    /// A part that refuses a hedge once two other requests failed: a breaker that opens at the first failure, or a
+    /// throttle that rejects as soon as what it saw failed.
+    static func hedgeRefuser(_ part: String, clock: ManualClock, enforcement: Enforcement) -> any RequestAdapter {
+        if part == "breaker" {
+            return CircuitBreaker(
+                configuration: .init(tripCondition: .consecutiveFailures(1), openDuration: .seconds(30)), clock: clock,
+                enforcement: enforcement)
+        }
+        return AdaptiveThrottle(
+            configuration: .init(multiplier: 1, window: .seconds(60), maximumRejection: 1, minimumRequests: 2),
+            clock: clock,
+            random: RandomSource(ZeroGenerator()), enforcement: enforcement)
+    }
+
+    @Test(arguments: ["breaker", "throttle"])
+    func aHedgeAShadowPartWouldRefuseStartsAndIsTold(part: String) async throws {
+        // The first attempt of a hedged request hangs while two other requests fail: enforced, the part refuses the
+        // hedge; in shadow, the hedge starts, answers, and the refusal is told.
         for enforcement in [Enforcement.enforced, .shadow] {
             let clock = ManualClock()
             let transport = ScriptedTransport(clock: clock) { request, number in
                 if request.url?.path == "/fails" { return .status(503) }
                 return number == 1 ? .status(200).delayed(by: .seconds(10)) : .status(200)
             }
-            let breaker = CircuitBreaker(
-                configuration: .init(tripCondition: .consecutiveFailures(1), openDuration: .seconds(30)), clock: clock,
-                enforcement: enforcement)
+            let refuser = Self.hedgeRefuser(part, clock: clock, enforcement: enforcement)
             let recorder = ShadowRecorder()
             let session = Session(
-                transport: transport, adapters: [breaker], retriers: [RetryPolicy()], observers: [recorder],
+                transport: transport, adapters: [refuser], retriers: [RetryPolicy()], observers: [recorder],
                 hedging: Hedging(delay: .seconds(1)), clock: clock)
             let hedged = Task { try await session.send(URLRequest(url: URL(string: "https://api.example.com/slow")!)) }
             try await transport.waitForRequests(1)
             try await clock.waitForSleepers(2)
-            _ = try? await Session(transport: transport, adapters: [breaker], clock: clock)
-                .send(URLRequest(url: URL(string: "https://api.example.com/fails")!))
-            #expect(breaker.state == .open)
+            for _ in 0..<2 {
+                _ = try? await Session(transport: transport, adapters: [refuser], clock: clock)
+                    .send(URLRequest(url: URL(string: "https://api.example.com/fails")!))
+            }
             clock.advance(by: .seconds(1))
 
             if enforcement == .shadow {
-                try await transport.waitForRequests(3)
+                let fails = transport.requestCount - 1
+                try await transport.waitForRequests(fails + 2)
                 let response = try await hedged.value
                 #expect(response.attempts.last?.hedge == 1)
                 #expect(recorder.refusals.map(\.stage) == [.hedge])
                 #expect(recorder.refusals.first?.attempt == 2)
+                #expect(recorder.refusals.first?.reason == (part == "breaker" ? .circuitOpen : .throttled))
                 #expect(recorder.toldWithAttempts == 1)
             } else {
                 try await clock.waitForSleepers(1)
+                let sent = transport.requestCount
                 clock.advance(by: .seconds(9))
                 let response = try await hedged.value
                 #expect(response.attempts.map { $0.hedge } == [0])
-                #expect(transport.requestCount == 2)
+                #expect(transport.requestCount == sent)
                 #expect(recorder.refusals.isEmpty)
             }
         }

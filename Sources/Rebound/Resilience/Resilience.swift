@@ -15,6 +15,11 @@ import Foundation
 /// the whole process. Make a `Resilience` of your own to keep a set of sessions apart, to time it on a test clock, or
 /// to change a part.
 ///
+/// **Shadow mode.** `Resilience(enforcement: .shadow)` makes the throttle, the breakers and the budget decide as usual
+/// and refuse nothing (``Enforcement/shadow``): each refusal one of them would have made is told to the observers as a
+/// ``ShadowRefusal``, and the requests go on. As no part refuses, each sees the traffic it would see alone: what a part
+/// tells is what it would refuse were it the only part enforced. The retry policy and the deadline apply as usual.
+///
 /// Hedging is off: it is for requests that may be repeated, and a session asks for it with `hedging:` and a delay
 /// that suits its service (`Session(resilience: .recommended, hedging: Hedging(delay: .milliseconds(150)))`).
 ///
@@ -53,18 +58,23 @@ public final class Resilience: Sendable {
     ///   - random: Where the jitter, the breakers' breaks and the throttle's draws come from; ``RandomSource/system``
     ///     by default (``RandomSource/seeded(_:)`` makes them reproducible).
     ///   - deadline: The total time limit of each request; 30 s by default, `nil` for none.
+    ///   - enforcement: ``Enforcement/enforced`` (the default) for parts that refuse as they decide,
+    ///     ``Enforcement/shadow`` for a throttle, breakers and budget that refuse nothing and tell the observers each
+    ///     refusal they would have made.
     public convenience init<C: Clock>(
-        clock: C = ContinuousClock(), random: RandomSource = .system, deadline: Duration? = .seconds(30)
+        clock: C = ContinuousClock(), random: RandomSource = .system, deadline: Duration? = .seconds(30),
+        enforcement: Enforcement = .enforced
     ) where C.Duration == Duration {
         self.init(
             throttle: AdaptiveThrottle(
-                configuration: .init(window: .seconds(5), countsRejections: false), clock: clock, random: random),
+                configuration: .init(window: .seconds(5), countsRejections: false), clock: clock, random: random,
+                enforcement: enforcement),
             breakers: CircuitBreakerRegistry(
                 configuration: .init(
                     breakDuration: .constant(.milliseconds(500)).equalJitter(using: random),
                     retryAfter: RetryAfter(signals: .all)),
-                clock: clock),
-            budget: RetryBudget(ratio: .default, clock: clock),
+                clock: clock, enforcement: enforcement),
+            budget: RetryBudget(ratio: .default, clock: clock, enforcement: enforcement),
             retryPolicy: RetryPolicy(
                 backoff: RetryPolicy().backoff.fullJitter(using: random), retryAfter: RetryAfter(signals: .all),
                 stopsAfterRepeatedFailure: true, unsentRetryLimit: 2),

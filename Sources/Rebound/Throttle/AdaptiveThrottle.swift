@@ -32,6 +32,11 @@ import Foundation
 /// holds the counts of every host it sees, behind one lock: share one instance between the sessions that talk to the
 /// same hosts, as you share a ``RetryBudget``.
 ///
+/// Made with `enforcement: .shadow`, it draws and counts as above and rejects nothing: each rejection it would have
+/// made is told to the observers instead (``Enforcement``, ``ShadowRefusal``, reason ``StopReason/throttled``), and a
+/// request it would have rejected goes on unseen by it (it counts none of its later attempts and draws for none of its
+/// retries), so that its counts and draws stay those of the throttle enforced.
+///
 /// ```swift
 /// let throttle = AdaptiveThrottle()
 /// let session = Session(adapters: [throttle, CircuitBreakerRegistry()], retriers: [RetryPolicy()])
@@ -168,6 +173,8 @@ public final class AdaptiveThrottle: RequestAdapter, RetryGate {
 
     /// The throttle's numbers.
     public let configuration: Configuration
+    /// Whether it rejects as it draws, or only tells of its rejections (``Enforcement/shadow``); enforced by default.
+    public let enforcement: Enforcement
 
     private let keyFunction: CircuitBreakerRegistry.KeyFunction
     private let classify: (@Sendable (AttemptOutcome) -> CircuitBreaker.Verdict)?
@@ -190,16 +197,19 @@ public final class AdaptiveThrottle: RequestAdapter, RetryGate {
     ///   - maximumHosts: The most hosts whose counts the throttle keeps, at least 1; 10,000 by default. A host whose
     ///     window is empty and that was not used lately is forgotten; at the cap, a new host makes the throttle forget
     ///     the host it used least lately (see <doc:SecurityGuide>).
+    ///   - enforcement: ``Enforcement/enforced`` (the default) to reject as it draws, ``Enforcement/shadow`` to reject
+    ///     nothing and tell the observers each rejection it would have made.
     public init<C: Clock>(
         configuration: Configuration = .default,
         key: @escaping CircuitBreakerRegistry.KeyFunction = CircuitBreakerRegistry.hostKey,
         clock: C = ContinuousClock(), random: RandomSource = .system,
         classify: (@Sendable (AttemptOutcome) -> CircuitBreaker.Verdict)? = nil,
-        maximumHosts: Int = 10_000
+        maximumHosts: Int = 10_000, enforcement: Enforcement = .enforced
     ) where C.Duration == Duration {
         HostTable<SlidingTally>.trapIfInvalid(maximumHosts, owner: "AdaptiveThrottle")
         self.state = Locked(State(tallies: HostTable(capacity: maximumHosts)))
         self.configuration = configuration
+        self.enforcement = enforcement
         self.keyFunction = key
         self.classify = classify
         self.random = random
@@ -231,8 +241,17 @@ public final class AdaptiveThrottle: RequestAdapter, RetryGate {
 
     /// Lets the attempt through and registers, or throws the rejection; a request without a key goes through.
     fileprivate func admit(_ request: URLRequest, context: RequestContext) throws(AdaptiveThrottleRejection) {
-        guard let key = keyFunction(request) else { return }
-        if let rejection = admit(key, requestID: context.requestID, attempt: context.attempt) { throw rejection }
+        guard let key = keyFunction(request), !isUnseen(context.attempt, roles: context.roles) else { return }
+        if let rejection = admit(key, requestID: context.requestID, attempt: context.attempt) {
+            // In shadow mode the request goes on, unseen by the throttle from now on: it registers for nothing.
+            let roles = context.roles
+            if let applied = applied(
+                rejection, attempt: context.attempt, stage: .attempt, of: context.requestID, roles: roles)
+            {
+                throw applied
+            }
+            return
+        }
         context.settleAndAdmitRetries(through: self)
         // A first attempt is drawn for here: a later adapter that moves it to another host has the session have the
         // throttle draw for that host instead, whose tally counts the attempt's outcome.
@@ -248,7 +267,35 @@ public final class AdaptiveThrottle: RequestAdapter, RetryGate {
     /// to give back (a rejection is counted, a request let through is counted when it ends, under the host it was sent
     /// to).
     func readmit(_ context: RequestContext, from admitted: String, to key: String) async throws {
-        if let rejection = admit(key, requestID: context.requestID, attempt: context.attempt) { throw rejection }
+        if let rejection = admit(key, requestID: context.requestID, attempt: context.attempt),
+            let applied = applied(
+                rejection, attempt: context.attempt, stage: .attempt, of: context.requestID, roles: context.roles)
+        {
+            throw applied
+        }
+    }
+
+    /// Whether a throttle in shadow mode no longer sees `attempt` of the request whose registrations are `roles`: it
+    /// would have rejected the request, or this hedge; always `false` enforced.
+    private func isUnseen(_ attempt: Int, roles: RegisteredRoles?) -> Bool {
+        guard enforcement == .shadow, let roles else { return false }
+        return roles.isShadowed(attempt: attempt, for: ObjectIdentifier(self))
+    }
+
+    /// `rejection` of `attempt` (of `stage`) as the throttle applies it: itself, enforced; `nil` in shadow mode, once
+    /// told through `roles` as the rejection it would have been, after which the throttle no longer sees the request
+    /// (the hedge alone, for a hedge).
+    private func applied(
+        _ rejection: AdaptiveThrottleRejection, attempt: Int, stage: ShadowRefusal.Stage, of requestID: UUID,
+        roles: RegisteredRoles?
+    ) -> AdaptiveThrottleRejection? {
+        guard enforcement == .shadow else { return rejection }
+        roles?.refuseInShadow(
+            ShadowRefusal(
+                requestID: requestID, attempt: attempt, stage: stage, reason: .throttled, part: "AdaptiveThrottle",
+                key: rejection.key, error: rejection),
+            by: ObjectIdentifier(self))
+        return nil
     }
 
     /// Draws for a first attempt of `key`'s host (a retry was drawn for when it was granted, a hedge before it
@@ -328,7 +375,9 @@ extension AdaptiveThrottle: AttemptAccountant {
     /// throttle would reject is refused before its backoff rather than after it; a granted retry is not drawn for
     /// again when it is sent.
     public func admitRetry(_ request: RetryRequest, dueTo error: ReboundError, after delay: Duration) -> (any Error)? {
-        guard let key = keyFunction(request.admittedRequest), let failed = request.attempts.last else { return nil }
+        guard let key = keyFunction(request.admittedRequest), let failed = request.attempts.last,
+            !isUnseen(failed.number, roles: request.roles)
+        else { return nil }
         let counted =
             failed.request == nil
             ? nil
@@ -338,7 +387,7 @@ extension AdaptiveThrottle: AttemptAccountant {
                     data: request.data, decision: .retry(after: delay))
             }
         let now = now()
-        return state.withLock { state -> AdaptiveThrottleRejection? in
+        let rejection = state.withLock { state -> AdaptiveThrottleRejection? in
             if let counted {
                 Self.add(
                     requests: 1, accepts: counted ? 1 : 0, for: key, to: &state, now: now,
@@ -348,12 +397,16 @@ extension AdaptiveThrottle: AttemptAccountant {
             state.granted[request.requestID] = failed.number
             return Self.draw(key, in: &state, now: now, configuration: configuration, random: random)
         }
+        return rejection.flatMap {
+            applied($0, attempt: failed.number, stage: .retry, of: request.requestID, roles: request.roles)
+        }
     }
 
     func settle(_ attempt: Attempt, of requestID: UUID, roles: RegisteredRoles, outcome: () -> AttemptOutcome) {
         // Only an attempt that was sent tells anything about the host; a rejected one was counted when it was.
         // Counted under the host it was drawn for, whatever its redirects (see `Attempt.admittedRequest`).
-        guard let sent = attempt.admittedRequest, let key = keyFunction(sent) else { return }
+        guard let sent = attempt.admittedRequest, let key = keyFunction(sent), !isUnseen(attempt.number, roles: roles)
+        else { return }
         // A failed attempt whose retry was asked for was counted then.
         if state.withLock({ !$0.granted.isEmpty && $0.granted[requestID] == attempt.number }) { return }
         guard let counted = accepted(attempt, outcome: outcome) else { return }
@@ -368,11 +421,13 @@ extension AdaptiveThrottle: AttemptAccountant {
     /// counted as a rejected request, as any), and one drawn for is not drawn for again when it is adapted (no attempt
     /// after the first is).
     func admitHedge(_ request: URLRequest, of requestID: UUID, attempt: Int, roles: RegisteredRoles) -> (any Error)? {
-        guard let key = keyFunction(request) else { return nil }
+        guard let key = keyFunction(request), !isUnseen(attempt, roles: roles) else { return nil }
         let now = now()
-        return state.withLock { state in
+        let rejection = state.withLock { state in
             Self.draw(key, in: &state, now: now, configuration: configuration, random: random)
         }
+        // In shadow mode the hedge starts, unseen by the throttle.
+        return rejection.flatMap { applied($0, attempt: attempt, stage: .hedge, of: requestID, roles: roles) }
     }
 
     func requestEnded(_ requestID: UUID) {
