@@ -4,8 +4,8 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// Whether a part that refuses requests (a breaker, a registry of them, a retry budget, an adaptive throttle) applies
-/// its refusals, or only tells of them.
+/// Whether a part that refuses requests (a breaker, a registry of them, a retry budget, an adaptive throttle, a
+/// concurrency limiter) applies its refusals, or only tells of them.
 ///
 /// A part in ``shadow`` mode decides exactly as it would enforced, and its state moves as if it had refused: a request
 /// it would have refused goes on, but the part no longer sees it (it counts none of its later attempts, as it would
@@ -52,14 +52,14 @@ public struct ShadowRefusal: Sendable, CustomStringConvertible {
     /// What would have been refused.
     public let stage: Stage
     /// The rule that would have refused it, as a request it ended would carry it (``StopReason/circuitOpen``,
-    /// ``StopReason/retryBudget``, ``StopReason/throttled``).
+    /// ``StopReason/retryBudget``, ``StopReason/throttled``, ``StopReason/concurrencyLimit``).
     public let reason: StopReason
-    /// The part's type: `CircuitBreaker`, `RetryBudget` or `AdaptiveThrottle`.
+    /// The part's type: `CircuitBreaker`, `RetryBudget`, `AdaptiveThrottle` or `ConcurrencyLimiter`.
     public let part: String
     /// The part's key for the request, usually its host; `nil` for a part without one.
     public let key: String?
     /// The error the part would have refused with (a ``CircuitBreakerOpenError``, a ``RetryBudgetExhausted``, an
-    /// ``AdaptiveThrottleRejection``).
+    /// ``AdaptiveThrottleRejection``, a ``ConcurrencyLimitExceeded``).
     public let error: any Error
 
     /// Creates a refusal; the parts create these, and test code may too.

@@ -24,6 +24,12 @@ import Foundation
 /// context to give its place back, so it keeps working inside any wrapper that forwards `adapt`. One limiter keeps
 /// every host's places behind one lock: share one instance between the sessions that must share the limit.
 ///
+/// Made with `enforcement: .shadow`, it counts places as above and refuses and queues nobody: an attempt that finds
+/// every place of its host taken goes on at once without a place, and the refusal it would have met with no queue is
+/// told to the observers instead (``Enforcement``, ``ShadowRefusal``, reason ``StopReason/concurrencyLimit``, limit hit
+/// ``ConcurrencyLimitExceeded/LimitHit/inFlight``); the limiter sees no more of that request (of that hedge, for a
+/// hedge), as enforced the request would have ended there.
+///
 /// ```swift
 /// let limiter = ConcurrencyLimiter(configuration: .init(limit: .fixed(16), maximumQueued: 32))
 /// let session = Session(adapters: [limiter], retriers: [RetryPolicy()])
@@ -133,6 +139,9 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
 
     /// The limiter's numbers.
     public let configuration: Configuration
+    /// Whether it refuses and queues as it counts, or only tells of its refusals (``Enforcement/shadow``); enforced by
+    /// default.
+    public let enforcement: Enforcement
 
     private let keyFunction: CircuitBreakerRegistry.KeyFunction
     private let classify: (@Sendable (AttemptOutcome) -> CircuitBreaker.Verdict)?
@@ -156,15 +165,18 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
     ///     lately. A host with attempts in flight or queued is never forgotten, so at the cap a new host makes the
     ///     limiter forget an idle one among the few it looks at, or else is kept past the cap until idle ones are
     ///     found (see <doc:SecurityGuide>).
+    ///   - enforcement: ``Enforcement/enforced`` (the default) to refuse and queue as it counts,
+    ///     ``Enforcement/shadow`` to refuse and queue nobody and tell the observers each refusal it would have made.
     public init<C: Clock>(
         configuration: Configuration = .default,
         key: @escaping CircuitBreakerRegistry.KeyFunction = CircuitBreakerRegistry.hostKey,
         clock: C = ContinuousClock(), classify: (@Sendable (AttemptOutcome) -> CircuitBreaker.Verdict)? = nil,
-        maximumHosts: Int = 10_000
+        maximumHosts: Int = 10_000, enforcement: Enforcement = .enforced
     ) where C.Duration == Duration {
         HostTable<Host>.trapIfInvalid(maximumHosts, owner: "ConcurrencyLimiter")
         self.state = Locked(State(hosts: HostTable(capacity: maximumHosts, keepsBusyHosts: true)))
         self.configuration = configuration
+        self.enforcement = enforcement
         self.keyFunction = key
         self.classify = classify
         self.clock = SessionClock(clock)
@@ -192,7 +204,11 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
     public func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
         guard let key = keyFunction(request) else { return request }
         // A context that cannot register would never give its place back: such an attempt goes through unlimited.
-        guard context.canRegister else { return request }
+        guard let roles = context.roles else { return request }
+        // In shadow mode, a request it would have refused goes on unseen by it, as enforced it would have ended.
+        if enforcement == .shadow, roles.isShadowed(attempt: context.attempt, for: ObjectIdentifier(self)) {
+            return request
+        }
         // Registered before a place is taken, so that an attempt settled while it waits, or just as a place is handed
         // to it (its deadline, the end of a hedged round), gives that place back or leaves the queue.
         context.settleAndAdmitRetries(through: self)
@@ -201,7 +217,12 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
         case .taken:
             break
         case .refused(let error):
-            throw error
+            guard enforcement == .shadow else { throw error }
+            roles.refuseInShadow(
+                ShadowRefusal(
+                    requestID: context.requestID, attempt: context.attempt, stage: .attempt, reason: .concurrencyLimit,
+                    part: "ConcurrencyLimiter", key: key, error: error),
+                by: ObjectIdentifier(self))
         case .mustWait:
             try await wait(key, for: attempt)
         }
@@ -232,7 +253,8 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
     /// queue has no room, or says it may wait.
     private func admission(_ key: String, for attempt: AttemptKey, now: Duration, in state: inout State) -> Taking {
         let limit = configuration.limit
-        let maximumQueued = configuration.maximumQueued
+        // A limiter in shadow mode queues nobody: it judges as with no queue.
+        let maximumQueued = enforcement == .shadow ? 0 : configuration.maximumQueued
         // The place's count of attempts in flight, when the attempt took one.
         let (taking, inFlight) = state.hosts.update(
             key, make: { Host(limit: LimitState(limit)) }, isAtRest: { $0.isIdle }

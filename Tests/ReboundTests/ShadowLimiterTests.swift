@@ -1,0 +1,104 @@
+import Foundation
+import Rebound
+import ReboundTesting
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Parts that hold requests (a concurrency limiter, a pacer) in shadow mode: they hold nobody, and tell each refusal
+/// they would have made.
+@Suite("Shadow enforcement of the parts that hold")
+struct ShadowLimiterTests {
+    typealias ShadowRecorder = ShadowEnforcementTests.ShadowRecorder
+
+    /// What one burst came to.
+    struct Burst {
+        /// The requests that failed with the limiter's error.
+        var refused = 0
+        /// The refusals told.
+        var told: [ShadowRefusal] = []
+        /// The attempts that reached the transport before any answered.
+        var sentAtOnce = 0
+        /// The places held and the attempts queued, at the end.
+        var placesHeld = 0
+        var queued = 0
+    }
+
+    /// Ten GETs at once to one host, through the limiter `configuration` and `enforcement` make: the first
+    /// `expectSent` reach the transport and answer after 1 s, when the clock moves past them.
+    static func burst(
+        _ configuration: ConcurrencyLimiter.Configuration, _ enforcement: Enforcement, expectSent: Int
+    ) async throws -> Burst {
+        let clock = ManualClock()
+        let limiter = ConcurrencyLimiter(configuration: configuration, clock: clock, enforcement: enforcement)
+        // The first wave answers after 1 s; an attempt that waited for a place, at once.
+        let transport = ScriptedTransport(clock: clock) { _, number in
+            number <= expectSent ? .status(200).delayed(by: .seconds(1)) : .status(200)
+        }
+        let recorder = ShadowRecorder()
+        let session = Session(
+            transport: transport, adapters: [limiter], retriers: [RetryPolicy()], observers: [recorder], clock: clock)
+        var burst = Burst()
+        try await withThrowingTaskGroup(of: Bool.self) { group in
+            for index in 0..<10 {
+                group.addTask {
+                    do {
+                        _ = try await session.send(
+                            URLRequest(url: URL(string: "https://api.example.com/items/\(index)")!))
+                        return false
+                    } catch let error as ReboundError {
+                        return error.stopReason == .concurrencyLimit
+                    }
+                }
+            }
+            try await transport.waitForRequests(expectSent)
+            try await clock.waitForSleepers(expectSent)
+            burst.sentAtOnce = transport.requestCount
+            burst.queued = limiter.snapshot(for: "api.example.com").queued
+            clock.advance(by: .seconds(1))
+            for try await refused in group where refused { burst.refused += 1 }
+        }
+        burst.told = recorder.refusals
+        burst.placesHeld = limiter.placesHeld
+        return burst
+    }
+
+    @Test func aShadowLimiterTellsTheRefusalsTheEnforcedOneMakesWithNoQueue() async throws {
+        let noQueue = ConcurrencyLimiter.Configuration(limit: .fixed(4))
+        let enforced = try await Self.burst(noQueue, .enforced, expectSent: 4)
+        let shadow = try await Self.burst(noQueue, .shadow, expectSent: 10)
+
+        #expect(enforced.refused == 6)
+        #expect(enforced.told.isEmpty)
+        #expect(shadow.refused == 0)
+        #expect(shadow.sentAtOnce == 10)
+        #expect(shadow.told.count == enforced.refused)
+        #expect(
+            shadow.told.allSatisfy {
+                $0.reason == .concurrencyLimit && $0.part == "ConcurrencyLimiter" && $0.key == "api.example.com"
+                    && $0.stage == .attempt
+                    && ($0.error as? ConcurrencyLimitExceeded).map { $0.limitHit == .inFlight && $0.inFlight == 4 }
+                        == true
+            })
+        #expect(enforced.placesHeld == 0)
+        #expect(shadow.placesHeld == 0)
+    }
+
+    @Test func aShadowLimiterQueuesNobody() async throws {
+        // Enforced, 4 go, 2 wait for a place and 4 are refused; in shadow every one goes at once, and the 6 that
+        // found every place taken are told.
+        let queue = ConcurrencyLimiter.Configuration(limit: .fixed(4), maximumQueued: 2, queueTimeout: .seconds(5))
+        let enforced = try await Self.burst(queue, .enforced, expectSent: 4)
+        let shadow = try await Self.burst(queue, .shadow, expectSent: 10)
+
+        #expect(enforced.queued == 2)
+        #expect(enforced.refused == 4)
+        #expect(shadow.queued == 0)
+        #expect(shadow.sentAtOnce == 10)
+        #expect(shadow.refused == 0)
+        #expect(shadow.told.count == 6)
+        #expect(shadow.placesHeld == 0)
+    }
+}
