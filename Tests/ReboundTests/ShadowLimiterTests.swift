@@ -101,4 +101,69 @@ struct ShadowLimiterTests {
         #expect(shadow.told.count == 6)
         #expect(shadow.placesHeld == 0)
     }
+
+    /// What one paced run came to.
+    struct Paced {
+        /// The requests the pacer refused, by their index.
+        var refused: [String] = []
+        /// The refusals told, each as its request's label.
+        var told: [String] = []
+        var toldParts: Set<String> = []
+        /// The longest an attempt took: a pacer's wait is in it.
+        var longestAttempt = Duration.zero
+        var sent = 0
+        var kept = 0
+    }
+
+    /// A request every 100 ms for 6 s to one host, whose answers at 0 and 0.5 s of every 2 s say that 2 requests are
+    /// left for 1 s (the answers are the same whatever the pacer sends; the second comes to a request an enforced
+    /// pacer refuses, so it never reaches the pacer); `makePacer` paces them.
+    static func paced(_ makePacer: (FastForwardClock) -> RateLimitPacer) async -> Paced {
+        let clock = FastForwardClock()
+        let pacer = makePacer(clock)
+        let transport = ScriptedTransport(clock: clock) { _, _ in
+            let slot = Int(clock.now.offset / .milliseconds(100))
+            guard [0, 5].contains(slot % 20) else { return .status(200) }
+            return .response(headers: ["RateLimit-Remaining": "2", "RateLimit-Reset": "1"])
+        }
+        let recorder = ShadowRecorder()
+        let session = Session(
+            transport: transport, adapters: [pacer], retriers: [RetryPolicy()], observers: [recorder], clock: clock)
+        var run = Paced()
+        for index in 0..<60 {
+            try? await clock.sleep(until: TestInstant(offset: .milliseconds(100 * index)))
+            do {
+                let response = try await session.send(
+                    URLRequest(url: URL(string: "https://api.example.com/items")!), label: "\(index)")
+                run.longestAttempt = max(run.longestAttempt, response.attempts.map(\.duration).max() ?? .zero)
+            } catch let error as ReboundError {
+                if error.stopReason == .rateLimited { run.refused.append("\(index)") }
+            } catch {
+                Issue.record("unexpected \(error)")
+            }
+        }
+        run.told = recorder.refusals.map { $0.label ?? "-" }
+        run.toldParts = Set(recorder.refusals.map { "\($0.part) \($0.reason.name) \($0.stage) \($0.key ?? "-")" })
+        run.sent = transport.requestCount
+        run.kept = pacer.requestsKept
+        return run
+    }
+
+    @Test func aShadowPacerTellsTheRefusalsTheEnforcedOneMakesWithNoWaitAndHoldsNobody() async {
+        let enforced = await Self.paced { RateLimitPacer(maximumWait: .zero, clock: $0) }
+        // A pacer in shadow mode holds nobody, whatever its maximum wait.
+        let shadow = await Self.paced { RateLimitPacer(clock: $0, enforcement: .shadow) }
+        let waiting = await Self.paced { RateLimitPacer(clock: $0) }
+
+        // Of every 20 requests, the first says the quota, 2 take it and 7 find it spent until the renewal.
+        #expect(enforced.refused.count == 21)
+        #expect(shadow.told == enforced.refused)
+        #expect(shadow.toldParts == ["RateLimitPacer rateLimited attempt api.example.com"])
+        #expect(shadow.refused.isEmpty)
+        #expect(shadow.sent == 60)
+        #expect(shadow.longestAttempt == .zero)
+        #expect(waiting.longestAttempt > .milliseconds(500))
+        #expect(shadow.kept == 0)
+        #expect(enforced.kept == 0)
+    }
 }

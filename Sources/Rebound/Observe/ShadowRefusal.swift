@@ -5,14 +5,16 @@ import Foundation
 #endif
 
 /// Whether a part that refuses requests (a breaker, a registry of them, a retry budget, an adaptive throttle, a
-/// concurrency limiter) applies its refusals, or only tells of them.
+/// concurrency limiter, a rate limit pacer) applies its refusals, or only tells of them.
 ///
 /// A part in ``shadow`` mode decides exactly as it would enforced, and its state moves as if it had refused: a request
 /// it would have refused goes on, but the part no longer sees it (it counts none of its later attempts, as it would
 /// never have seen them), and a hedge it would have refused starts, unseen by it. It refuses nothing, holds nothing and
 /// ends no wait; each refusal it would have made is told to the observers, in ``AttemptOutcome/shadowRefusals`` and
 /// ``RequestOutcome/shadowRefusals``. So on traffic whose answers do not depend on it, a shadow part would refuse as
-/// many requests as the same part enforced refuses: run it in production before you give it teeth.
+/// many requests as the same part enforced refuses: run it in production before you give it teeth. A part that would
+/// make a request wait (a ``ConcurrencyLimiter``'s queue, a ``RateLimitPacer``'s wait for a renewal) makes none wait
+/// in shadow mode: it tells the refusal it would have made with no queue or wait.
 public enum Enforcement: String, Sendable, Hashable, CustomStringConvertible {
     /// The part refuses as it decides: the default.
     case enforced
@@ -52,14 +54,15 @@ public struct ShadowRefusal: Sendable, CustomStringConvertible {
     /// What would have been refused.
     public let stage: Stage
     /// The rule that would have refused it, as a request it ended would carry it (``StopReason/circuitOpen``,
-    /// ``StopReason/retryBudget``, ``StopReason/throttled``, ``StopReason/concurrencyLimit``).
+    /// ``StopReason/retryBudget``, ``StopReason/throttled``, ``StopReason/concurrencyLimit``,
+    /// ``StopReason/rateLimited``).
     public let reason: StopReason
-    /// The part's type: `CircuitBreaker`, `RetryBudget`, `AdaptiveThrottle` or `ConcurrencyLimiter`.
+    /// The part's type: `CircuitBreaker`, `RetryBudget`, `AdaptiveThrottle`, `ConcurrencyLimiter` or `RateLimitPacer`.
     public let part: String
     /// The part's key for the request, usually its host; `nil` for a part without one.
     public let key: String?
     /// The error the part would have refused with (a ``CircuitBreakerOpenError``, a ``RetryBudgetExhausted``, an
-    /// ``AdaptiveThrottleRejection``, a ``ConcurrencyLimitExceeded``).
+    /// ``AdaptiveThrottleRejection``, a ``ConcurrencyLimitExceeded``, a ``RateLimitQuotaSpent``).
     public let error: any Error
 
     /// Creates a refusal; the parts create these, and test code may too.

@@ -32,6 +32,12 @@ import Foundation
 /// and not in ``Resilience``: a quota is often a user's or a token's rather than a host's, and a pacer per host would
 /// then hold one user's requests for another's spent quota; add it where the quota is the client's own.
 ///
+/// Made with `enforcement: .shadow`, it counts each host's quota as above and holds nobody: a request that finds its
+/// host's quota spent goes on at once, and the refusal it would have met with no wait (``maximumWait`` of zero) is told
+/// to the observers instead (``Enforcement``, ``ShadowRefusal``, reason ``StopReason/rateLimited``); the pacer sees no
+/// more of that request (of that hedge, for a hedge), neither counting its attempts nor reading their responses'
+/// quotas, as enforced the request would have ended there.
+///
 /// ```swift
 /// let pacer = RateLimitPacer()
 /// let session = Session(adapters: [pacer], retriers: [RetryPolicy()])
@@ -85,6 +91,9 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver, HostAdmissio
         var hosts: HostTable<Host>
         /// The requests the pacer keeps something of, until each ends.
         var requests: [UUID: Request] = [:]
+        /// For a pacer in shadow mode, the attempts of each request it no longer sees, until the request ends: it would
+        /// have refused them, or the request before them.
+        var unseen: [UUID: Set<Int>] = [:]
         /// The number of the last host record made.
         var records = 0
 
@@ -99,6 +108,9 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver, HostAdmissio
     public let maximumWait: Duration
     /// How long one response can hold a host at most: a renewal further away is held at it; 60 s by default.
     public let maximumHold: Duration
+    /// Whether it holds and refuses as it counts, or only tells of its refusals (``Enforcement/shadow``); enforced by
+    /// default.
+    public let enforcement: Enforcement
     private let keyFunction: CircuitBreakerRegistry.KeyFunction
     private let clock: SessionClock
     private let state: Locked<State>
@@ -116,10 +128,13 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver, HostAdmissio
     ///     lately.
     ///   - maximumHold: How long one response can hold a host at most, zero or more: a renewal (or a policy's window)
     ///     further away is held at it; ``defaultMaximumHold`` (60 s) by default.
+    ///   - enforcement: ``Enforcement/enforced`` (the default) to hold and refuse as it counts, ``Enforcement/shadow``
+    ///     to hold and refuse nobody and tell the observers each refusal it would have made with no wait.
     public init<C: Clock>(
         maximumWait: Duration = defaultMaximumWait,
         key: @escaping CircuitBreakerRegistry.KeyFunction = CircuitBreakerRegistry.hostKey,
-        clock: C = ContinuousClock(), maximumHosts: Int = 10_000, maximumHold: Duration = defaultMaximumHold
+        clock: C = ContinuousClock(), maximumHosts: Int = 10_000, maximumHold: Duration = defaultMaximumHold,
+        enforcement: Enforcement = .enforced
     ) where C.Duration == Duration {
         ConfigurationError.trapIfInvalid { () throws(ConfigurationError) in
             guard maximumWait >= .zero else {
@@ -134,6 +149,7 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver, HostAdmissio
         HostTable<Host>.trapIfInvalid(maximumHosts, owner: "RateLimitPacer")
         self.maximumWait = maximumWait
         self.maximumHold = maximumHold
+        self.enforcement = enforcement
         self.keyFunction = key
         self.clock = SessionClock(clock)
         self.state = Locked(State(hosts: HostTable(capacity: maximumHosts)))
@@ -168,21 +184,52 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver, HostAdmissio
     ///   request, or than its deadline; `CancellationError` when the task is cancelled while it waits.
     public func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
         context.observe(self)
-        guard let key = keyFunction(request) else { return request }
-        try await pace(key, context: context)
+        guard let key = keyFunction(request), !isUnseen(context) else { return request }
+        guard try await pace(key, context: context) else { return request }
         // A later adapter that moves the request to another host has the session ask the pacer again, for that host.
         context.admitted(by: self, under: key, at: request.url)
         return request
     }
 
-    /// Lets the attempt through once `key`'s host has a request left, waiting for the quota's renewal if it has none.
-    private func pace(_ key: String, context: RequestContext) async throws {
+    /// Whether a pacer in shadow mode no longer sees `context`'s attempt (it would have refused it, or the request
+    /// before it), which it then keeps as unseen until the request ends; always `false` enforced.
+    private func isUnseen(_ context: RequestContext) -> Bool {
+        guard enforcement == .shadow, let roles = context.roles,
+            roles.isShadowed(attempt: context.attempt, for: ObjectIdentifier(self))
+        else { return false }
+        keepUnseen(context)
+        return true
+    }
+
+    /// Keeps `context`'s attempt as one a pacer in shadow mode no longer sees, until the request ends.
+    private func keepUnseen(_ context: RequestContext) {
+        state.withLock { _ = $0.unseen[context.requestID, default: []].insert(context.attempt) }
+    }
+
+    /// Lets the attempt through once `key`'s host has a request left, waiting for the quota's renewal if it has none;
+    /// returns whether it was counted against the quota, `false` for an attempt a pacer in shadow mode would have
+    /// refused and let through unseen.
+    private func pace(_ key: String, context: RequestContext) async throws -> Bool {
         // The pacer keeps what a request waited, and counts an attempt in flight, only if it will hear the request end:
         // through a context that cannot register (a decorator's own), neither would ever be given back.
         let heard = context.canRegister ? context : nil
         // What this attempt waited, for a request the pacer keeps nothing of.
         var waitedHere = Duration.zero
         while let hold = take(key, for: heard) {
+            // In shadow mode nobody waits: the refusal the request would have met with no wait is told (through a
+            // context that cannot register, a decorator's own, there is no request to tell it to).
+            if enforcement == .shadow {
+                if let roles = context.roles {
+                    roles.refuseInShadow(
+                        ShadowRefusal(
+                            requestID: context.requestID, attempt: context.attempt, stage: .attempt,
+                            reason: .rateLimited, part: "RateLimitPacer", key: key,
+                            error: RateLimitQuotaSpent(key: key, renewedIn: hold.wait)),
+                        by: ObjectIdentifier(self))
+                    keepUnseen(context)
+                }
+                return false
+            }
             let left = maximumWait - (heard == nil ? waitedHere : hold.waited)
             // A renewal past the request's deadline would be waited for in vain: the request ends now.
             let longest = context.timeLeft.map { min($0, left) } ?? left
@@ -203,6 +250,7 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver, HostAdmissio
                 }
             }
         }
+        return true
     }
 
     /// A wait for a host's renewal, and what the request waited before it.
@@ -280,7 +328,7 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver, HostAdmissio
                 host.remaining += 1
             }
         }
-        try await pace(key, context: context)
+        _ = try await pace(key, context: context)
     }
 
     /// The key the pacer paces `request` by.
@@ -307,6 +355,10 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver, HostAdmissio
         let sentTo = quota == nil ? nil : keyFunction(outcome.attempt.admittedRequest ?? outcome.request)
         let now = clock.now()
         state.withLock { state in
+            // An attempt a pacer in shadow mode no longer sees tells it nothing: enforced, it would not have been sent.
+            if !state.unseen.isEmpty, state.unseen[outcome.requestID]?.contains(outcome.attempt.number) == true {
+                return
+            }
             // Taken and heard under one key, so that a pacer before an adapter that moves the request paces it.
             let takenFrom = state.requests[outcome.requestID]?.counted.first { $0.attempt == outcome.attempt.number }
             settle(&state, outcome.requestID, forgetting: false) { $0 == outcome.attempt.number }
@@ -325,7 +377,10 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver, HostAdmissio
     /// Ends the counts of the request's attempts still counted (one that never heard its end, cancelled say), and
     /// forgets what the request waited.
     public func requestDidFinish(_ outcome: RequestOutcome) async {
-        state.withLock { state in settle(&state, outcome.requestID, forgetting: true) { _ in true } }
+        state.withLock { state in
+            settle(&state, outcome.requestID, forgetting: true) { _ in true }
+            if !state.unseen.isEmpty { state.unseen[outcome.requestID] = nil }
+        }
     }
 
     /// Ends the counts of the attempts of `requestID` that `matches` picks; forgets the request if `forgetting`, or
@@ -346,7 +401,7 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver, HostAdmissio
 
     /// How many requests the pacer keeps something of (attempts counted in flight, time waited); for tests that
     /// check nothing is kept.
-    package var requestsKept: Int { state.withLock { $0.requests.count } }
+    package var requestsKept: Int { state.withLock { $0.requests.count + $0.unseen.count } }
 
     /// How many hosts the pacer keeps a quota for; for tests that check idle hosts are forgotten.
     package var hostsKept: Int { state.withLock { $0.hosts.count } }
