@@ -21,15 +21,19 @@ struct ShadowLimiterTests {
         var told: [ShadowRefusal] = []
         /// The attempts that reached the transport before any answered.
         var sentAtOnce = 0
-        /// The places held and the attempts queued, at the end.
-        var placesHeld = 0
+        /// The places held and the attempts queued before any answered.
+        var inFlight = 0
         var queued = 0
+        /// The places held at the end.
+        var placesHeld = 0
     }
 
-    /// Ten GETs at once to one host, through the limiter `configuration` and `enforcement` make: the first
-    /// `expectSent` reach the transport and answer after 1 s, when the clock moves past them.
+    /// Ten GETs at once to one host, through the limiter `configuration` and `enforcement` make: `expectSent` of them
+    /// take a place and answer after 1 s, `expectQueued` wait for a place and `expectRefused` are refused at once; once
+    /// each is where it is expected, the clock moves past the answers.
     static func burst(
-        _ configuration: ConcurrencyLimiter.Configuration, _ enforcement: Enforcement, expectSent: Int
+        _ configuration: ConcurrencyLimiter.Configuration, _ enforcement: Enforcement, expectSent: Int,
+        expectQueued: Int = 0, expectRefused: Int = 0
     ) async throws -> Burst {
         let clock = ManualClock()
         let limiter = ConcurrencyLimiter(configuration: configuration, clock: clock, enforcement: enforcement)
@@ -40,25 +44,34 @@ struct ShadowLimiterTests {
         let recorder = ShadowRecorder()
         let session = Session(
             transport: transport, adapters: [limiter], retriers: [RetryPolicy()], observers: [recorder], clock: clock)
+        let (refusals, refused) = AsyncStream<Void>.makeStream()
         var burst = Burst()
-        try await withThrowingTaskGroup(of: Bool.self) { group in
+        try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<10 {
                 group.addTask {
                     do {
                         _ = try await session.send(
                             URLRequest(url: URL(string: "https://api.example.com/items/\(index)")!))
-                        return false
-                    } catch let error as ReboundError {
-                        return error.stopReason == .concurrencyLimit
+                    } catch let error as ReboundError where error.stopReason == .concurrencyLimit {
+                        refused.yield()
                     }
                 }
             }
+            // Every request where it is expected before the clock moves: refused and back, waiting in the queue (its
+            // timeout sleeping), or sent (its answer's delay sleeping).
+            var refusal = refusals.makeAsyncIterator()
+            for _ in 0..<expectRefused { await refusal.next() }
             try await transport.waitForRequests(expectSent)
-            try await clock.waitForSleepers(expectSent)
+            try await clock.waitForSleepers(expectSent + expectQueued)
             burst.sentAtOnce = transport.requestCount
-            burst.queued = limiter.snapshot(for: "api.example.com").queued
+            let snapshot = limiter.snapshot(for: "api.example.com")
+            (burst.inFlight, burst.queued) = (snapshot.inFlight, snapshot.queued)
+            burst.refused = expectRefused
             clock.advance(by: .seconds(1))
-            for try await refused in group where refused { burst.refused += 1 }
+            try await group.waitForAll()
+            refused.finish()
+            // None refused after the clock moved.
+            while await refusal.next() != nil { burst.refused += 1 }
         }
         burst.told = recorder.refusals
         burst.placesHeld = limiter.placesHeld
@@ -67,14 +80,17 @@ struct ShadowLimiterTests {
 
     @Test func aShadowLimiterTellsTheRefusalsTheEnforcedOneMakesWithNoQueue() async throws {
         let noQueue = ConcurrencyLimiter.Configuration(limit: .fixed(4))
-        let enforced = try await Self.burst(noQueue, .enforced, expectSent: 4)
+        let enforced = try await Self.burst(noQueue, .enforced, expectSent: 4, expectRefused: 6)
         let shadow = try await Self.burst(noQueue, .shadow, expectSent: 10)
 
         #expect(enforced.refused == 6)
         #expect(enforced.told.isEmpty)
         #expect(shadow.refused == 0)
         #expect(shadow.sentAtOnce == 10)
+        // The six the limiter would have refused hold no place.
+        #expect(shadow.inFlight == 4)
         #expect(shadow.told.count == enforced.refused)
+        #expect(Set(shadow.told.map(\.requestID)).count == 6)
         #expect(
             shadow.told.allSatisfy {
                 $0.reason == .concurrencyLimit && $0.part == "ConcurrencyLimiter" && $0.key == "api.example.com"
@@ -90,12 +106,13 @@ struct ShadowLimiterTests {
         // Enforced, 4 go, 2 wait for a place and 4 are refused; in shadow every one goes at once, and the 6 that
         // found every place taken are told.
         let queue = ConcurrencyLimiter.Configuration(limit: .fixed(4), maximumQueued: 2, queueTimeout: .seconds(5))
-        let enforced = try await Self.burst(queue, .enforced, expectSent: 4)
+        let enforced = try await Self.burst(queue, .enforced, expectSent: 4, expectQueued: 2, expectRefused: 4)
         let shadow = try await Self.burst(queue, .shadow, expectSent: 10)
 
         #expect(enforced.queued == 2)
         #expect(enforced.refused == 4)
         #expect(shadow.queued == 0)
+        #expect(shadow.inFlight == 4)
         #expect(shadow.sentAtOnce == 10)
         #expect(shadow.refused == 0)
         #expect(shadow.told.count == 6)

@@ -303,9 +303,10 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
     public func admitRetry(_ request: RetryRequest, dueTo error: ReboundError, after delay: Duration) -> (any Error)? {
         guard let attempt = request.attempts.last else { return nil }
         let roles = request.roles
-        if enforcement == .shadow, let roles, roles.isShadowed(attempt: attempt.number, for: shadowIdentity) {
-            return nil
-        }
+        // In shadow mode, a request this breaker would have refused goes on unseen by it. A hedge it would have refused
+        // and that failed last holds no permit, so it is not counted below, and the retry is decided as the one after
+        // the round would have been.
+        if enforcement == .shadow, let roles, roles.isWhollyShadowed(for: shadowIdentity) { return nil }
         let verdict = configuration.verdict(for: attempt) {
             AttemptOutcome(
                 requestID: request.requestID, label: request.label, original: request.original,

@@ -390,10 +390,17 @@ struct RegisteredRoles: Sendable {
     }
 
     /// Forgets what parts in shadow mode noted of hedge `number`, which a gate refused: it never starts, and the
-    /// request's next attempt takes its number.
+    /// request's next attempt takes its number, so a refusal of it not told yet would name another attempt.
     func hedgeRefused(_ number: Int) {
         state.withLock { state in
             while state.shadowed.remove(where: { $0.attempt == number }) != nil {}
+            let told = state.shadowRefusalsTold
+            guard state.shadowRefusals[told...].contains(where: { $0.stage == .hedge && $0.attempt == number }) else {
+                return
+            }
+            state.shadowRefusals =
+                Array(state.shadowRefusals[..<told])
+                + state.shadowRefusals[told...].filter { !($0.stage == .hedge && $0.attempt == number) }
         }
     }
 
@@ -418,6 +425,12 @@ struct RegisteredRoles: Sendable {
         state.withLock { state in
             state.shadowed.contains { $0.part == part && ($0.attempt == nil || $0.attempt == attempt) }
         }
+    }
+
+    /// Whether the part whose shadow identity is `part` no longer sees the request at all (not just one hedge of it):
+    /// it would have refused an attempt or a retry of it.
+    func isWhollyShadowed(for part: ObjectIdentifier) -> Bool {
+        state.withLock { state in state.shadowed.contains { $0.part == part && $0.attempt == nil } }
     }
 
     /// Whether the session settled `attempt` (told the parts and the observers how it ended), or the request ended.

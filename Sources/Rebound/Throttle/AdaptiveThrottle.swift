@@ -242,13 +242,13 @@ public final class AdaptiveThrottle: RequestAdapter, RetryGate {
     /// Lets the attempt through and registers, or throws the rejection; a request without a key goes through.
     fileprivate func admit(_ request: URLRequest, context: RequestContext) throws(AdaptiveThrottleRejection) {
         guard let key = keyFunction(request), !isUnseen(context.attempt, roles: context.roles) else { return }
-        if let rejection = admit(key, requestID: context.requestID, attempt: context.attempt) {
+        if let drawn = admit(key, requestID: context.requestID, attempt: context.attempt) {
             // In shadow mode the request goes on, unseen by the throttle from now on: it registers for nothing.
             let roles = context.roles
-            if let applied = applied(
-                rejection, attempt: context.attempt, stage: .attempt, of: context.requestID, roles: roles)
+            if let rejection = rejectionToThrow(
+                drawn, attempt: context.attempt, stage: .attempt, of: context.requestID, roles: roles)
             {
-                throw applied
+                throw rejection
             }
             return
         }
@@ -267,11 +267,11 @@ public final class AdaptiveThrottle: RequestAdapter, RetryGate {
     /// to give back (a rejection is counted, a request let through is counted when it ends, under the host it was sent
     /// to).
     func readmit(_ context: RequestContext, from admitted: String, to key: String) async throws {
-        if let rejection = admit(key, requestID: context.requestID, attempt: context.attempt),
-            let applied = applied(
-                rejection, attempt: context.attempt, stage: .attempt, of: context.requestID, roles: context.roles)
+        if let drawn = admit(key, requestID: context.requestID, attempt: context.attempt),
+            let rejection = rejectionToThrow(
+                drawn, attempt: context.attempt, stage: .attempt, of: context.requestID, roles: context.roles)
         {
-            throw applied
+            throw rejection
         }
     }
 
@@ -282,10 +282,10 @@ public final class AdaptiveThrottle: RequestAdapter, RetryGate {
         return roles.isShadowed(attempt: attempt, for: ObjectIdentifier(self))
     }
 
-    /// `rejection` of `attempt` (of `stage`) as the throttle applies it: itself, enforced; `nil` in shadow mode, once
-    /// told through `roles` as the rejection it would have been, after which the throttle no longer sees the request
-    /// (the hedge alone, for a hedge).
-    private func applied(
+    /// The rejection to throw (or, from a gate, to return) for `rejection`, the throttle's draw for `attempt` (of
+    /// `stage`): `rejection` itself, enforced; `nil` in shadow mode, once `rejection` was told through `roles` as the
+    /// one the throttle would have made, after which it no longer sees the request (the hedge alone, for a hedge).
+    private func rejectionToThrow(
         _ rejection: AdaptiveThrottleRejection, attempt: Int, stage: ShadowRefusal.Stage, of requestID: UUID,
         roles: RegisteredRoles?
     ) -> AdaptiveThrottleRejection? {
@@ -375,11 +375,14 @@ extension AdaptiveThrottle: AttemptAccountant {
     /// throttle would reject is refused before its backoff rather than after it; a granted retry is not drawn for
     /// again when it is sent.
     public func admitRetry(_ request: RetryRequest, dueTo error: ReboundError, after delay: Duration) -> (any Error)? {
-        guard let key = keyFunction(request.admittedRequest), let failed = request.attempts.last,
-            !isUnseen(failed.number, roles: request.roles)
-        else { return nil }
+        guard let key = keyFunction(request.admittedRequest), let failed = request.attempts.last else { return nil }
+        // In shadow mode, a request the throttle would have rejected goes on unseen by it; a hedge it would have
+        // rejected that failed last is not counted, and the retry is drawn for as the one after the round would be.
+        if enforcement == .shadow, let roles = request.roles, roles.isWhollyShadowed(for: ObjectIdentifier(self)) {
+            return nil
+        }
         let counted =
-            failed.request == nil
+            failed.request == nil || isUnseen(failed.number, roles: request.roles)
             ? nil
             : accepted(failed) {
                 AttemptOutcome(
@@ -398,7 +401,7 @@ extension AdaptiveThrottle: AttemptAccountant {
             return Self.draw(key, in: &state, now: now, configuration: configuration, random: random)
         }
         return rejection.flatMap {
-            applied($0, attempt: failed.number, stage: .retry, of: request.requestID, roles: request.roles)
+            rejectionToThrow($0, attempt: failed.number, stage: .retry, of: request.requestID, roles: request.roles)
         }
     }
 
@@ -427,7 +430,7 @@ extension AdaptiveThrottle: AttemptAccountant {
             Self.draw(key, in: &state, now: now, configuration: configuration, random: random)
         }
         // In shadow mode the hedge starts, unseen by the throttle.
-        return rejection.flatMap { applied($0, attempt: attempt, stage: .hedge, of: requestID, roles: roles) }
+        return rejection.flatMap { rejectionToThrow($0, attempt: attempt, stage: .hedge, of: requestID, roles: roles) }
     }
 
     func requestEnded(_ requestID: UUID) {

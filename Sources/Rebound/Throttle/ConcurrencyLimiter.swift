@@ -200,7 +200,7 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
     /// Takes one of the host's places for the attempt, waiting in its queue if there is room there, and registers
     /// through the context to give it back when the attempt ends; throws ``ConcurrencyLimitExceeded`` when the host has
     /// no place and no room in its queue, or the wait times out, and `CancellationError` when the task is cancelled
-    /// while it waits.
+    /// while it waits. In shadow mode it never waits, and throws nothing.
     public func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
         guard let key = keyFunction(request) else { return request }
         // A context that cannot register would never give its place back: such an attempt goes through unlimited.

@@ -213,23 +213,23 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver, HostAdmissio
         // The pacer keeps what a request waited, and counts an attempt in flight, only if it will hear the request end:
         // through a context that cannot register (a decorator's own), neither would ever be given back.
         let heard = context.canRegister ? context : nil
+        if enforcement == .shadow {
+            // In shadow mode nobody waits: the refusal the request would have met with no wait is told (through a
+            // context that cannot register, a decorator's own, there is no request to tell it to).
+            guard let hold = take(key, for: heard) else { return true }
+            if let roles = context.roles {
+                roles.refuseInShadow(
+                    ShadowRefusal(
+                        requestID: context.requestID, attempt: context.attempt, stage: .attempt, reason: .rateLimited,
+                        part: "RateLimitPacer", key: key, error: RateLimitQuotaSpent(key: key, renewedIn: hold.wait)),
+                    by: ObjectIdentifier(self))
+                keepUnseen(context)
+            }
+            return false
+        }
         // What this attempt waited, for a request the pacer keeps nothing of.
         var waitedHere = Duration.zero
         while let hold = take(key, for: heard) {
-            // In shadow mode nobody waits: the refusal the request would have met with no wait is told (through a
-            // context that cannot register, a decorator's own, there is no request to tell it to).
-            if enforcement == .shadow {
-                if let roles = context.roles {
-                    roles.refuseInShadow(
-                        ShadowRefusal(
-                            requestID: context.requestID, attempt: context.attempt, stage: .attempt,
-                            reason: .rateLimited, part: "RateLimitPacer", key: key,
-                            error: RateLimitQuotaSpent(key: key, renewedIn: hold.wait)),
-                        by: ObjectIdentifier(self))
-                    keepUnseen(context)
-                }
-                return false
-            }
             let left = maximumWait - (heard == nil ? waitedHere : hold.waited)
             // A renewal past the request's deadline would be waited for in vain: the request ends now.
             let longest = context.timeLeft.map { min($0, left) } ?? left
@@ -399,8 +399,9 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver, HostAdmissio
         if !forgetting, !request.counted.isEmpty || request.waited > .zero { state.requests[requestID] = request }
     }
 
-    /// How many requests the pacer keeps something of (attempts counted in flight, time waited); for tests that
-    /// check nothing is kept.
+    /// How many records of requests the pacer keeps (attempts counted in flight and time waited, and for a pacer in
+    /// shadow mode the attempts it no longer sees), a request counted once for each; for tests that check nothing is
+    /// kept.
     package var requestsKept: Int { state.withLock { $0.requests.count + $0.unseen.count } }
 
     /// How many hosts the pacer keeps a quota for; for tests that check idle hosts are forgotten.
