@@ -113,6 +113,11 @@ public struct RequestContext: Sendable {
         roles?.add(accountant: part)
     }
 
+    /// Has `part` say where the request's retries go, before the gates are asked about them (see ``RetryRouter``).
+    func routeRetries(through part: some RetryRouter) {
+        roles?.route(through: part)
+    }
+
     /// Validates every response of the request from now on with `validator`, after the validator in effect accepted
     /// it: how a part in the chain fails a successful response (a 200 whose body says "try again").
     ///

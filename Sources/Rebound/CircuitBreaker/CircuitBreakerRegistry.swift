@@ -144,6 +144,16 @@ public final class CircuitBreakerRegistry: RequestAdapter {
         }
     }
 
+    /// The key the registry files a request to `request`'s host under; `nil` for a request it lets through.
+    func key(for request: URLRequest) -> String? {
+        keyFunction(request)
+    }
+
+    /// The breaker for `key` if the registry keeps one, without making one or marking it used: a read.
+    func existingBreaker(for key: String) -> CircuitBreaker? {
+        table.withLock { $0[key] }
+    }
+
     /// The breakers the registry keeps, by key.
     public var breakers: [String: CircuitBreaker] {
         table.withLock { $0.all }

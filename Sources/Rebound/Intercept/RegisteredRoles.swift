@@ -116,6 +116,8 @@ struct RegisteredRoles: Sendable {
         var accountants = InlineList<any AttemptAccountant>.none
         /// The gates asked before a hedge besides the accountants (a budget), each once, in the order they registered.
         var hedgeGates: [any HedgeGate] = []
+        /// The part that routes the request's attempts among endpoints (an ``EndpointGroup``): the first to register.
+        var router: (any RetryRouter)?
         /// The permits held, one per breaker and attempt in flight: usually one, held without an allocation (more for a
         /// hedged round's attempts, or more than one breaker).
         var permits = InlineList<HeldPermit>.none
@@ -426,6 +428,14 @@ struct RegisteredRoles: Sendable {
             state.shadowed.contains { $0.part == part && ($0.attempt == nil || $0.attempt == attempt) }
         }
     }
+
+    /// Registers `part` as the request's router, unless a part routes it already.
+    func route(through part: some RetryRouter) {
+        state.withLock { state in if state.router == nil { state.router = part } }
+    }
+
+    /// The part that routes the request's attempts among endpoints, if any.
+    var router: (any RetryRouter)? { state.withLock { $0.router } }
 
     /// Whether the part whose shadow identity is `part` no longer sees the request at all (not just one hedge of it):
     /// it would have refused an attempt or a retry of it.

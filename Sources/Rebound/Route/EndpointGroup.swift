@@ -1,0 +1,336 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// One service at several base URLs (regions, replicas, a primary and a fallback): each attempt goes to a healthy
+/// endpoint, a retry or a hedge to another one than the endpoint it follows, and an endpoint that keeps failing is taken
+/// out of rotation for a while (passive outlier detection, as Envoy does it).
+///
+/// **Which requests.** A request whose URL is under one of the endpoints' base URLs (same scheme, host and port, and a
+/// path that starts with the base URL's path) is routed: it is sent under the chosen endpoint's base URL, the rest of
+/// its path, its query and its fragment kept. Write requests against any endpoint, usually the first; a request to
+/// any other URL goes through untouched.
+///
+/// **Which endpoint.** Among the endpoints in rotation, ``Selection/failover`` takes the first in the order given and
+/// ``Selection/weighted`` draws one by weight. An attempt avoids the endpoints where an earlier attempt of its request
+/// failed or is still in flight (a retry goes elsewhere, a hedge beside the attempt it races), where one in rotation
+/// is left; otherwise it goes to one in rotation other than the last that failed, then to any in rotation, and only
+/// when none is in rotation to an ejected one. Given `breakers:`, an endpoint whose breaker is open is out of rotation
+/// too, so that the breaker refuses only what still reaches it. The group never changes whether a request is retried:
+/// the retry policy's method rules, limits and budget still decide.
+///
+/// **Outlier detection** (``OutlierDetection``): 5 failures in a row (by default; what fails is what fails a
+/// ``CircuitBreaker``: 5xx, 408, 429, transport failures, but never the device's own network) take an endpoint out of
+/// rotation for 30 s times its number of ejections, at most 300 s, and never more than half the group at once (rounded
+/// down, at least one). Back in rotation, its first attempt is a trial: a failure ejects it again, for longer.
+///
+/// **Placement and sharing.** Put it first in a chain's adapters, before the parts that key by host (a
+/// ``CircuitBreakerRegistry``, a ``RetryBudget``, an ``AdaptiveThrottle``): each then judges and charges every
+/// endpoint by its own host, and a breaker judges a retry by the endpoint the group sends it to. (A part before the
+/// group judges the host the request was written for, and may refuse it there before the group moves it.) Give a
+/// credential the group's hosts (``hosts``), as an ``AuthenticationInterceptor``'s
+/// `hosts:`, so that it reaches the group's endpoints and no one else, redirects included. One group keeps its
+/// endpoints' health behind one lock, and a record of each request in flight until it ends: share one instance between
+/// the sessions that talk to the service.
+///
+/// ```swift
+/// let group = EndpointGroup(
+///     name: "payments",
+///     endpoints: [
+///         .init(URL(string: "https://eu.payments.example.com/v2")!),
+///         .init(URL(string: "https://us.payments.example.com/v2")!),
+///     ])
+/// let session = Session(adapters: [group], retriers: [RetryPolicy()])
+/// // Sent to eu, or to us while eu is out of rotation; its retry goes to the other one.
+/// let response = try await session.send(URL(string: "https://eu.payments.example.com/v2/charges")!)
+/// ```
+public final class EndpointGroup: RequestAdapter, RetryGate {
+    /// What the group keeps of a request until it ends: where its attempts went.
+    private struct Route: Sendable {
+        /// The endpoint of each attempt in flight, by attempt number.
+        var inFlight: [Int: Int] = [:]
+        /// The endpoints where an attempt of the request failed, the last one last.
+        var failed: [Int] = []
+        /// The endpoint picked for the next retry when the gates were asked about it, which its attempt takes if it is
+        /// still in rotation.
+        var planned: Int?
+
+        var isEmpty: Bool { inFlight.isEmpty && failed.isEmpty && planned == nil }
+    }
+
+    private struct State: Sendable {
+        var detector: OutlierDetector
+        var routes: [UUID: Route] = [:]
+    }
+
+    /// The group's name, in its ejections and logs; the first endpoint's host by default.
+    public let name: String
+    /// The endpoints, in the order given.
+    public let endpoints: [Endpoint]
+    /// How an attempt's endpoint is picked.
+    public let selection: Selection
+    /// When an endpoint is taken out of rotation, and for how long.
+    public let outlierDetection: OutlierDetection
+
+    private let breakers: CircuitBreakerRegistry?
+    private let classify: (@Sendable (AttemptOutcome) -> CircuitBreaker.Verdict)?
+    private let onEjection: (@Sendable (Ejection) -> Void)?
+    private let random: RandomSource
+    private let clock: SessionClock
+    private let state: Locked<State>
+
+    /// Creates a group; an empty list of endpoints, or two with the same base URL, traps, naming the setting.
+    ///
+    /// - Parameters:
+    ///   - name: The group's name, in its ejections and logs; the first endpoint's host by default.
+    ///   - endpoints: The service's base URLs, in order (the failover order under ``Selection/failover``).
+    ///   - selection: How an attempt's endpoint is picked among those it may use; ``Selection/failover`` by default.
+    ///   - outlierDetection: When an endpoint is taken out of rotation; ``OutlierDetection/default`` (Envoy's) by
+    ///     default, ``OutlierDetection/off`` for never.
+    ///   - breakers: A registry whose open breakers take their endpoints out of rotation (keyed as the registry keys a
+    ///     request to the endpoint's base URL); none by default.
+    ///   - clock: The clock ejections are timed on; `ContinuousClock` by default.
+    ///   - random: Where ``Selection/weighted``'s draws come from; ``RandomSource/system`` by default.
+    ///   - classify: Whether an attempt sent to an endpoint failed (``CircuitBreaker/Verdict/failure``), succeeded or is
+    ///     not counted; `nil`, the default, is ``CircuitBreaker/defaultVerdict(for:)``.
+    ///   - onEjection: Called, outside the group's lock, each time an endpoint is taken out of rotation; none by
+    ///     default.
+    public init<C: Clock>(
+        name: String? = nil, endpoints: [Endpoint], selection: Selection = .failover,
+        outlierDetection: OutlierDetection = .default, breakers: CircuitBreakerRegistry? = nil,
+        clock: C = ContinuousClock(), random: RandomSource = .system,
+        classify: (@Sendable (AttemptOutcome) -> CircuitBreaker.Verdict)? = nil,
+        onEjection: (@Sendable (Ejection) -> Void)? = nil
+    ) where C.Duration == Duration {
+        ConfigurationError.trapIfInvalid { () throws(ConfigurationError) in
+            guard !endpoints.isEmpty else {
+                throw ConfigurationError(field: "EndpointGroup.endpoints", problem: "must not be empty")
+            }
+            guard Set(endpoints.map(\.baseURL)).count == endpoints.count else {
+                throw ConfigurationError(field: "EndpointGroup.endpoints", problem: "must not name a base URL twice")
+            }
+        }
+        self.name = name ?? endpoints[0].baseURL.host ?? "endpoints"
+        self.endpoints = endpoints
+        self.selection = selection
+        self.outlierDetection = outlierDetection
+        self.breakers = breakers
+        self.classify = classify
+        self.onEjection = onEjection
+        self.random = random
+        self.clock = SessionClock(clock)
+        self.state = Locked(State(detector: OutlierDetector(count: endpoints.count, configuration: outlierDetection)))
+    }
+
+    /// The hosts of the endpoints, each `host` or `host:port` as the base URL names it: give them to a credential
+    /// (``AuthenticationInterceptor``'s `hosts:`) that belongs to the group.
+    public var hosts: Set<String> {
+        Set(endpoints.compactMap { CircuitBreakerRegistry.hostKey(for: URLRequest(url: $0.baseURL)) })
+    }
+
+    /// Whether `endpoint` is in rotation now: not ejected (its breaker, given `breakers:`, is not read here).
+    public func isInRotation(_ endpoint: Endpoint) -> Bool {
+        guard let index = endpoints.firstIndex(of: endpoint) else { return false }
+        let now = clock.now()
+        return state.withLock { $0.detector.isInRotation(index, at: now) }
+    }
+
+    /// Sends the request under the endpoint the group picks for the attempt, when it is under one of the endpoints'
+    /// base URLs; any other request goes through untouched.
+    public func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
+        route(&request, context: context)
+        return request
+    }
+
+    /// Never refuses a retry: the retry's attempt is routed when it is adapted.
+    public func admitRetry(_ request: RetryRequest, dueTo error: ReboundError, after delay: Duration) -> (any Error)? {
+        nil
+    }
+
+    /// Moves `request` under the endpoint picked for `context`'s attempt, and notes where it went until the attempt
+    /// ends.
+    fileprivate func route(_ request: inout URLRequest, context: RequestContext) {
+        guard let url = request.url, let from = endpoints.firstIndex(where: { Self.isUnder(url, $0.baseURL) })
+        else { return }
+        // Without registrations (a decorator's own context) the group would never hear the attempt end: it routes it
+        // and keeps nothing of it.
+        let keeps = context.canRegister && !context.isSettled
+        let open = openBreakers()
+        let now = clock.now()
+        let chosen = state.withLock { state -> Int in
+            let route = keeps ? state.routes[context.requestID] ?? Route() : Route()
+            // The endpoint the gates judged the retry by, while it is still in rotation; else a new pick.
+            let chosen =
+                if let planned = route.planned, state.detector.isInRotation(planned, at: now), !open.contains(planned) {
+                    planned
+                } else {
+                    pick(for: route, in: state.detector, open: open, at: now)
+                }
+            if keeps {
+                state.routes[context.requestID, default: Route()].inFlight[context.attempt] = chosen
+                state.routes[context.requestID]?.planned = nil
+            }
+            return chosen
+        }
+        if keeps {
+            context.settleAndAdmitRetries(through: self)
+            context.routeRetries(through: self)
+        }
+        if chosen != from {
+            request.url = Self.rebase(url, from: endpoints[from].baseURL, to: endpoints[chosen].baseURL)
+        }
+    }
+
+    /// The endpoints whose breaker, in `breakers`, is open; none without a registry.
+    private func openBreakers() -> Set<Int> {
+        guard let breakers else { return [] }
+        var open: Set<Int> = []
+        for (index, endpoint) in endpoints.enumerated() {
+            guard let key = breakers.key(for: URLRequest(url: endpoint.baseURL)),
+                let breaker = breakers.existingBreaker(for: key)
+            else { continue }
+            switch breaker.state {
+            case .open, .forcedOpen: open.insert(index)
+            default: break
+            }
+        }
+        return open
+    }
+
+    /// The endpoint for the next attempt of a request that went where `route` says: the first tier with an endpoint
+    /// in it, picked by the group's selection.
+    private func pick(for route: Route, in detector: OutlierDetector, open: Set<Int>, at now: Duration) -> Int {
+        let all = Array(endpoints.indices)
+        let inRotation = all.filter { detector.isInRotation($0, at: now) && !open.contains($0) }
+        let inFlight = Set(route.inFlight.values)
+        let avoided = inFlight.union(route.failed)
+        let lastFailed = route.failed.last
+        let tiers = [
+            inRotation.filter { !avoided.contains($0) },
+            inRotation.filter { !inFlight.contains($0) && $0 != lastFailed },
+            inRotation.filter { !inFlight.contains($0) },
+            inRotation,
+            all.filter { !avoided.contains($0) },
+            all,
+        ]
+        let candidates = tiers.first { !$0.isEmpty } ?? all
+        switch selection {
+        case .failover:
+            return candidates[0]
+        case .weighted:
+            let total = candidates.reduce(0) { $0 + endpoints[$1].weight }
+            var draw = random.unitInterval() * Double(total)
+            for candidate in candidates {
+                draw -= Double(endpoints[candidate].weight)
+                if draw < 0 { return candidate }
+            }
+            return candidates[candidates.count - 1]
+        }
+    }
+
+    /// Whether `url` is under `base`: the same scheme, host and port, and a path that is the base's or goes on from it
+    /// after a `/`.
+    static func isUnder(_ url: URL, _ base: URL) -> Bool {
+        guard url.scheme?.lowercased() == base.scheme?.lowercased(),
+            url.host?.lowercased() == base.host?.lowercased(), effectivePort(url) == effectivePort(base)
+        else { return false }
+        let prefix = basePath(base)
+        let path = url.path(percentEncoded: true)
+        return prefix.isEmpty || path == prefix || path.hasPrefix(prefix + "/")
+    }
+
+    /// `url`, which is under `from`, under `to` instead: the rest of its path, its query and its fragment kept, its
+    /// user-info dropped.
+    static func rebase(_ url: URL, from: URL, to: URL) -> URL {
+        guard var components = URLComponents(url: to, resolvingAgainstBaseURL: false) else { return url }
+        let rest = url.path(percentEncoded: true).dropFirst(basePath(from).count)
+        components.percentEncodedPath = basePath(to) + rest
+        components.percentEncodedQuery = url.query(percentEncoded: true)
+        components.percentEncodedFragment = url.fragment(percentEncoded: true)
+        return components.url ?? url
+    }
+
+    /// The base URL's path, without a trailing `/`: empty for a base URL at the root.
+    private static func basePath(_ base: URL) -> String {
+        var path = base.path(percentEncoded: true)
+        while path.hasSuffix("/") { path.removeLast() }
+        return path
+    }
+
+    /// The port a URL is sent to: the one it names, or its scheme's.
+    private static func effectivePort(_ url: URL) -> Int? {
+        url.port ?? (url.scheme?.lowercased() == "https" ? 443 : url.scheme?.lowercased() == "http" ? 80 : nil)
+    }
+
+    /// How many requests the group keeps a record of; for tests that check nothing is kept.
+    package var requestsKept: Int { state.withLock { $0.routes.count } }
+}
+
+extension EndpointGroup: AdaptsInPlace {
+    /// Routes the request in place, as ``adapt(_:context:)`` does.
+    var adaptInPlace: Adapter.ModifyNowHandler? {
+        { [self] request, context in route(&request, context: context) }
+    }
+}
+
+// Asked before the gates where a retry goes, so that a breaker judges it by its endpoint (see `RetryRouter`).
+extension EndpointGroup: RetryRouter {
+    func destination(ofRetry request: RetryRequest) -> URLRequest? {
+        let sent = request.admittedRequest
+        guard let url = sent.url, let from = endpoints.firstIndex(where: { Self.isUnder(url, $0.baseURL) }) else {
+            return nil
+        }
+        let open = openBreakers()
+        let now = clock.now()
+        // The failed attempt is still in flight here (it is settled after the gates answer): the pick avoids it.
+        let chosen = state.withLock { state -> Int? in
+            guard let route = state.routes[request.requestID] else { return nil }
+            let chosen = pick(for: route, in: state.detector, open: open, at: now)
+            state.routes[request.requestID]?.planned = chosen
+            return chosen
+        }
+        guard let chosen, chosen != from else { return nil }
+        var target = sent
+        target.url = Self.rebase(url, from: endpoints[from].baseURL, to: endpoints[chosen].baseURL)
+        return target
+    }
+}
+
+// The session tells the group how the attempts it routed end directly (see `AttemptAccountant`).
+extension EndpointGroup: AttemptAccountant {
+    func settle(_ attempt: Attempt, of requestID: UUID, roles: RegisteredRoles, outcome: () -> AttemptOutcome) {
+        // Only an attempt that was sent tells anything about its endpoint.
+        let verdict: CircuitBreaker.Verdict =
+            attempt.request == nil
+            ? .ignored : CircuitBreaker.verdict(for: attempt, classify: classify, outcome: outcome)
+        let now = clock.now()
+        let ejection = state.withLock { state -> Ejection? in
+            guard let index = state.routes[requestID]?.inFlight.removeValue(forKey: attempt.number) else { return nil }
+            var ejection: Ejection?
+            switch verdict {
+            case .success:
+                _ = state.detector.record(.success, of: index, at: now)
+            case .failure:
+                state.routes[requestID]?.failed.removeAll { $0 == index }
+                state.routes[requestID]?.failed.append(index)
+                if let ejected = state.detector.record(.failure, of: index, at: now) {
+                    ejection = Ejection(
+                        group: name, endpoint: endpoints[index], rule: ejected.rule, duration: ejected.duration,
+                        ejections: ejected.ejections)
+                }
+            case .ignored:
+                break
+            }
+            // A request that keeps nothing to route by (its attempts succeeded, or were never sent) is forgotten now.
+            if state.routes[requestID]?.isEmpty == true { state.routes[requestID] = nil }
+            return ejection
+        }
+        if let ejection { onEjection?(ejection) }
+    }
+
+    func requestEnded(_ requestID: UUID) {
+        state.withLock { _ = $0.routes.removeValue(forKey: requestID) }
+    }
+}

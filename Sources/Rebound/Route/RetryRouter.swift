@@ -1,0 +1,16 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A part that picks where each attempt of a request goes among several endpoints (an ``EndpointGroup``): asked,
+/// before the gates, where a retry will go, so that a per-host gate (a breaker) judges the retry by the endpoint it is
+/// sent to rather than the one that failed.
+///
+/// Internal: a group registers for it through the request's context from `adapt`.
+protocol RetryRouter: AnyObject, Sendable {
+    /// The request the retry after `request`'s last attempt will be sent as, under the endpoint picked for it (which the
+    /// retry's attempt then takes, if it is still in rotation); `nil` when the part does not route the request.
+    func destination(ofRetry request: RetryRequest) -> URLRequest?
+}

@@ -1,0 +1,267 @@
+import Foundation
+import ReboundTesting
+import Testing
+
+@testable import Rebound
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The outlier detector's transitions, on plain values.
+@Suite("Outlier detection")
+struct OutlierDetectorTests {
+    typealias Detection = EndpointGroup.OutlierDetection
+
+    @Test func failuresInARowEjectForTheBaseTimeAndASuccessStartsTheCountOver() {
+        var detector = OutlierDetector(count: 3, configuration: .default)
+        for _ in 0..<4 { #expect(detector.record(.failure, of: 0, at: .seconds(1)) == nil) }
+        #expect(detector.record(.success, of: 0, at: .seconds(1)) == nil)
+        for _ in 0..<4 { #expect(detector.record(.failure, of: 0, at: .seconds(2)) == nil) }
+        let ejection = detector.record(.failure, of: 0, at: .seconds(2))
+        #expect(ejection?.rule == .consecutiveFailures)
+        #expect(ejection?.duration == .seconds(30))
+        #expect(ejection?.ejections == 1)
+        #expect(!detector.isInRotation(0, at: .seconds(31)))
+        #expect(detector.isInRotation(0, at: .seconds(32)))
+        // An attempt sent before the ejection that ends during it changes nothing.
+        #expect(detector.record(.failure, of: 0, at: .seconds(10)) == nil)
+        #expect(!detector.isInRotation(0, at: .seconds(10)))
+    }
+
+    @Test func aFailedTrialEjectsAgainForLongerUpToTheMaximum() {
+        var detector = OutlierDetector(
+            count: 2, configuration: Detection(consecutiveFailures: 1, maximumEjectionTime: .seconds(70)))
+        var now = Duration.zero
+        var durations: [Duration] = []
+        for _ in 0..<3 {
+            let ejection = detector.record(.failure, of: 0, at: now)
+            durations.append(ejection?.duration ?? .zero)
+            now += ejection?.duration ?? .zero
+        }
+        #expect(durations == [.seconds(30), .seconds(60), .seconds(70)])
+        // A successful trial keeps it in rotation.
+        #expect(detector.record(.success, of: 0, at: now) == nil)
+        #expect(detector.isInRotation(0, at: now))
+    }
+
+    @Test func oneEjectionIsForgottenForEachBaseTimeInRotation() {
+        var detector = OutlierDetector(count: 2, configuration: Detection(consecutiveFailures: 1))
+        #expect(detector.record(.failure, of: 0, at: .zero)?.ejections == 1)
+        // Back at 30 s; 65 s later (two base times), the one ejection on record is forgotten.
+        #expect(detector.record(.success, of: 0, at: .seconds(30)) == nil)
+        let again = detector.record(.failure, of: 0, at: .seconds(95))
+        #expect(again?.ejections == 1)
+        #expect(again?.duration == .seconds(30))
+    }
+
+    @Test(arguments: [(2, 0.5, 1), (3, 0.5, 1), (4, 0.5, 2), (5, 0.5, 2), (10, 0.1, 1), (4, 0.0, 1), (4, 1.0, 4)])
+    func neverMoreThanTheShareRoundedDownAndAtLeastOne(count: Int, share: Double, most: Int) {
+        var detector = OutlierDetector(
+            count: count, configuration: Detection(consecutiveFailures: 1, maximumEjectedShare: share))
+        let ejected = (0..<count).filter { detector.record(.failure, of: $0, at: .zero) != nil }
+        #expect(ejected.count == most)
+        #expect(detector.ejectedCount(at: .zero) == most)
+    }
+
+    @Test func theFailureRateEjectsOnceTheWindowHoldsTheMinimumOfCalls() {
+        let rule = Detection.FailureRate(rate: 0.5, window: .seconds(10), minimumCalls: 4)
+        var detector = OutlierDetector(
+            count: 2, configuration: Detection(consecutiveFailures: nil, failureRate: rule))
+        #expect(detector.record(.success, of: 1, at: .seconds(1)) == nil)
+        #expect(detector.record(.failure, of: 1, at: .seconds(1)) == nil)
+        #expect(detector.record(.success, of: 1, at: .seconds(2)) == nil)
+        #expect(detector.record(.failure, of: 1, at: .seconds(2))?.rule == .failureRate)
+        // Calls older than the window count for nothing.
+        #expect(detector.record(.failure, of: 0, at: .seconds(1)) == nil)
+        #expect(detector.record(.failure, of: 0, at: .seconds(1)) == nil)
+        #expect(detector.record(.failure, of: 0, at: .seconds(30)) == nil)
+    }
+}
+
+/// A group's routing, on the scripted transport and the manual clock.
+@Suite("Endpoint groups")
+struct EndpointGroupTests {
+    static let eu = URL(string: "https://eu.api.example.com/v2")!
+    static let us = URL(string: "https://us.api.example.com:8443/v2/")!
+    static let charges = URL(string: "https://eu.api.example.com/v2/charges?customer=7#top")!
+
+    @Test func aURLIsUnderABaseURLByOriginAndWholePathSegments() {
+        #expect(EndpointGroup.isUnder(URL(string: "https://EU.api.example.com:443/v2/a")!, Self.eu))
+        #expect(EndpointGroup.isUnder(URL(string: "https://eu.api.example.com/v2")!, Self.eu))
+        #expect(!EndpointGroup.isUnder(URL(string: "https://eu.api.example.com/v20/a")!, Self.eu))
+        #expect(!EndpointGroup.isUnder(URL(string: "http://eu.api.example.com/v2/a")!, Self.eu))
+        #expect(!EndpointGroup.isUnder(URL(string: "https://eu.api.example.com:8443/v2/a")!, Self.eu))
+        #expect(
+            EndpointGroup.isUnder(
+                URL(string: "https://eu.api.example.com/anything")!, URL(string: "https://eu.api.example.com")!))
+        #expect(
+            EndpointGroup.rebase(Self.charges, from: Self.eu, to: Self.us).absoluteString
+                == "https://us.api.example.com:8443/v2/charges?customer=7#top")
+    }
+
+    /// eu answers as `eu` says, us always 200; `group` routes.
+    static func session(
+        _ group: EndpointGroup, clock: ManualClock, hedging: Hedging? = nil,
+        eu: @escaping @Sendable (Int) -> ScriptedTransport.Step = { _ in .status(503) }
+    ) -> (Session, ScriptedTransport) {
+        let euCount = Locked(0)
+        let transport = ScriptedTransport(clock: clock) { request, _ in
+            guard request.url?.host == "eu.api.example.com" else { return .status(200) }
+            return eu(
+                euCount.withLock {
+                    $0 += 1; return $0
+                })
+        }
+        let session = Session(
+            transport: transport, adapters: [group], retriers: [RetryPolicy(backoff: .zero)], hedging: hedging,
+            clock: clock)
+        return (session, transport)
+    }
+
+    @Test func aRetryGoesToAnotherEndpointWithItsPathQueryAndFragment() async throws {
+        let clock = ManualClock()
+        let group = EndpointGroup(endpoints: [.init(Self.eu), .init(Self.us)], clock: clock)
+        let (session, transport) = Self.session(group, clock: clock)
+
+        let response = try await session.send(Self.charges)
+
+        #expect(response.attempts.count == 2)
+        #expect(
+            transport.requests.map { $0.url?.absoluteString }
+                == [Self.charges.absoluteString, "https://us.api.example.com:8443/v2/charges?customer=7#top"])
+        #expect(group.requestsKept == 0)
+    }
+
+    @Test func anEndpointThatKeepsFailingIsEjectedThenTriedAgain() async throws {
+        let clock = ManualClock()
+        let ejections = Locked<[EndpointGroup.Ejection]>([])
+        let group = EndpointGroup(
+            name: "payments", endpoints: [.init(Self.eu), .init(Self.us)], clock: clock,
+            onEjection: { ejection in ejections.withLock { $0.append(ejection) } })
+        let (session, transport) = Self.session(group, clock: clock)
+
+        // Five requests fail at eu and succeed at us; the fifth failure ejects eu.
+        for _ in 0..<5 { _ = try await session.send(Self.charges) }
+        #expect(transport.requestCount == 10)
+        #expect(
+            ejections.withLock { $0.map(\.description) } == [
+                "endpoint https://eu.api.example.com/v2 of payments ejected for 30 s (consecutiveFailures, ejection 1)"
+            ])
+        #expect(!group.isInRotation(.init(Self.eu)))
+
+        // Ejected: the next request goes to us at once.
+        let direct = try await session.send(Self.charges)
+        #expect(direct.attempts.count == 1)
+        #expect(direct.attempts[0].request?.url?.host == "us.api.example.com")
+
+        // After the ejection, eu is tried again; it fails, and is ejected for twice as long.
+        clock.advance(by: .seconds(30))
+        let trial = try await session.send(Self.charges)
+        #expect(trial.attempts.map { $0.request?.url?.host } == ["eu.api.example.com", "us.api.example.com"])
+        #expect(ejections.withLock { $0.last.map { "\($0.rule) \($0.duration)" } } == "trialFailed 60.0 seconds")
+        #expect(group.requestsKept == 0)
+    }
+
+    @Test func aHedgeGoesToAnotherEndpointThanTheAttemptInFlight() async throws {
+        let clock = ManualClock()
+        let group = EndpointGroup(endpoints: [.init(Self.eu), .init(Self.us)], clock: clock)
+        let (session, transport) = Self.session(
+            group, clock: clock, hedging: Hedging(delay: .seconds(1)),
+            eu: { _ in .status(200).delayed(by: .seconds(10)) })
+
+        let hedged = Task { try await session.send(URL(string: "https://eu.api.example.com/v2/items")!) }
+        try await transport.waitForRequests(1)
+        try await clock.waitForSleepers(2)
+        clock.advance(by: .seconds(1))
+        let response = try await hedged.value
+
+        #expect(transport.requests.map { $0.url?.host } == ["eu.api.example.com", "us.api.example.com"])
+        #expect(response.request.url?.host == "us.api.example.com")
+        #expect(group.requestsKept == 0)
+    }
+
+    @Test func weightedSelectionDrawsInProportionToTheWeights() async throws {
+        let clock = ManualClock()
+        let group = EndpointGroup(
+            endpoints: [.init(Self.eu, weight: 3), .init(Self.us, weight: 1)], selection: .weighted, clock: clock,
+            random: .seeded(11))
+        let (session, transport) = Self.session(group, clock: clock, eu: { _ in .status(200) })
+        for _ in 0..<400 { _ = try await session.send(Self.charges) }
+
+        let toEU = transport.requests.count { $0.url?.host == "eu.api.example.com" }
+        #expect((260...340).contains(toEU))
+        #expect(group.requestsKept == 0)
+    }
+
+    @Test func aRequestUnderNoEndpointGoesThroughUntouched() async throws {
+        let clock = ManualClock()
+        let group = EndpointGroup(endpoints: [.init(Self.eu), .init(Self.us)], clock: clock)
+        let (session, transport) = Self.session(group, clock: clock)
+        _ = try await session.send(URL(string: "https://other.example.com/v2/charges")!)
+        #expect(transport.requests.map { $0.url?.absoluteString } == ["https://other.example.com/v2/charges"])
+        #expect(group.requestsKept == 0)
+    }
+
+    @Test func anEndpointWhoseBreakerIsOpenIsOutOfRotation() async throws {
+        let clock = ManualClock()
+        let breakers = CircuitBreakerRegistry(clock: clock)
+        let group = EndpointGroup(endpoints: [.init(Self.eu), .init(Self.us)], breakers: breakers, clock: clock)
+        let transport = ScriptedTransport(clock: clock) { _, _ in .status(200) }
+        // The group first, the breakers after it: each judges the endpoint's host.
+        let session = Session(
+            transport: transport, adapters: [group, breakers], retriers: [RetryPolicy()], clock: clock)
+        breakers.breaker(for: "eu.api.example.com").forceOpen()
+
+        let response = try await session.send(Self.charges)
+
+        #expect(response.attempts.count == 1)
+        #expect(transport.requests.map { $0.url?.host } == ["us.api.example.com"])
+    }
+
+    @Test func eachEndpointIsJudgedByItsOwnBreakerAndARetryByTheEndpointItGoesTo() async throws {
+        let clock = ManualClock()
+        let breakers = CircuitBreakerRegistry(
+            configuration: .init(tripCondition: .consecutiveFailures(2)), clock: clock)
+        let group = EndpointGroup(endpoints: [.init(Self.eu), .init(Self.us)], breakers: breakers, clock: clock)
+        let transport = ScriptedTransport(clock: clock) { request, _ in
+            request.url?.host == "eu.api.example.com" ? .status(503) : .status(200)
+        }
+        let session = Session(
+            transport: transport, adapters: [group, breakers], retriers: [RetryPolicy(backoff: .zero)], clock: clock)
+
+        // The second failure at eu opens eu's breaker; its retry goes to us, and us's breaker grants it.
+        for _ in 0..<2 { _ = try await session.send(Self.charges) }
+        #expect(breakers.breaker(for: "eu.api.example.com").state == .open)
+        #expect(breakers.breaker(for: "us.api.example.com:8443").state == .closed)
+        // eu's breaker open, its endpoint is out of rotation: the next request goes to us at once.
+        let next = try await session.send(Self.charges)
+        #expect(next.attempts.map { $0.request?.url?.host } == ["us.api.example.com"])
+        #expect(transport.requests.map { $0.url?.host ?? "-" }.suffix(1) == ["us.api.example.com"])
+        #expect(group.requestsKept == 0)
+    }
+
+    @Test func aCredentialGivenTheGroupsHostsReachesItsEndpointsOnly() async throws {
+        let clock = ManualClock()
+        let group = EndpointGroup(endpoints: [.init(Self.eu), .init(Self.us)], clock: clock)
+        #expect(group.hosts == ["eu.api.example.com", "us.api.example.com:8443"])
+        let auth = AuthenticationInterceptor(
+            authenticator: TokenAuthenticator(), credential: Token(value: 1), hosts: group.hosts)
+        let transport = ScriptedTransport(clock: clock) { request, _ in
+            // eu fails; us redirects once to a host outside the group.
+            switch request.url?.host {
+            case "eu.api.example.com": .status(503)
+            case "us.api.example.com": .response(status: 302, headers: ["Location": "https://cdn.example.net/x"])
+            default: .status(200)
+            }
+        }
+        let session = Session(
+            transport: transport, adapters: [group], retriers: [RetryPolicy(backoff: .zero)], interceptor: auth,
+            clock: clock)
+        _ = try await session.send(Self.charges)
+
+        let sent = transport.requests.map { ($0.url?.host ?? "-", $0.value(forHTTPHeaderField: "Authorization")) }
+        #expect(sent.map(\.0) == ["eu.api.example.com", "us.api.example.com", "cdn.example.net"])
+        #expect(sent.map(\.1) == ["Bearer 1", "Bearer 1", nil])
+    }
+}
