@@ -71,7 +71,9 @@ struct EndpointGroupOverLoopbackTests {
 
         #expect(String(decoding: response.data, as: UTF8.self) == "fast")
         #expect(response.attempts.map(\.hedge) == [0, 1])
-        #expect(slow.hits("/v1/items") == 1)
+        #expect(response.attempts.map { $0.request?.url?.port } == [Int(slow.port), Int(fast.port)])
+        // The slow server may not have read the first attempt yet when the hedge wins: at most once.
+        #expect(slow.hits("/v1/items") <= 1)
         #expect(fast.hits("/v1/items") == 1)
     }
 }

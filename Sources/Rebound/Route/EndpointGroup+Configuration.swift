@@ -4,7 +4,8 @@ extension EndpointGroup {
     /// One base URL of the service, and its share of the traffic when the group spreads it by weight.
     public struct Endpoint: Sendable, Hashable, CustomStringConvertible {
         /// The base URL: a request under any endpoint's base URL is sent under this one's, the rest of its path, its
-        /// query and its fragment kept (`https://eu.api.example.com/v2`).
+        /// query and its fragment kept (`https://eu.api.example.com/v2`); a port that is the scheme's default is
+        /// dropped.
         public let baseURL: URL
         /// Its share of the traffic under ``Selection/weighted``, at least 1; 1 by default. Ignored under
         /// ``Selection/failover``.
@@ -27,8 +28,18 @@ extension EndpointGroup {
         }
 
         private init(checked baseURL: URL, weight: Int) {
-            self.baseURL = baseURL
+            self.baseURL = Self.withoutDefaultPort(baseURL)
             self.weight = weight
+        }
+
+        /// `url` without a port that is its scheme's default (`https://h:443/v2` is `https://h/v2`), so that the group's
+        /// hosts and keys are those of the requests it sends.
+        private static func withoutDefaultPort(_ url: URL) -> URL {
+            guard let port = url.port, port == (url.scheme?.lowercased() == "https" ? 443 : 80),
+                var components = URLComponents(url: url, resolvingAgainstBaseURL: false)
+            else { return url }
+            components.port = nil
+            return components.url ?? url
         }
 
         private static func check(_ baseURL: URL, weight: Int) throws(ConfigurationError) {

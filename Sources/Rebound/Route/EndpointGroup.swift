@@ -24,14 +24,16 @@ import Foundation
 /// **Outlier detection** (``OutlierDetection``): 5 failures in a row (by default; what fails is what fails a
 /// ``CircuitBreaker``: 5xx, 408, 429, transport failures, but never the device's own network) take an endpoint out of
 /// rotation for 30 s times its number of ejections, at most 300 s, and never more than half the group at once (rounded
-/// down, at least one). Back in rotation, its first attempt is a trial: a failure ejects it again, for longer.
+/// down, at least one). Back in rotation it is on trial: the first of its attempts to end decides, a failure ejecting
+/// it again, for longer (attempts sent meanwhile go to it too).
 ///
 /// **Placement and sharing.** Put it first in a chain's adapters, before the parts that key by host (a
-/// ``CircuitBreakerRegistry``, a ``RetryBudget``, an ``AdaptiveThrottle``): each then judges and charges every
-/// endpoint by its own host, and a breaker judges a retry by the endpoint the group sends it to. (A part before the
-/// group judges the host the request was written for, and may refuse it there before the group moves it.) Give a
-/// credential the group's hosts (``hosts``), as an ``AuthenticationInterceptor``'s
-/// `hosts:`, so that it reaches the group's endpoints and no one else, redirects included. One group keeps its
+/// ``CircuitBreakerRegistry``, a ``RetryBudget``, an ``AdaptiveThrottle``): each then keeps every endpoint apart, by
+/// its own host, and a breaker judges a retry by the endpoint the group sends it to (a budget charges it, and a
+/// throttle draws for it, under the endpoint whose attempt failed). A part before the group judges the host the request
+/// was written for, and may refuse it there before the group moves it. Give a credential the group's hosts
+/// (``hosts``), as an ``AuthenticationInterceptor``'s `hosts:`, so that it reaches the group's endpoints and no one
+/// else, redirects included. One group keeps its
 /// endpoints' health behind one lock, and a record of each request in flight until it ends: share one instance between
 /// the sessions that talk to the service.
 ///
@@ -53,9 +55,9 @@ public final class EndpointGroup: RequestAdapter, RetryGate {
         var inFlight: [Int: Int] = [:]
         /// The endpoints where an attempt of the request failed, the last one last.
         var failed: [Int] = []
-        /// The endpoint picked for the next retry when the gates were asked about it, which its attempt takes if it is
-        /// still in rotation.
-        var planned: Int?
+        /// The endpoint picked for the retry, attempt `attempt`, when the gates were asked about it, which that attempt
+        /// takes if the endpoint is still in rotation.
+        var planned: (attempt: Int, endpoint: Int)?
 
         var isEmpty: Bool { inFlight.isEmpty && failed.isEmpty && planned == nil }
     }
@@ -155,32 +157,42 @@ public final class EndpointGroup: RequestAdapter, RetryGate {
         guard let url = request.url, let from = endpoints.firstIndex(where: { Self.isUnder(url, $0.baseURL) })
         else { return }
         // Without registrations (a decorator's own context) the group would never hear the attempt end: it routes it
-        // and keeps nothing of it.
-        let keeps = context.canRegister && !context.isSettled
-        let open = openBreakers()
-        let now = clock.now()
-        let chosen = state.withLock { state -> Int in
-            let route = keeps ? state.routes[context.requestID] ?? Route() : Route()
-            // The endpoint the gates judged the retry by, while it is still in rotation; else a new pick.
-            let chosen =
-                if let planned = route.planned, state.detector.isInRotation(planned, at: now), !open.contains(planned) {
-                    planned
-                } else {
-                    pick(for: route, in: state.detector, open: open, at: now)
-                }
-            if keeps {
-                state.routes[context.requestID, default: Route()].inFlight[context.attempt] = chosen
-                state.routes[context.requestID]?.planned = nil
-            }
-            return chosen
-        }
+        // and keeps nothing of it. Registered first, so that an attempt settled from now on is settled by the group.
+        let keeps = context.canRegister
         if keeps {
             context.settleAndAdmitRetries(through: self)
             context.routeRetries(through: self)
         }
-        if chosen != from {
-            request.url = Self.rebase(url, from: endpoints[from].baseURL, to: endpoints[chosen].baseURL)
+        let open = openBreakers()
+        let now = clock.now()
+        let (requestID, attempt) = (context.requestID, context.attempt)
+        let chosen = state.withLock { state -> Int in
+            let route = keeps ? state.routes[requestID] ?? Route() : Route()
+            // The endpoint the gates judged this retry by, while it is still in rotation; else a new pick.
+            let chosen =
+                if let planned = route.planned, planned.attempt == attempt,
+                    state.detector.isInRotation(planned.endpoint, at: now), !open.contains(planned.endpoint)
+                {
+                    planned.endpoint
+                } else {
+                    pick(for: route, in: state.detector, open: open, at: now)
+                }
+            if keeps {
+                state.routes[requestID, default: Route()].inFlight[attempt] = chosen
+                if route.planned?.attempt == attempt { state.routes[requestID]?.planned = nil }
+            }
+            return chosen
         }
+        // An attempt the session settled already (a hedge that lost while it was adapted, whose request may have
+        // ended) would never be settled again: what was just noted of it goes. Read after noting, so that an attempt
+        // settled meanwhile is settled by the group or found here.
+        if keeps, context.isSettled {
+            state.withLock { state in
+                state.routes[requestID]?.inFlight[attempt] = nil
+                if state.routes[requestID]?.isEmpty == true { state.routes[requestID] = nil }
+            }
+        }
+        request.url = Self.rebase(url, from: endpoints[from].baseURL, to: endpoints[chosen].baseURL)
     }
 
     /// The endpoints whose breaker, in `breakers`, is open; none without a registry.
@@ -288,7 +300,7 @@ extension EndpointGroup: RetryRouter {
         let chosen = state.withLock { state -> Int? in
             guard let route = state.routes[request.requestID] else { return nil }
             let chosen = pick(for: route, in: state.detector, open: open, at: now)
-            state.routes[request.requestID]?.planned = chosen
+            state.routes[request.requestID]?.planned = (attempt: request.attempts.count + 1, endpoint: chosen)
             return chosen
         }
         guard let chosen, chosen != from else { return nil }
@@ -323,8 +335,11 @@ extension EndpointGroup: AttemptAccountant {
             case .ignored:
                 break
             }
-            // A request that keeps nothing to route by (its attempts succeeded, or were never sent) is forgotten now.
-            if state.routes[requestID]?.isEmpty == true { state.routes[requestID] = nil }
+            // A request with no attempt in flight and no retry planned has nothing more to route: forgotten now, though
+            // it ends later (a success after a failure the chain accepted, or a failure no retrier retries).
+            if let route = state.routes[requestID], route.inFlight.isEmpty, route.planned == nil {
+                state.routes[requestID] = nil
+            }
             return ejection
         }
         if let ejection { onEjection?(ejection) }
