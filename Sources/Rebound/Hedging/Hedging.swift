@@ -31,6 +31,10 @@
 /// ``AttemptDecision/cancelled`` when the round ended before they answered. The request still ends with exactly one
 /// outcome.
 ///
+/// **A delay learned, not chosen.** ``init(learning:maximumInFlight:maximumAttempts:)`` takes the delay of each host
+/// from a ``HedgingDelayLearner``: the latency that 2% of its answers exceed (by default), with hedges capped at that
+/// share of its rounds.
+///
 /// ```swift
 /// // A second attempt when the first has not answered in 150 ms (about the service's p95).
 /// let session = Session(retriers: [RetryPolicy()], hedging: Hedging(delay: .milliseconds(150)))
@@ -47,8 +51,10 @@ public struct Hedging: Sendable, Hashable {
 
     /// How long the session waits for an answer before it starts the next hedge; zero starts them all at once. No
     /// default: set it near the latency a response rarely exceeds (the service's p90 to p99), which no library can
-    /// know.
+    /// know. With a ``learner``, its shortest delay: each host's is learned.
     public let delay: Duration
+    /// Where each host's delay is learned, and its hedges capped; `nil` for the fixed ``delay``.
+    public let learner: HedgingDelayLearner?
     /// How many attempts of one request may be in flight at once, the first included, from 1 (no hedging) to 5; 2 by
     /// default.
     public let maximumInFlight: Int
@@ -72,6 +78,26 @@ public struct Hedging: Sendable, Hashable {
             try Self.check(delay: delay, maximumInFlight: maximumInFlight, maximumAttempts: maximumAttempts)
         }
         self.init(checkedDelay: delay, maximumInFlight: maximumInFlight, maximumAttempts: maximumAttempts)
+    }
+
+    /// Creates settings whose delay `learner` learns for each host, with its hedges capped at a share of the host's
+    /// rounds (see ``HedgingDelayLearner``); an invalid limit traps with a message that names it.
+    ///
+    /// - Parameters:
+    ///   - learner: Where each host's delay is learned: share one between the sessions that talk to the same hosts.
+    ///   - maximumInFlight: The attempts in flight at once, first included, from 1 to 5; 2 by default.
+    ///   - maximumAttempts: The attempts of one request in all, hedges and retries together, at least 1; 3 by
+    ///     default.
+    public init(
+        learning learner: HedgingDelayLearner, maximumInFlight: Int = defaultMaximumInFlight,
+        maximumAttempts: Int = defaultMaximumAttempts
+    ) {
+        let delay = learner.configuration.minimumDelay
+        ConfigurationError.trapIfInvalid { () throws(ConfigurationError) in
+            try Self.check(delay: delay, maximumInFlight: maximumInFlight, maximumAttempts: maximumAttempts)
+        }
+        self.init(
+            checkedDelay: delay, maximumInFlight: maximumInFlight, maximumAttempts: maximumAttempts, learner: learner)
     }
 
     /// Creates the settings from values that arrive at run time (remote configuration, say), throwing
@@ -99,10 +125,29 @@ public struct Hedging: Sendable, Hashable {
         }
     }
 
-    private init(checkedDelay: Duration, maximumInFlight: Int, maximumAttempts: Int) {
+    private init(
+        checkedDelay: Duration, maximumInFlight: Int, maximumAttempts: Int, learner: HedgingDelayLearner? = nil
+    ) {
         self.delay = checkedDelay
         self.maximumInFlight = maximumInFlight
         self.maximumAttempts = maximumAttempts
+        self.learner = learner
+    }
+
+    /// Whether both are the same settings: the same numbers, and the same learner (the same instance) or none.
+    public static func == (lhs: Hedging, rhs: Hedging) -> Bool {
+        lhs.delay == rhs.delay && lhs.maximumInFlight == rhs.maximumInFlight
+            && lhs.maximumAttempts == rhs.maximumAttempts
+            && lhs.learner.map(ObjectIdentifier.init)
+                == rhs.learner.map(ObjectIdentifier.init)
+    }
+
+    /// Hashes the numbers and the learner's identity.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(delay)
+        hasher.combine(maximumInFlight)
+        hasher.combine(maximumAttempts)
+        hasher.combine(learner.map(ObjectIdentifier.init))
     }
 
     /// Whether a request with these settings may ever have a second attempt in flight.

@@ -37,7 +37,30 @@ struct HedgingExecutor {
     /// came. A failure whose question the round no longer needs (another attempt won, or the round ended otherwise)
     /// is told to the observers as a loser, with ``AttemptDecision/cancelled``.
     func execute(from roundBase: URLRequest, in machine: inout RequestMachine) async -> RoundResult {
+        // A learned delay is the host's, and its learner hears how long the round took to answer.
+        guard let learner = hedging.learner else {
+            return await run(HedgeRound(), from: roundBase, delay: hedging.delay, learning: nil, in: &machine)
+        }
+        guard let key = learner.key(for: plan.originalRequest) else {
+            return await run(HedgeRound(), from: roundBase, delay: nil, learning: nil, in: &machine)
+        }
         let round = HedgeRound()
+        let first = machine.attempts.count + 1
+        let delay = learner.startRound(for: key)
+        let result = await run(round, from: roundBase, delay: delay, learning: (learner, key), in: &machine)
+        // A round that ended with an answer (any attempt's) teaches how long the host took to give one.
+        if result.result.response != nil, let sentAt = round.handoff(of: first)?.at {
+            learner.learn(plan.session.clock.now() - sentAt, for: key)
+        }
+        return result
+    }
+
+    /// Runs the round: hedges after `delay`, and none when it is `nil` (a learner with too few answers); a learner in
+    /// `learning` caps the hedges of its host.
+    private func run(
+        _ round: HedgeRound, from roundBase: URLRequest, delay: Duration?,
+        learning: (learner: HedgingDelayLearner, key: String)?, in machine: inout RequestMachine
+    ) async -> RoundResult {
         let clock = plan.session.clock
         var inFlight: InFlight = [:]
         /// The failures the retriers are asked about, by number, until they answer.
@@ -46,10 +69,12 @@ struct HedgingExecutor {
         // The newest attempt until it hands its request to the transport: no hedge starts before that.
         var unsent: Int? = start(roundBase, hedge: 0, in: round, inFlight: &inFlight, for: machine)
         var newestSent: URLRequest?
-        var stopped = false
+        // No delay yet: no hedge in this round.
+        var stopped = delay == nil
+        let delay = delay ?? .zero
         // The delay before the next hedge counts from when the newest attempt reached the transport: time it spent
         // waiting on the client (for a concurrency limiter's place, say) is not the server being slow.
-        var due = hedging.delay == .zero
+        var due = delay == .zero
         // No hedge starts before the time a failure asked for, as the chain's retry policies read it.
         var quietUntil: Duration?
         while true {
@@ -62,7 +87,7 @@ struct HedgingExecutor {
             case .sent(let number, let handoff):
                 if number == unsent {
                     unsent = nil
-                    if !due { round.tick(after: hedging.delay, clock: clock) }
+                    if !due { round.tick(after: delay, clock: clock) }
                 }
                 newestSent = handoff.request
             case .finished(let number, let result):
@@ -122,6 +147,11 @@ struct HedgingExecutor {
                 due = false
                 continue
             }
+            // A learner's cap on the host's hedges comes first: a hedge it refuses spends nothing of a budget.
+            if let learning, !learning.learner.admitsHedge(for: learning.key) {
+                stopped = true
+                continue
+            }
             let number = machine.attempts.count + inFlight.count + 1
             guard admitsHedge(sent, number: number, for: machine) else {
                 // Not a request to repeat, or a gate refused: no more hedges in this round.
@@ -132,7 +162,7 @@ struct HedgingExecutor {
             // The next delay counts from when this hedge is sent: a tick of the attempt before it no longer counts.
             round.cancelTick()
             unsent = start(machine.nextBase, hedge: hedges, in: round, inFlight: &inFlight, for: machine)
-            due = hedging.delay == .zero
+            due = delay == .zero
         }
     }
 

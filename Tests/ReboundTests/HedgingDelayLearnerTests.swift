@@ -1,0 +1,147 @@
+import Foundation
+import Rebound
+import ReboundTesting
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+@Suite("Hedging that learns its delay")
+struct HedgingDelayLearnerTests {
+    /// A learner on `clock` that learned `latencies` of `a.example`, in milliseconds.
+    static func learner(
+        _ latencies: [Int], clock: ManualClock, configuration: HedgingDelayLearner.Configuration = .default
+    ) -> HedgingDelayLearner {
+        let learner = HedgingDelayLearner(configuration: configuration, clock: clock)
+        for latency in latencies { learner.learn(.milliseconds(latency), for: "a.example") }
+        return learner
+    }
+
+    @Test func theDelayIsThePercentileOfTheExtraLoadRaisedByATwentieth() {
+        let clock = ManualClock()
+        #expect(Self.learner(Array(1...19), clock: clock).snapshot(for: "a.example").delay == nil)
+        // 100 answers of 1 to 100 ms: 2% of them take longer than 98 ms.
+        let learner = Self.learner(Array(1...100), clock: clock)
+        #expect(learner.snapshot(for: "a.example").delay == .microseconds(102_900))
+        #expect(learner.snapshot(for: "a.example").samples == 100)
+        // Held at the shortest delay.
+        #expect(
+            Self.learner(Array(repeating: 1, count: 50), clock: clock).snapshot(for: "a.example").delay
+                == .microseconds(5_250))
+        // The answers of a window past teach nothing.
+        clock.advance(by: .seconds(32))
+        #expect(learner.snapshot(for: "a.example").delay == nil)
+        #expect(learner.snapshot(for: "a.example").samples == 0)
+    }
+
+    @Test func onlyTheLatestAnswersCount() {
+        let clock = ManualClock()
+        let configuration = HedgingDelayLearner.Configuration(samples: 50, minimumSamples: 10)
+        // 50 answers of 500 ms, then 50 of 10 ms: the first are overwritten.
+        let learner = Self.learner(
+            Array(repeating: 500, count: 50) + Array(repeating: 10, count: 50), clock: clock,
+            configuration: configuration)
+        #expect(learner.snapshot(for: "a.example").delay == .microseconds(10_500))
+    }
+
+    @Test func hedgesAreCappedAtTheExtraLoadOfTheRoundsInTheWindow() {
+        let clock = ManualClock()
+        let learner = Self.learner(Array(repeating: 10, count: 50), clock: clock)
+        for _ in 0..<100 { #expect(learner.startRound(for: "a.example") == .microseconds(10_500)) }
+        // 2% of 100 rounds: two hedges, not a third.
+        #expect(learner.admitsHedge(for: "a.example"))
+        #expect(learner.admitsHedge(for: "a.example"))
+        #expect(!learner.admitsHedge(for: "a.example"))
+        #expect(learner.snapshot(for: "a.example").hedges == 2)
+        // Fifty more rounds make room for one more.
+        for _ in 0..<50 { _ = learner.startRound(for: "a.example") }
+        #expect(learner.admitsHedge(for: "a.example"))
+        #expect(!learner.admitsHedge(for: "a.example"))
+        // Once the window has passed, the rounds and hedges counted are gone: no room until rounds come again.
+        clock.advance(by: .seconds(31))
+        #expect(!learner.admitsHedge(for: "a.example"))
+        #expect(learner.snapshot(for: "a.example").rounds == 0)
+    }
+
+    @Test func anInvalidNumberIsRejectedNamingIt() {
+        #expect(throws: ConfigurationError.self) {
+            try HedgingDelayLearner.Configuration.validated(maximumExtraLoad: 0)
+        }
+        do {
+            _ = try HedgingDelayLearner.Configuration.validated(samples: 20, minimumSamples: 30)
+            Issue.record("accepted")
+        } catch {
+            #expect(error.field == "HedgingDelayLearner.Configuration.minimumSamples")
+        }
+    }
+
+    /// One request at a time to `a.example`, 1,000 of them, on a simulation: the first attempt of request `i` answers
+    /// after `latency(i)`, a hedge after `hedgeLatency(i)` (10 ms by default). Returns each request's time to its answer
+    /// and the attempts sent.
+    @available(macOS 15.0, iOS 18.0, macCatalyst 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *)
+    static func run(
+        latency: @escaping @Sendable (Int) -> Duration,
+        hedgeLatency: @escaping @Sendable (Int) -> Duration = { _ in .milliseconds(10) }
+    ) async -> (times: [Duration], sent: Int) {
+        let simulation = Simulation()
+        let clock = ManualClock()
+        return await simulation.run { [clock] () async -> ([Duration], Int) in
+            let transport = ScriptedTransport(clock: clock) { request, _ in
+                let path = request.url?.lastPathComponent ?? ""
+                guard let index = Int(path.split(separator: "-").first ?? "") else { return .status(500) }
+                let hedge = path.hasSuffix("-h")
+                return .status(200).delayed(by: hedge ? hedgeLatency(index) : latency(index))
+            }
+            // A hedge is told apart by the adapter: every attempt after the first of a request.
+            let marker = Adapter { request, context in
+                var request = request
+                if context.attempt > 1, let url = request.url { request.url = URL(string: url.absoluteString + "-h") }
+                return request
+            }
+            let learner = HedgingDelayLearner(clock: clock)
+            let session = Session(
+                transport: transport, adapters: [marker], retriers: [RetryPolicy()],
+                hedging: Hedging(learning: learner), clock: clock)
+            var times: [Duration] = []
+            for index in 0..<1_000 {
+                let start = clock.now.offset
+                let task = Task(executorPreference: simulation.executor) {
+                    _ = try? await session.send(URL(string: "https://a.example/items/\(index)")!)
+                }
+                await simulation.settle()
+                while let next = clock.nextDeadline {
+                    clock.advance(to: next)
+                    await simulation.settle()
+                }
+                await task.value
+                times.append(clock.now.offset - start)
+            }
+            return (times, transport.requestCount)
+        }
+    }
+
+    @Test func aSlowTailIsHedgedWithinTheExtraLoad() async {
+        guard #available(macOS 15.0, iOS 18.0, macCatalyst 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *) else {
+            return
+        }
+        // 1% of first attempts take 600 ms, the others 10 ms; no delay configured.
+        let (times, sent) = await Self.run { $0 % 100 == 50 ? .milliseconds(600) : .milliseconds(10) }
+        // Each of the ten slow first attempts is hedged after the learned delay (10.5 ms), and the hedge answers:
+        // none waits 600 ms, and no other request is hedged.
+        #expect(times.max()! <= .milliseconds(25), "slowest \(times.max()!)")
+        #expect(sent - times.count == 10)
+    }
+
+    @Test func whenEveryAnswerSlowsDownTheHedgesStayWithinTheExtraLoad() async {
+        guard #available(macOS 15.0, iOS 18.0, macCatalyst 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *) else {
+            return
+        }
+        // From request 400 to 599 every answer, a hedge's too, takes five times as long.
+        let slow: @Sendable (Int) -> Duration = { (400..<600).contains($0) ? .milliseconds(50) : .milliseconds(10) }
+        let (times, sent) = await Self.run(latency: slow, hedgeLatency: slow)
+        // The first slow answers are hedged until the cap or the learned delay, moving up with them, stops it.
+        #expect(sent > times.count)
+        #expect(sent - times.count <= times.count / 50, "\(sent - times.count) hedges")
+    }
+}
