@@ -181,6 +181,36 @@ struct EndpointGroupTests {
         #expect(group.requestsKept == 0)
     }
 
+    @Test(.timeLimit(.minutes(1)))
+    func aHedgeIsJudgedByTheBreakerOfTheEndpointItGoesTo() async throws {
+        // The first attempt hangs at eu while another request's failure opens eu's breaker: the hedge goes to us, so
+        // us's breaker decides, and lets it start.
+        let clock = ManualClock()
+        let breakers = CircuitBreakerRegistry(
+            configuration: .init(tripCondition: .consecutiveFailures(1), openDuration: .seconds(30)), clock: clock)
+        let group = EndpointGroup(endpoints: [.init(Self.eu), .init(Self.us)], clock: clock)
+        let transport = ScriptedTransport(clock: clock) { request, _ in
+            guard request.url?.host == "eu.api.example.com" else { return .status(200) }
+            return request.url?.path == "/v2/fails" ? .status(503) : .status(200).delayed(by: .seconds(10))
+        }
+        let session = Session(
+            transport: transport, adapters: [group, breakers], retriers: [RetryPolicy()],
+            hedging: Hedging(delay: .seconds(1)), clock: clock)
+        let hedged = Task { try await session.send(URL(string: "https://eu.api.example.com/v2/items")!) }
+        try await transport.waitForRequests(1)
+        try await clock.waitForSleepers(2)
+        _ = try? await Session(transport: transport, adapters: [group, breakers], clock: clock)
+            .send(URL(string: "https://eu.api.example.com/v2/fails")!)
+        #expect(breakers.breaker(for: "eu.api.example.com").state == .open)
+        clock.advance(by: .seconds(1))
+
+        let response = try await hedged.value
+
+        #expect(response.attempts.map(\.hedge) == [0, 1])
+        #expect(response.request.url?.host == "us.api.example.com")
+        #expect(group.requestsKept == 0)
+    }
+
     @Test func weightedSelectionDrawsInProportionToTheWeights() async throws {
         let clock = ManualClock()
         let group = EndpointGroup(

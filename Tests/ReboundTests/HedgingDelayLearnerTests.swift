@@ -45,23 +45,46 @@ struct HedgingDelayLearnerTests {
         #expect(learner.snapshot(for: "a.example").delay == .microseconds(10_500))
     }
 
-    @Test func hedgesAreCappedAtTheExtraLoadOfTheRoundsInTheWindow() {
+    @Test func hedgesAreCappedAtTheExtraLoadOfTheRequests() {
         let clock = ManualClock()
         let learner = Self.learner(Array(repeating: 10, count: 50), clock: clock)
-        for _ in 0..<100 { #expect(learner.startRound(for: "a.example") == .microseconds(10_500)) }
-        // 2% of 100 rounds: two hedges, not a third.
-        #expect(learner.admitsHedge(for: "a.example"))
+        // 2% of a hedge per request: none before the 50th request, then one.
+        for _ in 0..<49 { #expect(learner.startRound(for: "a.example") == .microseconds(10_500)) }
+        #expect(!learner.admitsHedge(for: "a.example"))
+        _ = learner.startRound(for: "a.example")
         #expect(learner.admitsHedge(for: "a.example"))
         #expect(!learner.admitsHedge(for: "a.example"))
+        // Never more than one in hand, however many requests went unhedged; a retry's round adds nothing.
+        for _ in 0..<500 { _ = learner.startRound(for: "a.example") }
+        for _ in 0..<100 { _ = learner.startRound(for: "a.example", counts: false) }
+        #expect(learner.admitsHedge(for: "a.example"))
+        #expect(!learner.admitsHedge(for: "a.example"))
+        // A hedge a gate refused is given back.
+        learner.hedgeNotStarted(for: "a.example")
+        #expect(learner.admitsHedge(for: "a.example"))
         #expect(learner.snapshot(for: "a.example").hedges == 2)
-        // Fifty more rounds make room for one more.
-        for _ in 0..<50 { _ = learner.startRound(for: "a.example") }
-        #expect(learner.admitsHedge(for: "a.example"))
-        #expect(!learner.admitsHedge(for: "a.example"))
-        // Once the window has passed, the rounds and hedges counted are gone: no room until rounds come again.
-        clock.advance(by: .seconds(31))
-        #expect(!learner.admitsHedge(for: "a.example"))
-        #expect(learner.snapshot(for: "a.example").rounds == 0)
+        #expect(learner.snapshot(for: "a.example").rounds == 550)
+    }
+
+    @Test func onlyRequestsThatMayBeRepeatedCountAndTeach() async throws {
+        let clock = ManualClock()
+        let learner = HedgingDelayLearner(clock: clock)
+        let transport = ScriptedTransport(clock: clock) { request, _ in
+            request.httpMethod == "POST" ? .status(201) : .status(503)
+        }
+        let session = Session(
+            transport: transport, retriers: [RetryPolicy(backoff: .zero)], hedging: Hedging(learning: learner),
+            clock: clock)
+        for _ in 0..<5 {
+            _ = try await session.send(URL(string: "https://a.example/orders")!, method: .post, body: Data("{}".utf8))
+        }
+        let afterPosts = learner.snapshot(for: "a.example")
+        #expect(afterPosts.samples == 0 && afterPosts.rounds == 0)
+        // A GET retried twice counts once, and its 503s teach nothing.
+        _ = try? await session.send(URL(string: "https://a.example/items")!)
+        #expect(transport.requestCount == 8)
+        let afterGet = learner.snapshot(for: "a.example")
+        #expect(afterGet.samples == 0 && afterGet.rounds == 1)
     }
 
     @Test func anInvalidNumberIsRejectedNamingIt() {

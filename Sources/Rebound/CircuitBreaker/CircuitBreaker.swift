@@ -513,6 +513,11 @@ extension CircuitBreaker: AttemptAccountant {
     /// and a half-open one keeps its trials for fresh requests. The hedge takes its permit when it is adapted.
     func admitHedge(_ request: URLRequest, of requestID: UUID, attempt: Int, roles: RegisteredRoles) -> (any Error)? {
         if enforcement == .shadow, roles.isShadowed(attempt: attempt, for: shadowIdentity) { return nil }
+        // A registry's breaker has no say over a hedge that goes to another key (another endpoint of a group): the
+        // registry's breaker of that key decides.
+        if let elsewhere = registry?.breaker(for: request, otherThan: key) {
+            return elsewhere.admitHedge(request, of: requestID, attempt: attempt, roles: roles)
+        }
         var time = LazyTime(now)
         let refusal = storage.withLock { refusalOfRetry(by: $0.machine, time: &time) }
         guard let refusal, enforcement == .shadow else { return refusal }

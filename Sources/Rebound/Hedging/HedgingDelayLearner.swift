@@ -12,14 +12,16 @@ import Foundation
 /// at the default 2%), read from the last ``Configuration/samples`` answers of the last ``Configuration/window``, held
 /// at ``Configuration/minimumDelay`` at least, and then raised by a twentieth, so that answers that take about as long
 /// as the percentile (a tie) are not hedged. A latency is the time from a round's first attempt reaching the transport
-/// to the answer that ended the round, whatever attempt gave it; a round that ended without an answer (the transport
-/// failed, the deadline came) teaches nothing. Until a host has ``Configuration/minimumSamples`` answers in the window,
-/// its requests are not hedged.
+/// to the success that won the round, whatever attempt gave it; a round that ended otherwise (a failure, the deadline)
+/// teaches nothing. Until a host has ``Configuration/minimumSamples`` answers in the window, its requests are not
+/// hedged. Only requests that may be repeated count: a POST is never hedged, and neither counts nor teaches.
 ///
-/// **The cap.** Hedges started for a host are at most ``Configuration/maximumExtraLoad`` of its hedged rounds over the
-/// window, by a count of its own: when every answer of a host slows down, the percentile moves up with them and the
-/// cap holds, so that a host is not sent a hedge for every request. A hedge still passes the request's hedge gates
-/// (a budget is charged for it, a breaker may refuse it).
+/// **The cap.** Each request to a host adds ``Configuration/maximumExtraLoad`` of a hedge to what the host may be sent,
+/// and each hedge takes one, never more than one in hand: over any stretch of requests, the hedges are at most that
+/// share of them, and one more (a request's retries add nothing). So a host is hedged from its 50th request on (at 2%),
+/// and when every answer of a host slows down, the cap holds while the percentile moves up with them. A hedge still
+/// passes the request's hedge gates (a budget is charged for it, a breaker may refuse it; a hedge they refuse is given
+/// back).
 ///
 /// **Sharing and memory.** One learner keeps every host's samples behind one lock: share one instance between the
 /// sessions that talk to the same hosts. It keeps at most ``Configuration/samples`` latencies per host (8 bytes each)
@@ -133,20 +135,24 @@ public final class HedgingDelayLearner: Sendable {
         public let samples: Int
         /// The delay its next round would hedge after; `nil` while it has too few answers.
         public let delay: Duration?
-        /// The hedged rounds and the hedges started in the window.
+        /// The requests whose first round started in the window.
         public let rounds: Int
+        /// The hedges started in the window.
         public let hedges: Int
     }
 
     /// One host's latest answers and its count of rounds and hedges.
     private struct Host: Sendable {
-        /// The latest latencies in microseconds, with when each came (in seconds on the learner's clock), oldest
-        /// overwritten first.
+        /// The latest latencies in microseconds, with when each came (in tenths of a second on the learner's clock),
+        /// oldest overwritten first.
         var latencies: [UInt32] = []
         var times: [UInt32] = []
         var next = 0
-        /// Hedged rounds (first) and hedges (second) over the window.
+        /// Hedged rounds (first) and hedges (second) over the window, for a gauge.
         var tally = SlidingTally()
+        /// The hedges the host may still be sent: a share of a hedge for each round, one taken by each hedge, never more
+        /// than one in hand.
+        var credit = 0.0
         /// The delay read last, when, and how many answers came since.
         var delay: Duration?
         var readAt: Duration?
@@ -187,7 +193,7 @@ public final class HedgingDelayLearner: Sendable {
         return hosts.withLock { hosts in
             guard var host = hosts[key] else { return Snapshot(samples: 0, delay: nil, rounds: 0, hedges: 0) }
             let (rounds, hedges) = host.tally.totals(at: now, window: configuration.window)
-            host.readAt = nil
+            // Read on a copy, as the next round would read it.
             let delay = read(&host, at: now)
             return Snapshot(samples: liveSamples(of: host, at: now), delay: delay, rounds: rounds, hedges: hedges)
         }
@@ -198,29 +204,45 @@ public final class HedgingDelayLearner: Sendable {
         keyFunction(request)
     }
 
-    /// Counts a hedged round of `key`'s host starting now, and returns the delay it hedges after; `nil` while the host
-    /// has too few answers, for a round that starts no hedge.
-    package func startRound(for key: String) -> Duration? {
+    /// Counts the first round of a request to `key`'s host starting now (a share of a hedge more that the host may be
+    /// sent), and returns the delay it hedges after; `nil` while the host has too few answers, for a round that starts
+    /// no hedge. A retry's round is not counted again (`counts` is `false`).
+    package func startRound(for key: String, counts: Bool = true) -> Duration? {
         let now = clock.now()
         return hosts.withLock { hosts in
             hosts.update(key, make: Host.init, isAtRest: isAtRest(at: now)) { host in
-                host.tally.add(first: 1, at: now, window: configuration.window)
+                if counts {
+                    host.tally.add(first: 1, at: now, window: configuration.window)
+                    host.credit = min(host.credit + configuration.maximumExtraLoad, 1)
+                }
                 return read(&host, at: now)
             }
         }
     }
 
-    /// Counts a hedge of `key`'s host and returns `true` when the hedges of the window stay within the share of its
-    /// rounds allowed; `false`, counting nothing, otherwise.
+    /// Takes a hedge from what `key`'s host may still be sent and returns `true`; `false`, taking nothing, when less
+    /// than a whole hedge is left. So over any stretch of requests the hedges are at most `maximumExtraLoad` of them,
+    /// and one more.
     package func admitsHedge(for key: String) -> Bool {
         let now = clock.now()
         return hosts.withLock { hosts in
             hosts.modify(key) { host -> Bool in
-                let (rounds, hedges) = host.tally.totals(at: now, window: configuration.window)
-                guard Double(hedges + 1) <= configuration.maximumExtraLoad * Double(rounds) else { return false }
+                guard host.credit >= 1 else { return false }
+                host.credit -= 1
                 host.tally.add(second: 1, at: now, window: configuration.window)
                 return true
             } ?? false
+        }
+    }
+
+    /// Gives back the hedge ``admitsHedge(for:)`` took for `key`'s host, which did not start (a gate refused it).
+    package func hedgeNotStarted(for key: String) {
+        let now = clock.now()
+        hosts.withLock { hosts in
+            hosts.modify(key) { host in
+                host.credit = min(host.credit + 1, 1)
+                host.tally.add(second: -1, at: now, window: configuration.window)
+            }
         }
     }
 
@@ -229,15 +251,15 @@ public final class HedgingDelayLearner: Sendable {
     package func learn(_ latency: Duration, for key: String) {
         let now = clock.now()
         let micros = UInt32(clamping: max(latency, .zero).wholeMicroseconds)
-        let seconds = UInt32(clamping: max(now, .zero).components.seconds)
+        let tenths = Self.tenths(now)
         hosts.withLock { hosts in
             hosts.update(key, make: Host.init, isAtRest: isAtRest(at: now)) { host in
                 if host.latencies.count < configuration.samples {
                     host.latencies.append(micros)
-                    host.times.append(seconds)
+                    host.times.append(tenths)
                 } else {
                     host.latencies[host.next] = micros
-                    host.times[host.next] = seconds
+                    host.times[host.next] = tenths
                 }
                 host.next = (host.next + 1) % configuration.samples
                 host.answersSinceRead += 1
@@ -245,20 +267,20 @@ public final class HedgingDelayLearner: Sendable {
         }
     }
 
-    /// The delay of `host` `now`: read again from its samples once a tenth of the minimum of answers came since the
+    /// The delay of `host` `now`: read again from its samples once a twentieth of them (at least two) came since the
     /// last read, or a tenth of the window passed, else the last one read.
     private func read(_ host: inout Host, at now: Duration) -> Duration? {
         if let readAt = host.readAt, now - readAt < configuration.window / 10,
-            host.answersSinceRead < max(configuration.minimumSamples / 10, 1)
+            host.answersSinceRead < max(configuration.samples / 20, 2)
         {
             return host.delay
         }
         host.readAt = now
         host.answersSinceRead = 0
-        let oldest = now - configuration.window
+        let oldest = Self.tenths(now - configuration.window)
         var live: [UInt32] = []
         live.reserveCapacity(host.latencies.count)
-        for (latency, time) in zip(host.latencies, host.times) where Duration.seconds(Int64(time) + 1) > oldest {
+        for (latency, time) in zip(host.latencies, host.times) where time > oldest {
             live.append(latency)
         }
         guard live.count >= configuration.minimumSamples else {
@@ -278,16 +300,20 @@ public final class HedgingDelayLearner: Sendable {
     /// Whether a host can be forgotten `now`: no round and no answer of it in the window.
     private func isAtRest(at now: Duration) -> @Sendable (Host) -> Bool {
         let window = configuration.window
-        return { host in
-            host.tally.isEmpty(at: now, window: window)
-                && !host.times.contains { Duration.seconds(Int64($0) + 1) > now - window }
-        }
+        let oldest = Self.tenths(now - window)
+        return { host in host.tally.isEmpty(at: now, window: window) && !host.times.contains { $0 > oldest } }
     }
 
     /// How many of `host`'s samples are in the window that ends `now`.
     private func liveSamples(of host: Host, at now: Duration) -> Int {
-        let oldest = now - configuration.window
-        return host.times.count { Duration.seconds(Int64($0) + 1) > oldest }
+        let oldest = Self.tenths(now - configuration.window)
+        return host.times.count { $0 > oldest }
+    }
+
+    /// `instant` on the learner's clock in tenths of a second, counted from 1 at the clock's origin (13 years at most);
+    /// 0 for an instant before the origin, so that a window reaching back past it holds every sample.
+    private static func tenths(_ instant: Duration) -> UInt32 {
+        instant < .zero ? 0 : UInt32(clamping: instant.wholeMicroseconds / 100_000 + 1)
     }
 }
 

@@ -37,20 +37,26 @@ struct HedgingExecutor {
     /// came. A failure whose question the round no longer needs (another attempt won, or the round ended otherwise)
     /// is told to the observers as a loser, with ``AttemptDecision/cancelled``.
     func execute(from roundBase: URLRequest, in machine: inout RequestMachine) async -> RoundResult {
-        // A learned delay is the host's, and its learner hears how long the round took to answer.
+        // A learned delay is the host's, and its learner hears how long the round took to answer. A request that may not
+        // be repeated is never hedged, and neither counts for the host nor teaches it anything.
         guard let learner = hedging.learner else {
             return await run(HedgeRound(), from: roundBase, delay: hedging.delay, learning: nil, in: &machine)
         }
-        guard let key = learner.key(for: plan.originalRequest) else {
+        guard machine.mayBeRepeated(roundBase), let key = learner.key(for: plan.originalRequest) else {
             return await run(HedgeRound(), from: roundBase, delay: nil, learning: nil, in: &machine)
         }
         let round = HedgeRound()
         let first = machine.attempts.count + 1
-        let delay = learner.startRound(for: key)
+        // A request counts once, at its first round: its retries' rounds add no share of a hedge.
+        let delay = learner.startRound(for: key, counts: first == 1)
         let result = await run(round, from: roundBase, delay: delay, learning: (learner, key), in: &machine)
-        // A round that ended with an answer (any attempt's) teaches how long the host took to give one.
-        if result.result.response != nil, let sentAt = round.handoff(of: first)?.at {
-            learner.learn(plan.session.clock.now() - sentAt, for: key)
+        // A round won by an answer teaches how long the host took to give it: from the round's first attempt reaching
+        // the transport to the winner's end, whichever attempt won.
+        if case .success = result.result.kind, let winner = machine.attempts.last,
+            let winnerSent = round.handoff(of: winner.number)?.at, let onWire = winner.timeOnWire,
+            let firstSent = round.handoff(of: first)?.at
+        {
+            learner.learn(winnerSent + onWire - firstSent, for: key)
         }
         return result
     }
@@ -154,6 +160,8 @@ struct HedgingExecutor {
             }
             let number = machine.attempts.count + inFlight.count + 1
             guard admitsHedge(sent, number: number, for: machine) else {
+                // The hedge does not start: the learner has it back.
+                if let learning { learning.learner.hedgeNotStarted(for: learning.key) }
                 // Not a request to repeat, or a gate refused: no more hedges in this round.
                 stopped = true
                 continue
@@ -196,8 +204,11 @@ struct HedgingExecutor {
     func admitsHedge(_ sent: URLRequest, number: Int, for machine: RequestMachine) -> Bool {
         guard machine.mayBeRepeated(sent) else { return false }
         guard let roles = plan.registered else { return true }
+        // A hedge an endpoint group sends to another endpoint is judged as going there (a per-host gate by the
+        // endpoint's host).
+        let hedge = roles.router?.destination(ofHedge: sent, number: number, of: plan.requestID) ?? sent
         for gate in roles.hedgeGates {
-            guard gate.admitHedge(sent, of: plan.requestID, attempt: number, roles: roles) != nil else { continue }
+            guard gate.admitHedge(hedge, of: plan.requestID, attempt: number, roles: roles) != nil else { continue }
             // The hedge never starts, and the next attempt takes its number: what a part in shadow mode hid of it goes.
             roles.hedgeRefused(number)
             return false

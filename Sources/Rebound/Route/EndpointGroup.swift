@@ -29,8 +29,8 @@ import Foundation
 ///
 /// **Placement and sharing.** Put it first in a chain's adapters, before the parts that key by host (a
 /// ``CircuitBreakerRegistry``, a ``RetryBudget``, an ``AdaptiveThrottle``): each then keeps every endpoint apart, by
-/// its own host, and a breaker judges a retry by the endpoint the group sends it to (a budget charges it, and a
-/// throttle draws for it, under the endpoint whose attempt failed). A part before the group judges the host the request
+/// its own host, a breaker judges a retry by the endpoint the group sends it to (a budget charges it, and a throttle
+/// draws for it, under the endpoint whose attempt failed), and every hedge gate judges a hedge by its endpoint. A part before the group judges the host the request
 /// was written for, and may refuse it there before the group moves it. Give a credential the group's hosts
 /// (``hosts``), as an ``AuthenticationInterceptor``'s `hosts:`, so that it reaches the group's endpoints and no one
 /// else, redirects included. One group keeps its
@@ -287,20 +287,32 @@ extension EndpointGroup: AdaptsInPlace {
     }
 }
 
-// Asked before the gates where a retry goes, so that a breaker judges it by its endpoint (see `RetryRouter`).
+// Asked before the gates where a retry or a hedge goes, so that a breaker judges it by its endpoint (see
+// `RetryRouter`).
 extension EndpointGroup: RetryRouter {
     func destination(ofRetry request: RetryRequest) -> URLRequest? {
-        let sent = request.admittedRequest
+        // The failed attempt is still in flight here (it is settled after the gates answer): the pick avoids it.
+        plan(request.admittedRequest, attempt: request.attempts.count + 1, of: request.requestID)
+    }
+
+    func destination(ofHedge sent: URLRequest, number: Int, of requestID: UUID) -> URLRequest? {
+        // The round's attempts are in flight: the pick avoids them.
+        plan(sent, attempt: number, of: requestID)
+    }
+
+    /// Picks the endpoint of attempt `attempt` of request `requestID`, which the attempt then takes if it is still in
+    /// rotation, and returns `sent` (a request under one of the endpoints) moved under it; `nil` when the group does
+    /// not route the request, or the pick is where `sent` goes already.
+    private func plan(_ sent: URLRequest, attempt: Int, of requestID: UUID) -> URLRequest? {
         guard let url = sent.url, let from = endpoints.firstIndex(where: { Self.isUnder(url, $0.baseURL) }) else {
             return nil
         }
         let open = openBreakers()
         let now = clock.now()
-        // The failed attempt is still in flight here (it is settled after the gates answer): the pick avoids it.
         let chosen = state.withLock { state -> Int? in
-            guard let route = state.routes[request.requestID] else { return nil }
+            guard let route = state.routes[requestID] else { return nil }
             let chosen = pick(for: route, in: state.detector, open: open, at: now)
-            state.routes[request.requestID]?.planned = (attempt: request.attempts.count + 1, endpoint: chosen)
+            state.routes[requestID]?.planned = (attempt: attempt, endpoint: chosen)
             return chosen
         }
         guard let chosen, chosen != from else { return nil }

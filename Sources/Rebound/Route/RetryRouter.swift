@@ -13,4 +13,9 @@ protocol RetryRouter: AnyObject, Sendable {
     /// The request the retry after `request`'s last attempt will be sent as, under the endpoint picked for it (which the
     /// retry's attempt then takes, if it is still in rotation); `nil` when the part does not route the request.
     func destination(ofRetry request: RetryRequest) -> URLRequest?
+
+    /// The request hedge `number` of request `requestID` will be sent as, `sent` being the newest request of its round,
+    /// under the endpoint picked for it (which the hedge's attempt then takes, if it is still in rotation); `nil` when
+    /// the part does not route the request.
+    func destination(ofHedge sent: URLRequest, number: Int, of requestID: UUID) -> URLRequest?
 }
