@@ -30,12 +30,12 @@ import Foundation
 /// **Placement and sharing.** Put it first in a chain's adapters, before the parts that key by host (a
 /// ``CircuitBreakerRegistry``, a ``RetryBudget``, an ``AdaptiveThrottle``): each then keeps every endpoint apart, by
 /// its own host, a breaker judges a retry by the endpoint the group sends it to (a budget charges it, and a throttle
-/// draws for it, under the endpoint whose attempt failed), and every hedge gate judges a hedge by its endpoint. A part before the group judges the host the request
-/// was written for, and may refuse it there before the group moves it. Give a credential the group's hosts
-/// (``hosts``), as an ``AuthenticationInterceptor``'s `hosts:`, so that it reaches the group's endpoints and no one
-/// else, redirects included. One group keeps its
-/// endpoints' health behind one lock, and a record of each request in flight until it ends: share one instance between
-/// the sessions that talk to the service.
+/// draws for it, under the endpoint whose attempt failed), and every hedge gate judges a hedge by its endpoint. A part
+/// before the group judges the host the request was written for, and may refuse it there before the group moves it.
+/// Give a credential the group's hosts (``hosts``), as an ``AuthenticationInterceptor``'s `hosts:`, so that it reaches
+/// the group's endpoints and no one else, redirects included. One group keeps its endpoints' health behind one lock,
+/// and a record of each request in flight until it ends: share one instance between the sessions that talk to the
+/// service.
 ///
 /// ```swift
 /// let group = EndpointGroup(
