@@ -12,6 +12,7 @@ enum Policy: CaseIterable, Sendable {
     case throttle
     case preset
     case hedged
+    case learned
     case paced
     case aws
 
@@ -25,6 +26,8 @@ enum Policy: CaseIterable, Sendable {
     static let declinePolicies: [Policy] = [.alamofire, .preset]
     /// The policies of the slow-tail scenario.
     static let tailPolicies: [Policy] = [.none, .preset, .hedged]
+    /// The policies of the scenarios of hedging that learns its delay: a slow tail, and a server that slows down.
+    static let learnedPolicies: [Policy] = [.none, .preset, .learned]
     /// The policies of the quota scenario.
     static let quotaPolicies: [Policy] = [.none, .preset, .paced]
     /// The hedging delay of ``hedged``: about the p97 of the slow-tail server's latency.
@@ -42,6 +45,7 @@ enum Policy: CaseIterable, Sendable {
         case .throttle: "+ adaptive throttle"
         case .preset: "Session(resilience:) (the preset)"
         case .hedged: "the preset + hedging (100 ms)"
+        case .learned: "the preset + hedging, delay learned"
         case .paced: "the preset + RateLimitPacer"
         case .aws: "RetryPolicy.awsRetries2026() + its budget"
         }
@@ -59,11 +63,18 @@ enum Policy: CaseIterable, Sendable {
             configuration: .init(breakDuration: CircuitBreaker.Configuration.defaultBreakDuration(using: random)),
             clock: clock)
         let budget = RetryBudget(ratio: .default, clock: clock)
-        if self == .preset || self == .hedged || self == .paced {
+        if self == .preset || self == .hedged || self == .learned || self == .paced {
+            let hedging: Hedging? =
+                switch self {
+                case .hedged: Hedging(delay: Self.hedgingDelay)
+                // Each client learns its own delay, from its own answers.
+                case .learned: Hedging(learning: HedgingDelayLearner(clock: clock))
+                default: nil
+                }
             return Session(
                 transport: transport, resilience: Resilience(clock: clock, random: random),
                 adapters: self == .paced ? [RateLimitPacer(clock: clock)] : [], attemptTimeout: Self.attemptTimeout,
-                hedging: self == .hedged ? Hedging(delay: Self.hedgingDelay) : nil, clock: clock)
+                hedging: hedging, clock: clock)
         }
         let (adapters, retriers): ([any RequestAdapter], [any RequestRetrier]) =
             switch self {
@@ -76,7 +87,7 @@ enum Policy: CaseIterable, Sendable {
             case .throttle: ([AdaptiveThrottle(clock: clock, random: random), breakers, budget], [jittered])
             case .aws:
                 ([RetryBudget(configuration: .awsRetries2026)], [RetryPolicy.awsRetries2026(using: random)])
-            case .preset, .hedged, .paced: ([], [])
+            case .preset, .hedged, .learned, .paced: ([], [])
             }
         return Session(
             transport: transport, adapters: adapters, retriers: retriers, attemptTimeout: Self.attemptTimeout,

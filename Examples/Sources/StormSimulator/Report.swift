@@ -19,7 +19,7 @@ struct Report {
     }
 
     /// A count with thousands separated by commas: `100,000`.
-    private static func count(_ value: Int) -> String {
+    static func count(_ value: Int) -> String {
         let digits = String(value)
         return digits.enumerated().map { index, digit in
             index > 0 && (digits.count - index) % 3 == 0 ? ",\(digit)" : "\(digit)"
@@ -48,8 +48,9 @@ struct Report {
             What each of Rebound's parts does to a struggling server, in numbers: many clients send to one server that \
             fails everything for a while, each client with a policy made of Rebound's real types (`Session`, \
             `RetryPolicy`, `RetryBudget`, `CircuitBreakerRegistry`, `AdaptiveThrottle`, the `Resilience` preset, \
-            `Hedging`) on a simulated transport and a `ManualClock`; a last scenario has no outage but a slow tail, \
-            for hedging. It runs on `ReboundTesting`'s `Simulation`, one job at a time in a fixed order, so every run \
+            `Hedging`, `HedgingDelayLearner`) on a simulated transport and a `ManualClock`; the last scenarios have no \
+            outage but a slow tail, a latency shift or a quota, for hedging (with a delay set, or learned) and pacing. \
+            It runs on `ReboundTesting`'s `Simulation`, one job at a time in a fixed order, so every run \
             gives the same numbers, to the last digit, on every machine.
 
             ```sh
@@ -107,19 +108,40 @@ struct Report {
         return text
     }
 
-    /// The table of a scenario without an outage, about the server's slow tail and what hedging does to it.
+    /// The table of a scenario without an outage, about the server's slow tail (or its slowing down) and what hedging
+    /// does to it.
     private func tail(_ scenario: Scenario, _ outcomes: [Outcome]) -> String {
         let tail = scenario.model
+        let slowness =
+            tail.slowdown.isEmpty
+            ? """
+            except that \(Self.fixed(tail.slowShare * 100, 0))% of the requests, drawn at random, take \
+            \(Self.milliseconds(tail.slowService)) instead of \(Self.milliseconds(tail.service)): a slow replica, a pause.
+            """
+            : """
+            except that every answer takes \(Self.fixed(tail.slowdownFactor, 0)) times as long to arrive (\
+            \(Self.milliseconds(tail.service * tail.slowdownFactor)) instead of \(Self.milliseconds(tail.service))) \
+            from \(Int(tail.slowdown.lowerBound.seconds)) s to \(Int(tail.slowdown.upperBound.seconds)) s, its \
+            capacity unchanged: a latency shift (a slower network, a slower dependency behind it).
+            """
+        let hedging =
+            scenario.policies.contains(.learned)
+            ? """
+            With hedging that learns its delay (`HedgingDelayLearner`'s defaults), each of the \
+            \(Self.count(scenario.clients)) clients learns the delay from its own answers (the 98th percentile, raised \
+            by a twentieth) and sends at most 2% more attempts than requests, none before its 50th request.
+            """
+            : """
+            Hedging starts a second attempt of a request that has not answered within \
+            \(Self.milliseconds(Policy.hedgingDelay)).
+            """
         var text = """
 
             ## \(scenario.name.prefix(1).uppercased() + scenario.name.dropFirst())
 
             \(Int(scenario.offered.rounded())) requests a second for \(Int(scenario.duration.seconds)) s to the same \
-            server without an outage, except that \(Self.fixed(tail.slowShare * 100, 0))% of the requests, drawn at \
-            random, take \(Self.milliseconds(tail.slowService)) instead of \(Self.milliseconds(tail.service)): a slow \
-            replica, a pause. Hedging starts a second attempt of a request that has not answered within \
-            \(Self.milliseconds(Policy.hedgingDelay)); the server goes on with the attempt the client dropped. **load**: \
-            attempts that reached the server per request offered.
+            server without an outage, \(slowness) \(hedging) The server goes on with an attempt the client dropped. \
+            **load**: attempts that reached the server per request offered.
 
             | policy | load | success | p50 | p99 | p99.9 |
             |---|---|---|---|---|---|

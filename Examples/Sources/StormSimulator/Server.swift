@@ -21,6 +21,11 @@ struct ServerModel: Sendable {
     var slowShare = 0.0
     /// How long a request of the slow tail takes with a worker to itself.
     var slowService = Duration.milliseconds(600)
+    /// When every answer takes ``slowdownFactor`` times as long to arrive (a latency shift: a slower network, a slower
+    /// dependency behind the server), the server's capacity unchanged; an empty range for never.
+    var slowdown = Duration.zero..<Duration.zero
+    /// How many times as long every answer takes during the ``slowdown``.
+    var slowdownFactor = 5.0
     /// How the server tells its clients it is overloaded; `nil` for a server that says nothing.
     var signal: Signal?
     /// The quota each client has, which the server advertises; `nil` for none.
@@ -142,10 +147,13 @@ final class SimulatedServer: HTTPTransport {
         let time =
             inFlight > model.maximumInFlight
             ? Duration.milliseconds(1) : service * (Double(max(inFlight, model.workers)) / Double(model.workers))
-        // The work runs in a task of its own, which the client's cancellation does not reach.
+        // The work runs in a task of its own, which the client's cancellation does not reach. During a slowdown the answer
+        // then takes the rest of its longer time to arrive, holding no worker.
+        let arrival = model.slowdown.contains(now) ? service * (model.slowdownFactor - 1) : .zero
         await Task(executorPreference: executor) { [self] in
             try? await clock.sleep(for: time)
             leave()
+            if arrival > .zero { try? await clock.sleep(for: arrival) }
         }.value
         let status = inFlight > model.maximumInFlight ? 503 : 200
         guard status == 200, !quotaFields.isEmpty else { return answer(status, to: request) }

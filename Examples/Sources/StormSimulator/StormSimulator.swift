@@ -30,6 +30,9 @@ enum StormSimulator {
         let throttling = ServerModel(signal: ServerModel.Signal(status: 429))
         let declining = ServerModel(signal: ServerModel.Signal(retryAfter: nil, shouldRetry: false))
         let tail = ServerModel(outage: .zero..<Duration.zero, slowShare: 0.02)
+        let smallTail = ServerModel(outage: .zero..<Duration.zero, slowShare: 0.01)
+        let slowingDown = ServerModel(
+            outage: .zero..<Duration.zero, slowdown: Duration.seconds(10)..<Duration.seconds(20))
         var scenarios: [Scenario] = []
         for clients in fleets {
             scenarios += [
@@ -54,6 +57,19 @@ enum StormSimulator {
             Scenario(
                 name: "a slow tail, no outage: 2% of requests take 600 ms", model: tail, clients: fleets[0],
                 offered: model.capacity / 2, duration: .seconds(20), policies: Policy.tailPolicies))
+        scenarios.append(
+            Scenario(
+                name: "a slow tail of 1%, no outage, and hedging that learns its delay", model: smallTail,
+                clients: fleets[0], offered: model.capacity / 2, duration: .seconds(20),
+                policies: Policy.learnedPolicies))
+        for clients in fleets {
+            scenarios.append(
+                Scenario(
+                    name: "every answer five times slower for 10 s, no outage, and hedging that learns its delay, "
+                        + "\(Report.count(clients)) clients",
+                    model: slowingDown, clients: clients, offered: model.capacity / 2, duration: .seconds(30),
+                    policies: Policy.learnedPolicies))
+        }
         scenarios.append(
             Scenario(
                 name: "a quota of 8 requests a second per client, advertised, no outage",
