@@ -289,6 +289,27 @@ struct EndpointGroupTests {
         #expect(group.requestsKept == 0)
     }
 
+    @Test func withThePresetTheGroupAdaptsFirstAndEachEndpointHasItsOwnParts() async throws {
+        let clock = FastForwardClock()
+        let resilience = Resilience(clock: clock, random: .seeded(3), deadline: nil)
+        let group = EndpointGroup(
+            endpoints: [.init(Self.eu), .init(Self.us)], breakers: resilience.breakers, clock: clock)
+        let transport = ScriptedTransport(clock: clock) { request, _ in
+            request.url?.host == "eu.api.example.com" ? .status(503) : .status(200)
+        }
+        let session = Session(transport: transport, resilience: resilience, endpointGroup: group, clock: clock)
+
+        // Every request succeeds at us; after five failures in a row eu is out of rotation (its breaker open, and
+        // ejected), and requests go to us at once.
+        for _ in 0..<8 { _ = try await session.send(Self.charges) }
+        let hosts = transport.requests.map { $0.url?.host ?? "-" }
+        #expect(hosts.count { $0 == "eu.api.example.com" } == 5)
+        #expect(hosts.count { $0 == "us.api.example.com" } == 8)
+        #expect(resilience.breakers.breaker(for: "eu.api.example.com").state != .closed)
+        #expect(Set(resilience.breakers.breakers.keys) == ["eu.api.example.com", "us.api.example.com:8443"])
+        #expect(group.requestsKept == 0)
+    }
+
     @Test func aCredentialGivenTheGroupsHostsReachesItsEndpointsOnly() async throws {
         let clock = ManualClock()
         let group = EndpointGroup(endpoints: [.init(Self.eu), .init(Self.us)], clock: clock)

@@ -108,12 +108,16 @@ public final class Resilience: Sendable {
 }
 
 extension Session {
-    /// Creates a session on a ``Resilience`` chain: its adapters run before `adapters`, its retry policy is asked after
-    /// `retriers`, and its deadline is the session's.
+    /// Creates a session on a ``Resilience`` chain: its adapters run before `adapters` (after `endpointGroup`, if
+    /// given), its retry policy is asked after `retriers`, and its deadline is the session's.
     ///
     /// - Parameters:
     ///   - transport: The transport; `URLSessionHTTPTransport()` by default.
     ///   - resilience: The chain; ``Resilience/recommended`` for the process-wide one.
+    ///   - endpointGroup: A service at several base URLs, whose requests go to its endpoints (see ``EndpointGroup``);
+    ///     it adapts first, so that the chain's throttle, breakers and budget keep each endpoint apart, by its host.
+    ///     None by default. Give it the chain's ``Resilience/breakers`` (`EndpointGroup(..., breakers:)`) to keep an
+    ///     endpoint whose breaker is open out of rotation.
     ///   - adapters: Adapters of your own, run after the chain's (a credential, a header); none by default.
     ///   - retriers: Retriers of your own, asked before the chain's retry policy; none by default.
     ///   - interceptor: An interceptor of your own (an ``AuthenticationInterceptor``), which adapts after `adapters`
@@ -129,6 +133,7 @@ extension Session {
     public convenience init<C: Clock>(
         transport: any HTTPTransport = URLSessionHTTPTransport(),
         resilience: Resilience,
+        endpointGroup: EndpointGroup? = nil,
         adapters: [any RequestAdapter] = [],
         retriers: [any RequestRetrier] = [],
         interceptor: (any RequestInterceptor)? = nil,
@@ -139,8 +144,10 @@ extension Session {
         hedging: Hedging? = nil,
         clock: C = ContinuousClock()
     ) where C.Duration == Duration {
+        let group: [any RequestAdapter] = endpointGroup.map { [$0] } ?? []
         self.init(
-            transport: transport, adapters: resilience.adapters + adapters, retriers: retriers + resilience.retriers,
+            transport: transport, adapters: group + resilience.adapters + adapters,
+            retriers: retriers + resilience.retriers,
             interceptor: interceptor, observers: observers, validator: validator, deadline: resilience.deadline,
             attemptTimeout: attemptTimeout, redirectHandler: redirectHandler, hedging: hedging, clock: clock)
     }
