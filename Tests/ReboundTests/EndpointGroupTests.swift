@@ -130,7 +130,7 @@ struct EndpointGroupTests {
         #expect(
             transport.requests.map { $0.url?.absoluteString }
                 == [Self.charges.absoluteString, "https://us.api.example.com:8443/v2/charges?customer=7#top"])
-        #expect(group.requestsKept == 0)
+        #expect(group.requestsKept == 0 && group.attemptsInFlight == 0)
     }
 
     @Test func anEndpointThatKeepsFailingIsEjectedThenTriedAgain() async throws {
@@ -160,7 +160,7 @@ struct EndpointGroupTests {
         let trial = try await session.send(Self.charges)
         #expect(trial.attempts.map { $0.request?.url?.host } == ["eu.api.example.com", "us.api.example.com"])
         #expect(ejections.withLock { $0.last.map { "\($0.rule) \($0.duration)" } } == "trialFailed 60.0 seconds")
-        #expect(group.requestsKept == 0)
+        #expect(group.requestsKept == 0 && group.attemptsInFlight == 0)
     }
 
     @Test func aHedgeGoesToAnotherEndpointThanTheAttemptInFlight() async throws {
@@ -178,7 +178,7 @@ struct EndpointGroupTests {
 
         #expect(transport.requests.map { $0.url?.host } == ["eu.api.example.com", "us.api.example.com"])
         #expect(response.request.url?.host == "us.api.example.com")
-        #expect(group.requestsKept == 0)
+        #expect(group.requestsKept == 0 && group.attemptsInFlight == 0)
     }
 
     @Test(.timeLimit(.minutes(1)))
@@ -208,7 +208,34 @@ struct EndpointGroupTests {
 
         #expect(response.attempts.map(\.hedge) == [0, 1])
         #expect(response.request.url?.host == "us.api.example.com")
-        #expect(group.requestsKept == 0)
+        #expect(group.requestsKept == 0 && group.attemptsInFlight == 0)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func anEndpointWhoseHalfOpenBreakerHasItsTrialInFlightTakesNoOtherAttempt() async throws {
+        let clock = ManualClock()
+        let breakers = CircuitBreakerRegistry(
+            configuration: .init(tripCondition: .consecutiveFailures(1), openDuration: .seconds(1)), clock: clock)
+        let group = EndpointGroup(endpoints: [.init(Self.eu), .init(Self.us)], breakers: breakers, clock: clock)
+        let transport = ScriptedTransport(clock: clock) { request, _ in
+            guard request.url?.host == "eu.api.example.com" else { return .status(200) }
+            return request.url?.path == "/v2/fails" ? .status(503) : .status(200).delayed(by: .seconds(5))
+        }
+        let session = Session(transport: transport, adapters: [group, breakers], clock: clock)
+        _ = try? await session.send(URL(string: "https://eu.api.example.com/v2/fails")!)
+        clock.advance(by: .seconds(1))
+        #expect(breakers.breaker(for: "eu.api.example.com").state == .halfOpen)
+
+        // The first request after the break is eu's trial; while it is in flight, the next goes to us.
+        let trial = Task { try await session.send(URL(string: "https://eu.api.example.com/v2/items")!) }
+        try await transport.waitForRequests(2)
+        try await clock.waitForSleepers(1)
+        let next = try await session.send(Self.charges)
+        #expect(next.request.url?.host == "us.api.example.com")
+        clock.advance(by: .seconds(5))
+        #expect(try await trial.value.request.url?.host == "eu.api.example.com")
+        #expect(breakers.breaker(for: "eu.api.example.com").state == .closed)
+        #expect(group.requestsKept == 0 && group.attemptsInFlight == 0)
     }
 
     @Test func weightedSelectionDrawsInProportionToTheWeights() async throws {
@@ -222,7 +249,7 @@ struct EndpointGroupTests {
         let toEU = transport.requests.count { $0.url?.host == "eu.api.example.com" }
         // About 300 of 400 at 3:1 (267 at 2:1, 320 at 4:1); these seeded draws give 298.
         #expect(toEU == 298)
-        #expect(group.requestsKept == 0)
+        #expect(group.requestsKept == 0 && group.attemptsInFlight == 0)
     }
 
     @Test func aRequestThatSucceedsAfterAFailureItsChainAcceptedIsForgotten() async throws {
@@ -233,7 +260,7 @@ struct EndpointGroupTests {
             classify: { _ in .failure })
         let (session, _) = Self.session(group, clock: clock, eu: { _ in .status(200) })
         _ = try await session.send(Self.charges)
-        #expect(group.requestsKept == 0)
+        #expect(group.requestsKept == 0 && group.attemptsInFlight == 0)
     }
 
     @Test func aBaseURLThatNamesItsSchemesDefaultPortIsKeyedWithoutIt() {
@@ -249,7 +276,7 @@ struct EndpointGroupTests {
         let (session, transport) = Self.session(group, clock: clock)
         _ = try await session.send(URL(string: "https://other.example.com/v2/charges")!)
         #expect(transport.requests.map { $0.url?.absoluteString } == ["https://other.example.com/v2/charges"])
-        #expect(group.requestsKept == 0)
+        #expect(group.requestsKept == 0 && group.attemptsInFlight == 0)
     }
 
     @Test func anEndpointWhoseBreakerIsOpenIsOutOfRotation() async throws {
@@ -286,7 +313,7 @@ struct EndpointGroupTests {
         // eu's breaker open, its endpoint is out of rotation: the next request goes to us at once.
         let next = try await session.send(Self.charges)
         #expect(next.attempts.map { $0.request?.url?.host } == ["us.api.example.com"])
-        #expect(group.requestsKept == 0)
+        #expect(group.requestsKept == 0 && group.attemptsInFlight == 0)
     }
 
     @Test func withThePresetTheGroupAdaptsFirstAndEachEndpointHasItsOwnParts() async throws {
@@ -307,7 +334,7 @@ struct EndpointGroupTests {
         #expect(hosts.count { $0 == "us.api.example.com" } == 8)
         #expect(resilience.breakers.breaker(for: "eu.api.example.com").state != .closed)
         #expect(Set(resilience.breakers.breakers.keys) == ["eu.api.example.com", "us.api.example.com:8443"])
-        #expect(group.requestsKept == 0)
+        #expect(group.requestsKept == 0 && group.attemptsInFlight == 0)
     }
 
     @Test func aCredentialGivenTheGroupsHostsReachesItsEndpointsOnly() async throws {

@@ -13,6 +13,7 @@ enum Policy: CaseIterable, Sendable {
     case preset
     case hedged
     case learned
+    case grouped
     case paced
     case aws
 
@@ -28,6 +29,10 @@ enum Policy: CaseIterable, Sendable {
     static let tailPolicies: [Policy] = [.none, .preset, .hedged]
     /// The policies of the scenarios of hedging that learns its delay: a slow tail, and a server that slows down.
     static let learnedPolicies: [Policy] = [.none, .preset, .learned]
+    /// The policies of the scenario of a service at three endpoints, one of them down.
+    static let endpointPolicies: [Policy] = [.preset, .grouped]
+    /// The endpoints of ``grouped``: three servers, the request written for the first.
+    static let endpoints = 3
     /// The policies of the quota scenario.
     static let quotaPolicies: [Policy] = [.none, .preset, .paced]
     /// The hedging delay of ``hedged``: about the p97 of the slow-tail server's latency.
@@ -46,6 +51,7 @@ enum Policy: CaseIterable, Sendable {
         case .preset: "Session(resilience:) (the preset)"
         case .hedged: "the preset + hedging (100 ms)"
         case .learned: "the preset + hedging, delay learned"
+        case .grouped: "the preset + an EndpointGroup of the three"
         case .paced: "the preset + RateLimitPacer"
         case .aws: "RetryPolicy.awsRetries2026() + its budget"
         }
@@ -63,6 +69,17 @@ enum Policy: CaseIterable, Sendable {
             configuration: .init(breakDuration: CircuitBreaker.Configuration.defaultBreakDuration(using: random)),
             clock: clock)
         let budget = RetryBudget(ratio: .default, clock: clock)
+        if self == .grouped {
+            // Failover among the three, the first first; an endpoint whose breaker is open is out of rotation.
+            let resilience = Resilience(clock: clock, random: random)
+            let group = EndpointGroup(
+                name: "work",
+                endpoints: (0..<Self.endpoints).map { .init(URL(string: "https://server\($0).example")!) },
+                breakers: resilience.breakers, clock: clock)
+            return Session(
+                transport: transport, resilience: resilience, endpointGroup: group,
+                attemptTimeout: Self.attemptTimeout, clock: clock)
+        }
         if self == .preset || self == .hedged || self == .learned || self == .paced {
             let hedging: Hedging? =
                 switch self {
@@ -87,7 +104,7 @@ enum Policy: CaseIterable, Sendable {
             case .throttle: ([AdaptiveThrottle(clock: clock, random: random), breakers, budget], [jittered])
             case .aws:
                 ([RetryBudget(configuration: .awsRetries2026)], [RetryPolicy.awsRetries2026(using: random)])
-            case .preset, .hedged, .learned, .paced: ([], [])
+            case .preset, .hedged, .learned, .grouped, .paced: ([], [])
             }
         return Session(
             transport: transport, adapters: adapters, retriers: retriers, attemptTimeout: Self.attemptTimeout,

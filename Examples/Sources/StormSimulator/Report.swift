@@ -102,6 +102,9 @@ struct Report {
 
             """
         text += outageTables
+        for (scenario, outcomes) in sections where scenario.endpoints > 1 {
+            text += endpoints(scenario, outcomes)
+        }
         for (scenario, outcomes) in sections where !scenario.hasOutage {
             text += scenario.model.quota == nil ? tail(scenario, outcomes) : quota(scenario, outcomes)
         }
@@ -159,6 +162,39 @@ struct Report {
         return text
     }
 
+    /// The table of a scenario of a service at several endpoints, the first of them down for a while.
+    private func endpoints(_ scenario: Scenario, _ outcomes: [Outcome]) -> String {
+        let outage = scenario.model.outage
+        var text = """
+
+            ## \(scenario.name.prefix(1).uppercased() + scenario.name.dropFirst()), \(Self.count(scenario.clients)) clients
+
+            \(Int(scenario.offered.rounded())) requests a second for \(Int(scenario.duration.seconds)) s from \
+            \(Self.count(scenario.clients)) clients to a service at \(scenario.endpoints) servers of \
+            \(Int(model.capacity)) requests a second each (`https://server0.example` and the others), every request \
+            written for the first, which fails everything from \(Int(outage.lowerBound.seconds)) s to \
+            \(Int(outage.upperBound.seconds)) s. The preset alone sends to the first; with an `EndpointGroup` of the \
+            three (failover, given the preset's breakers, `Session(resilience:endpointGroup:)`), a retry goes to \
+            another server, and each client ejects the first after five failures in a row, for 30 s. **during**: \
+            attempts that reached the servers per request offered during the outage; **once moved**: from 2 s into it \
+            to its end; **first back**: how long after the outage the first server took a request again.
+
+            | policy | success during | during | once moved | first back | success |
+            |---|---|---|---|---|---|
+
+            """
+        for outcome in outcomes {
+            let cells = [
+                outcome.policy.name, Self.fixed(outcome.success(in: outage) * 100, 2) + "%",
+                Self.fixed(outcome.duringOutage, 2), Self.fixed(outcome.attemptsOnceMoved ?? 0, 2),
+                outcome.firstServerBack.map { Self.fixed($0.seconds, 1) + " s" } ?? "never",
+                Self.fixed(outcome.success(in: .zero..<scenario.duration) * 100, 2) + "%",
+            ]
+            text += "| " + cells.joined(separator: " | ") + " |\n"
+        }
+        return text
+    }
+
     /// The table of the scenario whose server advertises a quota per client.
     private func quota(_ scenario: Scenario, _ outcomes: [Outcome]) -> String {
         let quota = scenario.model.quota ?? ServerModel.Quota()
@@ -197,7 +233,7 @@ struct Report {
     private var outageTables: String {
         var text = ""
         let outage = model.outage
-        for (scenario, outcomes) in sections where scenario.hasOutage {
+        for (scenario, outcomes) in sections where scenario.hasOutage && scenario.endpoints == 1 {
             text += """
 
                 ## \(scenario.name.prefix(1).uppercased() + scenario.name.dropFirst()), \(Self.count(scenario.clients)) clients
@@ -238,7 +274,7 @@ struct Report {
 
     /// The server's load over time, one panel per scenario, one line per policy, in requests a second per 500 ms.
     var svg: String {
-        let sections = sections.filter(\.scenario.hasOutage)
+        let sections = sections.filter { $0.scenario.hasOutage && $0.scenario.endpoints == 1 }
         let width = 860
         let height = 460 * sections.count
         var svg = """

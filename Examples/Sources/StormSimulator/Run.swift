@@ -16,6 +16,9 @@ struct Scenario: Sendable {
     var seed: UInt64 = 1
     /// The policies compared.
     var policies = Policy.outagePolicies
+    /// How many servers serve the service, each at its own host: the first as `model` says, the others without its
+    /// outage; 1 for one server.
+    var endpoints = 1
 
     /// Whether the server has an outage (otherwise the scenario is about its slow tail).
     var hasOutage: Bool { !model.outage.isEmpty }
@@ -28,12 +31,17 @@ struct Outcome: Sendable {
     /// Each request's arrival, and its latency if it succeeded.
     let requests: [(arrival: Duration, latency: Duration?)]
     let attemptsPerBucket: [Int]
+    /// Attempts that reached the servers per request offered during the outage, and in the 10 s after it.
     let duringOutage: Double
     let afterOutage: Double
     let backToNormal: Duration
     let noRetriesBackToNormal: Duration?
     /// The requests the server answered 429 because their client was past its quota.
     let throttled: Int
+    /// With several endpoints: attempts that reached the servers per request offered from 2 s into the outage to its
+    /// end, and how long after the outage the first server took a request again (`nil` if it did not).
+    var attemptsOnceMoved: Double?
+    var firstServerBack: Duration?
 
     /// The share of the requests that arrived in `range` and succeeded.
     func success(in range: Range<Duration>) -> Double {
@@ -87,12 +95,18 @@ private final class Records: Sendable {
 /// a breaker's break) one instant at a time on a manual clock, after everything the previous one set off has settled.
 @available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, *)
 func simulate(_ policy: Policy, in scenario: Scenario) async -> (
-    outcome: [(Duration, Duration?)], server: SimulatedServer
+    outcome: [(Duration, Duration?)], servers: [SimulatedServer]
 ) {
     let simulation = Simulation()
     return await simulation.run {
         let clock = ManualClock()
-        let server = SimulatedServer(model: scenario.model, clock: clock, executor: simulation.executor)
+        // The first server as the scenario's model says; the others without its outage.
+        var healthy = scenario.model
+        healthy.outage = .zero..<Duration.zero
+        let servers = (0..<scenario.endpoints).map { index in
+            SimulatedServer(model: index == 0 ? scenario.model : healthy, clock: clock, executor: simulation.executor)
+        }
+        let server: any HTTPTransport = servers.count == 1 ? servers[0] : SimulatedEndpoints(servers)
         var sessions = [Session?](repeating: nil, count: scenario.clients)
         let records = Records()
         let arrivals = RandomSource.seeded(scenario.seed)
@@ -115,8 +129,10 @@ func simulate(_ policy: Policy, in scenario: Scenario) async -> (
             let index = requests.count
             let arrival = time
             requests.append(arrival)
-            // The client's number in the query: the quota server's way to tell clients apart.
-            let url = URL(string: "https://server.example/work?client=\(client)")!
+            // The client's number in the query: the quota server's way to tell clients apart. With several endpoints, the
+            // request is written for the first.
+            let host = scenario.endpoints == 1 ? "server.example" : "server0.example"
+            let url = URL(string: "https://\(host)/work?client=\(client)")!
             Task(executorPreference: simulation.executor) {
                 let succeeded = (try? await session.send(url)) != nil
                 records.add(index, latency: succeeded ? clock.now.offset - arrival : nil)
@@ -128,7 +144,7 @@ func simulate(_ policy: Policy, in scenario: Scenario) async -> (
             await simulation.settle()
         }
         let latencies = records.latencies(count: requests.count)
-        return (Array(zip(requests, latencies)), server)
+        return (Array(zip(requests, latencies)), servers)
     }
 }
 
@@ -140,19 +156,29 @@ func outcomes(of scenario: Scenario) async -> [Outcome] {
     var results: [Outcome] = []
     var noRetries: Duration?
     for policy in scenario.policies {
-        let (requests, server) = await simulate(policy, in: scenario)
-        func amplification(_ range: Range<Duration>) -> Double {
+        let (requests, servers) = await simulate(policy, in: scenario)
+        let server = servers[0]
+        func amplification(_ range: Range<Duration>, servers: [SimulatedServer]) -> Double {
             let offered = requests.filter { range.contains($0.0) }.count
-            return Double(server.attempts(in: range)) / Double(max(offered, 1))
+            return Double(servers.reduce(0) { $0 + $1.attempts(in: range) }) / Double(max(offered, 1))
         }
         let backToNormal = server.backToNormal(after: outage.upperBound, end: scenario.duration)
         if policy == .none { noRetries = backToNormal }
-        results.append(
-            Outcome(
-                policy: policy, scenario: scenario, requests: requests.map { ($0.0, $0.1) },
-                attemptsPerBucket: server.attemptsPerBucket(until: scenario.duration),
-                duringOutage: amplification(outage), afterOutage: amplification(after), backToNormal: backToNormal,
-                noRetriesBackToNormal: noRetries, throttled: server.throttled))
+        var outcome = Outcome(
+            policy: policy, scenario: scenario, requests: requests.map { ($0.0, $0.1) },
+            attemptsPerBucket: server.attemptsPerBucket(until: scenario.duration),
+            duringOutage: amplification(outage, servers: servers), afterOutage: amplification(after, servers: servers),
+            backToNormal: backToNormal, noRetriesBackToNormal: noRetries, throttled: server.throttled)
+        if servers.count > 1 {
+            outcome.attemptsOnceMoved = amplification(
+                outage.lowerBound + .seconds(2)..<outage.upperBound, servers: servers)
+            let buckets = server.attemptsPerBucket(until: scenario.duration)
+            let first = Int(outage.upperBound / SimulatedServer.bucket)
+            outcome.firstServerBack = buckets.indices.dropFirst(first).first { buckets[$0] > 0 }.map {
+                SimulatedServer.bucket * $0 - outage.upperBound
+            }
+        }
+        results.append(outcome)
     }
     return results
 }

@@ -208,3 +208,20 @@ extension Duration {
     /// The duration in seconds.
     var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }
+
+/// Several servers at their own hosts (`server0.example`, `server1.example`, …), as one transport: each request goes to
+/// the server its host names.
+@available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, *)
+final class SimulatedEndpoints: HTTPTransport {
+    let servers: [SimulatedServer]
+
+    init(_ servers: [SimulatedServer]) {
+        self.servers = servers
+    }
+
+    func exchange(_ request: URLRequest) async throws -> (Data, ResponseHead) {
+        let host = request.url?.host ?? ""
+        let index = Int(host.dropFirst("server".count).prefix { $0.isNumber }) ?? 0
+        return try await servers[min(index, servers.count - 1)].exchange(request)
+    }
+}

@@ -57,6 +57,13 @@ enum StormSimulator {
             Scenario(
                 name: "a slow tail, no outage: 2% of requests take 600 ms", model: tail, clients: fleets[0],
                 offered: model.capacity / 2, duration: .seconds(20), policies: Policy.tailPolicies))
+        for clients in fleets {
+            scenarios.append(
+                Scenario(
+                    name: "a service at three endpoints, the first down for 10 s", clients: clients,
+                    offered: model.capacity / 2, duration: .seconds(50), policies: Policy.endpointPolicies,
+                    endpoints: Policy.endpoints))
+        }
         scenarios.append(
             Scenario(
                 name: "a slow tail of 1%, no outage, and hedging that learns its delay", model: smallTail,

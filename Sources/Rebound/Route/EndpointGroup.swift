@@ -18,7 +18,8 @@ import Foundation
 /// failed or is still in flight (a retry goes elsewhere, a hedge beside the attempt it races), where one in rotation
 /// is left; otherwise it goes to one in rotation other than the last that failed, then to any in rotation, and only
 /// when none is in rotation to an ejected one. Given `breakers:`, an endpoint whose breaker is open is out of rotation
-/// too, so that the breaker refuses only what still reaches it. The group never changes whether a request is retried:
+/// too, and so is one whose half-open breaker has an attempt in flight (its trial, beside which the breaker would refuse
+/// another), so that the breaker refuses only what still reaches it. The group never changes whether a request is retried:
 /// the retry policy's method rules, limits and budget still decide.
 ///
 /// **Outlier detection** (``OutlierDetection``): 5 failures in a row (by default; what fails is what fails a
@@ -65,6 +66,19 @@ public final class EndpointGroup: RequestAdapter, RetryGate {
     private struct State: Sendable {
         var detector: OutlierDetector
         var routes: [UUID: Route] = [:]
+        /// The attempts in flight to each endpoint that the group will hear end.
+        var inFlight: [Int]
+
+        /// The endpoints an attempt may not go to now: those whose breaker is open, and those whose half-open breaker
+        /// has an attempt in flight (its trial: the breaker would refuse another).
+        func unavailable(_ breakers: (open: Set<Int>, halfOpen: Set<Int>)) -> Set<Int> {
+            breakers.open.union(breakers.halfOpen.filter { inFlight[$0] > 0 })
+        }
+
+        /// Notes that an attempt to `endpoint` ended, or will not be heard of.
+        mutating func ended(at endpoint: Int) {
+            inFlight[endpoint] = Swift.max(inFlight[endpoint] - 1, 0)
+        }
     }
 
     /// The group's name, in its ejections and logs; the first endpoint's host by default.
@@ -123,7 +137,10 @@ public final class EndpointGroup: RequestAdapter, RetryGate {
         self.onEjection = onEjection
         self.random = random
         self.clock = SessionClock(clock)
-        self.state = Locked(State(detector: OutlierDetector(count: endpoints.count, configuration: outlierDetection)))
+        self.state = Locked(
+            State(
+                detector: OutlierDetector(count: endpoints.count, configuration: outlierDetection),
+                inFlight: Array(repeating: 0, count: endpoints.count)))
     }
 
     /// The hosts of the endpoints, each `host` or `host:port` as the base URL names it: give them to a credential
@@ -163,22 +180,24 @@ public final class EndpointGroup: RequestAdapter, RetryGate {
             context.settleAndAdmitRetries(through: self)
             context.routeRetries(through: self)
         }
-        let open = openBreakers()
+        let breakers = breakerStates()
         let now = clock.now()
         let (requestID, attempt) = (context.requestID, context.attempt)
         let chosen = state.withLock { state -> Int in
             let route = keeps ? state.routes[requestID] ?? Route() : Route()
+            let unavailable = state.unavailable(breakers)
             // The endpoint the gates judged this retry by, while it is still in rotation; else a new pick.
             let chosen =
                 if let planned = route.planned, planned.attempt == attempt,
-                    state.detector.isInRotation(planned.endpoint, at: now), !open.contains(planned.endpoint)
+                    state.detector.isInRotation(planned.endpoint, at: now), !unavailable.contains(planned.endpoint)
                 {
                     planned.endpoint
                 } else {
-                    pick(for: route, in: state.detector, open: open, at: now)
+                    pick(for: route, in: state.detector, unavailable: unavailable, at: now)
                 }
             if keeps {
                 state.routes[requestID, default: Route()].inFlight[attempt] = chosen
+                state.inFlight[chosen] += 1
                 if route.planned?.attempt == attempt { state.routes[requestID]?.planned = nil }
             }
             return chosen
@@ -188,34 +207,40 @@ public final class EndpointGroup: RequestAdapter, RetryGate {
         // settled meanwhile is settled by the group or found here.
         if keeps, context.isSettled {
             state.withLock { state in
-                state.routes[requestID]?.inFlight[attempt] = nil
+                if let endpoint = state.routes[requestID]?.inFlight.removeValue(forKey: attempt) {
+                    state.ended(at: endpoint)
+                }
                 if state.routes[requestID]?.isEmpty == true { state.routes[requestID] = nil }
             }
         }
         request.url = Self.rebase(url, from: endpoints[from].baseURL, to: endpoints[chosen].baseURL)
     }
 
-    /// The endpoints whose breaker, in `breakers`, is open; none without a registry.
-    private func openBreakers() -> Set<Int> {
-        guard let breakers else { return [] }
-        var open: Set<Int> = []
+    /// The endpoints whose breaker, in `breakers`, is open, and those whose breaker is half-open; none without a
+    /// registry. Read before the group's lock is taken: a breaker has a lock of its own.
+    private func breakerStates() -> (open: Set<Int>, halfOpen: Set<Int>) {
+        guard let breakers else { return ([], []) }
+        var states: (open: Set<Int>, halfOpen: Set<Int>) = ([], [])
         for (index, endpoint) in endpoints.enumerated() {
             guard let key = breakers.key(for: URLRequest(url: endpoint.baseURL)),
                 let breaker = breakers.existingBreaker(for: key)
             else { continue }
             switch breaker.state {
-            case .open, .forcedOpen: open.insert(index)
+            case .open, .forcedOpen: states.open.insert(index)
+            case .halfOpen: states.halfOpen.insert(index)
             default: break
             }
         }
-        return open
+        return states
     }
 
     /// The endpoint for the next attempt of a request that went where `route` says: the first tier with an endpoint
     /// in it, picked by the group's selection.
-    private func pick(for route: Route, in detector: OutlierDetector, open: Set<Int>, at now: Duration) -> Int {
+    private func pick(
+        for route: Route, in detector: OutlierDetector, unavailable: Set<Int>, at now: Duration
+    ) -> Int {
         let all = Array(endpoints.indices)
-        let inRotation = all.filter { detector.isInRotation($0, at: now) && !open.contains($0) }
+        let inRotation = all.filter { detector.isInRotation($0, at: now) && !unavailable.contains($0) }
         let inFlight = Set(route.inFlight.values)
         let avoided = inFlight.union(route.failed)
         let lastFailed = route.failed.last
@@ -278,6 +303,9 @@ public final class EndpointGroup: RequestAdapter, RetryGate {
 
     /// How many requests the group keeps a record of; for tests that check nothing is kept.
     package var requestsKept: Int { state.withLock { $0.routes.count } }
+
+    /// How many attempts the group counts in flight, over its endpoints; for tests that check nothing stays counted.
+    package var attemptsInFlight: Int { state.withLock { $0.inFlight.reduce(0, +) } }
 }
 
 extension EndpointGroup: AdaptsInPlace {
@@ -307,11 +335,11 @@ extension EndpointGroup: RetryRouter {
         guard let url = sent.url, let from = endpoints.firstIndex(where: { Self.isUnder(url, $0.baseURL) }) else {
             return nil
         }
-        let open = openBreakers()
+        let breakers = breakerStates()
         let now = clock.now()
         let chosen = state.withLock { state -> Int? in
             guard let route = state.routes[requestID] else { return nil }
-            let chosen = pick(for: route, in: state.detector, open: open, at: now)
+            let chosen = pick(for: route, in: state.detector, unavailable: state.unavailable(breakers), at: now)
             state.routes[requestID]?.planned = (attempt: attempt, endpoint: chosen)
             return chosen
         }
@@ -332,6 +360,7 @@ extension EndpointGroup: AttemptAccountant {
         let now = clock.now()
         let ejection = state.withLock { state -> Ejection? in
             guard let index = state.routes[requestID]?.inFlight.removeValue(forKey: attempt.number) else { return nil }
+            state.ended(at: index)
             var ejection: Ejection?
             switch verdict {
             case .success:
@@ -358,6 +387,9 @@ extension EndpointGroup: AttemptAccountant {
     }
 
     func requestEnded(_ requestID: UUID) {
-        state.withLock { _ = $0.routes.removeValue(forKey: requestID) }
+        state.withLock { state in
+            guard let route = state.routes.removeValue(forKey: requestID) else { return }
+            for endpoint in route.inFlight.values { state.ended(at: endpoint) }
+        }
     }
 }
