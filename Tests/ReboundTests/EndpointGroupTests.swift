@@ -238,6 +238,31 @@ struct EndpointGroupTests {
         #expect(group.requestsKept == 0 && group.attemptsInFlight == 0)
     }
 
+    @Test(.timeLimit(.minutes(1)))
+    func aHedgeTheBreakerOfItsEndpointRefusesDoesNotStartAndLeavesNothing() async throws {
+        let clock = ManualClock()
+        let breakers = CircuitBreakerRegistry(clock: clock)
+        let group = EndpointGroup(endpoints: [.init(Self.eu), .init(Self.us)], clock: clock)
+        let transport = ScriptedTransport(clock: clock) { _, _ in .status(200).delayed(by: .seconds(2)) }
+        let session = Session(
+            transport: transport, adapters: [group, breakers], retriers: [RetryPolicy()],
+            hedging: Hedging(delay: .seconds(1)), clock: clock)
+        breakers.breaker(for: "us.api.example.com:8443").forceOpen()
+
+        let hedged = Task { try await session.send(URL(string: "https://eu.api.example.com/v2/items")!) }
+        try await transport.waitForRequests(1)
+        try await clock.waitForSleepers(2)
+        // The hedge would go to us, whose breaker refuses it: it does not start, and the first attempt answers.
+        clock.advance(by: .seconds(1))
+        try await clock.waitForSleepers(1)
+        clock.advance(by: .seconds(1))
+        let response = try await hedged.value
+
+        #expect(response.attempts.map(\.hedge) == [0])
+        #expect(transport.requestCount == 1)
+        #expect(group.requestsKept == 0 && group.attemptsInFlight == 0)
+    }
+
     @Test func weightedSelectionDrawsInProportionToTheWeights() async throws {
         let clock = ManualClock()
         let group = EndpointGroup(

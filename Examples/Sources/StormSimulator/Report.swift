@@ -177,7 +177,8 @@ struct Report {
             three (failover, given the preset's breakers, `Session(resilience:endpointGroup:)`), a retry goes to \
             another server, and each client ejects the first after five failures in a row, for 30 s. **during**: \
             attempts that reached the servers per request offered during the outage; **once moved**: from 2 s into it \
-            to its end; **first back**: how long after the outage the first server took a request again.
+            to its end; **first back**: how long after the outage the first server took a request again (—: its clients \
+            never stopped sending to it).
 
             | policy | success during | during | once moved | first back | success |
             |---|---|---|---|---|---|
@@ -187,7 +188,7 @@ struct Report {
             let cells = [
                 outcome.policy.name, Self.fixed(outcome.success(in: outage) * 100, 2) + "%",
                 Self.fixed(outcome.duringOutage, 2), Self.fixed(outcome.attemptsOnceMoved ?? 0, 2),
-                outcome.firstServerBack.map { Self.fixed($0.seconds, 1) + " s" } ?? "never",
+                outcome.firstServerBack.map { Self.fixed($0.seconds, 1) + " s" } ?? "—",
                 Self.fixed(outcome.success(in: .zero..<scenario.duration) * 100, 2) + "%",
             ]
             text += "| " + cells.joined(separator: " | ") + " |\n"

@@ -39,7 +39,8 @@ struct Outcome: Sendable {
     /// The requests the server answered 429 because their client was past its quota.
     let throttled: Int
     /// With several endpoints: attempts that reached the servers per request offered from 2 s into the outage to its
-    /// end, and how long after the outage the first server took a request again (`nil` if it did not).
+    /// end, and how long after the outage the first server took a request again (`nil` if it did not, or if it never
+    /// stopped taking them in the outage's last second).
     var attemptsOnceMoved: Double?
     var firstServerBack: Duration?
 
@@ -172,10 +173,13 @@ func outcomes(of scenario: Scenario) async -> [Outcome] {
         if servers.count > 1 {
             outcome.attemptsOnceMoved = amplification(
                 outage.lowerBound + .seconds(2)..<outage.upperBound, servers: servers)
-            let buckets = server.attemptsPerBucket(until: scenario.duration)
+            let buckets = outcome.attemptsPerBucket
             let first = Int(outage.upperBound / SimulatedServer.bucket)
-            outcome.firstServerBack = buckets.indices.dropFirst(first).first { buckets[$0] > 0 }.map {
-                SimulatedServer.bucket * $0 - outage.upperBound
+            let lastSecond = max(first - Int(Duration.seconds(1) / SimulatedServer.bucket), 0)..<first
+            if buckets[lastSecond].allSatisfy({ $0 == 0 }) {
+                outcome.firstServerBack = buckets.indices.dropFirst(first).first { buckets[$0] > 0 }.map {
+                    SimulatedServer.bucket * $0 - outage.upperBound
+                }
             }
         }
         results.append(outcome)

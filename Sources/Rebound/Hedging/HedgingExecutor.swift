@@ -209,8 +209,10 @@ struct HedgingExecutor {
         let hedge = roles.router?.destination(ofHedge: sent, number: number, of: plan.requestID) ?? sent
         for gate in roles.hedgeGates {
             guard gate.admitHedge(hedge, of: plan.requestID, attempt: number, roles: roles) != nil else { continue }
-            // The hedge never starts, and the next attempt takes its number: what a part in shadow mode hid of it goes.
+            // The hedge never starts, and the next attempt takes its number: what a part in shadow mode hid of it goes,
+            // and so does the endpoint a group picked for it.
             roles.hedgeRefused(number)
+            roles.router?.hedgeRefused(number, of: plan.requestID)
             return false
         }
         roles.startsHedge(number)

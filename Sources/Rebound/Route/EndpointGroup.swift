@@ -77,6 +77,7 @@ public final class EndpointGroup: RequestAdapter, RetryGate {
 
         /// Notes that an attempt to `endpoint` ended, or will not be heard of.
         mutating func ended(at endpoint: Int) {
+            assert(inFlight[endpoint] > 0, "an attempt to endpoint \(endpoint) ends that was not counted in flight")
             inFlight[endpoint] = Swift.max(inFlight[endpoint] - 1, 0)
         }
     }
@@ -196,7 +197,10 @@ public final class EndpointGroup: RequestAdapter, RetryGate {
                     pick(for: route, in: state.detector, unavailable: unavailable, at: now)
                 }
             if keeps {
-                state.routes[requestID, default: Route()].inFlight[attempt] = chosen
+                // A group the chain holds twice routes one attempt twice: the second pick replaces the first.
+                if let first = state.routes[requestID, default: Route()].inFlight.updateValue(chosen, forKey: attempt) {
+                    state.ended(at: first)
+                }
                 state.inFlight[chosen] += 1
                 if route.planned?.attempt == attempt { state.routes[requestID]?.planned = nil }
             }
@@ -326,6 +330,14 @@ extension EndpointGroup: RetryRouter {
     func destination(ofHedge sent: URLRequest, number: Int, of requestID: UUID) -> URLRequest? {
         // The round's attempts are in flight: the pick avoids them.
         plan(sent, attempt: number, of: requestID)
+    }
+
+    func hedgeRefused(_ number: Int, of requestID: UUID) {
+        state.withLock { state in
+            guard state.routes[requestID]?.planned?.attempt == number else { return }
+            state.routes[requestID]?.planned = nil
+            if state.routes[requestID]?.isEmpty == true { state.routes[requestID] = nil }
+        }
     }
 
     /// Picks the endpoint of attempt `attempt` of request `requestID`, which the attempt then takes if it is still in

@@ -18,4 +18,7 @@ protocol RetryRouter: AnyObject, Sendable {
     /// under the endpoint picked for it (which the hedge's attempt then takes, if it is still in rotation); `nil` when
     /// the part does not route the request.
     func destination(ofHedge sent: URLRequest, number: Int, of requestID: UUID) -> URLRequest?
+
+    /// Forgets the endpoint picked for hedge `number` of request `requestID`, which a gate refused: it never starts.
+    func hedgeRefused(_ number: Int, of requestID: UUID)
 }
