@@ -62,6 +62,11 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
         /// The requests a budget in shadow mode would have ended by denying a retry, until they end: it no longer
         /// counts anything of them, as enforced it would not have seen them again.
         var shadowed: Set<UUID> = []
+
+        /// Whether a budget in shadow mode no longer sees request `requestID`: it would have ended it.
+        func isShadowed(_ requestID: UUID) -> Bool {
+            !shadowed.isEmpty && shadowed.contains(requestID)
+        }
     }
 
     /// What a hedge took from a budget, until its attempt ends.
@@ -213,7 +218,7 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
         let now = now()
         let denial = state.withLock { state -> RetryBudgetExhausted? in
             // In shadow mode, a request it would have ended goes on unseen by it.
-            if !state.shadowed.isEmpty, state.shadowed.contains(request.requestID) { return nil }
+            if state.isShadowed(request.requestID) { return nil }
             settle(&state, request.requestID, failed: failed, wasSent: failedWasSent, now: now)
             if let denial = take(cost, from: key, in: &state, now: now) {
                 state.granted[request.requestID] = nil
@@ -263,7 +268,7 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
         let now = now()
         let wasSent = outcome.attempt.request != nil
         state.withLock { state in
-            if !state.shadowed.isEmpty, state.shadowed.contains(outcome.requestID) { return }
+            if state.isShadowed(outcome.requestID) { return }
             settle(&state, outcome.requestID, failed: outcome.attempt.number, wasSent: wasSent, now: now)
             settleHedge(&state, outcome.requestID, attempt: outcome.attempt.number, wasSent: wasSent, now: now)
         }
@@ -425,7 +430,7 @@ extension RetryBudget: HedgeGate {
         let cost = ratio != nil ? 1 : configuration.retryCost
         let now = now()
         let denial = state.withLock { state -> RetryBudgetExhausted? in
-            if !state.shadowed.isEmpty, state.shadowed.contains(requestID) { return nil }
+            if state.isShadowed(requestID) { return nil }
             if let denial = take(cost, from: key, in: &state, now: now) { return denial }
             state.hedges[requestID, default: []].append(HedgeGrant(attempt: attempt, key: key, cost: cost))
             return nil
