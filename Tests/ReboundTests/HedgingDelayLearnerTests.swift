@@ -100,12 +100,11 @@ struct HedgingDelayLearnerTests {
     }
 
     /// One request at a time to `a.example`, 1,000 of them, on a simulation: the first attempt of request `i` answers
-    /// after `latency(i)`, a hedge after `hedgeLatency(i)` (10 ms by default). Returns each request's time to its answer
-    /// and the attempts sent.
+    /// after `latency(i)`, a hedge after `hedgeLatency(i)`. Returns each request's time to its answer and the attempts
+    /// sent.
     @available(macOS 15.0, iOS 18.0, macCatalyst 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *)
     static func run(
-        latency: @escaping @Sendable (Int) -> Duration,
-        hedgeLatency: @escaping @Sendable (Int) -> Duration = { _ in .milliseconds(10) }
+        latency: @escaping @Sendable (Int) -> Duration, hedgeLatency: @escaping @Sendable (Int) -> Duration
     ) async -> (times: [Duration], sent: Int) {
         let simulation = Simulation()
         let clock = ManualClock()
@@ -149,7 +148,9 @@ struct HedgingDelayLearnerTests {
             return
         }
         // 1% of first attempts take 600 ms, the others 10 ms; no delay configured.
-        let (times, sent) = await Self.run { $0 % 100 == 50 ? .milliseconds(600) : .milliseconds(10) }
+        let (times, sent) = await Self.run(
+            latency: { $0 % 100 == 50 ? .milliseconds(600) : .milliseconds(10) },
+            hedgeLatency: { _ in .milliseconds(10) })
         // Each of the ten slow first attempts is hedged after the learned delay (10.5 ms), and the hedge answers:
         // none waits 600 ms, and no other request is hedged.
         #expect(times.max()! <= .milliseconds(25), "slowest \(times.max()!)")
