@@ -60,7 +60,9 @@ public final class EndpointGroup: RequestAdapter, RetryGate {
         /// takes if the endpoint is still in rotation.
         var planned: (attempt: Int, endpoint: Int)?
 
-        var isEmpty: Bool { inFlight.isEmpty && failed.isEmpty && planned == nil }
+        /// Whether the request has nothing more to route by: no attempt in flight and no retry or hedge planned. Its
+        /// next attempt comes only after one is planned, so where its attempts failed no longer matters.
+        var isDone: Bool { inFlight.isEmpty && planned == nil }
     }
 
     private struct State: Sendable {
@@ -73,6 +75,12 @@ public final class EndpointGroup: RequestAdapter, RetryGate {
         /// has an attempt in flight (its trial: the breaker would refuse another).
         func unavailable(_ breakers: (open: Set<Int>, halfOpen: Set<Int>)) -> Set<Int> {
             breakers.open.union(breakers.halfOpen.filter { inFlight[$0] > 0 })
+        }
+
+        /// Forgets request `requestID` once it has nothing more to route by, though it ends later (a success after a
+        /// failure its chain accepted, a failure no retrier retries, a hedge a gate refused).
+        mutating func forgetIfDone(_ requestID: UUID) {
+            if routes[requestID]?.isDone == true { routes[requestID] = nil }
         }
 
         /// Notes that an attempt to `endpoint` ended, or will not be heard of.
@@ -172,8 +180,7 @@ public final class EndpointGroup: RequestAdapter, RetryGate {
     /// Moves `request` under the endpoint picked for `context`'s attempt, and notes where it went until the attempt
     /// ends.
     fileprivate func route(_ request: inout URLRequest, context: RequestContext) {
-        guard let url = request.url, let from = endpoints.firstIndex(where: { Self.isUnder(url, $0.baseURL) })
-        else { return }
+        guard let url = request.url, let from = endpointIndex(under: url) else { return }
         // Without registrations (a decorator's own context) the group would never hear the attempt end: it routes it
         // and keeps nothing of it. Registered first, so that an attempt settled from now on is settled by the group.
         let keeps = context.canRegister
@@ -214,7 +221,7 @@ public final class EndpointGroup: RequestAdapter, RetryGate {
                 if let endpoint = state.routes[requestID]?.inFlight.removeValue(forKey: attempt) {
                     state.ended(at: endpoint)
                 }
-                if state.routes[requestID]?.isEmpty == true { state.routes[requestID] = nil }
+                state.forgetIfDone(requestID)
             }
         }
         request.url = Self.rebase(url, from: endpoints[from].baseURL, to: endpoints[chosen].baseURL)
@@ -269,6 +276,11 @@ public final class EndpointGroup: RequestAdapter, RetryGate {
             }
             return candidates[candidates.count - 1]
         }
+    }
+
+    /// The first endpoint whose base URL `url` is under; `nil` for a request the group does not route.
+    private func endpointIndex(under url: URL) -> Int? {
+        endpoints.firstIndex { Self.isUnder(url, $0.baseURL) }
     }
 
     /// Whether `url` is under `base`: the same scheme, host and port, and a path that is the base's or goes on from it
@@ -336,7 +348,7 @@ extension EndpointGroup: RetryRouter {
         state.withLock { state in
             guard state.routes[requestID]?.planned?.attempt == number else { return }
             state.routes[requestID]?.planned = nil
-            if state.routes[requestID]?.isEmpty == true { state.routes[requestID] = nil }
+            state.forgetIfDone(requestID)
         }
     }
 
@@ -344,9 +356,7 @@ extension EndpointGroup: RetryRouter {
     /// rotation, and returns `sent` (a request under one of the endpoints) moved under it; `nil` when the group does
     /// not route the request, or the pick is where `sent` goes already.
     private func plan(_ sent: URLRequest, attempt: Int, of requestID: UUID) -> URLRequest? {
-        guard let url = sent.url, let from = endpoints.firstIndex(where: { Self.isUnder(url, $0.baseURL) }) else {
-            return nil
-        }
+        guard let url = sent.url, let from = endpointIndex(under: url) else { return nil }
         let breakers = breakerStates()
         let now = clock.now()
         let chosen = state.withLock { state -> Int? in
@@ -388,11 +398,7 @@ extension EndpointGroup: AttemptAccountant {
             case .ignored:
                 break
             }
-            // A request with no attempt in flight and no retry planned has nothing more to route: forgotten now, though
-            // it ends later (a success after a failure the chain accepted, or a failure no retrier retries).
-            if let route = state.routes[requestID], route.inFlight.isEmpty, route.planned == nil {
-                state.routes[requestID] = nil
-            }
+            state.forgetIfDone(requestID)
             return ejection
         }
         if let ejection { onEjection?(ejection) }
