@@ -121,12 +121,7 @@ struct ModifyingTests {
         }
         func chain(session: [any RequestAdapter], request own: (any RequestInterceptor)?) -> ChainBox? {
             let session = Session(transport: ScriptedTransport([]), adapters: session)
-            return RequestPlan(
-                session: session, original: .request(request()), label: nil,
-                own: RequestParts(
-                    session: session, requestInterceptor: own, requestRoles: nil, validator: nil, redirectHandler: nil),
-                deadline: nil, attemptTimeout: nil, hedging: nil
-            ).chain
+            return RequestPlan(session: session, original: .request(request()), interceptor: own).chain
         }
 
         let both = try #require(chain(session: [appending("a")], request: Interceptor(adapters: [appending("b")])))

@@ -20,8 +20,8 @@ struct RequestMachineTests {
     ) -> RequestMachine {
         let session = Session(transport: ScriptedTransport([]), retriers: [RetryPolicy()], clock: ManualClock())
         let plan = RequestPlan(
-            session: session, original: .request(original), label: nil, own: nil, deadline: deadline,
-            attemptTimeout: attemptTimeout, hedging: hedging)
+            session: session, original: .request(original), deadline: deadline, attemptTimeout: attemptTimeout,
+            hedging: hedging)
         return RequestMachine(plan, now: .zero)
     }
 
@@ -314,8 +314,7 @@ struct RequestMachineTests {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let session = Session(transport: ScriptedTransport([]))
             let plan = RequestPlan(
-                session: session, original: .request(URLRequest(url: URL(string: "https://example.com")!)),
-                label: nil, own: nil, deadline: nil, attemptTimeout: nil, hedging: nil)
+                session: session, original: .request(URLRequest(url: URL(string: "https://example.com")!)))
             var machine = RequestMachine(plan, now: .zero)
             _ = machine.handle(.reported, now: .zero)
         }

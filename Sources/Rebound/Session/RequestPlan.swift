@@ -28,19 +28,39 @@ final class RequestPlan: Sendable {
     let hedging: Hedging?
     let requestID = RequestIDs.next()
 
-    /// The plan of a request with `own` parts (`nil` for none, the common case); makes its registrations if it has a
-    /// chain.
+    /// The plan of a request sent through `session`, with what the request did not set of its own (each left empty or
+    /// `nil`) resolved against the session's; makes its registrations if it has a chain.
     init(
-        session: Session, original: consuming OriginalRequest, label: String?, own: RequestParts?,
-        deadline: Duration?, attemptTimeout: Duration?, hedging: Hedging?
+        session: Session, original: consuming OriginalRequest, label: String? = nil,
+        adapters: [any RequestAdapter] = [], retriers: [any RequestRetrier] = [],
+        interceptor: (any RequestInterceptor)? = nil, observers: [any AttemptObserver] = [],
+        gates: [any RetryGate] = [], validator: (any ResponseValidator)? = nil, deadline: Duration? = nil,
+        attemptTimeout: Duration? = nil, redirectHandler: (any RedirectHandler)? = nil, hedging: Hedging? = nil
     ) {
+        if let attemptTimeout { Session.check(attemptTimeout: attemptTimeout) }
+        // Most requests bring nothing of their own: then none of the existentials above is touched (compared with
+        // `nil` only, which copies nothing).
+        let own: RequestParts? =
+            if adapters.isEmpty, retriers.isEmpty, interceptor == nil, observers.isEmpty, gates.isEmpty,
+                validator == nil, redirectHandler == nil
+            {
+                nil
+            } else {
+                RequestParts(
+                    session: session,
+                    requestInterceptor: Session.chain(adapters: adapters, retriers: retriers, interceptor: interceptor),
+                    requestRoles: observers.isEmpty && gates.isEmpty
+                        ? nil : ChainRoles(observers: observers, gates: gates),
+                    validator: validator, redirectHandler: redirectHandler)
+            }
+        let deadline = deadline ?? session.deadline
         self.session = session
         self.original = consume original
         self.label = label
         self.own = own
         self.deadline = deadline
-        self.attemptTimeout = attemptTimeout
-        self.hedging = hedging.flatMap { $0.hedges ? $0 : nil }
+        self.attemptTimeout = attemptTimeout ?? session.attemptTimeout
+        self.hedging = (hedging ?? session.hedging).flatMap { $0.hedges ? $0 : nil }
         let deadlineTimer = deadline.map { DeadlineTimer(end: session.clock.now() + $0, clock: session.clock) }
         self.deadlineTimer = deadlineTimer
         let hasChain = own?.chain != nil || session.chain != nil

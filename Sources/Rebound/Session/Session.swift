@@ -168,9 +168,9 @@ public final class Session: Sendable {
         redirectHandler: (any RedirectHandler)? = nil,
         hedging: Hedging? = nil
     ) async throws -> Response {
-        let plan = plan(
-            .request(request), label: label, adapters: adapters, retriers: retriers, interceptor: interceptor,
-            observers: observers, gates: gates, validator: validator, deadline: deadline,
+        let plan = RequestPlan(
+            session: self, original: .request(request), label: label, adapters: adapters, retriers: retriers,
+            interceptor: interceptor, observers: observers, gates: gates, validator: validator, deadline: deadline,
             attemptTimeout: attemptTimeout, redirectHandler: redirectHandler, hedging: hedging)
         return try await plan.execute(startingWith: request)
     }
@@ -235,44 +235,15 @@ public final class Session: Sendable {
             adapts
             ? .parts(url: url, method: method, body: body)
             : .request(URLRequest(url: url, method: method, headers: headers, body: body))
-        let plan = plan(
-            original, label: label, adapters: adapters, retriers: retriers, interceptor: interceptor,
-            observers: observers, gates: gates, validator: validator, deadline: deadline,
+        let plan = RequestPlan(
+            session: self, original: original, label: label, adapters: adapters, retriers: retriers,
+            interceptor: interceptor, observers: observers, gates: gates, validator: validator, deadline: deadline,
             attemptTimeout: attemptTimeout, redirectHandler: redirectHandler, hedging: hedging)
         return (plan, adapts ? URLRequest(url: url, method: method, body: body) : plan.originalRequest)
     }
 
-    /// A request's plan, with what the request did not set resolved against the session's defaults.
-    @inline(never)
-    private func plan(
-        _ original: OriginalRequest, label: String?, adapters: [any RequestAdapter], retriers: [any RequestRetrier],
-        interceptor: (any RequestInterceptor)?, observers: [any AttemptObserver], gates: [any RetryGate],
-        validator: (any ResponseValidator)?, deadline: Duration?, attemptTimeout: Duration?,
-        redirectHandler: (any RedirectHandler)?, hedging: Hedging?
-    ) -> RequestPlan {
-        if let attemptTimeout { Self.check(attemptTimeout: attemptTimeout) }
-        // Most requests bring nothing of their own: then none of the existentials above is touched (compared with
-        // `nil` only, which copies nothing).
-        let own: RequestParts? =
-            if adapters.isEmpty, retriers.isEmpty, interceptor == nil, observers.isEmpty, gates.isEmpty,
-                validator == nil, redirectHandler == nil
-            {
-                nil
-            } else {
-                RequestParts(
-                    session: self,
-                    requestInterceptor: Self.chain(adapters: adapters, retriers: retriers, interceptor: interceptor),
-                    requestRoles: observers.isEmpty && gates.isEmpty
-                        ? nil : ChainRoles(observers: observers, gates: gates),
-                    validator: validator, redirectHandler: redirectHandler)
-            }
-        return RequestPlan(
-            session: self, original: original, label: label, own: own, deadline: deadline ?? self.deadline,
-            attemptTimeout: attemptTimeout ?? self.attemptTimeout, hedging: hedging ?? self.hedging)
-    }
-
     /// Traps on an attempt timeout of zero or less, naming the setting.
-    private static func check(attemptTimeout: Duration) {
+    static func check(attemptTimeout: Duration) {
         ConfigurationError.trapIfInvalid { () throws(ConfigurationError) in
             guard attemptTimeout > .zero else {
                 throw ConfigurationError(
@@ -282,7 +253,7 @@ public final class Session: Sendable {
     }
 
     /// The parts given as one chain: `interceptor` alone when it is the only part, `nil` when there is none.
-    private static func chain(
+    static func chain(
         adapters: [any RequestAdapter], retriers: [any RequestRetrier], interceptor: (any RequestInterceptor)?
     ) -> (any RequestInterceptor)? {
         if adapters.isEmpty, retriers.isEmpty { return interceptor }
