@@ -237,6 +237,26 @@ struct ModifyingTests {
         }
         #expect(reached.withLock { $0 } == 0)
     }
+    @Test func aChainOfRetriersOnlyIsNotAdaptedAndItsRetriersAreAskedOneByOne() async throws {
+        let policy = RetryPolicy()
+        let retriersOnly = ChainBox(Interceptor(retriers: [policy, NoOpInterceptor()]))
+        #expect(!retriersOnly.adapts)
+        #expect(retriersOnly.retriers.count == 2)
+        #expect(retriersOnly.retriers.first is RetryPolicy)
+        // Observers or gates to register on the way: the interceptor is asked as one retrier, and adapts.
+        let withGate = ChainBox(Interceptor(retriers: [policy], gates: [CountingGate(allowed: 1)]))
+        #expect(withGate.adapts)
+        #expect(withGate.retriers.count == 1 && withGate.retriers.first is Interceptor)
+        #expect(ChainBox(Interceptor(adapters: [CircuitBreaker()], retriers: [policy])).adapts)
+        // The session's retriers, then the request's own, read out of both.
+        let session = Session(transport: ScriptedTransport([]), retriers: [policy])
+        let both = try #require(
+            RequestPlan(
+                session: session, original: .request(request()), interceptor: Interceptor(retriers: [NoOpInterceptor()])
+            ).chain)
+        #expect(!both.adapts)
+        #expect(both.retriers.count == 2 && both.retriers.last is NoOpInterceptor)
+    }
 }
 
 /// A retrier placed in `interceptors:`, whose `adapt` is the protocol's default: called through `adapt`.

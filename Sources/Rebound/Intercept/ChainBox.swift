@@ -5,12 +5,19 @@ import Foundation
 #endif
 
 /// A chain held by reference: a request calls its interceptor, a `let` of a class, in place instead of copying the
-/// existential, and knows once whether it adapts in place.
+/// existential, knows once whether it adapts at all and in place, and asks its retriers one by one.
 final class ChainBox: Sendable {
     let interceptor: any RequestInterceptor
+    /// Whether the chain adapts a request at all: `false` for an ``Interceptor`` of retriers only (and no observers or
+    /// gates to register), whose adaptation would leave every request as it is.
+    let adapts: Bool
     /// What adapts in place when the chain never suspends (an ``Interceptor`` of such parts: see ``AdaptsInPlace``),
     /// called without an asynchronous call; `nil` otherwise.
     let adaptInPlace: Adapter.ModifyNowHandler?
+    /// The retriers a request asks about a failed attempt, in order, the first answer that does not pass on winning:
+    /// an ``Interceptor``'s own, read out of it when it has no observers or gates to register on the way (the request
+    /// then asks each as the interceptor would, by the same rules), else the chain as one retrier.
+    let retriers: [any RequestRetrier]
     /// The most retries the chain's retriers make, when each says (see ``RetryRules``); `nil` otherwise. Found once,
     /// for ``RequestContext/maximumAttempts``.
     let maximumRetries: Int?
@@ -19,22 +26,40 @@ final class ChainBox: Sendable {
     let serverSignals: RetryAfter.Signals
 
     convenience init(_ interceptor: any RequestInterceptor) {
-        self.init(interceptor: interceptor, adaptInPlace: (interceptor as? any AdaptsInPlace)?.adaptInPlace)
+        let (adapts, retriers) = Self.roles(of: interceptor)
+        self.init(
+            interceptor: interceptor, adapts: adapts,
+            adaptInPlace: (interceptor as? any AdaptsInPlace)?.adaptInPlace, retriers: retriers)
     }
 
     /// The session's chain followed by a request's own, whose in-place adaptation is known without a look at the
     /// session's type.
     convenience init(session: ChainBox, thenRequest request: any RequestInterceptor) {
         let chain = SessionThenRequest(session: session, request: request)
-        self.init(interceptor: chain, adaptInPlace: chain.adaptInPlace)
+        let (adapts, retriers) = Self.roles(of: request)
+        self.init(
+            interceptor: chain, adapts: session.adapts || adapts, adaptInPlace: chain.adaptInPlace,
+            retriers: session.retriers + retriers)
     }
 
-    private init(interceptor: any RequestInterceptor, adaptInPlace: Adapter.ModifyNowHandler?) {
+    private init(
+        interceptor: any RequestInterceptor, adapts: Bool, adaptInPlace: Adapter.ModifyNowHandler?,
+        retriers: [any RequestRetrier]
+    ) {
         self.interceptor = interceptor
+        self.adapts = adapts
         self.adaptInPlace = adaptInPlace
+        self.retriers = retriers
         let rules = interceptor as? any RetryRules
         self.maximumRetries = rules?.maximumRetries
         self.serverSignals = rules?.serverSignals ?? []
+    }
+
+    /// Whether `interceptor` adapts, and the retriers to ask in its place. A look at the type of the library's own
+    /// composite: it changes how the same parts are called, never what runs or in which order.
+    private static func roles(of interceptor: any RequestInterceptor) -> (adapts: Bool, retriers: [any RequestRetrier]) {
+        guard let composite = interceptor as? Interceptor, !composite.registersRoles else { return (true, [interceptor]) }
+        return (!composite.adapters.isEmpty, composite.retriers)
     }
 
     func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {

@@ -110,6 +110,9 @@ public struct Interceptor: RequestInterceptor, AdaptsInPlace {
         return request
     }
 
+    /// Whether the interceptor registers observers or gates with each request it adapts or is asked about.
+    var registersRoles: Bool { group != nil }
+
     /// Does what ``adapt(_:context:)`` does, in place, when every adapter adapts in place; `nil` otherwise.
     var adaptInPlace: Adapter.ModifyNowHandler? {
         guard steps.allSatisfy({ $0.now != nil }) else { return nil }

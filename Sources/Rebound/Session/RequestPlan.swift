@@ -174,7 +174,7 @@ extension RequestPlan {
         do {
             // Through the combined chain (the session's adapters, then the request's), in place if it never suspends;
             // none, no call.
-            if let chain {
+            if let chain, chain.adapts {
                 if let adaptInPlace = chain.adaptInPlace {
                     var request = consume base
                     try adaptInPlace(&request, context)

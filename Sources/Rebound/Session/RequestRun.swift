@@ -104,15 +104,18 @@ extension RequestPlan {
     }
 
     /// Asks the retriers registered through the context, then the session's, then the request's, about a failed
-    /// attempt; the first answer that does not pass on (``RetryResult/passesOn``) wins. A retrier may take its time:
-    /// a request cancelled meanwhile ends as cancelled, whatever it answered.
+    /// attempt; the first answer that does not pass on (``RetryResult/passesOn``) wins, and when all pass on, the first
+    /// reason given (``RetryResult/then(_:)``). A retrier may take its time: a request cancelled meanwhile ends as
+    /// cancelled, whatever it answered.
     func retryResult(for question: RequestMachine.Question) async -> RequestMachine.RetriersAnswer {
         let (request, error) = (question.request, question.error)
         var answer = RetryResult.doNotRetry
         for retrier in registered?.retriers ?? [] where answer.passesOn {
             answer = answer.then(await retrier.retry(request, dueTo: error))
         }
-        if answer.passesOn, let chain { answer = answer.then(await chain.interceptor.retry(request, dueTo: error)) }
+        for retrier in chain?.retriers ?? [] where answer.passesOn {
+            answer = answer.then(await retrier.retry(request, dueTo: error))
+        }
         return Task.isCancelled ? .cancelled : .answered(answer)
     }
 
