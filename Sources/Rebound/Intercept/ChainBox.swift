@@ -57,8 +57,11 @@ final class ChainBox: Sendable {
 
     /// Whether `interceptor` adapts, and the retriers to ask in its place. A look at the type of the library's own
     /// composite: it changes how the same parts are called, never what runs or in which order.
-    private static func roles(of interceptor: any RequestInterceptor) -> (adapts: Bool, retriers: [any RequestRetrier]) {
-        guard let composite = interceptor as? Interceptor, !composite.registersRoles else { return (true, [interceptor]) }
+    private static func roles(of interceptor: any RequestInterceptor) -> (adapts: Bool, retriers: [any RequestRetrier])
+    {
+        guard let composite = interceptor as? Interceptor, !composite.registersRoles else {
+            return (true, [interceptor])
+        }
         return (!composite.adapters.isEmpty, composite.retriers)
     }
 
