@@ -33,10 +33,12 @@ struct RequestMachineTests {
         return AttemptResult(kind, sent: request(), response: head, data: Data("body \(code)".utf8))
     }
 
-    /// The decision and error an action reports; fails the test for any other action.
+    /// The report an action makes before it backs off or ends the request; fails the test for any other action.
     func reported(_ action: RequestMachine.Action) throws -> RequestMachine.Report {
-        guard case .report(let report) = action else { throw Unexpected(action: action) }
-        return report
+        switch action {
+        case .backOff(_, _, let report), .finish(_, _, let report?): return report
+        default: throw Unexpected(action: action)
+        }
     }
 
     struct Unexpected: Error {
@@ -53,15 +55,12 @@ struct RequestMachineTests {
             Issue.record("the first action is attempt 1 without a time limit")
             return
         }
-        let report = try reported(
-            machine.handle(.attemptEnded(status(200), admittedByBreaker: false), now: .milliseconds(40)))
+        let action = machine.handle(.attemptEnded(status(200), admittedByBreaker: false), now: .milliseconds(40))
+        let report = try reported(action)
         #expect(report.decision == .succeeded)
         #expect(report.attempt == 1)
         #expect(machine.attempts[0].duration == .milliseconds(40))
-        guard
-            case .finish = machine.handle(.reported, now: .milliseconds(40)),
-            case .finished(.succeeded(let result), let endsAccounts) = machine.phase
-        else {
+        guard case .finish(.succeeded(let result), let endsAccounts, _) = action, case .finished = machine.phase else {
             Issue.record("a reported success ends the request")
             return
         }
@@ -94,13 +93,13 @@ struct RequestMachineTests {
         #expect(delay == .seconds(2))
         #expect(retry.retryTarget == nil)
 
-        let report = try reported(machine.handle(.gatesAnswered(refusal: nil), now: .seconds(1)))
+        let backOff = machine.handle(.gatesAnswered(refusal: nil), now: .seconds(1))
+        let report = try reported(backOff)
         #expect(report.decision == .retry(after: .seconds(2)))
         #expect(machine.attempts[0].retryDelay == .seconds(2))
         #expect(report.data == Data("body 503".utf8))
-
-        guard case .backOff(.seconds(2), wait: nil) = machine.handle(.reported, now: .seconds(1)) else {
-            Issue.record("a granted retry backs off for its delay")
+        guard case .backOff(.seconds(2), wait: nil, _) = backOff else {
+            Issue.record("a granted retry is reported, then backs off for its delay")
             return
         }
         guard
@@ -113,13 +112,18 @@ struct RequestMachineTests {
         #expect(machine.attempts.map(\.number) == [1])
     }
 
-    @Test func aRetryWithoutDelayStartsTheNextAttemptWithoutABackoff() throws {
+    @Test func aRetryWithoutDelayIsReportedThenAttemptedOnceItsZeroBackoffEnds() throws {
         var machine = machine()
         _ = machine.handle(.start(first: request()), now: .zero)
         _ = machine.handle(.attemptEnded(status(503), admittedByBreaker: false), now: .seconds(1))
         _ = machine.handle(.retriersAnswered(.answered(.retry)), now: .seconds(1))
-        _ = try reported(machine.handle(.gatesAnswered(refusal: nil), now: .seconds(1)))
-        guard case .attempt(_, number: 2, limit: nil) = machine.handle(.reported, now: .seconds(1)) else {
+        guard case .backOff(.zero, _, let report) = machine.handle(.gatesAnswered(refusal: nil), now: .seconds(1))
+        else {
+            Issue.record("a retry without delay backs off for no time")
+            return
+        }
+        #expect(report.decision == .retry(after: .zero))
+        guard case .attempt(_, number: 2, limit: nil) = machine.handle(.backoffEnded(.slept), now: .seconds(1)) else {
             Issue.record("a retry without delay is attempted at once")
             return
         }
@@ -129,8 +133,8 @@ struct RequestMachineTests {
         var machine = machine(deadline: .seconds(5))
         _ = machine.handle(.start(first: request()), now: .zero)
         _ = machine.handle(.attemptEnded(status(503), admittedByBreaker: false), now: .seconds(4))
-        let report = try reported(
-            machine.handle(.retriersAnswered(.answered(.retryWithDelay(.seconds(2)))), now: .seconds(4)))
+        let action = machine.handle(.retriersAnswered(.answered(.retryWithDelay(.seconds(2)))), now: .seconds(4))
+        let report = try reported(action)
         #expect(report.decision == .failed)
         guard case .deadlineExceeded(let deadline, let last) = report.error?.reason else {
             Issue.record("the request ends on its deadline")
@@ -141,9 +145,7 @@ struct RequestMachineTests {
             Issue.record("the deadline error keeps the failure before it")
             return
         }
-        guard case .finish = machine.handle(.reported, now: .seconds(4)),
-            case .finished(.failed(let error), endsAccounts: true) = machine.phase
-        else {
+        guard case .finish(.failed(let error), endsAccounts: true, _) = action, case .finished = machine.phase else {
             Issue.record("the reported failure ends the request")
             return
         }
@@ -189,16 +191,15 @@ struct RequestMachineTests {
         _ = machine.handle(.start(first: request()), now: .zero)
         _ = machine.handle(.attemptEnded(status(503), admittedByBreaker: true), now: .seconds(1))
         _ = machine.handle(.retriersAnswered(.answered(.retryWithDelay(.seconds(2)))), now: .seconds(1))
-        _ = machine.handle(.gatesAnswered(refusal: nil), now: .seconds(1))
-        guard case .backOff(_, wait: .some) = machine.handle(.reported, now: .seconds(1)) else {
+        guard case .backOff(_, wait: .some, _) = machine.handle(.gatesAnswered(refusal: nil), now: .seconds(1)) else {
             Issue.record("a request a breaker let through backs off on a wait the breaker can end")
             return
         }
         guard
-            case .finish = machine.handle(.backoffEnded(.ended(Opened())), now: .seconds(2)),
-            case .finished(.failed(let error), endsAccounts: true) = machine.phase
+            case .finish(.failed(let error), endsAccounts: true, report: nil) = machine.handle(
+                .backoffEnded(.ended(Opened())), now: .seconds(2))
         else {
-            Issue.record("an ended backoff ends the request")
+            Issue.record("an ended backoff ends the request, its attempt reported before the backoff")
             return
         }
         guard case .retryAborted(let opened, .unacceptableStatusCode(503)) = error.reason else {
@@ -225,12 +226,11 @@ struct RequestMachineTests {
         var machine = machine()
         _ = machine.handle(.start(first: request()), now: .zero)
         _ = machine.handle(.attemptEnded(status(500), admittedByBreaker: false), now: .seconds(1))
-        let report = try reported(machine.handle(.retriersAnswered(.cancelled), now: .seconds(1)))
+        let action = machine.handle(.retriersAnswered(.cancelled), now: .seconds(1))
+        let report = try reported(action)
         #expect(report.decision == .cancelled)
         #expect(report.error == nil)
-        guard case .finish = machine.handle(.reported, now: .seconds(1)),
-            case .finished(.cancelled, endsAccounts: true) = machine.phase
-        else {
+        guard case .finish(.cancelled, endsAccounts: true, _) = action else {
             Issue.record("a cancelled request ends as cancelled")
             return
         }
@@ -277,7 +277,6 @@ struct RequestMachineTests {
         }
         #expect(retry.retryTarget?.url == fallback.url)
         _ = machine.handle(.gatesAnswered(refusal: nil), now: .zero)
-        _ = machine.handle(.reported, now: .zero)
         guard case .attempt(let next, number: 2, _) = machine.handle(.backoffEnded(.slept), now: .seconds(1)) else {
             Issue.record("the next attempt follows the backoff")
             return
@@ -316,9 +315,9 @@ struct RequestMachineTests {
             let plan = RequestPlan(
                 session: session, original: .request(URLRequest(url: URL(string: "https://example.com")!)))
             var machine = RequestMachine(plan, now: .zero)
-            _ = machine.handle(.reported, now: .zero)
+            _ = machine.handle(.gatesAnswered(refusal: nil), now: .zero)
         }
         let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
-        #expect(message.contains("reported cannot happen in attempting"))
+        #expect(message.contains("gatesAnswered(refusal: nil) cannot happen in attempting"))
     }
 }
