@@ -385,4 +385,28 @@ struct EndpointGroupTests {
         #expect(sent.map(\.0) == ["eu.api.example.com", "us.api.example.com", "cdn.example.net"])
         #expect(sent.map(\.1) == ["Bearer 1", "Bearer 1", nil])
     }
+
+    @Test(arguments: [false, true])
+    func aCredentialThatAdaptsBeforeTheGroupReachesAnotherEndpointOnlyIfItIsOneOfItsHosts(givenHosts: Bool) async throws
+    {
+        let clock = ManualClock()
+        let group = EndpointGroup(endpoints: [.init(Self.eu), .init(Self.us)], clock: clock)
+        // Without hosts, the credential belongs to the host of the first request it adapts: the caller's, eu.
+        let auth = AuthenticationInterceptor(
+            authenticator: TokenAuthenticator(), credential: Token(value: 1), hosts: givenHosts ? group.hosts : nil)
+        let transport = ScriptedTransport(clock: clock) { request, _ in
+            request.url?.host == "eu.api.example.com" ? .status(503) : .status(200)
+        }
+        var charges = URLRequest(url: Self.charges)
+        charges.setValue("caller", forHTTPHeaderField: "X-Caller")
+        let session = Session(
+            transport: transport, adapters: [auth, group], retriers: [RetryPolicy(backoff: .zero)], clock: clock)
+        _ = try await session.send(charges)
+
+        let sent = transport.requests.map { ($0.url?.host ?? "-", $0.value(forHTTPHeaderField: "Authorization")) }
+        #expect(sent.map(\.0) == ["eu.api.example.com", "us.api.example.com"])
+        #expect(sent.map(\.1) == ["Bearer 1", givenHosts ? "Bearer 1" : nil])
+        // What the caller set goes to every endpoint of the group.
+        #expect(transport.requests.allSatisfy { $0.value(forHTTPHeaderField: "X-Caller") == "caller" })
+    }
 }

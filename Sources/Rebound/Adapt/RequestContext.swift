@@ -1,5 +1,9 @@
 import Foundation
 
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
 /// What an adapter knows about the attempt it adapts a request for, and where it registers the roles it must play
 /// for that attempt.
 ///
@@ -141,6 +145,13 @@ public struct RequestContext: Sendable {
     /// cannot register, which cannot tell.
     func secures(with scope: some CredentialScope) -> Bool? {
         roles?.holds(scope: scope)
+    }
+
+    /// Secures `request`, which a part moved from `sent` to another origin, for the credentials that adapted it so far
+    /// (see ``Redirection/secureMove(_:from:scopes:)``).
+    func secureMove(_ request: inout URLRequest, from sent: URL) {
+        guard let roles else { return }
+        Redirection.secureMove(&request, from: sent, scopes: roles.scopes)
     }
 
     /// Secures every redirect hop of the request from now on with `scope`: a hop to another origin drops its

@@ -79,6 +79,17 @@ enum Redirection {
         for scope in scopes { scope.authorize(&hop) }
     }
 
+    /// Secures `request`, which a part moved from `sent`'s origin to another (an endpoint group), as a redirect hop is
+    /// secured for the credentials of `scopes`: each one's headers dropped, then applied again by each scope whose
+    /// hosts the new origin is one of. The headers the caller set stay, as the caller chose the group's endpoints.
+    static func secureMove(_ request: inout URLRequest, from sent: URL, scopes: [any CredentialScope]) {
+        guard !scopes.isEmpty, !isSameOrigin(request.url, sent) else { return }
+        for scope in scopes {
+            for name in scope.credentialHeaderNames { request.setValue(nil, forHTTPHeaderField: name) }
+        }
+        for scope in scopes { scope.authorize(&request) }
+    }
+
     /// Whether two URLs share scheme, host and port (the default port of the scheme when none is given).
     static func isSameOrigin(_ a: URL?, _ b: URL?) -> Bool {
         guard let a, let b else { return false }

@@ -34,7 +34,8 @@ import Foundation
 /// draws for it, under the endpoint whose attempt failed), and every hedge gate judges a hedge by its endpoint. A part
 /// before the group judges the host the request was written for, and may refuse it there before the group moves it.
 /// Give a credential the group's hosts (``hosts``), as an ``AuthenticationInterceptor``'s `hosts:`, so that it reaches
-/// the group's endpoints and no one else, redirects included. One group keeps its endpoints' health behind one lock,
+/// the group's endpoints and no one else, redirects included; a credential that adapts before the group goes with a
+/// request the group moves to another endpoint only if that endpoint is one of its hosts, as across a redirect. One group keeps its endpoints' health behind one lock,
 /// and a record of each request in flight until it ends: share one instance between the sessions that talk to the
 /// service.
 ///
@@ -225,6 +226,9 @@ public final class EndpointGroup: RequestAdapter, RetryGate {
             }
         }
         request.url = Self.rebase(url, from: endpoints[from].baseURL, to: endpoints[chosen].baseURL)
+        // A credential that adapted the request before the group goes to another endpoint only if it is one of its
+        // hosts, as across a redirect.
+        if chosen != from { context.secureMove(&request, from: url) }
     }
 
     /// The endpoints whose breaker, in `breakers`, is open, and those whose breaker is half-open; none without a
