@@ -33,12 +33,10 @@ struct RequestMachineTests {
         return AttemptResult(kind, sent: request(), response: head, data: Data("body \(code)".utf8))
     }
 
-    /// The report an action makes before it backs off or ends the request; fails the test for any other action.
+    /// The decision and error an action reports; fails the test for any other action.
     func reported(_ action: RequestMachine.Action) throws -> RequestMachine.Report {
-        switch action {
-        case .backOff(_, _, let report), .finish(_, _, let report?): return report
-        default: throw Unexpected(action: action)
-        }
+        guard case .report(let report) = action else { throw Unexpected(action: action) }
+        return report
     }
 
     struct Unexpected: Error {
@@ -55,12 +53,15 @@ struct RequestMachineTests {
             Issue.record("the first action is attempt 1 without a time limit")
             return
         }
-        let action = machine.handle(.attemptEnded(status(200), admittedByBreaker: false), now: .milliseconds(40))
-        let report = try reported(action)
+        let report = try reported(
+            machine.handle(.attemptEnded(status(200), admittedByBreaker: false), now: .milliseconds(40)))
         #expect(report.decision == .succeeded)
         #expect(report.attempt == 1)
         #expect(machine.attempts[0].duration == .milliseconds(40))
-        guard case .finish(.succeeded(let result), let endsAccounts, _) = action, case .finished = machine.phase else {
+        guard
+            case .finish = machine.handle(.reported, now: .milliseconds(40)),
+            case .finished(.succeeded(let result), let endsAccounts) = machine.phase
+        else {
             Issue.record("a reported success ends the request")
             return
         }
@@ -93,13 +94,13 @@ struct RequestMachineTests {
         #expect(delay == .seconds(2))
         #expect(retry.retryTarget == nil)
 
-        let backOff = machine.handle(.gatesAnswered(refusal: nil), now: .seconds(1))
-        let report = try reported(backOff)
+        let report = try reported(machine.handle(.gatesAnswered(refusal: nil), now: .seconds(1)))
         #expect(report.decision == .retry(after: .seconds(2)))
         #expect(machine.attempts[0].retryDelay == .seconds(2))
         #expect(report.data == Data("body 503".utf8))
-        guard case .backOff(.seconds(2), wait: nil, _) = backOff else {
-            Issue.record("a granted retry is reported, then backs off for its delay")
+
+        guard case .backOff(.seconds(2), wait: nil) = machine.handle(.reported, now: .seconds(1)) else {
+            Issue.record("a granted retry backs off for its delay")
             return
         }
         guard
@@ -112,18 +113,13 @@ struct RequestMachineTests {
         #expect(machine.attempts.map(\.number) == [1])
     }
 
-    @Test func aRetryWithoutDelayIsReportedThenAttemptedOnceItsZeroBackoffEnds() throws {
+    @Test func aRetryWithoutDelayStartsTheNextAttemptWithoutABackoff() throws {
         var machine = machine()
         _ = machine.handle(.start(first: request()), now: .zero)
         _ = machine.handle(.attemptEnded(status(503), admittedByBreaker: false), now: .seconds(1))
         _ = machine.handle(.retriersAnswered(.answered(.retry)), now: .seconds(1))
-        guard case .backOff(.zero, _, let report) = machine.handle(.gatesAnswered(refusal: nil), now: .seconds(1))
-        else {
-            Issue.record("a retry without delay backs off for no time")
-            return
-        }
-        #expect(report.decision == .retry(after: .zero))
-        guard case .attempt(_, number: 2, limit: nil) = machine.handle(.backoffEnded(.slept), now: .seconds(1)) else {
+        _ = try reported(machine.handle(.gatesAnswered(refusal: nil), now: .seconds(1)))
+        guard case .attempt(_, number: 2, limit: nil) = machine.handle(.reported, now: .seconds(1)) else {
             Issue.record("a retry without delay is attempted at once")
             return
         }
@@ -133,8 +129,8 @@ struct RequestMachineTests {
         var machine = machine(deadline: .seconds(5))
         _ = machine.handle(.start(first: request()), now: .zero)
         _ = machine.handle(.attemptEnded(status(503), admittedByBreaker: false), now: .seconds(4))
-        let action = machine.handle(.retriersAnswered(.answered(.retryWithDelay(.seconds(2)))), now: .seconds(4))
-        let report = try reported(action)
+        let report = try reported(
+            machine.handle(.retriersAnswered(.answered(.retryWithDelay(.seconds(2)))), now: .seconds(4)))
         #expect(report.decision == .failed)
         guard case .deadlineExceeded(let deadline, let last) = report.error?.reason else {
             Issue.record("the request ends on its deadline")
@@ -145,7 +141,9 @@ struct RequestMachineTests {
             Issue.record("the deadline error keeps the failure before it")
             return
         }
-        guard case .finish(.failed(let error), endsAccounts: true, _) = action, case .finished = machine.phase else {
+        guard case .finish = machine.handle(.reported, now: .seconds(4)),
+            case .finished(.failed(let error), endsAccounts: true) = machine.phase
+        else {
             Issue.record("the reported failure ends the request")
             return
         }
@@ -191,15 +189,16 @@ struct RequestMachineTests {
         _ = machine.handle(.start(first: request()), now: .zero)
         _ = machine.handle(.attemptEnded(status(503), admittedByBreaker: true), now: .seconds(1))
         _ = machine.handle(.retriersAnswered(.answered(.retryWithDelay(.seconds(2)))), now: .seconds(1))
-        guard case .backOff(_, wait: .some, _) = machine.handle(.gatesAnswered(refusal: nil), now: .seconds(1)) else {
+        _ = machine.handle(.gatesAnswered(refusal: nil), now: .seconds(1))
+        guard case .backOff(_, wait: .some) = machine.handle(.reported, now: .seconds(1)) else {
             Issue.record("a request a breaker let through backs off on a wait the breaker can end")
             return
         }
         guard
-            case .finish(.failed(let error), endsAccounts: true, report: nil) = machine.handle(
-                .backoffEnded(.ended(Opened())), now: .seconds(2))
+            case .finish = machine.handle(.backoffEnded(.ended(Opened())), now: .seconds(2)),
+            case .finished(.failed(let error), endsAccounts: true) = machine.phase
         else {
-            Issue.record("an ended backoff ends the request, its attempt reported before the backoff")
+            Issue.record("an ended backoff ends the request")
             return
         }
         guard case .retryAborted(let opened, .unacceptableStatusCode(503)) = error.reason else {
@@ -226,11 +225,12 @@ struct RequestMachineTests {
         var machine = machine()
         _ = machine.handle(.start(first: request()), now: .zero)
         _ = machine.handle(.attemptEnded(status(500), admittedByBreaker: false), now: .seconds(1))
-        let action = machine.handle(.retriersAnswered(.cancelled), now: .seconds(1))
-        let report = try reported(action)
+        let report = try reported(machine.handle(.retriersAnswered(.cancelled), now: .seconds(1)))
         #expect(report.decision == .cancelled)
         #expect(report.error == nil)
-        guard case .finish(.cancelled, endsAccounts: true, _) = action else {
+        guard case .finish = machine.handle(.reported, now: .seconds(1)),
+            case .finished(.cancelled, endsAccounts: true) = machine.phase
+        else {
             Issue.record("a cancelled request ends as cancelled")
             return
         }
@@ -277,6 +277,7 @@ struct RequestMachineTests {
         }
         #expect(retry.retryTarget?.url == fallback.url)
         _ = machine.handle(.gatesAnswered(refusal: nil), now: .zero)
+        _ = machine.handle(.reported, now: .zero)
         guard case .attempt(let next, number: 2, _) = machine.handle(.backoffEnded(.slept), now: .seconds(1)) else {
             Issue.record("the next attempt follows the backoff")
             return
@@ -315,9 +316,9 @@ struct RequestMachineTests {
             let plan = RequestPlan(
                 session: session, original: .request(URLRequest(url: URL(string: "https://example.com")!)))
             var machine = RequestMachine(plan, now: .zero)
-            _ = machine.handle(.gatesAnswered(refusal: nil), now: .zero)
+            _ = machine.handle(.reported, now: .zero)
         }
         let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
-        #expect(message.contains("gatesAnswered(refusal: nil) cannot happen in attempting"))
+        #expect(message.contains("reported cannot happen in attempting"))
     }
 }

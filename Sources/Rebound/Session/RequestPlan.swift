@@ -30,7 +30,6 @@ final class RequestPlan: Sendable {
 
     /// The plan of a request sent through `session`, with what the request did not set of its own (each left empty or
     /// `nil`) resolved against the session's; makes its registrations if it has a chain.
-    @inline(never)
     init(
         session: Session, original: consuming OriginalRequest, label: String? = nil,
         adapters: [any RequestAdapter] = [], retriers: [any RequestRetrier] = [],

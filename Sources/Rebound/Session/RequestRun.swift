@@ -47,22 +47,25 @@ extension RequestPlan {
                 event = .retriersAnswered(await retryResult(for: question))
             case .askGates(let retry, let error, let delay):
                 event = .gatesAnswered(refusal: refusal(of: retry, dueTo: error, after: delay))
-            case .backOff(let delay, let wait, let report):
+            case .report(let report):
                 if let outcome = settle(report, of: machine.attempts) { await tell(outcome) }
+                event = .reported
+            case .backOff(let delay, let wait):
                 event = .backoffEnded(await backOff(for: delay, wait: wait))
-            case .finish(let ending, let endsAccounts, let report):
-                if let report, let outcome = settle(report, of: machine.attempts) { await tell(outcome) }
-                return try await finish(ending, endsAccounts: endsAccounts, of: machine)
+            case .finish:
+                return try await finish(&machine)
             }
             action = machine.handle(event, now: clock.now())
         }
     }
 
-    /// Ends the request with `ending`: stops its deadline timer, tells the observers, has the parts forget what they
-    /// keep for the request when `endsAccounts`, then returns the response or throws.
-    func finish(_ ending: RequestMachine.Ending, endsAccounts: Bool, of machine: RequestMachine) async throws
-        -> Response
-    {
+    /// Ends the request as the machine says (``RequestMachine/Phase/finished(_:endsAccounts:)``): stops its deadline
+    /// timer, tells the observers, has the parts forget what they keep for the request, then returns the response or
+    /// throws.
+    func finish(_ machine: inout RequestMachine) async throws -> Response {
+        guard case .finished(let ending, let endsAccounts) = machine.phase else {
+            preconditionFailure("the request ends in \(machine.phase)")
+        }
         deadlineTimer?.stop()
         // Before the observers hear it: a part that would count an attempt of the request late no longer does.
         let ended = registered?.endRequest()
@@ -136,8 +139,6 @@ extension RequestPlan {
     /// opens meanwhile.
     @inline(never)
     func backOff(for delay: Duration, wait: BackoffWait?) async -> BackoffWait.Ending {
-        // No delay, no sleep: the next attempt follows at once.
-        guard delay > .zero else { return .slept }
         if let wait { return await wait.sleep(for: delay, on: session.clock) }
         do {
             try await session.clock.sleep(delay)
