@@ -168,9 +168,9 @@ public final class Session: Sendable {
         redirectHandler: (any RedirectHandler)? = nil,
         hedging: Hedging? = nil
     ) async throws -> Response {
-        let plan = RequestPlan(
-            session: self, original: .request(request), label: label, adapters: adapters, retriers: retriers,
-            interceptor: interceptor, observers: observers, gates: gates, validator: validator, deadline: deadline,
+        let plan = plan(
+            .request(request), label: label, adapters: adapters, retriers: retriers, interceptor: interceptor,
+            observers: observers, gates: gates, validator: validator, deadline: deadline,
             attemptTimeout: attemptTimeout, redirectHandler: redirectHandler, hedging: hedging)
         return try await plan.execute(startingWith: request)
     }
@@ -235,11 +235,26 @@ public final class Session: Sendable {
             adapts
             ? .parts(url: url, method: method, body: body)
             : .request(URLRequest(url: url, method: method, headers: headers, body: body))
-        let plan = RequestPlan(
+        let plan = plan(
+            original, label: label, adapters: adapters, retriers: retriers, interceptor: interceptor,
+            observers: observers, gates: gates, validator: validator, deadline: deadline,
+            attemptTimeout: attemptTimeout, redirectHandler: redirectHandler, hedging: hedging)
+        return (plan, adapts ? URLRequest(url: url, method: method, body: body) : plan.originalRequest)
+    }
+
+    /// A request's plan (see ``RequestPlan/init(session:original:label:adapters:retriers:interceptor:observers:gates:validator:deadline:attemptTimeout:redirectHandler:hedging:)``),
+    /// made out of line, so that the frame of `send`, which lasts the whole request, does not hold its temporaries.
+    @inline(never)
+    private func plan(
+        _ original: OriginalRequest, label: String?, adapters: [any RequestAdapter], retriers: [any RequestRetrier],
+        interceptor: (any RequestInterceptor)?, observers: [any AttemptObserver], gates: [any RetryGate],
+        validator: (any ResponseValidator)?, deadline: Duration?, attemptTimeout: Duration?,
+        redirectHandler: (any RedirectHandler)?, hedging: Hedging?
+    ) -> RequestPlan {
+        RequestPlan(
             session: self, original: original, label: label, adapters: adapters, retriers: retriers,
             interceptor: interceptor, observers: observers, gates: gates, validator: validator, deadline: deadline,
             attemptTimeout: attemptTimeout, redirectHandler: redirectHandler, hedging: hedging)
-        return (plan, adapts ? URLRequest(url: url, method: method, body: body) : plan.originalRequest)
     }
 
     /// Traps on an attempt timeout of zero or less, naming the setting.
