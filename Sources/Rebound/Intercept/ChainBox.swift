@@ -16,7 +16,8 @@ final class ChainBox: Sendable {
     let adaptInPlace: Adapter.ModifyNowHandler?
     /// The retriers a request asks about a failed attempt, in order, the first answer that does not pass on winning:
     /// an ``Interceptor``'s own, read out of it when it has no observers or gates to register on the way (the request
-    /// then asks each as the interceptor would, by the same rules), else the chain as one retrier.
+    /// then asks each as the interceptor would, by the same rules), else the interceptor as one retrier; for the
+    /// session's chain followed by a request's, the session's retriers then the request's.
     let retriers: [any RequestRetrier]
     /// The most retries the chain's retriers make, when each says (see ``RetryRules``); `nil` otherwise. Found once,
     /// for ``RequestContext/maximumAttempts``.
@@ -75,8 +76,8 @@ final class ChainBox: Sendable {
 
 }
 
-/// A session's interceptor followed by a request's: adapts with the session's, then the request's; asks the session's
-/// retriers, then the request's, and the first answer that does not pass on (`RetryResult.passesOn`) wins.
+/// A session's interceptor followed by a request's: adapts with the session's, then the request's. Their retriers are
+/// asked through the chain box's ``ChainBox/retriers``, the session's then the request's, never through this whole.
 ///
 /// Adapts in place when both halves do (``AdaptsInPlace``): the session's half is read from its chain box, where it was
 /// found once for the session, so a request with an interceptor of its own looks at one type only, its own.
@@ -102,12 +103,6 @@ private struct SessionThenRequest: RequestInterceptor, AdaptsInPlace, RetryRules
     func adapt(_ urlRequest: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
         let adapted = try await session.adapt(urlRequest, context: context)
         return try await request.adapt(adapted, context: context)
-    }
-
-    func retry(_ retryRequest: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
-        let result = await session.retry(retryRequest, dueTo: error)
-        guard result.passesOn else { return result }
-        return result.then(await request.retry(retryRequest, dueTo: error))
     }
 
     /// The methods either chain's retry policies retry.

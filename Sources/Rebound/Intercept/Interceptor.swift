@@ -141,8 +141,8 @@ public struct Interceptor: RequestInterceptor, AdaptsInPlace {
     }
 }
 
-// How a chain joins its retriers' answers: the session's driver, a composite `Interceptor` and a session's chain
-// followed by a request's each ask in order and join what passes on the same way.
+// How a chain joins its retriers' answers: the session's driver (the registered retriers, then the chain's) and a
+// composite `Interceptor` each ask in order and join what passes on the same way.
 extension RetryResult {
     /// The answer of a chain that asked this answer's retrier first and then, as this answer passes on, the next one:
     /// `next`, unless both pass on and this answer gave a reason, which then stays (the first reason given wins).

@@ -69,8 +69,8 @@ final class RequestPlan: Sendable {
             hasChain ? RegisteredRoles(besides: own?.roles ?? session.roles, deadline: deadlineTimer) : nil
     }
 
-    /// The session's interceptor followed by the request's, as one: each attempt makes one call to adapt and at most
-    /// one to retry.
+    /// The session's interceptor followed by the request's, as one: each attempt makes at most one call to adapt (none
+    /// for a chain of retriers only), and a failed attempt's question goes to its retriers one by one.
     var chain: ChainBox? { own?.chain ?? session.chain }
 
     /// The redirect handler in effect: the request's, or the session's.

@@ -230,7 +230,7 @@ public final class Session: Sendable {
         observers: [any AttemptObserver], gates: [any RetryGate], validator: (any ResponseValidator)?,
         deadline: Duration?, attemptTimeout: Duration?, redirectHandler: (any RedirectHandler)?, hedging: Hedging?
     ) -> (RequestPlan, first: URLRequest) {
-        let adapts = headers.isEmpty && (chain != nil || !adapters.isEmpty || interceptor != nil)
+        let adapts = headers.isEmpty && (chain?.adapts == true || !adapters.isEmpty || interceptor != nil)
         let original: OriginalRequest =
             adapts
             ? .parts(url: url, method: method, body: body)
