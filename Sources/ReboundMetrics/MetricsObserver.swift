@@ -12,8 +12,9 @@
     /// and the state of the breakers and budgets it is given.
     ///
     /// Give it to a session as an observer; it changes nothing about a request. Every metric's dimensions are bounded:
-    /// `host` (the breaker's and the budget's key, `host:port` for a URL with a port), `method`, and a closed set of
-    /// names (`outcome`, `reason`, `state`); never a path, a query or an identifier.
+    /// `host` (the breaker's and the budget's key, `host:port` for a URL with a port), `method`, a closed set of names
+    /// (`outcome`, `reason`, `state`, `rule`), and for an ``EndpointGroup`` its `group` name and its `endpoint`s' base
+    /// URLs, a set the group was given; never a request's path, a query or an identifier.
     ///
     /// | metric | kind | dimensions | what |
     /// |---|---|---|---|
@@ -30,6 +31,8 @@
     /// | `rebound_request_transparent_retries` | recorder (histogram) | host, method | per request that made any, its retries after an attempt that failed before it was sent (``RetryPolicy/unsentRetryLimit``; gRPC's `grpc.client.call.transparent_retries`) |
     /// | `rebound_request_hedges` | recorder (histogram) | host, method | per request that hedged, its hedges (gRPC's `grpc.client.call.hedges`) |
     /// | `rebound_request_retry_delay_seconds` | timer | host, method | per request that retried, the backoffs slept before its retries, added up (gRPC's `grpc.client.call.retry_delay`) |
+    /// | `rebound_endpoint_attempts_total` | counter | group, endpoint, outcome | every attempt an ``EndpointGroup`` sent, by its group's name, the endpoint's base URL and what followed it |
+    /// | `rebound_endpoint_ejections_total` | counter | group, endpoint, rule | every endpoint taken out of rotation, as ``record(_:)`` hears it from the group's `onEjection:` (`rule`: `consecutiveFailures`, `failureRate`, `trialFailed`) |
     /// | `rebound_breaker_state` | gauge | host, state | 1 for the state the host's breaker is in, 0 for the other four |
     /// | `rebound_budget_tokens` | gauge | host | the tokens left in the host's budget |
     ///
@@ -91,7 +94,39 @@
                 let reason = outcome.failure?.errorType ?? "unknown"
                 counter("retries_total", [("host", host), ("method", method), ("reason", reason)]).increment()
             }
+            if let group = outcome.endpointGroup, let endpoint = outcome.endpoint {
+                counter(
+                    "endpoint_attempts_total",
+                    [("group", group), ("endpoint", endpoint.description), ("outcome", outcome.decision.name)]
+                )
+                .increment()
+            }
             updateGauges(host: host, request: outcome.request)
+        }
+
+        /// Counts an endpoint taken out of rotation: give it to the group's `onEjection:`, which may call it from any
+        /// task.
+        ///
+        /// ```swift
+        /// let metrics = MetricsObserver()
+        /// let group = EndpointGroup(
+        ///     name: "payments",
+        ///     endpoints: [
+        ///         .init(URL(string: "https://eu.payments.example.com/v2")!),
+        ///         .init(URL(string: "https://us.payments.example.com/v2")!),
+        ///     ],
+        ///     onEjection: { metrics.record($0) })
+        /// let session = Session(adapters: [group], retriers: [RetryPolicy()], observers: [metrics])
+        /// ```
+        public func record(_ ejection: EndpointGroup.Ejection) {
+            counter(
+                "endpoint_ejections_total",
+                [
+                    ("group", ejection.group), ("endpoint", ejection.endpoint.description),
+                    ("rule", ejection.rule.rawValue),
+                ]
+            )
+            .increment()
         }
 
         /// Counts the request by how it ended, a budget denial or a breaker refusal when one ended it, and each refusal a

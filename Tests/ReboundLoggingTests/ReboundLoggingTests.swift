@@ -270,4 +270,40 @@
             withExtendedLifetime(breaker) {}
         }
     }
+
+    @Suite("swift-log: endpoint ejections", .timeLimit(.minutes(5)))
+    struct EjectionLoggingTests {
+        @Test func anEjectedEndpointIsLoggedAsAWarningNamingTheGroupAndTheEndpoint() async throws {
+            let log = CapturedLog()
+            let logger = log.logger
+            let clock = ManualClock()
+            let group = EndpointGroup(
+                name: "payments",
+                endpoints: [
+                    .init(URL(string: "https://eu.api.example.com/v2")!),
+                    .init(URL(string: "https://us.api.example.com/v2")!),
+                ],
+                outlierDetection: .init(consecutiveFailures: 1), clock: clock, onEjection: { logger.log($0) })
+            let transport = ScriptedTransport(clock: clock) { request, _ in
+                request.url?.host == "eu.api.example.com" ? .status(503) : .status(200)
+            }
+            let session = Session(
+                transport: transport, adapters: [group], retriers: [RetryPolicy(backoff: .zero)], clock: clock)
+            _ = try await session.send(URL(string: "https://eu.api.example.com/v2/charges?customer=7")!)
+
+            #expect(log.entries.map(\.level) == [.warning])
+            #expect(
+                log.entries.first?.message.description
+                    == "endpoint https://eu.api.example.com/v2 of payments ejected for 30 s (consecutiveFailures, ejection 1)"
+            )
+            let metadata = try #require(log.entries.first?.metadata)
+            #expect(metadata["rebound.group"] == .string("payments"))
+            #expect(metadata["rebound.endpoint"] == .string("https://eu.api.example.com/v2"))
+            #expect(metadata["rebound.ejection.rule"] == .string("consecutiveFailures"))
+            #expect(metadata["rebound.ejection.seconds"]?.description == "30")
+            #expect(metadata["rebound.ejection.count"]?.description == "1")
+            // The request's query never reaches the log.
+            #expect(!log.allText.contains { $0.contains("customer") })
+        }
+    }
 #endif

@@ -163,6 +163,39 @@
             #expect(throws: (any Error).self) { try total("rebound_breaker_refusals_total", [host]) }
         }
 
+        @Test func anEndpointGroupsAttemptsAndEjectionsAreCountedByGroupAndEndpoint() async throws {
+            let clock = ManualClock()
+            let observer = MetricsObserver(factory: metrics)
+            let group = EndpointGroup(
+                name: "payments",
+                endpoints: [
+                    .init(URL(string: "https://eu.api.example.com/v2")!),
+                    .init(URL(string: "https://us.api.example.com/v2")!),
+                ],
+                outlierDetection: .init(consecutiveFailures: 1), clock: clock, onEjection: { observer.record($0) })
+            let transport = ScriptedTransport(clock: clock) { request, _ in
+                request.url?.host == "eu.api.example.com" ? .status(503) : .status(200)
+            }
+            let session = Session(
+                transport: transport, adapters: [group], retriers: [RetryPolicy(backoff: .zero)],
+                observers: [observer], clock: clock)
+            for id in 1...2 {
+                _ = try await session.send(URL(string: "https://eu.api.example.com/v2/users/\(id)?token=t0ken")!)
+            }
+
+            let payments = ("group", "payments")
+            let eu = ("endpoint", "https://eu.api.example.com/v2")
+            let us = ("endpoint", "https://us.api.example.com/v2")
+            // The first request tried eu, which was ejected; the second went to us at once.
+            #expect(try total("rebound_endpoint_attempts_total", [payments, eu, ("outcome", "retry")]) == 1)
+            #expect(try total("rebound_endpoint_attempts_total", [payments, us, ("outcome", "succeeded")]) == 2)
+            #expect(
+                try total("rebound_endpoint_ejections_total", [payments, eu, ("rule", "consecutiveFailures")]) == 1)
+            let values = metrics.counters.filter { $0.label.hasPrefix("rebound_endpoint_") }.flatMap(\.dimensions)
+                .map(\.1)
+            #expect(!values.contains { $0.contains("users") || $0.contains("t0ken") })
+        }
+
         @Test func dimensionsAreBoundedNeverAPathAQueryOrAnIdentifier() async throws {
             let session = Session(
                 transport: ScriptedTransport([.status(503), .status(201)]), retriers: [RetryPolicy(backoff: .zero)],

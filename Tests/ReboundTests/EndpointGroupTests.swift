@@ -362,6 +362,25 @@ struct EndpointGroupTests {
         #expect(group.requestsKept == 0 && group.attemptsInFlight == 0)
     }
 
+    @Test func observersHearTheGroupAndTheEndpointOfEachAttemptItSent() async throws {
+        let clock = ManualClock()
+        let group = EndpointGroup(name: "payments", endpoints: [.init(Self.eu), .init(Self.us)], clock: clock)
+        let observer = RecordingObserver()
+        let transport = ScriptedTransport(clock: clock) { request, _ in
+            request.url?.host == "eu.api.example.com" ? .status(503) : .status(200)
+        }
+        let session = Session(
+            transport: transport, adapters: [group], retriers: [RetryPolicy(backoff: .zero)], observers: [observer],
+            clock: clock)
+        _ = try await session.send(Self.charges)
+        // A request under none of the group's endpoints is not routed.
+        _ = try await session.send(URL(string: "https://other.example.com/v2/charges")!)
+
+        let heard = observer.outcomes.map { ($0.endpointGroup, $0.endpoint?.description) }
+        #expect(heard.map(\.0) == ["payments", "payments", nil])
+        #expect(heard.map(\.1) == ["https://eu.api.example.com/v2", "https://us.api.example.com:8443/v2/", nil])
+    }
+
     @Test func aCredentialGivenTheGroupsHostsReachesItsEndpointsOnly() async throws {
         let clock = ManualClock()
         let group = EndpointGroup(endpoints: [.init(Self.eu), .init(Self.us)], clock: clock)

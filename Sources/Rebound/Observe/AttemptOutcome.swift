@@ -29,6 +29,12 @@ public struct AttemptOutcome: Sendable {
     /// one attempt (but one decided after the request's last attempt was told, which only its end tells), and all
     /// again in the request's ``RequestOutcome/shadowRefusals``. Empty by default.
     public var shadowRefusals: [ShadowRefusal] { storage.value.shadowRefusals }
+    /// The endpoint an ``EndpointGroup`` sent this attempt to; `nil` when no group routed it (or the attempt was not
+    /// sent), the default.
+    public var endpoint: EndpointGroup.Endpoint? { storage.value.endpoint?.endpoint }
+    /// The name of the ``EndpointGroup`` that sent this attempt to ``endpoint``; `nil` when no group routed it, the
+    /// default.
+    public var endpointGroup: String? { storage.value.endpoint?.group }
 
     /// The fields, in one box: an outcome is passed to every observer as one reference.
     private struct Fields: Sendable {
@@ -41,6 +47,7 @@ public struct AttemptOutcome: Sendable {
         let decision: AttemptDecision
         let error: ReboundError?
         let shadowRefusals: [ShadowRefusal]
+        let endpoint: EndpointGroup.Placement?
     }
 
     private let storage: Box<Fields>
@@ -56,16 +63,29 @@ public struct AttemptOutcome: Sendable {
             elapsed: elapsed, decision: decision, error: error, shadowRefusals: shadowRefusals)
     }
 
+    /// Creates the outcome of an attempt that endpoint group `endpointGroup` sent to `endpoint`; the session creates
+    /// these, and test code may too.
+    public init(
+        requestID: UUID = UUID(), label: String? = nil, originalRequest: URLRequest, attempt: Attempt,
+        data: Data? = nil, elapsed: Duration? = nil, decision: AttemptDecision, error: ReboundError? = nil,
+        shadowRefusals: [ShadowRefusal] = [], endpoint: EndpointGroup.Endpoint, endpointGroup: String
+    ) {
+        self.init(
+            requestID: requestID, label: label, original: .request(originalRequest), attempt: attempt, data: data,
+            elapsed: elapsed, decision: decision, error: error, shadowRefusals: shadowRefusals,
+            endpoint: EndpointGroup.Placement(group: endpointGroup, endpoint: endpoint))
+    }
+
     init(
         requestID: UUID, label: String?, original: OriginalRequest, attempt: Attempt, data: Data? = nil,
         elapsed: Duration? = nil, decision: AttemptDecision, error: ReboundError? = nil,
-        shadowRefusals: [ShadowRefusal] = []
+        shadowRefusals: [ShadowRefusal] = [], endpoint: EndpointGroup.Placement? = nil
     ) {
         storage = Box(
             Fields(
                 requestID: requestID, label: label, original: original, attempt: attempt, data: data,
                 elapsed: elapsed ?? attempt.duration, decision: decision, error: error,
-                shadowRefusals: shadowRefusals))
+                shadowRefusals: shadowRefusals, endpoint: endpoint))
     }
 
     /// The caller's request, or what it is made of.

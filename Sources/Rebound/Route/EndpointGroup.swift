@@ -348,6 +348,11 @@ extension EndpointGroup: RetryRouter {
         plan(sent, attempt: number, of: requestID)
     }
 
+    func placement(of sent: URLRequest) -> Placement? {
+        guard let url = sent.url, let index = endpointIndex(under: url) else { return nil }
+        return Placement(group: name, endpoint: endpoints[index])
+    }
+
     func hedgeRefused(_ number: Int, of requestID: UUID) {
         state.withLock { state in
             guard state.routes[requestID]?.planned?.attempt == number else { return }

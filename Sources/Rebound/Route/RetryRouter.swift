@@ -21,4 +21,16 @@ protocol RetryRouter: AnyObject, Sendable {
 
     /// Forgets the endpoint picked for hedge `number` of request `requestID`, which a gate refused: it never starts.
     func hedgeRefused(_ number: Int, of requestID: UUID)
+
+    /// The group and the endpoint `sent`, an attempt's adapted request, went to; `nil` when it is under none of the
+    /// part's endpoints.
+    func placement(of sent: URLRequest) -> EndpointGroup.Placement?
+}
+
+extension EndpointGroup {
+    /// An endpoint of a named group, as an attempt's outcome names where it went.
+    struct Placement: Sendable {
+        let group: String
+        let endpoint: Endpoint
+    }
 }

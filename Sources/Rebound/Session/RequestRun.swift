@@ -158,12 +158,14 @@ extension RequestPlan {
         guard let attempt = attempts.last(where: { $0.number == report.attempt }) else {
             preconditionFailure("attempt \(report.attempt) is reported before it is recorded")
         }
-        /// The outcome, with the refusals of parts in shadow mode not told yet.
+        /// The outcome, with the refusals of parts in shadow mode not told yet, and the endpoint a group sent the
+        /// attempt to.
         func outcome(_ shadowRefusals: ArraySlice<ShadowRefusal>) -> AttemptOutcome {
             AttemptOutcome(
                 requestID: requestID, label: label, original: original, attempt: attempt, data: report.data,
                 elapsed: report.elapsed, decision: report.decision, error: report.error,
-                shadowRefusals: shadowRefusals.isEmpty ? [] : shadowRefusals.map { $0.with(label: label) })
+                shadowRefusals: shadowRefusals.isEmpty ? [] : shadowRefusals.map { $0.with(label: label) },
+                endpoint: attempt.admittedRequest.flatMap { registered?.router?.placement(of: $0) })
         }
         guard let registered else { return listsObservers ? outcome([]) : nil }
         let (accountants, hasObservers, untold) = registered.settling(attempt: attempt.number)
