@@ -33,10 +33,25 @@ struct RequestMachineTests {
         return AttemptResult(kind, sent: request(), response: head, data: Data("body \(code)".utf8))
     }
 
-    /// The decision and error an action reports; fails the test for any other action.
-    func reported(_ action: RequestMachine.Action) throws -> RequestMachine.Report {
-        guard case .report(let report) = action else { throw Unexpected(action: action) }
-        return report
+    /// What an action that backs off or ends the request reports of the last attempt: its record's number and body,
+    /// with the decision the observers hear and the error the request ends with.
+    struct Told {
+        let attempt: Int
+        let data: Data?
+        let decision: AttemptDecision
+        let error: ReboundError?
+    }
+
+    /// What an action reports before it backs off or ends the request; fails the test for any other action.
+    func reported(_ action: RequestMachine.Action) throws -> Told {
+        switch action {
+        case .backOff(let delay, _, let report):
+            return Told(attempt: report.attempt, data: report.data, decision: .retry(after: delay), error: nil)
+        case .finish(let ending, _, let report?):
+            let (decision, error) = ending.decision
+            return Told(attempt: report.attempt, data: report.data, decision: decision, error: error)
+        default: throw Unexpected(action: action)
+        }
     }
 
     struct Unexpected: Error {
@@ -53,15 +68,12 @@ struct RequestMachineTests {
             Issue.record("the first action is attempt 1 without a time limit")
             return
         }
-        let report = try reported(
-            machine.handle(.attemptEnded(status(200), admittedByBreaker: false), now: .milliseconds(40)))
+        let action = machine.handle(.attemptEnded(status(200), admittedByBreaker: false), now: .milliseconds(40))
+        let report = try reported(action)
         #expect(report.decision == .succeeded)
         #expect(report.attempt == 1)
         #expect(machine.attempts[0].duration == .milliseconds(40))
-        guard
-            case .finish = machine.handle(.reported, now: .milliseconds(40)),
-            case .finished(.succeeded(let result), let endsAccounts) = machine.phase
-        else {
+        guard case .finish(.succeeded(let result), let endsAccounts, _) = action, case .finished = machine.phase else {
             Issue.record("a reported success ends the request")
             return
         }
@@ -80,7 +92,7 @@ struct RequestMachineTests {
             Issue.record("a failure asks the retriers")
             return
         }
-        #expect(limit == .seconds(9))
+        #expect(limit == .deadline(.seconds(9)))
         #expect(question.request.attempts.count == 1)
         #expect(question.error.responseHead?.statusCode == 503)
 
@@ -94,13 +106,13 @@ struct RequestMachineTests {
         #expect(delay == .seconds(2))
         #expect(retry.retryTarget == nil)
 
-        let report = try reported(machine.handle(.gatesAnswered(refusal: nil), now: .seconds(1)))
+        let backOff = machine.handle(.gatesAnswered(refusal: nil), now: .seconds(1))
+        let report = try reported(backOff)
         #expect(report.decision == .retry(after: .seconds(2)))
         #expect(machine.attempts[0].retryDelay == .seconds(2))
         #expect(report.data == Data("body 503".utf8))
-
-        guard case .backOff(.seconds(2), wait: nil) = machine.handle(.reported, now: .seconds(1)) else {
-            Issue.record("a granted retry backs off for its delay")
+        guard case .backOff(.seconds(2), wait: nil, _) = backOff else {
+            Issue.record("a granted retry is reported, then backs off for its delay")
             return
         }
         guard
@@ -113,13 +125,18 @@ struct RequestMachineTests {
         #expect(machine.attempts.map(\.number) == [1])
     }
 
-    @Test func aRetryWithoutDelayStartsTheNextAttemptWithoutABackoff() throws {
+    @Test func aRetryWithoutDelayIsReportedThenAttemptedOnceItsZeroBackoffEnds() throws {
         var machine = machine()
         _ = machine.handle(.start(first: request()), now: .zero)
         _ = machine.handle(.attemptEnded(status(503), admittedByBreaker: false), now: .seconds(1))
         _ = machine.handle(.retriersAnswered(.answered(.retry)), now: .seconds(1))
-        _ = try reported(machine.handle(.gatesAnswered(refusal: nil), now: .seconds(1)))
-        guard case .attempt(_, number: 2, limit: nil) = machine.handle(.reported, now: .seconds(1)) else {
+        guard case .backOff(.zero, _, let report) = machine.handle(.gatesAnswered(refusal: nil), now: .seconds(1))
+        else {
+            Issue.record("a retry without delay backs off for no time")
+            return
+        }
+        #expect(report.attempt == 1)
+        guard case .attempt(_, number: 2, limit: nil) = machine.handle(.backoffEnded(.slept), now: .seconds(1)) else {
             Issue.record("a retry without delay is attempted at once")
             return
         }
@@ -129,8 +146,8 @@ struct RequestMachineTests {
         var machine = machine(deadline: .seconds(5))
         _ = machine.handle(.start(first: request()), now: .zero)
         _ = machine.handle(.attemptEnded(status(503), admittedByBreaker: false), now: .seconds(4))
-        let report = try reported(
-            machine.handle(.retriersAnswered(.answered(.retryWithDelay(.seconds(2)))), now: .seconds(4)))
+        let action = machine.handle(.retriersAnswered(.answered(.retryWithDelay(.seconds(2)))), now: .seconds(4))
+        let report = try reported(action)
         #expect(report.decision == .failed)
         guard case .deadlineExceeded(let deadline, let last) = report.error?.reason else {
             Issue.record("the request ends on its deadline")
@@ -141,9 +158,7 @@ struct RequestMachineTests {
             Issue.record("the deadline error keeps the failure before it")
             return
         }
-        guard case .finish = machine.handle(.reported, now: .seconds(4)),
-            case .finished(.failed(let error), endsAccounts: true) = machine.phase
-        else {
+        guard case .finish(.failed(let error), endsAccounts: true, _) = action, case .finished = machine.phase else {
             Issue.record("the reported failure ends the request")
             return
         }
@@ -189,16 +204,15 @@ struct RequestMachineTests {
         _ = machine.handle(.start(first: request()), now: .zero)
         _ = machine.handle(.attemptEnded(status(503), admittedByBreaker: true), now: .seconds(1))
         _ = machine.handle(.retriersAnswered(.answered(.retryWithDelay(.seconds(2)))), now: .seconds(1))
-        _ = machine.handle(.gatesAnswered(refusal: nil), now: .seconds(1))
-        guard case .backOff(_, wait: .some) = machine.handle(.reported, now: .seconds(1)) else {
+        guard case .backOff(_, wait: .some, _) = machine.handle(.gatesAnswered(refusal: nil), now: .seconds(1)) else {
             Issue.record("a request a breaker let through backs off on a wait the breaker can end")
             return
         }
         guard
-            case .finish = machine.handle(.backoffEnded(.ended(Opened())), now: .seconds(2)),
-            case .finished(.failed(let error), endsAccounts: true) = machine.phase
+            case .finish(.failed(let error), endsAccounts: true, report: nil) = machine.handle(
+                .backoffEnded(.ended(Opened())), now: .seconds(2))
         else {
-            Issue.record("an ended backoff ends the request")
+            Issue.record("an ended backoff ends the request, its attempt reported before the backoff")
             return
         }
         guard case .retryAborted(let opened, .unacceptableStatusCode(503)) = error.reason else {
@@ -225,12 +239,11 @@ struct RequestMachineTests {
         var machine = machine()
         _ = machine.handle(.start(first: request()), now: .zero)
         _ = machine.handle(.attemptEnded(status(500), admittedByBreaker: false), now: .seconds(1))
-        let report = try reported(machine.handle(.retriersAnswered(.cancelled), now: .seconds(1)))
+        let action = machine.handle(.retriersAnswered(.cancelled), now: .seconds(1))
+        let report = try reported(action)
         #expect(report.decision == .cancelled)
         #expect(report.error == nil)
-        guard case .finish = machine.handle(.reported, now: .seconds(1)),
-            case .finished(.cancelled, endsAccounts: true) = machine.phase
-        else {
+        guard case .finish(.cancelled, endsAccounts: true, _) = action else {
             Issue.record("a cancelled request ends as cancelled")
             return
         }
@@ -277,7 +290,6 @@ struct RequestMachineTests {
         }
         #expect(retry.retryTarget?.url == fallback.url)
         _ = machine.handle(.gatesAnswered(refusal: nil), now: .zero)
-        _ = machine.handle(.reported, now: .zero)
         guard case .attempt(let next, number: 2, _) = machine.handle(.backoffEnded(.slept), now: .seconds(1)) else {
             Issue.record("the next attempt follows the backoff")
             return
@@ -298,7 +310,15 @@ struct RequestMachineTests {
     ) {
         let time = RequestTime(
             start: .seconds(1), end: deadline.map { .seconds(1) + $0 }, attemptTimeout: attemptTimeout)
-        #expect(time.attemptLimit(now: .seconds(4)) == expected)
+        #expect(time.limit(of: .attempt, now: .seconds(4)) == expected)
+    }
+
+    @Test func theRetriersDecisionIsGivenTheTimeLeftWhateverTheAttemptTimeout() {
+        let time = RequestTime(start: .seconds(1), end: .seconds(11), attemptTimeout: .seconds(1))
+        #expect(time.limit(of: .decision, now: .seconds(4)) == .deadline(.seconds(7)))
+        #expect(time.limit(of: .attempt, now: .seconds(4)) == .attemptTimeout(.seconds(1)))
+        #expect(
+            RequestTime(start: .zero, end: nil, attemptTimeout: .seconds(1)).limit(of: .decision, now: .zero) == nil)
     }
 
     @Test func aWaitIsAllowedWhenItEndsByTheDeadlineAndNotAfter() {
@@ -316,9 +336,9 @@ struct RequestMachineTests {
             let plan = RequestPlan(
                 session: session, original: .request(URLRequest(url: URL(string: "https://example.com")!)))
             var machine = RequestMachine(plan, now: .zero)
-            _ = machine.handle(.reported, now: .zero)
+            _ = machine.handle(.gatesAnswered(refusal: nil), now: .zero)
         }
         let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
-        #expect(message.contains("reported cannot happen in attempting"))
+        #expect(message.contains("gatesAnswered(refusal: nil) cannot happen in attempting"))
     }
 }

@@ -119,7 +119,7 @@ struct HedgingExecutor {
                     round.post(.answered(number: number, answer: .answered(.doNotRetry)))
                 } else {
                     let question = machine.question(about: result, admittedByBreaker: plan.admittedByBreaker)
-                    let limit = machine.time.remaining(now: now)
+                    let limit = machine.time.limit(of: .decision, now: now)
                     let plan = plan
                     round.ask(number) {
                         guard let limit else { return await plan.retryResult(for: question) }
@@ -183,7 +183,7 @@ struct HedgingExecutor {
         let attemptStart = number == 1 ? machine.time.start : plan.session.clock.now()
         inFlight[number] = (hedge, attemptStart)
         let plan = plan
-        let limit = machine.time.attemptLimit(now: attemptStart)
+        let limit = machine.time.limit(of: .attempt, now: attemptStart)
         round.start(number) { onSend in
             guard let limit else { return await plan.attempt(base, number: number, onSend: onSend) }
             return await plan.attempt(base, number: number, within: limit, onSend: onSend)
@@ -222,8 +222,8 @@ struct HedgingExecutor {
     /// Has the parts settle recorded attempt `number` of the round and tells the observers, with `decision`: a loser's
     /// (``AttemptDecision/cancelled``), or a retry without delay for a failure while others are in flight.
     func tell(attempt number: Int, data: Data?, decision: AttemptDecision, in machine: RequestMachine) async {
-        let report = machine.report(ofAttempt: number, data: data, decision: decision, now: plan.session.clock.now())
-        if let outcome = plan.settle(report, of: machine.attempts) { await plan.tell(outcome) }
+        let report = machine.report(ofAttempt: number, data: data, now: plan.session.clock.now())
+        if let outcome = plan.settle(report, decision: decision, of: machine.attempts) { await plan.tell(outcome) }
     }
 
     /// Ends a round: cancels what is in flight and the questions still unanswered, records each attempt in flight as

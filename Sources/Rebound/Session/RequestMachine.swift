@@ -5,29 +5,30 @@ import Foundation
 #endif
 
 /// Everything one request knows, as a pure state machine: each event of the request's life (an attempt ended, the
-/// retriers answered, the gates answered, the observers were told, the backoff ended) returns the next ``Action``,
-/// which the driver (`RequestPlan.execute(startingWith:)`) performs before it feeds back the next event.
+/// retriers answered, the gates answered, the backoff ended) returns the next ``Action``, which the driver
+/// (`RequestPlan.execute(startingWith:)`) performs before it feeds back the next event.
 ///
 /// ```
 ///            start
 ///              │
-///   ┌──▶ attempting ──(attempt ended: success, cancelled, cut by the deadline)──────────┐
-///   │          │ failure                                                                 │
-///   │          ▼                                                                         │
-///   │      deciding ──(no retry, too late, cancelled, a retry past the deadline)──────┐ │
-///   │          │ retry after a delay                                                   │ │
-///   │          ▼                                                                       ▼ ▼
-///   │      admitting ──(a gate refused)───────────────────────────────────────────▶ reporting ──▶ finished
-///   │          │ granted                                                               │
-///   │          └────────────────────────────────────────────────────────────────▶ reporting
-///   │                                                                                   │ retry
-///   └──────────────────────────── backing off ◀─────────────────────────────────────────┘
+///   ┌──▶ attempting ──(attempt ended: success, cancelled, cut by the deadline)─────────────┐
+///   │          │ failure                                                                    │
+///   │          ▼                                                                            │
+///   │      deciding ──(no retry, too late, cancelled, a retry past the deadline)──────────┤
+///   │          │ retry after a delay                                                        │
+///   │          ▼                                                                            ▼
+///   │      admitting ──(a gate refused)──────────────────────────────────────────────▶ finished
+///   │          │ granted: the attempt reported                                              ▲
+///   │          ▼                                                                            │
+///   └──── backing off ──(cancelled, a gate that granted the retry ended the wait)──────────┘
 /// ```
 ///
 /// Nothing here awaits, reads a clock or calls a part: the time comes with each event, and what a part says comes back
-/// as an event. A decision travels with its payload: the error a request ends with is in the action that ends it,
-/// the breaker's admission arrives with the attempt's end, and the failure a backoff would end with is the payload of
-/// ``Phase/backingOff(ending:)``. Events that cannot happen in the current phase trap, naming it.
+/// as an event. A decision travels with its payload: the error a request ends with is in the action that ends it, the
+/// report of an attempt in the action that follows it (``Action/backOff(_:wait:report:)``,
+/// ``Action/finish(_:endsAccounts:report:)``), the breaker's admission arrives with the attempt's end, and the failure a
+/// backoff would end with is the payload of ``Phase/backingOff(ending:)``. Events that cannot happen in the current
+/// phase trap, naming it.
 struct RequestMachine {
     /// Where the request is in its life.
     enum Phase {
@@ -38,23 +39,11 @@ struct RequestMachine {
         /// The retriers chose to retry after `delay`; the gates are asked about `retry`, which starts from `target`
         /// (the request a retrier handed over, if any).
         case admitting(Question, delay: Duration, target: URLRequest?)
-        /// The last attempt is told to the parts and observers; `after` is what follows once they heard it.
-        case reporting(after: AfterReport)
         /// The request sleeps before its next attempt; a gate that ends the sleep ends the request with `ending`, the
         /// failed attempt's error with the gate's error as the reason.
         case backingOff(ending: ReboundError)
-        /// The request ended: the driver tells the observers, has the parts forget what they keep for the request when
-        /// `endsAccounts`, and returns or throws `ending`.
-        case finished(Ending, endsAccounts: Bool)
-    }
-
-    /// What follows the report of an attempt.
-    enum AfterReport {
-        /// The attempt that came to `result` succeeded.
-        case succeed(AttemptResult)
-        case backOff(Duration, ending: ReboundError)
-        case fail(ReboundError)
-        case cancel
+        /// The request ended (``Action/finish(_:endsAccounts:report:)`` says how).
+        case finished
     }
 
     /// What the driver does next.
@@ -64,26 +53,25 @@ struct RequestMachine {
         /// Make a hedged round from `request` (its first attempt is `number`).
         case hedgedRound(URLRequest, Hedging)
         /// Ask the retriers (those that registered, then the chain's) about a failed attempt, within `limit`.
-        case askRetriers(Question, limit: Duration?)
+        case askRetriers(Question, limit: TimeLimit?)
         /// Ask the gates, in order, whether `retry` may go after `delay`; the first refusal wins.
         case askGates(RetryRequest, dueTo: ReboundError, delay: Duration)
-        /// Settle the last attempt with the parts that let it through, then tell the observers.
-        case report(Report)
-        /// Sleep `delay` before the next attempt; `wait` is the sleep a breaker that granted the retry can end.
-        case backOff(Duration, wait: BackoffWait?)
-        /// End the request, as ``Phase/finished(_:endsAccounts:)`` says.
-        case finish
+        /// Report the failed attempt (settle it with the parts that let it through, then tell the observers), then
+        /// sleep `delay` before the next attempt (none when it is zero); `wait` is the sleep a breaker that granted the
+        /// retry can end.
+        case backOff(Duration, wait: BackoffWait?, report: Report)
+        /// Report the last attempt, when `report` says, then end the request with `ending`: tell the observers, have
+        /// the parts forget what they keep for the request when `endsAccounts`, and return or throw.
+        case finish(Ending, endsAccounts: Bool, report: Report?)
     }
 
-    /// What the parts and the observers are told of recorded attempt `attempt`: its body and what follows it; the
-    /// ``AttemptOutcome`` is built only for a part or an observer that reads it.
+    /// What the parts and the observers are told of recorded attempt `attempt`, beside what follows it (the action
+    /// that carries the report says: a retry after the backoff's delay, or the request's end); the ``AttemptOutcome``
+    /// is built only for a part or an observer that reads it.
     struct Report {
         /// The number of the attempt reported.
         let attempt: Int
         let data: Data?
-        let decision: AttemptDecision
-        /// The error the request ends with, when `decision` is ``AttemptDecision/failed``.
-        let error: ReboundError?
         /// The time since the request started.
         let elapsed: Duration
     }
@@ -94,6 +82,15 @@ struct RequestMachine {
         case succeeded(AttemptResult)
         case failed(ReboundError)
         case cancelled
+
+        /// The decision the observers are told, and the error the request ends with.
+        var decision: (AttemptDecision, ReboundError?) {
+            switch self {
+            case .succeeded: (.succeeded, nil)
+            case .failed(let error): (.failed, error)
+            case .cancelled: (.cancelled, nil)
+            }
+        }
     }
 
     /// How the driver's await of the retriers ended.
@@ -154,8 +151,6 @@ struct RequestMachine {
         case retriersAnswered(RetriersAnswer)
         /// The gates answered about the retry: the first refusal, `nil` when every gate granted it.
         case gatesAnswered(refusal: (any Error)?)
-        /// The parts and the observers heard how the last attempt ended.
-        case reported
         /// The backoff sleep ended.
         case backoffEnded(BackoffEnding)
     }
@@ -169,6 +164,7 @@ struct RequestMachine {
             return nextAttempt(from: first, now: now)
 
         case (.cancelled, _):
+            // Found before an attempt: the last one, if any, was reported before its backoff.
             return finish(.cancelled)
 
         case (.attemptEnded(let result, let admittedByBreaker), .attempting(let number, let start)):
@@ -181,28 +177,19 @@ struct RequestMachine {
         case (.retriersAnswered(.answered(let result)), .deciding(let question)):
             return decide(question, after: result, now: now)
         case (.retriersAnswered(.tooLate), .deciding(let question)):
-            return report(.fail(deadlineExceeded(after: question.error)), data: question.error.data, now: now)
+            return finish(.failed(deadlineExceeded(after: question.error)), reporting: question.error.data, now: now)
         case (.retriersAnswered(.cancelled), .deciding(let question)):
-            return report(.cancel, data: question.error.data, now: now)
+            return finish(.cancelled, reporting: question.error.data, now: now)
 
         case (.gatesAnswered(let refusal?), .admitting(let question, _, _)):
-            return report(.fail(aborted(question.error, by: refusal)), data: question.error.data, now: now)
+            return finish(.failed(aborted(question.error, by: refusal)), reporting: question.error.data, now: now)
         case (.gatesAnswered(nil), .admitting(let question, let delay, let target)):
             attempts[attempts.count - 1].retryDelay = delay
             if let target { base = target }
-            return report(.backOff(delay, ending: question.error), data: question.error.data, now: now)
-
-        case (.reported, .reporting(.succeed(let result))):
-            return finish(.succeeded(result))
-        case (.reported, .reporting(.fail(let error))):
-            return finish(.failed(error))
-        case (.reported, .reporting(.cancel)):
-            return finish(.cancelled)
-        case (.reported, .reporting(.backOff(let delay, let ending))):
-            // No delay, no sleep: the next attempt follows at once.
-            guard delay > .zero else { return nextAttempt(now: now) }
-            phase = .backingOff(ending: ending)
-            return .backOff(delay, wait: backoffWait)
+            phase = .backingOff(ending: question.error)
+            let report = Report(
+                attempt: attempts[attempts.count - 1].number, data: question.error.data, elapsed: now - time.start)
+            return .backOff(delay, wait: backoffWait, report: report)
 
         case (.backoffEnded(.slept), .backingOff):
             return nextAttempt(now: now)
@@ -236,11 +223,10 @@ struct RequestMachine {
                 failedBeforeSending: result.failedBeforeSending, timeOnWire: result.sentAt.map { now - $0 }))
     }
 
-    /// What the parts and the observers are told of recorded attempt `number`, whose body was `data`, told apart from
-    /// the request's decision: a hedged round's attempt that lost (``AttemptDecision/cancelled``), or that failed while
-    /// others are in flight (a retry without delay).
-    func report(ofAttempt number: Int, data: Data?, decision: AttemptDecision, now: Duration) -> Report {
-        Report(attempt: number, data: data, decision: decision, error: nil, elapsed: now - time.start)
+    /// The report of recorded attempt `number`, whose body was `data`, told apart from the request's decision: a hedged
+    /// round's attempt that lost, or that failed while others are in flight.
+    func report(ofAttempt number: Int, data: Data?, now: Duration) -> Report {
+        Report(attempt: number, data: data, elapsed: now - time.start)
     }
 
     /// The response of the successful attempt that came to `result`, with the record of every attempt.
@@ -302,7 +288,7 @@ struct RequestMachine {
         let (request, number) = (request ?? nextBase, attempts.count + 1)
         phase = .attempting(number: number, start: now)
         if let hedging = plan.hedging, !plan.original.hasBodyStream { return .hedgedRound(request, hedging) }
-        return .attempt(request, number: number, limit: time.attemptLimit(now: now))
+        return .attempt(request, number: number, limit: time.limit(of: .attempt, now: now))
     }
 
     /// What follows an attempt, recorded last, that came to `result`.
@@ -311,11 +297,11 @@ struct RequestMachine {
     ) -> Action {
         switch result.kind {
         case .success:
-            return report(.succeed(result), data: result.data, now: now)
+            return finish(.succeeded(result), reporting: result.data, now: now)
         case .cancelled:
-            return report(.cancel, data: result.data, now: now)
+            return finish(.cancelled, reporting: result.data, now: now)
         case .deadlineReached:
-            return report(.fail(deadlineExceeded(after: Self.deadlineCutShort)), data: result.data, now: now)
+            return finish(.failed(deadlineExceeded(after: Self.deadlineCutShort)), reporting: result.data, now: now)
         case .failure(let reason):
             let question = question(about: result, admittedByBreaker: admittedByBreaker)
             phase = .deciding(question)
@@ -323,7 +309,7 @@ struct RequestMachine {
             if let answer { return decide(question, after: answer, now: now) }
             // A failure that is never retried (an open breaker, say) is not offered to the retriers at all.
             if reason.isNonRetryable { return decide(question, after: .doNotRetry, now: now) }
-            return .askRetriers(question, limit: time.remaining(now: now))
+            return .askRetriers(question, limit: time.limit(of: .decision, now: now))
         }
     }
 
@@ -342,18 +328,18 @@ struct RequestMachine {
                 // A failure that is a part's refusal (an open breaker, a throttle in an adapter) ended by that rule.
                 default: error.stopped(by: StopReason(failure: error.reason) ?? .notRetried)
                 }
-            return report(.fail(ending), data: error.data, now: now)
+            return finish(.failed(ending), reporting: error.data, now: now)
         }
         // Retries and hedges together stay within the hedging settings' attempts.
         if let hedging = plan.hedging, attempts.count >= hedging.maximumAttempts,
             mayBeRepeated(lastSentRequest ?? plan.originalRequest)
         {
-            return report(.fail(error.stopped(by: .retryLimit)), data: error.data, now: now)
+            return finish(.failed(error.stopped(by: .retryLimit)), reporting: error.data, now: now)
         }
         // A stream in the request adapters start from was consumed by this attempt: a retry would send it empty or
         // half. (A stream an adapter sets is made anew for each attempt; one a retrier hands over is taken as fresh.)
         if result.request == nil, base.map({ $0.httpBodyStream != nil }) ?? plan.original.hasBodyStream {
-            return report(.fail(aborted(error, by: StreamBodyNotReplayable())), data: error.data, now: now)
+            return finish(.failed(aborted(error, by: StreamBodyNotReplayable())), reporting: error.data, now: now)
         }
         // Backoff never sleeps past the deadline: a delay that would end after it ends the request now. So does a
         // server's `Retry-After` (on a 429 or 503) that ends after it, whatever delay the retriers chose: a retry
@@ -365,7 +351,7 @@ struct RequestMachine {
                 result.request == nil ? error.responseHead.flatMap(plan.askedDelay(by:)) ?? .zero : .zero
             if !time.allows(Swift.max(delay, asked), from: now) {
                 let rule: StopReason = time.allows(asked, from: now) ? .deadline : .retryAfterPastDeadline
-                return report(.fail(deadlineExceeded(after: error, stoppedBy: rule)), data: error.data, now: now)
+                return finish(.failed(deadlineExceeded(after: error, stoppedBy: rule)), reporting: error.data, now: now)
             }
         }
         // The gates are told where a retry goes when it does not start from the caller's request (a fallback host), so
@@ -375,27 +361,21 @@ struct RequestMachine {
         return .askGates(retry, dueTo: error, delay: delay)
     }
 
-    /// Reports the last recorded attempt, whose body was `data`, and what follows it.
-    private mutating func report(_ after: AfterReport, data: Data?, now: Duration) -> Action {
+    /// Ends the request with `ending`, once the last recorded attempt, whose body was `data`, is reported with it.
+    private mutating func finish(_ ending: Ending, reporting data: Data?, now: Duration) -> Action {
         guard let attempt = attempts.last else { preconditionFailure("a report follows a recorded attempt") }
-        let (decision, error): (AttemptDecision, ReboundError?) =
-            switch after {
-            case .succeed: (.succeeded, nil)
-            case .backOff(let delay, _): (.retry(after: delay), nil)
-            case .fail(let error): (.failed, error)
-            case .cancel: (.cancelled, nil)
-            }
-        phase = .reporting(after: after)
-        return .report(
-            Report(attempt: attempt.number, data: data, decision: decision, error: error, elapsed: now - time.start))
-    }
-
-    /// Ends the request.
-    private mutating func finish(_ ending: Ending) -> Action {
         // A part keeps something for a request only once it granted it a retry.
         let endsAccounts: Bool = if case .succeeded = ending { attempts.count > 1 } else { true }
-        phase = .finished(ending, endsAccounts: endsAccounts)
-        return .finish
+        phase = .finished
+        let report = Report(attempt: attempt.number, data: data, elapsed: now - time.start)
+        return .finish(ending, endsAccounts: endsAccounts, report: report)
+    }
+
+    /// Ends the request with `ending` (cancelled, or failed) with nothing left to report: its last attempt was reported
+    /// before its backoff, or none was made.
+    private mutating func finish(_ ending: Ending) -> Action {
+        phase = .finished
+        return .finish(ending, endsAccounts: true, report: nil)
     }
 
     /// What the observers are told of the request's end, `now`, with the refusals parts in shadow mode would have made
@@ -403,12 +383,7 @@ struct RequestMachine {
     func outcome(
         of ending: Ending, now: Duration, shadowRefusals: [ShadowRefusal] = [], untold: Int = 0
     ) -> RequestOutcome {
-        let (decision, error): (AttemptDecision, ReboundError?) =
-            switch ending {
-            case .succeeded: (.succeeded, nil)
-            case .failed(let error): (.failed, error)
-            case .cancelled: (.cancelled, nil)
-            }
+        let (decision, error) = ending.decision
         return RequestOutcome(
             requestID: plan.requestID, label: plan.label, original: plan.original, attempts: attempts,
             elapsed: now - time.start, decision: decision, error: error, shadowRefusals: shadowRefusals,

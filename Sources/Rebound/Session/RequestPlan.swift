@@ -126,7 +126,7 @@ final class RequestPlan: Sendable {
 // The steps of an attempt change nothing of the request's state: they belong to the plan, which every attempt shares,
 // hedges too.
 extension RequestPlan {
-    /// Runs one attempt within `limit` (``RequestTime/attemptLimit(now:)``); the attempt is cancelled when its time
+    /// Runs one attempt within `limit` (``RequestTime/limit(of:now:)``); the attempt is cancelled when its time
     /// runs out, and the request goes on at once even if the attempt ignores cancellation (its result is then dropped).
     /// `onSend` hears the request handed to the transport (a hedged round's attempts report it).
     @inline(never)

@@ -47,24 +47,30 @@ extension RequestPlan {
                 event = .retriersAnswered(await retryResult(for: question))
             case .askGates(let retry, let error, let delay):
                 event = .gatesAnswered(refusal: refusal(of: retry, dueTo: error, after: delay))
-            case .report(let report):
-                if let outcome = settle(report, of: machine.attempts) { await tell(outcome) }
-                event = .reported
-            case .backOff(let delay, let wait):
+            case .backOff(let delay, let wait, let report):
+                if let outcome = settle(report, decision: .retry(after: delay), of: machine.attempts) {
+                    await tell(outcome)
+                }
                 event = .backoffEnded(await backOff(for: delay, wait: wait))
-            case .finish:
-                return try await finish(&machine)
+            case .finish(let ending, let endsAccounts, let report):
+                return try await finish(ending, endsAccounts: endsAccounts, after: report, of: &machine)
             }
             action = machine.handle(event, now: clock.now())
         }
     }
 
-    /// Ends the request as the machine says (``RequestMachine/Phase/finished(_:endsAccounts:)``): stops its deadline
-    /// timer, tells the observers, has the parts forget what they keep for the request, then returns the response or
-    /// throws.
-    func finish(_ machine: inout RequestMachine) async throws -> Response {
-        guard case .finished(let ending, let endsAccounts) = machine.phase else {
-            preconditionFailure("the request ends in \(machine.phase)")
+    /// Ends the request with `ending`: reports its last attempt when `report` says (the parts settle it, the observers
+    /// hear it), stops its deadline timer, tells the observers how the request ended, has the parts forget what they
+    /// keep for the request when `endsAccounts`, then returns the response or throws.
+    func finish(
+        _ ending: RequestMachine.Ending, endsAccounts: Bool, after report: RequestMachine.Report?,
+        of machine: inout RequestMachine
+    ) async throws -> Response {
+        if let report {
+            let (decision, error) = ending.decision
+            if let outcome = settle(report, decision: decision, error: error, of: machine.attempts) {
+                await tell(outcome)
+            }
         }
         deadlineTimer?.stop()
         // Before the observers hear it: a part that would count an attempt of the request late no longer does.
@@ -90,13 +96,14 @@ extension RequestPlan {
 
     // MARK: Asking the retriers and the gates
 
-    /// Asks the retriers about a failed attempt within `limit`, the time left before the deadline (the request's
-    /// deadline timer cuts the question when it comes), even a retrier that ignores cancellation.
+    /// Asks the retriers about a failed attempt within `limit`, the time left before the deadline
+    /// (``RequestTime/limit(of:now:)``: the request's deadline timer cuts the question when it comes), even a retrier
+    /// that ignores cancellation.
     @inline(never)
-    func retryResult(for question: RequestMachine.Question, within limit: Duration) async
+    func retryResult(for question: RequestMachine.Question, within limit: TimeLimit) async
         -> RequestMachine.RetriersAnswer
     {
-        switch await within(.deadline(limit), { await self.retryResult(for: question) }) {
+        switch await within(limit, { await self.retryResult(for: question) }) {
         case .finished(let answer): Task.isCancelled ? .cancelled : answer
         case .limitReached: Task.isCancelled ? .cancelled : .tooLate
         case .cancelled: .cancelled
@@ -109,14 +116,18 @@ extension RequestPlan {
     /// cancelled, whatever it answered.
     func retryResult(for question: RequestMachine.Question) async -> RequestMachine.RetriersAnswer {
         let (request, error) = (question.request, question.error)
-        var answer = RetryResult.doNotRetry
-        for retrier in registered?.retriers ?? [] where answer.passesOn {
-            answer = answer.then(await retrier.retry(request, dueTo: error))
+        var declined = RetryResult.doNotRetry
+        for retrier in registered?.retriers ?? [] {
+            let answer = await retrier.retry(request, dueTo: error)
+            guard answer.passesOn else { return Task.isCancelled ? .cancelled : .answered(answer) }
+            declined = declined.then(answer)
         }
-        for retrier in chain?.retriers ?? [] where answer.passesOn {
-            answer = answer.then(await retrier.retry(request, dueTo: error))
+        for retrier in chain?.retriers ?? [] {
+            let answer = await retrier.retry(request, dueTo: error)
+            guard answer.passesOn else { return Task.isCancelled ? .cancelled : .answered(answer) }
+            declined = declined.then(answer)
         }
-        return Task.isCancelled ? .cancelled : .answered(answer)
+        return Task.isCancelled ? .cancelled : .answered(declined)
     }
 
     /// The first refusal of `retry` by the gates: the session's and the request's, then those that registered.
@@ -139,6 +150,8 @@ extension RequestPlan {
     /// opens meanwhile.
     @inline(never)
     func backOff(for delay: Duration, wait: BackoffWait?) async -> BackoffWait.Ending {
+        // No delay, no sleep: the next attempt follows at once.
+        guard delay > .zero else { return .slept }
         if let wait { return await wait.sleep(for: delay, on: session.clock) }
         do {
             try await session.clock.sleep(delay)
@@ -152,9 +165,11 @@ extension RequestPlan {
     // MARK: What the parts and the observers are told
 
     /// Has the parts that let the reported attempt, one of `attempts`, through settle it (``AttemptAccountant``), at
-    /// once and in order, and returns what the observers are to be told of it, as `report` says; `nil` when no observer
-    /// is to be told.
-    func settle(_ report: RequestMachine.Report, of attempts: [Attempt]) -> AttemptOutcome? {
+    /// once and in order, and returns what the observers are to be told of it, with `decision` and, when it is
+    /// ``AttemptDecision/failed``, the `error` the request ends with; `nil` when no observer is to be told.
+    func settle(
+        _ report: RequestMachine.Report, decision: AttemptDecision, error: ReboundError? = nil, of attempts: [Attempt]
+    ) -> AttemptOutcome? {
         guard let attempt = attempts.last(where: { $0.number == report.attempt }) else {
             preconditionFailure("attempt \(report.attempt) is reported before it is recorded")
         }
@@ -163,7 +178,7 @@ extension RequestPlan {
         func outcome(_ shadowRefusals: ArraySlice<ShadowRefusal>) -> AttemptOutcome {
             AttemptOutcome(
                 requestID: requestID, label: label, original: original, attempt: attempt, data: report.data,
-                elapsed: report.elapsed, decision: report.decision, error: report.error,
+                elapsed: report.elapsed, decision: decision, error: error,
                 shadowRefusals: shadowRefusals.isEmpty ? [] : shadowRefusals.map { $0.with(label: label) },
                 endpoint: attempt.admittedRequest.flatMap { registered?.router?.placement(of: $0) })
         }
@@ -235,16 +250,21 @@ struct RequestTime: Sendable {
         self.attemptTimeout = attemptTimeout
     }
 
-    /// The time left before the deadline, `now`; `nil` without a deadline.
-    func remaining(now: Duration) -> Duration? {
-        end.map { $0 - now }
+    /// A step of the request that is awaited under a time limit.
+    enum Step {
+        /// An attempt (or a hedged round's attempt).
+        case attempt
+        /// The retriers' decision about a failed attempt.
+        case decision
     }
 
-    /// How long an attempt that starts `now` may take: the time left, or the attempt timeout when it comes first;
-    /// `nil` for no limit.
-    func attemptLimit(now: Duration) -> TimeLimit? {
-        let remaining = remaining(now: now)
-        if let attemptTimeout, remaining.map({ attemptTimeout < $0 }) ?? true { return .attemptTimeout(attemptTimeout) }
+    /// How long `step`, which starts `now`, may take: the time left before the deadline, or for an attempt its timeout
+    /// when that comes first; `nil` for no limit. The one rule for every awaited step of the request.
+    func limit(of step: Step, now: Duration) -> TimeLimit? {
+        let remaining = end.map { $0 - now }
+        if step == .attempt, let attemptTimeout, remaining.map({ attemptTimeout < $0 }) ?? true {
+            return .attemptTimeout(attemptTimeout)
+        }
         return remaining.map(TimeLimit.deadline)
     }
 
