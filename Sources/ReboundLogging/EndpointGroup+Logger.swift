@@ -6,9 +6,10 @@
         /// Logs an endpoint taken out of rotation by its group, at `warning`.
         ///
         /// The message is the ejection's description (`endpoint https://eu.api.example.com/v2 of payments ejected for
-        /// 60 s (consecutiveFailures, ejection 2)`); the metadata carries `rebound.group`, `rebound.endpoint` (the base
-        /// URL, which has no query or user-info), `rebound.ejection.rule`, `rebound.ejection.seconds` and
-        /// `rebound.ejection.count`. Give it to the group's `onEjection:`:
+        /// 60 s (consecutiveFailures, ejection 2)`); the metadata carries `rebound.ejection.group`,
+        /// `rebound.ejection.endpoint` (the base URL, which has no query or user-info), `rebound.ejection.rule`,
+        /// `rebound.ejection.seconds` (a fraction where the time has one) and `rebound.ejection.count`. Give it to the
+        /// group's `onEjection:`:
         ///
         /// ```swift
         /// import Foundation
@@ -26,11 +27,12 @@
         ///     onEjection: { logger.log($0) })
         /// ```
         public func log(_ ejection: EndpointGroup.Ejection) {
+            let (seconds, attoseconds) = ejection.duration.components
             let metadata: Metadata = [
-                "rebound.group": .string(ejection.group),
-                "rebound.endpoint": .string(ejection.endpoint.description),
+                "rebound.ejection.group": .string(ejection.group),
+                "rebound.ejection.endpoint": .string(ejection.endpoint.description),
                 "rebound.ejection.rule": .string(ejection.rule.rawValue),
-                "rebound.ejection.seconds": .stringConvertible(ejection.duration.components.seconds),
+                "rebound.ejection.seconds": .stringConvertible(Double(seconds) + Double(attoseconds) / 1e18),
                 "rebound.ejection.count": .stringConvertible(ejection.ejections),
             ]
             log(level: .warning, "\(ejection.description)", metadata: metadata, source: "Rebound")

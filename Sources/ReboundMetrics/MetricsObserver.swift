@@ -13,8 +13,8 @@
     ///
     /// Give it to a session as an observer; it changes nothing about a request. Every metric's dimensions are bounded:
     /// `host` (the breaker's and the budget's key, `host:port` for a URL with a port), `method`, a closed set of names
-    /// (`outcome`, `reason`, `state`, `rule`), and for an ``EndpointGroup`` its `group` name and its `endpoint`s' base
-    /// URLs, a set the group was given; never a request's path, a query or an identifier.
+    /// (`outcome`, `reason`, `state`, `rule`), and for an ``EndpointGroup`` its `group` name (name groups from a fixed
+    /// set) and its `endpoint`s' base URLs, a set the group was given; never a request's path, a query or an identifier.
     ///
     /// | metric | kind | dimensions | what |
     /// |---|---|---|---|

@@ -297,10 +297,10 @@
                     == "endpoint https://eu.api.example.com/v2 of payments ejected for 30 s (consecutiveFailures, ejection 1)"
             )
             let metadata = try #require(log.entries.first?.metadata)
-            #expect(metadata["rebound.group"] == .string("payments"))
-            #expect(metadata["rebound.endpoint"] == .string("https://eu.api.example.com/v2"))
+            #expect(metadata["rebound.ejection.group"] == .string("payments"))
+            #expect(metadata["rebound.ejection.endpoint"] == .string("https://eu.api.example.com/v2"))
             #expect(metadata["rebound.ejection.rule"] == .string("consecutiveFailures"))
-            #expect(metadata["rebound.ejection.seconds"]?.description == "30")
+            #expect(metadata["rebound.ejection.seconds"]?.description == "30.0")
             #expect(metadata["rebound.ejection.count"]?.description == "1")
             // The request's query never reaches the log.
             #expect(!log.allText.contains { $0.contains("customer") })

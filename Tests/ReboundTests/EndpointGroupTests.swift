@@ -362,6 +362,67 @@ struct EndpointGroupTests {
         #expect(group.requestsKept == 0 && group.attemptsInFlight == 0)
     }
 
+    @Test func aHeaderTheCallerSetGoesToEveryEndpointThoughACredentialOfTheSameNameAdaptedAnEarlierAttempt()
+        async throws
+    {
+        let clock = ManualClock()
+        let group = EndpointGroup(endpoints: [.init(Self.eu), .init(Self.us)], clock: clock)
+        // After the group: it applies its credential to eu only, and registered its scope at the first attempt.
+        let auth = AuthenticationInterceptor(
+            authenticator: TokenAuthenticator(), credential: Token(value: 1), hosts: ["eu.api.example.com"])
+        let transport = ScriptedTransport(clock: clock) { request, _ in
+            request.url?.host == "eu.api.example.com" ? .status(503) : .status(200)
+        }
+        var charges = URLRequest(url: Self.charges)
+        charges.setValue("Caller", forHTTPHeaderField: "Authorization")
+        let session = Session(
+            transport: transport, adapters: [group, auth], retriers: [RetryPolicy(backoff: .zero)], clock: clock)
+        _ = try await session.send(charges)
+
+        let sent = transport.requests.map { ($0.url?.host ?? "-", $0.value(forHTTPHeaderField: "Authorization")) }
+        #expect(sent.map(\.0) == ["eu.api.example.com", "us.api.example.com"])
+        #expect(sent.map(\.1) == ["Bearer 1", "Caller"])
+    }
+
+    @Test func aMoveAPartCannotTellTheCredentialsOfDropsWhatARedirectToAnotherOriginDrops() throws {
+        var request = URLRequest(url: URL(string: "https://us.api.example.com:8443/v2/charges")!)
+        request.setValue("Bearer 1", forHTTPHeaderField: "Authorization")
+        request.setValue("a=1", forHTTPHeaderField: "cookie")
+        request.setValue("kept", forHTTPHeaderField: "X-Caller")
+        var moved = request
+        Redirection.secureMove(&moved, from: Self.charges, scopes: nil)
+        #expect(moved.value(forHTTPHeaderField: "Authorization") == nil)
+        #expect(moved.value(forHTTPHeaderField: "Cookie") == nil)
+        #expect(moved.value(forHTTPHeaderField: "X-Caller") == "kept")
+        // Within one origin, nothing is dropped.
+        var same = request
+        Redirection.secureMove(&same, from: URL(string: "https://us.api.example.com:8443/v1")!, scopes: nil)
+        #expect(same.value(forHTTPHeaderField: "Authorization") == "Bearer 1")
+        // Known scopes: only a credential one of them applied is dropped.
+        var caller = request
+        Redirection.secureMove(&caller, from: Self.charges, scopes: [])
+        #expect(caller.value(forHTTPHeaderField: "Authorization") == "Bearer 1")
+    }
+
+    @Test func aRequestUnderNestedBaseURLsIsUnderTheLongest() async throws {
+        let clock = ManualClock()
+        let root = URL(string: "https://api.example.com")!
+        let backup = URL(string: "https://api.example.com/backup")!
+        let group = EndpointGroup(name: "api", endpoints: [.init(root), .init(backup)], clock: clock)
+        let observer = RecordingObserver()
+        let session = Session(
+            transport: ScriptedTransport(clock: clock) { _, _ in .status(200) }, adapters: [group],
+            observers: [observer], clock: clock)
+        _ = try await session.send(URL(string: "https://api.example.com/backup/items")!)
+        _ = try await session.send(URL(string: "https://api.example.com/items")!)
+        // Each goes to the first endpoint in rotation, its path kept after its own base.
+        #expect(
+            observer.outcomes.map { $0.request.url?.absoluteString } == [
+                "https://api.example.com/items", "https://api.example.com/items",
+            ])
+        #expect(observer.outcomes.map { $0.endpoint?.baseURL } == [root, root])
+    }
+
     @Test func observersHearTheGroupAndTheEndpointOfEachAttemptItSent() async throws {
         let clock = ManualClock()
         let group = EndpointGroup(name: "payments", endpoints: [.init(Self.eu), .init(Self.us)], clock: clock)

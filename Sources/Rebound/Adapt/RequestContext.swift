@@ -147,11 +147,11 @@ public struct RequestContext: Sendable {
         roles?.holds(scope: scope)
     }
 
-    /// Secures `request`, which a part moved from `sent` to another origin, for the credentials that adapted it so far
-    /// (see ``Redirection/secureMove(_:from:scopes:)``).
+    /// Secures `request`, which a part moved from `sent` to another origin, for the credentials registered so far
+    /// (see ``Redirection/secureMove(_:from:scopes:)``); a context that cannot register cannot tell them, and drops
+    /// every header a redirect to another origin drops.
     func secureMove(_ request: inout URLRequest, from sent: URL) {
-        guard let roles else { return }
-        Redirection.secureMove(&request, from: sent, scopes: roles.scopes)
+        Redirection.secureMove(&request, from: sent, scopes: roles?.scopes)
     }
 
     /// Secures every redirect hop of the request from now on with `scope`: a hop to another origin drops its

@@ -252,6 +252,12 @@ extension AuthenticationInterceptor: CredentialScope {
     /// request.
     var credentialHeaderNames: Set<String> {
         guard let credential else { return [] }
+        return headerNames(of: credential)
+    }
+
+    /// The header fields, lower-cased, the authenticator applies `credential` in, found by applying it to an empty
+    /// request.
+    private func headerNames(of credential: A.Credential) -> Set<String> {
         var probe = URLRequest(url: URL(string: "https://credential.invalid/")!)
         authenticator.apply(credential, to: &probe)
         return Set(probe.allHTTPHeaderFields?.keys.map { $0.lowercased() } ?? [])
@@ -261,6 +267,14 @@ extension AuthenticationInterceptor: CredentialScope {
     func authorize(_ hop: inout URLRequest) {
         let credential = state.withLock { state in Self.belongs(hop, to: state.hosts) ? state.machine.credential : nil }
         if let credential { authenticator.apply(credential, to: &hop) }
+    }
+
+    /// Removes the current credential's header fields from `request` if the authenticator says the request carries it.
+    func withdraw(from request: inout URLRequest) {
+        guard let credential = state.withLock({ $0.machine.credential }),
+            authenticator.isRequest(request, authenticatedWith: credential)
+        else { return }
+        Redirection.remove(headerNames(of: credential), from: &request)
     }
 }
 

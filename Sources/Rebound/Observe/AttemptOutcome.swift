@@ -29,11 +29,10 @@ public struct AttemptOutcome: Sendable {
     /// one attempt (but one decided after the request's last attempt was told, which only its end tells), and all
     /// again in the request's ``RequestOutcome/shadowRefusals``. Empty by default.
     public var shadowRefusals: [ShadowRefusal] { storage.value.shadowRefusals }
-    /// The endpoint an ``EndpointGroup`` sent this attempt to; `nil` when no group routed it (or the attempt was not
-    /// sent), the default.
+    /// The endpoint an ``EndpointGroup`` sent this attempt to (the first group that routed the request through its
+    /// context); `nil` when none did, or the attempt was not sent.
     public var endpoint: EndpointGroup.Endpoint? { storage.value.endpoint?.endpoint }
-    /// The name of the ``EndpointGroup`` that sent this attempt to ``endpoint``; `nil` when no group routed it, the
-    /// default.
+    /// The name of the ``EndpointGroup`` that sent this attempt to ``endpoint``; `nil` when none did.
     public var endpointGroup: String? { storage.value.endpoint?.group }
 
     /// The fields, in one box: an outcome is passed to every observer as one reference.
@@ -52,7 +51,8 @@ public struct AttemptOutcome: Sendable {
 
     private let storage: Box<Fields>
 
-    /// Creates an outcome; the session creates these, and test code may too.
+    /// Creates an outcome, by default with a new request ID, no label, no body, the attempt's duration as the time
+    /// elapsed, no error and no refusal of a part in shadow mode; the session creates these, and test code may too.
     public init(
         requestID: UUID = UUID(), label: String? = nil, originalRequest: URLRequest, attempt: Attempt,
         data: Data? = nil, elapsed: Duration? = nil, decision: AttemptDecision, error: ReboundError? = nil,
@@ -63,8 +63,9 @@ public struct AttemptOutcome: Sendable {
             elapsed: elapsed, decision: decision, error: error, shadowRefusals: shadowRefusals)
     }
 
-    /// Creates the outcome of an attempt that endpoint group `endpointGroup` sent to `endpoint`; the session creates
-    /// these, and test code may too.
+    /// Creates the outcome of an attempt that endpoint group `endpointGroup` sent to `endpoint`, the other parameters
+    /// defaulting as ``init(requestID:label:originalRequest:attempt:data:elapsed:decision:error:shadowRefusals:)``'s do;
+    /// the session creates these, and test code may too.
     public init(
         requestID: UUID = UUID(), label: String? = nil, originalRequest: URLRequest, attempt: Attempt,
         data: Data? = nil, elapsed: Duration? = nil, decision: AttemptDecision, error: ReboundError? = nil,

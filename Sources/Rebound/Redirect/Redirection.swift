@@ -15,6 +15,10 @@ protocol CredentialScope: AnyObject, Sendable {
 
     /// Applies the current credential to `hop` if its host is one the credential belongs to; otherwise leaves it.
     func authorize(_ hop: inout URLRequest)
+
+    /// Removes the current credential from `request` if the request carries it (its header fields, whatever their
+    /// case); otherwise leaves it.
+    func withdraw(from request: inout URLRequest)
 }
 
 /// The rules a session follows redirects by: which responses are redirects, what the next request is, and what it
@@ -72,21 +76,29 @@ enum Redirection {
             for scope in scopes {
                 for name in scope.credentialHeaderNames { names.insert(name.lowercased()) }
             }
-            for field in hop.allHTTPHeaderFields?.keys.map({ $0 }) ?? [] where names.contains(field.lowercased()) {
-                hop.setValue(nil, forHTTPHeaderField: field)
-            }
+            remove(names, from: &hop)
         }
         for scope in scopes { scope.authorize(&hop) }
     }
 
-    /// Secures `request`, which a part moved from `sent`'s origin to another (an endpoint group), as a redirect hop is
-    /// secured for the credentials of `scopes`: each one's headers dropped, then applied again by each scope whose
-    /// hosts the new origin is one of. The headers the caller set stay, as the caller chose the group's endpoints.
-    static func secureMove(_ request: inout URLRequest, from sent: URL, scopes: [any CredentialScope]) {
-        guard !scopes.isEmpty, !isSameOrigin(request.url, sent) else { return }
-        for scope in scopes {
-            for name in scope.credentialHeaderNames { request.setValue(nil, forHTTPHeaderField: name) }
+    /// Removes every header field of `request` whose name, lower-cased, is one of `names` (lower-cased): each field
+    /// however it is spelled, as a request may hold one name in two spellings.
+    static func remove(_ names: Set<String>, from request: inout URLRequest) {
+        for field in request.allHTTPHeaderFields?.keys.map({ $0 }) ?? [] where names.contains(field.lowercased()) {
+            request.setValue(nil, forHTTPHeaderField: field)
         }
+    }
+
+    /// Secures `request`, which a part moved from `sent`'s origin to another (an endpoint group), for the credentials
+    /// of `scopes`, as a redirect hop is: each credential the request carries is removed, then applied again by each
+    /// scope whose hosts the new origin is one of. A header the caller set stays (the caller chose the group's
+    /// endpoints), unless it is the credential of a scope itself. `scopes` is `nil` when the part cannot know which
+    /// credentials adapted the request (a context that cannot register): then every header a redirect to another
+    /// origin drops is removed.
+    static func secureMove(_ request: inout URLRequest, from sent: URL, scopes: [any CredentialScope]?) {
+        guard !isSameOrigin(request.url, sent) else { return }
+        guard let scopes else { return remove(credentialHeaders, from: &request) }
+        for scope in scopes { scope.withdraw(from: &request) }
         for scope in scopes { scope.authorize(&request) }
     }
 

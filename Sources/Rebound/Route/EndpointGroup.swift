@@ -35,9 +35,9 @@ import Foundation
 /// before the group judges the host the request was written for, and may refuse it there before the group moves it.
 /// Give a credential the group's hosts (``hosts``), as an ``AuthenticationInterceptor``'s `hosts:`, so that it reaches
 /// the group's endpoints and no one else, redirects included; a credential that adapts before the group goes with a
-/// request the group moves to another endpoint only if that endpoint is one of its hosts, as across a redirect. One group keeps its endpoints' health behind one lock,
-/// and a record of each request in flight until it ends: share one instance between the sessions that talk to the
-/// service.
+/// request the group moves to another endpoint only if that endpoint is one of its hosts, as across a redirect. One
+/// group keeps its endpoints' health behind one lock, and a record of each request in flight until it ends: share one
+/// instance between the sessions that talk to the service.
 ///
 /// ```swift
 /// let group = EndpointGroup(
@@ -282,9 +282,16 @@ public final class EndpointGroup: RequestAdapter, RetryGate {
         }
     }
 
-    /// The first endpoint whose base URL `url` is under; `nil` for a request the group does not route.
+    /// The endpoint whose base URL `url` is under, the one with the longest path when base URLs nest
+    /// (`https://api.example.com/backup` before `https://api.example.com`); `nil` for a request the group does not
+    /// route.
     private func endpointIndex(under url: URL) -> Int? {
-        endpoints.firstIndex { Self.isUnder(url, $0.baseURL) }
+        var found: (index: Int, length: Int)?
+        for (index, endpoint) in endpoints.enumerated() where Self.isUnder(url, endpoint.baseURL) {
+            let length = Self.basePath(endpoint.baseURL).utf8.count
+            if length > found?.length ?? -1 { found = (index, length) }
+        }
+        return found?.index
     }
 
     /// Whether `url` is under `base`: the same scheme, host and port, and a path that is the base's or goes on from it
