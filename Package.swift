@@ -32,6 +32,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        // AsyncHTTPClient's own TLS: its errors say when a handshake failed before a request was written.
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.13.4"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -61,6 +63,7 @@ let package = Package(
                 guarded("NIOCore", in: "swift-nio", trait: "AsyncHTTPClient"),
                 guarded("NIOHTTP1", in: "swift-nio", trait: "AsyncHTTPClient"),
                 guarded("NIOPosix", in: "swift-nio", trait: "AsyncHTTPClient"),
+                guarded("NIOSSL", in: "swift-nio-ssl", trait: "AsyncHTTPClient"),
             ]),
         .executableTarget(
             name: "ReboundAsyncHTTPClientExample",
@@ -73,6 +76,7 @@ let package = Package(
             dependencies: [
                 "ReboundAsyncHTTPClient", "Rebound", "ReboundTesting",
                 guarded("AsyncHTTPClient", in: "async-http-client", trait: "AsyncHTTPClient"),
+                guarded("NIOSSL", in: "swift-nio-ssl", trait: "AsyncHTTPClient"),
             ]),
         .target(
             name: "ReboundOpenAPI",

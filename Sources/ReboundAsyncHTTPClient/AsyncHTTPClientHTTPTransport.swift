@@ -4,6 +4,7 @@
     import NIOCore
     import NIOHTTP1
     import NIOPosix
+    import NIOSSL
     import Rebound
 
     #if canImport(FoundationNetworking)
@@ -37,7 +38,8 @@
     ///
     /// **Failures before sending** (``failedBeforeSending(_:)``): a host that does not resolve, a connection that could
     /// not be made (refused, unreachable, or timed out while connecting, or while waiting for a pooled connection), or
-    /// a TLS handshake that timed out: the request was not written. A failure on a connection the request was written
+    /// a TLS handshake that failed or timed out (a certificate or host name that does not validate among them): the
+    /// request was not written. A failure on a connection the request was written
     /// to (a reset, a close mid-body, a read timeout) may come after it reached the server. swift-nio-ssl sends no TLS
     /// early data.
     ///
@@ -94,7 +96,8 @@
         /// Whether `error`, thrown by ``exchange(_:)``, came before the request was written: a `URLError` the transport
         /// marked with ``beforeSendingKey``, which it does for the failures of making a connection only (a host that
         /// does not resolve, a connection refused or unreachable while connecting, a connect, TLS-handshake or pool
-        /// timeout), never for an error on a connection the request may have been written to.
+        /// timeout, a TLS handshake that failed), never for an error on a connection the request may have been written
+        /// to (an unclean TLS shutdown among them).
         public func failedBeforeSending(_ error: any Error) -> Bool {
             (error as? URLError)?.userInfo[Self.beforeSendingKey] as? Bool == true
         }
@@ -189,6 +192,21 @@
                     return URLError(.networkConnectionLost)
                 default: return error
                 }
+            }
+            // A TLS handshake that failed, swift-nio-ssl's errors of setting up the connection: nothing was written. Its
+            // error stays under `NSUnderlyingErrorKey`.
+            if let error = error as? NIOSSLError {
+                let underlying: [String: Any] = [beforeSendingKey: true, NSUnderlyingErrorKey: error]
+                switch error {
+                case .handshakeFailed: return URLError(.secureConnectionFailed, userInfo: underlying)
+                case .cannotMatchULabel, .noCertificateToValidate, .unableToValidateCertificate:
+                    return URLError(.serverCertificateUntrusted, userInfo: underlying)
+                default: return error
+                }
+            }
+            if let error = error as? NIOSSLExtraError {
+                return URLError(
+                    .secureConnectionFailed, userInfo: [beforeSendingKey: true, NSUnderlyingErrorKey: error])
             }
             if let error = error as? HTTPParserError {
                 // The connection closed before the response's end: what URLSession calls a lost connection.

@@ -2,6 +2,7 @@
     import AsyncHTTPClient
     import Foundation
     import NIOCore
+    import NIOSSL
     import Rebound
     @testable import ReboundAsyncHTTPClient
     import ReboundTesting
@@ -144,6 +145,34 @@
             #expect(
                 !transport.failedBeforeSending(
                     AsyncHTTPClientHTTPTransport.mapped(HTTPClientError.remoteConnectionClosed)))
+        }
+
+        @Test func aTLSHandshakeThatFailsCameBeforeSending() async throws {
+            // An https request to a server that speaks plain HTTP: the handshake fails before the request is written.
+            server.route("/orders", [.status(201)])
+            let url = URL(string: "https://127.0.0.1:\(server.port)/orders")!
+            var post = URLRequest(url: url)
+            post.httpMethod = "POST"
+
+            let error = try await failure(of: post)
+
+            #expect(error.urlError?.code == .secureConnectionFailed)
+            #expect(error.attempts.first?.failedBeforeSending == true)
+            #expect(server.hits("/orders") == 0)
+        }
+
+        @Test func swiftNIOSSLsErrorsOfSettingUpTheConnectionAreMarkedAndOthersAreNot() {
+            let handshake = AsyncHTTPClientHTTPTransport.mapped(NIOSSLError.handshakeFailed(.sslError([])))
+            #expect((handshake as? URLError)?.code == .secureConnectionFailed)
+            #expect(transport.failedBeforeSending(handshake))
+            #expect((handshake as? URLError)?.userInfo[NSUnderlyingErrorKey] is NIOSSLError)
+            let certificate = AsyncHTTPClientHTTPTransport.mapped(NIOSSLError.unableToValidateCertificate)
+            #expect((certificate as? URLError)?.code == .serverCertificateUntrusted)
+            #expect(transport.failedBeforeSending(certificate))
+            // A TLS connection that ends without its closing message may end after the request was written.
+            let unclean = AsyncHTTPClientHTTPTransport.mapped(NIOSSLError.uncleanShutdown)
+            #expect(unclean is NIOSSLError)
+            #expect(!transport.failedBeforeSending(unclean))
         }
 
         @Test func aResetIsNetworkConnectionLost() async throws {

@@ -40,6 +40,12 @@ struct HTTPRequestParserTests {
         #expect(HTTPRequestParser.parseHead(bytes(text)) == .invalid(reason))
     }
 
+    @Test func aTLSHandshakeIsRefusedAtOnceNotWaitedOn() {
+        // The first bytes of a TLS record that carries a ClientHello: no line end comes.
+        #expect(HTTPRequestParser.parseHead([0x16, 0x03, 0x01, 0x02, 0x00]) == .invalid("not an HTTP request"))
+        #expect(HTTPRequestParser.parseHead(bytes("PATCH /x HT")) == .incomplete)
+    }
+
     @Test func oversizedHeadIsInvalid() {
         let text = "GET / HTTP/1.1\r\nX: " + String(repeating: "a", count: 70_000)
         #expect(HTTPRequestParser.parseHead(bytes(text)) == .invalid("request head larger than 64 KiB"))

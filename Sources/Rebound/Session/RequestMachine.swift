@@ -15,7 +15,7 @@ import Foundation
 ///   │          │ failure                                                                    │
 ///   │          ▼                                                                            │
 ///   │      deciding ──(no retry, too late, cancelled, a retry past the deadline)──────────┤
-///   │          │ retry after a delay                                                        │
+///   │          │ retry (after a delay, or none)                                             │
 ///   │          ▼                                                                            ▼
 ///   │      admitting ──(a gate refused)──────────────────────────────────────────────▶ finished
 ///   │          │ granted: the attempt reported                                              ▲
