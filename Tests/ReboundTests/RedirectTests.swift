@@ -268,6 +268,28 @@ struct RedirectTests {
         #expect(error.response?.statusCode == 503)
     }
 
+    @Test(
+        "A POST whose redirect to a GET fails is not sent again: the retry would repeat the POST, not the GET",
+        arguments: [URLError.Code.networkConnectionLost, .notConnectedToInternet])
+    func aPostRedirectedToAGetIsJudgedAsThePost(code: URLError.Code) async throws {
+        let transport = web([
+            "https://api.example.com/orders": redirect(303, to: "https://api.example.com/orders/7"),
+            "https://api.example.com/orders/7": .urlError(code),
+        ])
+        let monitor = ManualConnectivityMonitor(isConnected: true)
+        let session = Session(
+            transport: transport,
+            retriers: [OfflineRetrier(monitor: monitor), RetryPolicy(backoff: .zero, unsentRetryLimit: 2)])
+        var post = URLRequest(url: URL(string: "https://api.example.com/orders")!)
+        post.httpMethod = "POST"
+        post.httpBody = Data("{}".utf8)
+
+        let error = try await #require(throws: ReboundError.self) { try await session.send(post) }
+
+        #expect(error.attempts.count == 1)
+        #expect(transport.requests.map { $0.httpMethod ?? "GET" } == ["POST", "GET"])
+    }
+
     @Test("A negative maximum traps with a message; validated throws it")
     func invalidMaximum() async throws {
         #expect(throws: ConfigurationError.self) { try Redirector.validated(behavior: .follow, maximumRedirects: -1) }

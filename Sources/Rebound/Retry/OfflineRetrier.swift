@@ -9,9 +9,9 @@ import Foundation
 ///
 /// When an attempt fails with an offline error (``offlineURLErrorCodes``: `URLError.notConnectedToInternet` by
 /// default), the retrier waits on its ``monitor`` for the network, for at most ``maximumWait`` (5 s by default) on its
-/// clock. If the network comes back in time, it retries at once, whatever the method after `notConnectedToInternet` (a
-/// request that found no network was never sent), and only a request that may be repeated after another code you
-/// add. If not, it answers ``RetryResult/doNotRetry``, and the next retrier in the chain decides with the
+/// clock. If the network comes back in time, it retries at once, whatever the method after `notConnectedToInternet` at
+/// the request's first hop (a request that found no network was never sent; one whose redirect found none was), and
+/// only a request that may be repeated otherwise (judged as it was before any redirect, as a retry sends it again). If not, it answers ``RetryResult/doNotRetry``, and the next retrier in the chain decides with the
 /// original error (`RetryPolicy` retries `notConnectedToInternet` after its backoff). Other failures, and requests
 /// past ``retryLimit`` retries, it leaves to the next retrier at once.
 ///
@@ -135,11 +135,12 @@ public struct OfflineRetrier: RequestRetrier {
     public func retry(_ request: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
         guard isOffline(error) else { return .doNotRetry }
         guard request.retryCount < retryLimit else { return .doNotRetryBecause(.retryLimit) }
-        // A request that found no network was never sent; after any other code it may have been, so only a request
-        // that may be repeated is retried.
-        guard
-            error.reason.original.urlError?.code == .notConnectedToInternet
-                || request.request.isRepeatable(methods: RetryPolicy.defaultRetryableHTTPMethods)
+        // A request that found no network was never sent, unless the failure came at a redirect's hop (the first hop
+        // reached the server); after any other code it may have been. Else only a request that may be repeated is
+        // retried, judged by what a retry sends again: the request before any redirect.
+        let neverSent =
+            error.reason.original.urlError?.code == .notConnectedToInternet && request.attempts.last?.firstHop == nil
+        guard neverSent || request.admittedRequest.isRepeatable(methods: RetryPolicy.defaultRetryableHTTPMethods)
         else { return .doNotRetry }
         let monitor = monitor
         let outcome = await Race.run(maximumWait, clock: clock) { () async -> Bool in

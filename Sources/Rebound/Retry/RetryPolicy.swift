@@ -290,9 +290,11 @@ public struct RetryPolicy: RequestRetrier {
         backoff.delay(forRetryCount: retryCount, previousDelay: previousDelay)
     }
 
-    /// Whether the request may be sent again: its method is retryable, or it carries an `Idempotency-Key` header.
+    /// Whether the request may be sent again: the method of the request its last attempt sent first (before any
+    /// redirect: a retry sends that again, not a hop, so a POST redirected to a GET is judged as the POST) is
+    /// retryable, or that request carries an `Idempotency-Key` header.
     public func isSafeToRetry(_ request: RetryRequest) -> Bool {
-        request.request.isRepeatable(methods: retryableHTTPMethods)
+        request.admittedRequest.isRepeatable(methods: retryableHTTPMethods)
     }
 
     /// Whether `error`, the failure of `request`'s last attempt, is one this policy retries, ignoring the retry limits.
