@@ -34,14 +34,16 @@
     /// **Errors** are mapped to the `URLError` codes `RetryPolicy` already classifies, so its defaults mean the same on
     /// both transports: a refused connection is `.cannotConnectToHost`, a reset or a connection closed mid-body
     /// `.networkConnectionLost`, a timeout `.timedOut`, a host that does not resolve `.cannotFindHost`, a malformed
-    /// response `.badServerResponse`; cancellation is `CancellationError`. Any other error is passed on as it is.
+    /// response `.badServerResponse`, a TLS handshake that failed `.secureConnectionFailed` or, for a certificate or a
+    /// host name that does not validate, `.serverCertificateUntrusted` (swift-nio-ssl's errors, where the client's TLS is
+    /// swift-nio-ssl's, as on Linux; on Apple platforms the default client's TLS is Network.framework's, whose errors
+    /// pass on as they are); cancellation is `CancellationError`. Any other error is passed on as it is.
     ///
     /// **Failures before sending** (``failedBeforeSending(_:)``): a host that does not resolve, a connection that could
     /// not be made (refused, unreachable, or timed out while connecting, or while waiting for a pooled connection), or
-    /// a TLS handshake that failed or timed out (a certificate or host name that does not validate among them): the
-    /// request was not written. A failure on a connection the request was written
-    /// to (a reset, a close mid-body, a read timeout) may come after it reached the server. swift-nio-ssl sends no TLS
-    /// early data.
+    /// a TLS handshake that failed or timed out: the request was not written. A failure on a connection the request was
+    /// written to (a reset, a close mid-body, a read timeout, a TLS connection closed without its closing message) may
+    /// come after it reached the server. swift-nio-ssl sends no TLS early data.
     ///
     /// **Responses** are collected whole, up to ``maximumResponseBodySize``. Thread-safe: sessions share one transport.
     public final class AsyncHTTPClientHTTPTransport: HTTPTransport {
@@ -148,6 +150,13 @@
         }
 
         /// The `URLError` (or `CancellationError`) that stands for a client error, or the error itself.
+        /// Whether a handshake failed because the peer's certificate chain did not verify: BoringSSL's
+        /// `CERTIFICATE_VERIFY_FAILED`, which swift-nio-ssl names only in its errors' descriptions.
+        static func isCertificateFailure(_ failure: BoringSSLError) -> Bool {
+            guard case .sslError(let stack) = failure else { return false }
+            return stack.contains { $0.description.contains("CERTIFICATE_VERIFY_FAILED") }
+        }
+
         static func mapped(_ error: any Error) -> any Error {
             if error is CancellationError { return error }
             if let error = error as? HTTPClientError {
@@ -193,11 +202,15 @@
                 default: return error
                 }
             }
-            // A TLS handshake that failed, swift-nio-ssl's errors of setting up the connection: nothing was written. Its
-            // error stays under `NSUnderlyingErrorKey`.
+            // A TLS handshake that failed (swift-nio-ssl holds the request's bytes until it ends): nothing was written. A
+            // certificate that does not validate is `serverCertificateUntrusted`, as URLSession says on Apple platforms,
+            // which no policy retries by default; swift-nio-ssl's error stays under `NSUnderlyingErrorKey`. An error
+            // after the handshake (an unclean shutdown, a stall while writing) is passed on as it is.
             if let error = error as? NIOSSLError {
                 let underlying: [String: Any] = [beforeSendingKey: true, NSUnderlyingErrorKey: error]
                 switch error {
+                case .handshakeFailed(let failure) where Self.isCertificateFailure(failure):
+                    return URLError(.serverCertificateUntrusted, userInfo: underlying)
                 case .handshakeFailed: return URLError(.secureConnectionFailed, userInfo: underlying)
                 case .cannotMatchULabel, .noCertificateToValidate, .unableToValidateCertificate:
                     return URLError(.serverCertificateUntrusted, userInfo: underlying)
@@ -205,8 +218,14 @@
                 }
             }
             if let error = error as? NIOSSLExtraError {
-                return URLError(
-                    .secureConnectionFailed, userInfo: [beforeSendingKey: true, NSUnderlyingErrorKey: error])
+                let underlying: [String: Any] = [beforeSendingKey: true, NSUnderlyingErrorKey: error]
+                switch error {
+                case .failedToValidateHostname, .serverHostnameImpossibleToMatch:
+                    return URLError(.serverCertificateUntrusted, userInfo: underlying)
+                case .cannotUseIPAddressInSNI, .invalidSNIHostname:
+                    return URLError(.secureConnectionFailed, userInfo: underlying)
+                default: return error
+                }
             }
             if let error = error as? HTTPParserError {
                 // The connection closed before the response's end: what URLSession calls a lost connection.

@@ -64,7 +64,6 @@ enum HTTPRequestParser {
 
     private static let crlf: [UInt8] = [13, 10]
 
-    /// Parses the head at the start of `bytes`.
     /// Whether `byte` may appear in an HTTP token (RFC 9110's `tchar`): a method is made of these.
     static func isTokenByte(_ byte: UInt8) -> Bool {
         switch byte {
@@ -75,9 +74,10 @@ enum HTTPRequestParser {
         }
     }
 
+    /// Parses the head at the start of `bytes`.
     static func parseHead(_ bytes: [UInt8]) -> HeadResult {
         // A request line starts with a method, a token: anything else (a TLS handshake's first record, 0x16) cannot
-        // become a request, and is refused at once, as servers do, rather than waited on.
+        // become a request, and is refused at once rather than waited on for a line end that never comes.
         if let first = bytes.first, !isTokenByte(first) { return .invalid("not an HTTP request") }
         guard let end = find([13, 10, 13, 10], in: bytes, from: 0) else {
             return bytes.count > maximumHeadLength ? .invalid("request head larger than 64 KiB") : .incomplete

@@ -290,6 +290,30 @@ struct RedirectTests {
         #expect(transport.requests.map { $0.httpMethod ?? "GET" } == ["POST", "GET"])
     }
 
+    @Test("A 401 or a body's signal at the GET a POST was redirected to does not send the POST again")
+    func credentialsAndBodySignalsAtARedirectsHopDoNotRepeatThePost() async throws {
+        func postAndHop(_ hop: ScriptedTransport.Step) -> ScriptedTransport {
+            web([
+                "https://api.example.com/orders": redirect(303, to: "https://api.example.com/orders/7"),
+                "https://api.example.com/orders/7": hop,
+            ])
+        }
+        var post = URLRequest(url: URL(string: "https://api.example.com/orders")!)
+        post.httpMethod = "POST"
+
+        let unauthorized = postAndHop(.status(401))
+        let auth = AuthenticationInterceptor(authenticator: TokenAuthenticator(), credential: Token(value: 1))
+        let authenticated = Session(transport: unauthorized, interceptor: auth, clock: FastForwardClock())
+        await #expect(throws: ReboundError.self) { try await authenticated.send(post) }
+        #expect(unauthorized.requests.map { $0.httpMethod ?? "GET" } == ["POST", "GET"])
+
+        let signalled = postAndHop(.response(status: 503, body: #"{"error_code": "TEMPORARY_ERROR"}"#))
+        let signals = Session(
+            transport: signalled, adapters: [JSONBodyRetrier(values: ["TEMPORARY_ERROR"])], clock: FastForwardClock())
+        await #expect(throws: ReboundError.self) { try await signals.send(post) }
+        #expect(signalled.requests.map { $0.httpMethod ?? "GET" } == ["POST", "GET"])
+    }
+
     @Test("A negative maximum traps with a message; validated throws it")
     func invalidMaximum() async throws {
         #expect(throws: ConfigurationError.self) { try Redirector.validated(behavior: .follow, maximumRedirects: -1) }

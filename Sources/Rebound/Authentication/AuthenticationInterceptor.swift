@@ -155,6 +155,8 @@ public final class AuthenticationInterceptor<A: Authenticator>: RequestIntercept
         guard let sent = request.lastRequest, let response = request.response,
             authenticator.didRequest(sent, with: response, failDueToAuthenticationError: error)
         else { return .doNotRetry }
+        // A 401 at a redirect's hop after a POST: a retry would send the POST, which the first hop took, again.
+        guard !request.retryWouldRepeatARedirectedRequest else { return .doNotRetry }
         let (adaptedAny, current) = state.withLock { state -> (Bool, (A.Credential?, Int)?) in
             let current = (state.machine.credential, state.machine.generation)
             return (state.hosts != nil, Self.belongs(sent, to: state.hosts) ? current : nil)

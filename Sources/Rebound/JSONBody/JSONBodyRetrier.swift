@@ -293,6 +293,8 @@ public final class JSONBodyRetrier: RequestAdapter {
             found = request.data.flatMap(signal(in:))
         }
         guard let found else { return .doNotRetry }
+        // A signal at a redirect's hop after a POST: a retry would send the POST, which the first hop took, again.
+        guard !request.retryWouldRepeatARedirectedRequest else { return .doNotRetry }
         guard request.retryCount < retryLimit else {
             return .doNotRetryWithError(SignalPersisted(signal: found, retries: request.retryCount))
         }

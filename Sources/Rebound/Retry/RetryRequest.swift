@@ -104,6 +104,15 @@ public struct RetryRequest: Sendable {
     /// per-host part admits a retry under, as it admitted and counted the attempt.
     var admittedRequest: URLRequest { attempts.last?.admittedRequest ?? request }
 
+    /// Whether a retry would send again a request that reached the server and may not be repeated: the last attempt
+    /// followed a redirect (its first hop was answered), and the request before it is neither of a method the retry
+    /// policies retry by default nor carries an `Idempotency-Key`. A retrier that judges by the response alone (a
+    /// credential's 401, a body's signal) asks this before it retries.
+    var retryWouldRepeatARedirectedRequest: Bool {
+        guard attempts.last?.firstHop != nil else { return false }
+        return !admittedRequest.isRepeatable(methods: RetryPolicy.defaultRetryableHTTPMethods)
+    }
+
     /// The failed request's method, `GET` when it sets none.
     public var method: HTTPMethod { lastRequest?.method ?? storage.value.original.method }
 }

@@ -7,9 +7,10 @@ import Foundation
 /// Why an attempt failed, as every part that counts attempts reads it: the one account of failures, from the attempt's
 /// record alone.
 enum AttemptFailure: Equatable, Sendable {
-    /// The device has no network at all (``deviceNetworkURLErrorCodes``): the request never left the device, and the
-    /// host is not to blame. Breakers, throttles and adaptive limiters do not count it, and a retry after it costs no
-    /// budget.
+    /// The device has no network at all (``deviceNetworkURLErrorCodes``): what failed never left the device (the
+    /// request, or a redirect's hop after it), and the host is not to blame. Breakers, throttles and adaptive limiters do
+    /// not count it, and a retry after it costs no budget; whether a retry may send the request again is the retriers'
+    /// to say (one whose redirect's hop found no network was sent).
     case deviceNetwork
     /// The request was not handed to the transport: an adapter failed or refused it (an open breaker, a spent quota).
     case neverSent
