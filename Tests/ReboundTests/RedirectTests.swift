@@ -314,6 +314,25 @@ struct RedirectTests {
         #expect(signalled.requests.map { $0.httpMethod ?? "GET" } == ["POST", "GET"])
     }
 
+    @Test("Under hedging, a POST redirected to a GET is not held to the attempts of a request that may be repeated")
+    func hedgingJudgesARedirectedPostAsThePost() async throws {
+        let transport = web([
+            "https://api.example.com/orders": redirect(303, to: "https://api.example.com/orders/7"),
+            "https://api.example.com/orders/7": .status(503),
+        ])
+        // A retrier of the app's that retries anything, three times; hedging's cap of two attempts holds retries and
+        // hedges of requests that may be repeated, which the POST is not, whatever its hop.
+        let session = Session(
+            transport: transport, retriers: [retryAnything(limit: 3)],
+            hedging: Hedging(delay: .seconds(1), maximumAttempts: 2), clock: FastForwardClock())
+        var post = URLRequest(url: URL(string: "https://api.example.com/orders")!)
+        post.httpMethod = "POST"
+
+        let error = try await #require(throws: ReboundError.self) { try await session.send(post) }
+
+        #expect(error.attempts.count == 4)
+    }
+
     @Test("A negative maximum traps with a message; validated throws it")
     func invalidMaximum() async throws {
         #expect(throws: ConfigurationError.self) { try Redirector.validated(behavior: .follow, maximumRedirects: -1) }

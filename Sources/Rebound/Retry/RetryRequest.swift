@@ -97,7 +97,9 @@ public struct RetryRequest: Sendable {
     /// How many retries were made before the attempt that just failed: `0` after the first attempt fails.
     public var retryCount: Int { max(attempts.count - 1, 0) }
 
-    /// The request that failed: the last one sent, or the original when no attempt was sent.
+    /// The request that failed: the last one sent, or the original when no attempt was sent. After redirects it is the
+    /// last hop, while a retry sends the first request again: judge whether a retry is safe by that one, as
+    /// ``RetryPolicy/isSafeToRetry(_:)`` does.
     public var request: URLRequest { lastRequest ?? originalRequest }
 
     /// The request the last attempt was adapted to, before any redirect (see `Attempt.admittedRequest`): the host a
@@ -113,6 +115,6 @@ public struct RetryRequest: Sendable {
         return !admittedRequest.isRepeatable(methods: RetryPolicy.defaultRetryableHTTPMethods)
     }
 
-    /// The failed request's method, `GET` when it sets none.
+    /// The failed request's method, `GET` when it sets none: the last hop's after redirects (see ``request``).
     public var method: HTTPMethod { lastRequest?.method ?? storage.value.original.method }
 }

@@ -330,9 +330,10 @@ struct RequestMachine {
                 }
             return finish(.failed(ending), reporting: error.data, now: now)
         }
-        // Retries and hedges together stay within the hedging settings' attempts.
+        // Retries and hedges together stay within the hedging settings' attempts, for a request that may be repeated,
+        // judged as a retry sends it: as adapted, before any redirect.
         if let hedging = plan.hedging, attempts.count >= hedging.maximumAttempts,
-            mayBeRepeated(lastSentRequest ?? plan.originalRequest)
+            mayBeRepeated(question.request.admittedRequest)
         {
             return finish(.failed(error.stopped(by: .retryLimit)), reporting: error.data, now: now)
         }
