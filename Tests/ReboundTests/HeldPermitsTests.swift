@@ -12,6 +12,7 @@ struct HeldPermitsTests {
         let roles = RegisteredRoles(besides: .none)
         let first = CircuitBreaker()
         let second = CircuitBreaker()
+        #expect(!roles.hasGates)
 
         #expect(roles.add(accountant: first, holding: Permit(generation: 1, trial: nil), for: 1))
         #expect(roles.add(accountant: second, holding: Permit(generation: 2, trial: 7), for: 1))
@@ -33,10 +34,11 @@ struct HeldPermitsTests {
         #expect(Array(roles.registrations).count == 2)
         #expect(roles.gates.count == 2)
         let order = [ObjectIdentifier(first), ObjectIdentifier(second)]
-        let (accountants, hasObservers, _) = roles.settling(attempt: 1)
-        #expect(accountants.map { ObjectIdentifier($0) } == order)
+        let settlement = roles.settling(attempt: 1)
+        #expect(settlement.accountants.map { ObjectIdentifier($0) } == order)
         #expect(roles.hedgeGates.map { ObjectIdentifier($0) } == order)
-        #expect(!hasObservers)
+        #expect(!settlement.hasObservers)
+        #expect(roles.hasGates)
     }
 
     @Test func registrationsReadInTheOrderTheyWereMadeTheFirstHeldInline() {
@@ -107,7 +109,7 @@ struct InlineListTests {
         #expect(settled == [1, 3, 64, 65, 200])
         #expect(!roles.requestEnded)
 
-        _ = roles.endRequest()
+        _ = roles.settling(attempt: nil, endsRequest: true)
         #expect(roles.requestEnded)
         #expect((1...210).allSatisfy { roles.isSettled(attempt: $0) })
     }

@@ -257,6 +257,23 @@ struct ModifyingTests {
         #expect(!both.adapts)
         #expect(both.retriers.count == 2 && both.retriers.last is NoOpInterceptor)
     }
+
+    @Test func aRequestKeepsRegistrationsOnlyWhenAPartOfItsChainMayRegister() throws {
+        func registers(_ session: Session, retriers: [any RequestRetrier] = []) -> Bool {
+            RequestPlan(session: session, original: .request(request()), retriers: retriers).registered != nil
+        }
+        let transport = ScriptedTransport([])
+        // Retry policies never register: a request through them keeps nothing.
+        #expect(!registers(Session(transport: transport)))
+        #expect(!registers(Session(transport: transport, retriers: [RetryPolicy(), ConnectionLostRetryPolicy()])))
+        let policyOnly = Session(transport: transport, retriers: [RetryPolicy()])
+        #expect(!registers(policyOnly, retriers: [RetryPolicy()]))
+        // A retrier of the user's own may register through its retry request, an adapter through its context: with
+        // one in the session's chain or the request's, the request keeps registrations.
+        #expect(registers(Session(transport: transport, retriers: [RetryPolicy(), NoOpInterceptor()])))
+        #expect(registers(Session(transport: transport, adapters: [Adapter.modifying { _, _ in }])))
+        #expect(registers(policyOnly, retriers: [NoOpInterceptor()]))
+    }
 }
 
 /// A retrier placed in `interceptors:`, whose `adapt` is the protocol's default: called through `adapt`.

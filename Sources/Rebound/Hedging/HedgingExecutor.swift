@@ -118,8 +118,10 @@ struct HedgingExecutor {
                 if reason.isNonRetryable {
                     round.post(.answered(number: number, answer: .answered(.doNotRetry)))
                 } else {
-                    let question = machine.question(about: result, admittedByBreaker: plan.admittedByBreaker)
-                    let limit = machine.time.limit(of: .decision, now: now)
+                    // Asked mid-round, with no backoff to follow: the machine makes the backoff wait when the round
+                    // ends.
+                    let question = RequestMachine.Question(about: result, failingFor: reason, in: machine)
+                    let limit = machine.time.limits?.limit(of: .decision, now: now)
                     let plan = plan
                     round.ask(number) {
                         guard let limit else { return await plan.retryResult(for: question) }
@@ -183,7 +185,7 @@ struct HedgingExecutor {
         let attemptStart = number == 1 ? machine.time.start : plan.session.clock.now()
         inFlight[number] = (hedge, attemptStart)
         let plan = plan
-        let limit = machine.time.limit(of: .attempt, now: attemptStart)
+        let limit = machine.time.limits?.limit(of: .attempt, now: attemptStart)
         round.start(number) { onSend in
             guard let limit else { return await plan.attempt(base, number: number, onSend: onSend) }
             return await plan.attempt(base, number: number, within: limit, onSend: onSend)

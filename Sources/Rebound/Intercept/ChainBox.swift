@@ -25,6 +25,9 @@ final class ChainBox: Sendable {
     /// The signals the chain's retry policies read beside `Retry-After` (see ``RetryRules``): read where the session
     /// hears a response as they do, for the deadline's rule and the hedges. Found once.
     let serverSignals: RetryAfter.Signals
+    /// Whether a part of the chain may register a role through a request's context: `false` for a chain that adapts
+    /// nothing and whose retriers never register (``RegistersNoRoles``), whose requests then keep no registrations.
+    let mayRegister: Bool
 
     convenience init(_ interceptor: any RequestInterceptor) {
         let (adapts, retriers) = Self.roles(of: interceptor)
@@ -54,6 +57,7 @@ final class ChainBox: Sendable {
         let rules = interceptor as? any RetryRules
         self.maximumRetries = rules?.maximumRetries
         self.serverSignals = rules?.serverSignals ?? []
+        self.mayRegister = adapts || retriers.contains { !($0 is any RegistersNoRoles) }
     }
 
     /// Whether `interceptor` adapts, and the retriers to ask in its place. A look at the type of the library's own
@@ -75,6 +79,14 @@ final class ChainBox: Sendable {
     var retriedMethods: Set<HTTPMethod>? { (interceptor as? any RetryRules)?.retriedMethods }
 
 }
+
+/// A retrier that never registers a role through a request's context or its retry request (``RetryPolicy``,
+/// ``ConnectionLostRetryPolicy``): a request through a chain of only such retriers, which adapts nothing, keeps no
+/// registrations.
+protocol RegistersNoRoles: RequestRetrier {}
+
+extension RetryPolicy: RegistersNoRoles {}
+extension ConnectionLostRetryPolicy: RegistersNoRoles {}
 
 /// A session's interceptor followed by a request's: adapts with the session's, then the request's. Their retriers are
 /// asked through the chain box's ``ChainBox/retriers``, the session's then the request's, never through this whole.

@@ -111,6 +111,8 @@ struct RegisteredRoles: Sendable {
         var validatorCount = 0
         /// How many entries are observers: read after every attempt.
         var observerCount = 0
+        /// How many entries are gates (accountants that are gates included): read before every retry.
+        var gateCount = 0
         /// The parts that settle their own attempts, in the order they registered: read after every attempt, without
         /// copying the registrations' entries.
         var accountants = InlineList<any AttemptAccountant>.none
@@ -303,7 +305,10 @@ struct RegisteredRoles: Sendable {
         switch entry {
         case .validator: state.validatorCount += 1
         case .observer: state.observerCount += 1
-        case .accountant(let part, _): state.accountants.append(part)
+        case .gate: state.gateCount += 1
+        case .accountant(let part, let isGate):
+            state.accountants.append(part)
+            if isGate { state.gateCount += 1 }
         default: break
         }
         return true
@@ -325,21 +330,46 @@ struct RegisteredRoles: Sendable {
     /// Whether a breaker let an attempt of the request through so far.
     var admittedByBreaker: Bool { state.withLock { $0.admittedByBreaker } }
 
-    /// Marks `attempt` settled, then returns the parts that settle their own attempts, in the order they registered (a
-    /// snapshot, which registrations made later do not change, and reading it allocates nothing), and whether any
-    /// observer registered so far, under one lock.
-    /// Also returns, to tell with the attempt's outcome, the refusals of parts in shadow mode not told yet.
-    func settling(attempt: Int) -> (
-        accountants: InlineList<any AttemptAccountant>, hasObservers: Bool, shadowRefusals: ArraySlice<ShadowRefusal>
-    ) {
+    /// What the parts and the observers hear of an attempt the session settles.
+    struct Settlement {
+        /// The parts that settle their own attempts, in the order they registered: a snapshot, which registrations
+        /// made later do not change, and reading it allocates nothing.
+        let accountants: InlineList<any AttemptAccountant>
+        /// Whether any observer registered so far.
+        let hasObservers: Bool
+        /// The refusals of parts in shadow mode not told yet, to tell with the attempt's outcome.
+        let untold: ArraySlice<ShadowRefusal>
+    }
+
+    /// Marks `attempt` settled, if there is one, and when `endsRequest` the request ended (every attempt counts as
+    /// settled from then on: a part that would count one late no longer does), then returns, under the same lock, what
+    /// the parts and the observers are to hear of the attempt; its untold refusals count as told from then on.
+    func settling(attempt: Int?, endsRequest: Bool = false) -> Settlement {
         state.withLock { state in
+            if endsRequest { state.settled.endRequest() }
+            guard let attempt else { return Settlement(accountants: .none, hasObservers: false, untold: []) }
             state.settled.insert(attempt)
-            guard state.shadowRefusalsTold < state.shadowRefusals.count else {
-                return (state.accountants, state.observerCount > 0, [])
-            }
             let untold = state.shadowRefusals[state.shadowRefusalsTold...]
             state.shadowRefusalsTold = state.shadowRefusals.count
-            return (state.accountants, state.observerCount > 0, untold)
+            return Settlement(accountants: state.accountants, hasObservers: state.observerCount > 0, untold: untold)
+        }
+    }
+
+    /// What the parts and the observers hear of the request's end, read once it ended: whether any observer
+    /// registered, the parts that settle its attempts, to be told once the observers heard of the end
+    /// (``AttemptAccountant/requestEnded(_:)``), every refusal parts in shadow mode would have made of it, and how many
+    /// of those no attempt's outcome told (the last ones).
+    var ended:
+        (
+            hasObservers: Bool, accountants: InlineList<any AttemptAccountant>, shadowRefusals: [ShadowRefusal],
+            untold: Int
+        )
+    {
+        state.withLock { state in
+            (
+                state.observerCount > 0, state.accountants, state.shadowRefusals,
+                state.shadowRefusals.count - state.shadowRefusalsTold
+            )
         }
     }
 
@@ -368,21 +398,6 @@ struct RegisteredRoles: Sendable {
             var taken = InlineList<Admission>.none
             while let admission = state.admissions.remove(where: { $0.attempt == attempt }) { taken.append(admission) }
             return taken
-        }
-    }
-
-    /// Marks the request ended (every attempt counts as settled from now on), and returns whether any observer
-    /// registered, the parts that settle the request's attempts, to be told once the observers heard of the end
-    /// (``AttemptAccountant/requestEnded(_:)``), every refusal parts in shadow mode would have made of it, and how
-    /// many of those no attempt's outcome told (the last ones).
-    func endRequest() -> (
-        observersRegistered: Bool, accountants: InlineList<any AttemptAccountant>, shadowRefusals: [ShadowRefusal],
-        untold: Int
-    ) {
-        state.withLock { state in
-            state.settled.endRequest()
-            let untold = state.shadowRefusals.count - state.shadowRefusalsTold
-            return (state.observerCount > 0, state.accountants, state.shadowRefusals, untold)
         }
     }
 
@@ -456,6 +471,9 @@ struct RegisteredRoles: Sendable {
     /// The registrations to look through for validators: none when no validator registered (the common case, read on
     /// every response).
     var withValidators: Registrations { state.withLock { $0.validatorCount == 0 ? .none : $0.registrations } }
+
+    /// Whether any gate the lists do not hold registered so far.
+    var hasGates: Bool { state.withLock { $0.gateCount > 0 } }
 
     /// The gates registered so far that the lists do not hold.
     var gates: [any RetryGate] {

@@ -78,7 +78,7 @@ struct RequestMachine {
 
     /// How a request ends.
     enum Ending {
-        /// With the result of the attempt that succeeded (see ``response(to:)``).
+        /// With the result of the attempt that succeeded, which the request's `Response` is made of.
         case succeeded(AttemptResult)
         case failed(ReboundError)
         case cancelled
@@ -109,6 +109,18 @@ struct RequestMachine {
     struct Question {
         let request: RetryRequest
         let error: ReboundError
+
+        /// The question about `failed`, an attempt that failed for `reason`, recorded last by `machine`.
+        init(about failed: AttemptResult, failingFor reason: ReboundError.Reason, in machine: RequestMachine) {
+            let plan = machine.plan
+            error = ReboundError(
+                reason: reason, original: plan.original, lastRequest: machine.lastSentRequest,
+                responseHead: failed.response, data: failed.data, attempts: machine.attempts)
+            request = RetryRequest(
+                requestID: plan.requestID, label: plan.label, original: plan.original, lastRequest: failed.sent,
+                responseHead: failed.response, data: failed.data, attempts: machine.attempts, roles: plan.registered,
+                backoffWait: machine.backoffWait)
+        }
     }
 
     let plan: RequestPlan
@@ -229,15 +241,6 @@ struct RequestMachine {
         Report(attempt: number, data: data, elapsed: now - time.start)
     }
 
-    /// The response of the successful attempt that came to `result`, with the record of every attempt.
-    func response(to result: AttemptResult) -> Response {
-        guard let sent = result.sent, let head = result.response else {
-            preconditionFailure("a successful attempt has a request and a response")
-        }
-        return Response(
-            data: result.data ?? Data(), head: head, request: sent, original: plan.original, attempts: attempts)
-    }
-
     /// Takes recorded attempt `number` out, for a hedged round to record the attempts it cancelled before the one that
     /// ends it.
     mutating func setAside(attempt number: Int) -> Attempt? {
@@ -257,21 +260,6 @@ struct RequestMachine {
         base = target
     }
 
-    /// What the retriers are asked about a failed attempt, recorded last; the first question of a request a breaker
-    /// let through makes its backoff wait.
-    mutating func question(about failed: AttemptResult, admittedByBreaker: Bool) -> Question {
-        guard case .failure(let reason) = failed.kind else { preconditionFailure("only failures are asked about") }
-        if backoffWait == nil, admittedByBreaker { backoffWait = BackoffWait() }
-        let error = ReboundError(
-            reason: reason, original: plan.original, lastRequest: lastSentRequest, responseHead: failed.response,
-            data: failed.data, attempts: attempts)
-        let request = RetryRequest(
-            requestID: plan.requestID, label: plan.label, original: plan.original, lastRequest: failed.sent,
-            responseHead: failed.response, data: failed.data, attempts: attempts, roles: plan.registered,
-            backoffWait: backoffWait)
-        return Question(request: request, error: error)
-    }
-
     /// Whether a request may be sent more than once at a time: a method the chain's retry policies retry (those
     /// ``RetryPolicy`` retries by default when none says), or an `Idempotency-Key` that is not empty; never a stream
     /// body.
@@ -288,7 +276,7 @@ struct RequestMachine {
         let (request, number) = (request ?? nextBase, attempts.count + 1)
         phase = .attempting(number: number, start: now)
         if let hedging = plan.hedging, !plan.original.hasBodyStream { return .hedgedRound(request, hedging) }
-        return .attempt(request, number: number, limit: time.limit(of: .attempt, now: now))
+        return .attempt(request, number: number, limit: time.limits?.limit(of: .attempt, now: now))
     }
 
     /// What follows an attempt, recorded last, that came to `result`.
@@ -303,13 +291,16 @@ struct RequestMachine {
         case .deadlineReached:
             return finish(.failed(deadlineExceeded(after: Self.deadlineCutShort)), reporting: result.data, now: now)
         case .failure(let reason):
-            let question = question(about: result, admittedByBreaker: admittedByBreaker)
+            // The first question of a request a breaker let through makes its backoff wait, which the breaker keeps
+            // when it grants the retry, so that its opening ends the wait.
+            if backoffWait == nil, admittedByBreaker { backoffWait = BackoffWait() }
+            let question = Question(about: result, failingFor: reason, in: self)
             phase = .deciding(question)
             // A hedged round asked already.
             if let answer { return decide(question, after: answer, now: now) }
             // A failure that is never retried (an open breaker, say) is not offered to the retriers at all.
             if reason.isNonRetryable { return decide(question, after: .doNotRetry, now: now) }
-            return .askRetriers(question, limit: time.limit(of: .decision, now: now))
+            return .askRetriers(question, limit: time.limits?.limit(of: .decision, now: now))
         }
     }
 

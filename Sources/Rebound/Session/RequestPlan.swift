@@ -18,7 +18,8 @@ final class RequestPlan: Sendable {
     /// What the request brought of its own (chain, validator, redirect handler, observers and gates); `nil` for
     /// none, the common case.
     private let own: RequestParts?
-    /// The roles parts register through the contexts they are handed; `nil` without a chain, which has no parts.
+    /// The roles parts register through the contexts they are handed; `nil` without a chain whose parts may register
+    /// (``ChainBox/mayRegister``).
     let registered: RegisteredRoles?
     let deadline: Duration?
     /// The request's deadline and its one timer, from when the plan is made; `nil` without a deadline.
@@ -29,7 +30,7 @@ final class RequestPlan: Sendable {
     let requestID = RequestIDs.next()
 
     /// The plan of a request sent through `session`, with what the request did not set of its own (each left empty or
-    /// `nil`) resolved against the session's; makes its registrations if it has a chain.
+    /// `nil`) resolved against the session's; makes its registrations if its chain's parts may register.
     init(
         session: Session, original: consuming OriginalRequest, label: String? = nil,
         adapters: [any RequestAdapter] = [], retriers: [any RequestRetrier] = [],
@@ -63,10 +64,10 @@ final class RequestPlan: Sendable {
         self.hedging = (hedging ?? session.hedging).flatMap { $0.hedges ? $0 : nil }
         let deadlineTimer = deadline.map { DeadlineTimer(end: session.clock.now() + $0, clock: session.clock) }
         self.deadlineTimer = deadlineTimer
-        let hasChain = own?.chain != nil || session.chain != nil
+        let mayRegister = (own?.chain ?? session.chain)?.mayRegister == true
         // Parts that would wait (a pacer) read the time left before the deadline from the registrations.
         self.registered =
-            hasChain ? RegisteredRoles(besides: own?.roles ?? session.roles, deadline: deadlineTimer) : nil
+            mayRegister ? RegisteredRoles(besides: own?.roles ?? session.roles, deadline: deadlineTimer) : nil
     }
 
     /// The session's interceptor followed by the request's, as one: each attempt makes at most one call to adapt (none
@@ -99,6 +100,13 @@ final class RequestPlan: Sendable {
     /// The gates registered so far that the chain does not hold: asked after the chain's.
     var registeredGates: [any RetryGate] { registered?.gates ?? [] }
 
+    /// Whether the request has any gate to ask before a retry: given to the session or the request, or registered so
+    /// far.
+    var hasGates: Bool {
+        let listed = if let roles = own?.roles { !roles.gates.isEmpty } else { !session.roles.gates.isEmpty }
+        return listed || registered?.hasGates == true
+    }
+
     /// The most attempts the chain's own retriers allow (1 + their largest retry limit, when each says it), or the
     /// hedging settings' if larger: retries and hedges together stay within those of a request that may be repeated,
     /// and a request that may not is never hedged. `nil` when a retrier does not say.
@@ -126,7 +134,7 @@ final class RequestPlan: Sendable {
 // The steps of an attempt change nothing of the request's state: they belong to the plan, which every attempt shares,
 // hedges too.
 extension RequestPlan {
-    /// Runs one attempt within `limit` (``RequestTime/limit(of:now:)``); the attempt is cancelled when its time
+    /// Runs one attempt within `limit` (``RequestTime/Limits/limit(of:now:)``); the attempt is cancelled when its time
     /// runs out, and the request goes on at once even if the attempt ignores cancellation (its result is then dropped).
     /// `onSend` hears the request handed to the transport (a hedged round's attempts report it).
     @inline(never)
@@ -182,18 +190,18 @@ extension RequestPlan {
                 } else {
                     adapted = try await chain.adapt(consume base, context: context)
                 }
+                // A part that admitted the attempt (in its `adapt`, the one place a part admits) under a host that a
+                // later adapter changed admits it again, under the host it is sent to.
+                if let registered {
+                    for admission in registered.takeAdmissions(of: number) {
+                        guard adapted.url != admission.url, let key = admission.part.admissionKey(for: adapted),
+                            key != admission.key
+                        else { continue }
+                        try await admission.part.readmit(context, from: admission.key, to: key)
+                    }
+                }
             } else {
                 adapted = base
-            }
-            // A part that admitted the attempt under a host that a later adapter changed admits it again, under the host
-            // it is sent to.
-            if let registered {
-                for admission in registered.takeAdmissions(of: number) {
-                    guard adapted.url != admission.url, let key = admission.part.admissionKey(for: adapted),
-                        key != admission.key
-                    else { continue }
-                    try await admission.part.readmit(context, from: admission.key, to: key)
-                }
             }
         } catch {
             // Admissions not yet checked are dropped: the attempt is not sent.

@@ -46,7 +46,8 @@ extension RequestPlan {
             case .askRetriers(let question, nil):
                 event = .retriersAnswered(await retryResult(for: question))
             case .askGates(let retry, let error, let delay):
-                event = .gatesAnswered(refusal: refusal(of: retry, dueTo: error, after: delay))
+                // No gate to ask: the retry is granted.
+                event = .gatesAnswered(refusal: hasGates ? refusal(of: retry, dueTo: error, after: delay) : nil)
             case .backOff(let delay, let wait, let report):
                 if let outcome = settle(report, decision: .retry(after: delay), of: machine.attempts) {
                     await tell(outcome)
@@ -59,23 +60,22 @@ extension RequestPlan {
         }
     }
 
-    /// Ends the request with `ending`: reports its last attempt when `report` says (the parts settle it, the observers
-    /// hear it), stops its deadline timer, tells the observers how the request ended, has the parts forget what they
-    /// keep for the request when `endsAccounts`, then returns the response or throws.
+    /// Ends the request with `ending`: marks it ended (every attempt settled, its last one too when `report` says,
+    /// which the parts then settle and the observers hear), stops its deadline timer, tells the observers how the
+    /// request ended, has the parts forget what they keep for the request when `endsAccounts`, then returns the
+    /// response or throws.
     func finish(
         _ ending: RequestMachine.Ending, endsAccounts: Bool, after report: RequestMachine.Report?,
         of machine: inout RequestMachine
     ) async throws -> Response {
-        if let report {
-            let (decision, error) = ending.decision
-            if let outcome = settle(report, decision: decision, error: error, of: machine.attempts) {
-                await tell(outcome)
-            }
+        // Ended before anyone hears of it: a part that would count an attempt of the request late no longer does.
+        let (decision, error) = ending.decision
+        if let outcome = settle(report, decision: decision, error: error, of: machine.attempts, endsRequest: true) {
+            await tell(outcome)
         }
         deadlineTimer?.stop()
-        // Before the observers hear it: a part that would count an attempt of the request late no longer does.
-        let ended = registered?.endRequest()
-        if listsObservers || ended?.observersRegistered == true {
+        let ended = registered?.ended
+        if listsObservers || ended?.hasObservers == true {
             await tell(
                 machine.outcome(
                     of: ending, now: session.clock.now(),
@@ -85,7 +85,13 @@ extension RequestPlan {
         // Then the parts forget what they keep for the request.
         if endsAccounts, let ended { for part in ended.accountants { part.requestEnded(requestID) } }
         switch ending {
-        case .succeeded(let result): return machine.response(to: result)
+        case .succeeded(let result):
+            guard let sent = result.sent, let head = result.response else {
+                preconditionFailure("a successful attempt has a request and a response")
+            }
+            // With the record of every attempt.
+            return Response(
+                data: result.data ?? Data(), head: head, request: sent, original: original, attempts: machine.attempts)
         case .failed(let error): throw error
         case .cancelled: throw CancellationError()
         }
@@ -97,7 +103,7 @@ extension RequestPlan {
     // MARK: Asking the retriers and the gates
 
     /// Asks the retriers about a failed attempt within `limit`, the time left before the deadline
-    /// (``RequestTime/limit(of:now:)``: the request's deadline timer cuts the question when it comes), even a retrier
+    /// (``RequestTime/Limits/limit(of:now:)``: the request's deadline timer cuts the question when it comes), even a retrier
     /// that ignores cancellation.
     @inline(never)
     func retryResult(for question: RequestMachine.Question, within limit: TimeLimit) async
@@ -164,12 +170,16 @@ extension RequestPlan {
 
     // MARK: What the parts and the observers are told
 
-    /// Has the parts that let the reported attempt, one of `attempts`, through settle it (``AttemptAccountant``), at
-    /// once and in order, and returns what the observers are to be told of it, with `decision` and, when it is
-    /// ``AttemptDecision/failed``, the `error` the request ends with; `nil` when no observer is to be told.
+    /// Marks the reported attempt, one of `attempts`, settled (and the request ended, when `endsRequest`), has the
+    /// parts that let it through settle it (``AttemptAccountant``), at once and in order, and returns what the
+    /// observers are to be told of it, with `decision` and, when it is ``AttemptDecision/failed``, the `error` the
+    /// request ends with; `nil` when no observer is to be told, or nothing is reported.
     func settle(
-        _ report: RequestMachine.Report, decision: AttemptDecision, error: ReboundError? = nil, of attempts: [Attempt]
+        _ report: RequestMachine.Report?, decision: AttemptDecision, error: ReboundError? = nil,
+        of attempts: [Attempt], endsRequest: Bool = false
     ) -> AttemptOutcome? {
+        let settlement = registered?.settling(attempt: report?.attempt, endsRequest: endsRequest)
+        guard let report else { return nil }
         guard let attempt = attempts.last(where: { $0.number == report.attempt }) else {
             preconditionFailure("attempt \(report.attempt) is reported before it is recorded")
         }
@@ -182,21 +192,20 @@ extension RequestPlan {
                 shadowRefusals: shadowRefusals.isEmpty ? [] : shadowRefusals.map { $0.with(label: label) },
                 endpoint: attempt.admittedRequest.flatMap { registered?.router?.placement(of: $0) })
         }
-        guard let registered else { return listsObservers ? outcome([]) : nil }
-        let (accountants, hasObservers, untold) = registered.settling(attempt: attempt.number)
+        guard let registered, let settlement else { return listsObservers ? outcome([]) : nil }
         // The outcome, built once, for the first part that reads it (a breaker with a `classify` of its own) and the
         // observers.
         var built: AttemptOutcome?
-        for part in accountants {
+        for part in settlement.accountants {
             part.settle(attempt, of: requestID, roles: registered) {
                 if let built { return built }
-                let made = outcome(untold)
+                let made = outcome(settlement.untold)
                 built = made
                 return made
             }
         }
-        guard listsObservers || hasObservers else { return nil }
-        return built ?? outcome(untold)
+        guard listsObservers || settlement.hasObservers else { return nil }
+        return built ?? outcome(settlement.untold)
     }
 
     /// Tells the observers how an attempt ended.
@@ -230,25 +239,28 @@ extension RequestPlan {
 
 // MARK: - The request's time
 
-/// When a request started and when it must end, on the session's clock (the end its ``DeadlineTimer`` keeps, the one
-/// record of the deadline), and the one rule for how long each awaited step of it may take.
+/// When a request started and, if it has time limits, when it must end (on the session's clock: the end its
+/// ``DeadlineTimer`` keeps, the one record of the deadline) and how long one attempt may take, with the one rule for
+/// how long each awaited step of it may take.
 ///
 /// Every step the request awaits (an attempt, the retriers' decision) is given the time left, and a backoff that would
 /// end after the deadline is not slept: the request ends at its deadline even when awaited work ignores cancellation.
 struct RequestTime: Sendable {
     /// When the request started.
     let start: Duration
-    /// When the request must end; `nil` without a deadline.
-    let end: Duration?
-    /// How long one attempt may take at most; `nil` for no limit but the deadline.
-    let attemptTimeout: Duration?
+    /// The request's time limits; `nil` when it has neither a deadline nor an attempt timeout, so no step it awaits
+    /// has a limit.
+    let limits: Limits?
 
-    /// The time of a request that started at `start` and must end by `end` (`nil` for no deadline).
+    /// The time of a request that started at `start` and must end by `end` (`nil` for no deadline), each attempt
+    /// within `attemptTimeout` (`nil` for no limit but the deadline).
     init(start: Duration, end: Duration?, attemptTimeout: Duration?) {
         self.start = start
-        self.end = end
-        self.attemptTimeout = attemptTimeout
+        self.limits = end == nil && attemptTimeout == nil ? nil : Limits(end: end, attemptTimeout: attemptTimeout)
     }
+
+    /// When the request must end; `nil` without a deadline.
+    var end: Duration? { limits?.end }
 
     /// A step of the request that is awaited under a time limit.
     enum Step {
@@ -258,14 +270,22 @@ struct RequestTime: Sendable {
         case decision
     }
 
-    /// How long `step`, which starts `now`, may take: the time left before the deadline, or for an attempt its timeout
-    /// when that comes first; `nil` for no limit. The one rule for every awaited step of the request.
-    func limit(of step: Step, now: Duration) -> TimeLimit? {
-        let remaining = end.map { $0 - now }
-        if step == .attempt, let attemptTimeout, remaining.map({ attemptTimeout < $0 }) ?? true {
-            return .attemptTimeout(attemptTimeout)
+    /// A request's time limits: at least one of a deadline and an attempt timeout.
+    struct Limits: Sendable {
+        /// When the request must end; `nil` without a deadline.
+        let end: Duration?
+        /// How long one attempt may take at most; `nil` for no limit but the deadline.
+        let attemptTimeout: Duration?
+
+        /// How long `step`, which starts `now`, may take: the time left before the deadline, or for an attempt its
+        /// timeout when that comes first; `nil` for no limit. The one rule for every awaited step of the request.
+        func limit(of step: Step, now: Duration) -> TimeLimit? {
+            let remaining = end.map { $0 - now }
+            if step == .attempt, let attemptTimeout, remaining.map({ attemptTimeout < $0 }) ?? true {
+                return .attemptTimeout(attemptTimeout)
+            }
+            return remaining.map(TimeLimit.deadline)
         }
-        return remaining.map(TimeLimit.deadline)
     }
 
     /// Whether a wait of `delay` from `now` ends by the deadline.
