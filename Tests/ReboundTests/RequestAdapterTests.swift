@@ -273,7 +273,39 @@ struct ModifyingTests {
         #expect(registers(Session(transport: transport, retriers: [RetryPolicy(), NoOpInterceptor()])))
         #expect(registers(Session(transport: transport, adapters: [Adapter.modifying { _, _ in }])))
         #expect(registers(policyOnly, retriers: [NoOpInterceptor()]))
+        // So may a gate handed the retry request, a validator that reads its context, or a redirect handler of the
+        // user's own: the request keeps registrations, and a validator's context can register and tell the time left.
+        #expect(registers(Session(transport: transport, retriers: [RetryPolicy()], gates: [CircuitBreaker()])))
+        #expect(registers(Session(transport: transport, validator: Validator { _, _, _ in })))
+        #expect(registers(Session(transport: transport, validator: Validator.successfulStatusCodes.and { _, _, _ in })))
+        #expect(registers(Session(transport: transport, redirectHandler: EveryRedirect())))
+        #expect(
+            RequestPlan(
+                session: policyOnly, original: .request(request()), validator: Validator { _, _, _ in }
+            ).registered != nil)
+        // The status rules and a closure of the response and its body read no context.
+        #expect(!registers(Session(transport: transport, validator: Validator { _, _ in })))
+        #expect(!registers(Session(transport: transport, validator: .acceptableStatusCodes(200..<400))))
+        #expect(!registers(Session(transport: transport, redirectHandler: Redirector.doNotFollow)))
     }
+
+    @Test func aValidatorThatReadsItsContextIsToldTheTimeLeftBeforeTheDeadline() async throws {
+        let timeLeft = Locked<Duration?>(nil)
+        let session = Session(
+            transport: ScriptedTransport([.status(200)]), retriers: [RetryPolicy()],
+            validator: Validator { _, _, context in timeLeft.withLock { $0 = context.timeLeft } },
+            deadline: .seconds(5),
+            clock: ManualClock())
+        _ = try await session.send(request())
+        #expect(timeLeft.withLock { $0 } == .seconds(5))
+    }
+}
+
+/// A redirect handler of the user's own, which follows every redirect.
+private struct EveryRedirect: RedirectHandler {
+    func redirect(
+        _ sent: URLRequest, to next: URLRequest, for head: ResponseHead, context: RequestContext
+    ) async -> URLRequest? { next }
 }
 
 /// A retrier placed in `interceptors:`, whose `adapt` is the protocol's default: called through `adapt`.

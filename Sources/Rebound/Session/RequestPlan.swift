@@ -18,8 +18,9 @@ final class RequestPlan: Sendable {
     /// What the request brought of its own (chain, validator, redirect handler, observers and gates); `nil` for
     /// none, the common case.
     private let own: RequestParts?
-    /// The roles parts register through the contexts they are handed; `nil` without a chain whose parts may register
-    /// (``ChainBox/mayRegister``).
+    /// The roles parts register through the contexts they are handed; `nil` when no part may register or read the
+    /// deadline through one: no part of the chain (``ChainBox/mayRegister``), and no gate, validator or redirect handler
+    /// (``Session/handsOutContexts(gates:validation:redirectHandler:)``).
     let registered: RegisteredRoles?
     let deadline: Duration?
     /// The request's deadline and its one timer, from when the plan is made; `nil` without a deadline.
@@ -30,7 +31,7 @@ final class RequestPlan: Sendable {
     let requestID = RequestIDs.next()
 
     /// The plan of a request sent through `session`, with what the request did not set of its own (each left empty or
-    /// `nil`) resolved against the session's; makes its registrations if its chain's parts may register.
+    /// `nil`) resolved against the session's; makes its registrations if a part may register through its contexts.
     init(
         session: Session, original: consuming OriginalRequest, label: String? = nil,
         adapters: [any RequestAdapter] = [], retriers: [any RequestRetrier] = [],
@@ -64,10 +65,12 @@ final class RequestPlan: Sendable {
         self.hedging = (hedging ?? session.hedging).flatMap { $0.hedges ? $0 : nil }
         let deadlineTimer = deadline.map { DeadlineTimer(end: session.clock.now() + $0, clock: session.clock) }
         self.deadlineTimer = deadlineTimer
-        let mayRegister = (own?.chain ?? session.chain)?.mayRegister == true
-        // Parts that would wait (a pacer) read the time left before the deadline from the registrations.
+        // Registrations are kept where a part may register or read the time left before the deadline (a pacer that
+        // would wait) through what it is handed: a part of the chain, or a gate, validator or redirect handler.
+        let keepsRegistrations =
+            (own?.chain ?? session.chain)?.mayRegister == true || (own?.handsOutContexts ?? session.handsOutContexts)
         self.registered =
-            mayRegister ? RegisteredRoles(besides: own?.roles ?? session.roles, deadline: deadlineTimer) : nil
+            keepsRegistrations ? RegisteredRoles(besides: own?.roles ?? session.roles, deadline: deadlineTimer) : nil
     }
 
     /// The session's interceptor followed by the request's, as one: each attempt makes at most one call to adapt (none
@@ -335,6 +338,9 @@ final class RequestParts: Sendable {
     let redirectHandler: (any RedirectHandler)?
     /// The session's observers and gates followed by the request's own.
     let roles: ChainRoles?
+    /// Whether a gate, the validator or the redirect handler in effect is handed contexts through which it may
+    /// register or read the deadline (see ``Session/handsOutContexts(gates:validation:redirectHandler:)``).
+    let handsOutContexts: Bool
 
     /// Parts of a request's own for `session`: each of `requestInterceptor`, `requestRoles`, `validator` and
     /// `redirectHandler` is the request's own, `nil` for the session's.
@@ -352,5 +358,8 @@ final class RequestParts: Sendable {
         self.validation = validator.map(Validator.resolving)
         self.redirectHandler = redirectHandler
         self.roles = requestRoles.map { session.roles.followed(by: $0) }
+        self.handsOutContexts = Session.handsOutContexts(
+            gates: (roles ?? session.roles).gates, validation: validation ?? session.validation,
+            redirectHandler: redirectHandler ?? session.redirectHandler)
     }
 }

@@ -76,6 +76,9 @@ public final class Session: Sendable {
     /// ``interceptor`` in a box that requests share and call in place (reading or comparing the existential would copy
     /// it); `nil` without a chain.
     let chain: ChainBox?
+    /// Whether a part outside the chain is handed a request's context or retry request, through which it may register
+    /// a role or read the deadline (see ``Session/handsOutContexts(gates:validation:redirectHandler:)``).
+    let handsOutContexts: Bool
 
     /// Creates a session.
     ///
@@ -131,6 +134,8 @@ public final class Session: Sendable {
         self.clock = SessionClock(clock)
         self.roles = ChainRoles(observers: observers, gates: gates)
         self.chain = interceptor.map(ChainBox.init)
+        self.handsOutContexts = Self.handsOutContexts(
+            gates: roles.gates, validation: validation, redirectHandler: redirectHandler)
     }
 
     /// Sends `request`, retrying as the interceptors decide, and returns the successful response.
@@ -255,6 +260,16 @@ public final class Session: Sendable {
             session: self, original: original, label: label, adapters: adapters, retriers: retriers,
             interceptor: interceptor, observers: observers, gates: gates, validator: validator, deadline: deadline,
             attemptTimeout: attemptTimeout, redirectHandler: redirectHandler, hedging: hedging)
+    }
+
+    /// Whether a request hands a context or a retry request to a part outside its chain, through which the part may
+    /// register a role or read the deadline: a gate given in `gates:`, a validator that reads its context, or a
+    /// redirect handler other than ``Redirector`` (which reads none). A request keeps its registrations then, or when a
+    /// part of its chain may register (``ChainBox/mayRegister``).
+    static func handsOutContexts(
+        gates: [any RetryGate], validation: Validator, redirectHandler: any RedirectHandler
+    ) -> Bool {
+        !gates.isEmpty || validation.readsContext || !(redirectHandler is Redirector)
     }
 
     /// Traps on an attempt timeout of zero or less, naming the setting.

@@ -19,9 +19,17 @@ public struct Validator: ResponseValidator {
     /// The check: why the response is rejected, or `nil`. Status rules read the head alone; a closure given an
     /// `HTTPURLResponse` gets the head's, built on first use.
     let check: @Sendable (ResponseHead, Data, RequestContext) -> ReboundError.Reason?
+    /// Whether the check is handed a context it may read (a closure given one, or a validator of another type): through
+    /// it a validator may register a role or read the deadline, so a request keeps its registrations for it. The
+    /// status rules, and a closure of the response and its body, read none.
+    let readsContext: Bool
 
-    private init(check: @escaping @Sendable (ResponseHead, Data, RequestContext) -> ReboundError.Reason?) {
+    private init(
+        readsContext: Bool = true,
+        check: @escaping @Sendable (ResponseHead, Data, RequestContext) -> ReboundError.Reason?
+    ) {
         self.check = check
+        self.readsContext = readsContext
     }
 
     /// Creates a validator from a closure that throws when the response is not acceptable.
@@ -59,33 +67,40 @@ public struct Validator: ResponseValidator {
 
     /// Creates a validator from a closure of the response and its body that throws when it is not acceptable.
     public init(_ validate: @escaping @Sendable (HTTPURLResponse, Data) throws -> Void) {
-        self.init { response, data, _ in try validate(response, data) }
+        self.init(readsContext: false) { head, data, _ in Self.reason(of: { try validate(head.httpURLResponse, data) })
+        }
     }
 
     /// Accepts a status in 200..<300; the session's default.
     public static let successfulStatusCodes = acceptableStatusCodes(200..<300)
 
     /// Accepts every response, whatever its status.
-    public static let acceptAll = Validator { _, _, _ in nil }
+    public static let acceptAll = Validator(readsContext: false) { _, _, _ in nil }
 
     /// Accepts the status codes in `range`; any other fails with ``ReboundError/Reason/unacceptableStatusCode(_:)``.
     public static func acceptableStatusCodes(_ range: Range<Int>) -> Validator {
-        Validator { head, _, _ in range.contains(head.statusCode) ? nil : .unacceptableStatusCode(head.statusCode) }
+        Validator(readsContext: false) { head, _, _ in
+            range.contains(head.statusCode) ? nil : .unacceptableStatusCode(head.statusCode)
+        }
     }
 
     /// Accepts the status codes in `range`; any other fails with ``ReboundError/Reason/unacceptableStatusCode(_:)``.
     public static func acceptableStatusCodes(_ range: ClosedRange<Int>) -> Validator {
-        Validator { head, _, _ in range.contains(head.statusCode) ? nil : .unacceptableStatusCode(head.statusCode) }
+        Validator(readsContext: false) { head, _, _ in
+            range.contains(head.statusCode) ? nil : .unacceptableStatusCode(head.statusCode)
+        }
     }
 
     /// Accepts the status codes listed; any other fails with ``ReboundError/Reason/unacceptableStatusCode(_:)``.
     public static func acceptableStatusCodes(_ codes: Set<Int>) -> Validator {
-        Validator { head, _, _ in codes.contains(head.statusCode) ? nil : .unacceptableStatusCode(head.statusCode) }
+        Validator(readsContext: false) { head, _, _ in
+            codes.contains(head.statusCode) ? nil : .unacceptableStatusCode(head.statusCode)
+        }
     }
 
     /// Runs this validator, then `other` if this one passed.
     public func and(_ other: some ResponseValidator) -> Validator {
-        Validator { head, data, context in
+        Validator(readsContext: readsContext || (other as? Validator)?.readsContext ?? true) { head, data, context in
             check(head, data, context) ?? other.reason(for: head, data: data, context: context)
         }
     }
