@@ -146,8 +146,11 @@ struct HedgingExecutor {
                 await tell(attempt: number, data: failed.data, decision: .retry(after: .zero), in: machine)
                 if answer.delay != nil { due = true }
             }
-            guard due, unsent == nil, !stopped, let sent = newestSent,
-                mayStartAnother(inFlight: inFlight, for: machine)
+            // A hedge may start once its delay passed and the newest attempt was sent, while the settings and the
+            // time left allow another attempt.
+            guard due, unsent == nil, !stopped, let sent = newestSent, inFlight.count < hedging.maximumInFlight,
+                machine.attempts.count + inFlight.count < hedging.maximumAttempts, !Task.isCancelled,
+                machine.time.hasTimeLeft(now: clock.now())
             else { continue }
             if let quietUntil, case let now = clock.now(), now < quietUntil {
                 // Asked to wait: the next hedge may start once the time asked for has passed.
@@ -193,14 +196,6 @@ struct HedgingExecutor {
         return number
     }
 
-    /// Whether the settings and the time left let the round start another attempt.
-    func mayStartAnother(inFlight: InFlight, for machine: RequestMachine) -> Bool {
-        guard inFlight.count < hedging.maximumInFlight,
-            machine.attempts.count + inFlight.count < hedging.maximumAttempts, !Task.isCancelled
-        else { return false }
-        return machine.time.hasTimeLeft(now: plan.session.clock.now())
-    }
-
     /// Whether attempt `number` may start as a hedge of `sent`, the newest request of the round: a request that may
     /// be repeated, let through by every hedge gate registered (a throttle, a breaker, a budget), in order.
     func admitsHedge(_ sent: URLRequest, number: Int, for machine: RequestMachine) -> Bool {
@@ -224,7 +219,8 @@ struct HedgingExecutor {
     /// Has the parts settle recorded attempt `number` of the round and tells the observers, with `decision`: a loser's
     /// (``AttemptDecision/cancelled``), or a retry without delay for a failure while others are in flight.
     func tell(attempt number: Int, data: Data?, decision: AttemptDecision, in machine: RequestMachine) async {
-        let report = machine.report(ofAttempt: number, data: data, now: plan.session.clock.now())
+        let now = plan.session.clock.now()
+        let report = RequestMachine.Report(attempt: number, data: data, elapsed: now - machine.time.start)
         if let outcome = plan.settle(report, decision: decision, of: machine.attempts) { await plan.tell(outcome) }
     }
 
@@ -244,9 +240,8 @@ struct HedgingExecutor {
             let handoff = round.handoff(of: number)
             return (number, started, AttemptResult(.cancelled, sent: handoff?.request, sentAt: handoff?.at))
         }
-        // The attempt that ends the round is recorded after the others; without one, the newest attempt is the
-        // machine's to settle and report.
-        let deciding = ending.flatMap { machine.setAside(attempt: $0.number) }
+        // The attempt that ends the round goes after the others, once they are recorded; without one, the newest
+        // attempt is the machine's to settle and report.
         for (number, failed) in asking.sorted(by: { $0.key < $1.key }) {
             await tell(attempt: number, data: failed.data, decision: .cancelled, in: machine)
         }
@@ -255,7 +250,7 @@ struct HedgingExecutor {
             await tell(attempt: number, data: nil, decision: .cancelled, in: machine)
         }
         if let ending {
-            if let deciding { machine.putBack(deciding) }
+            machine.moveLast(attempt: ending.number)
             return RoundResult(result: ending.result, answer: answer)
         }
         guard let (number, started, newest) = cancelled.last else {

@@ -235,21 +235,11 @@ struct RequestMachine {
                 failedBeforeSending: result.failedBeforeSending, timeOnWire: result.sentAt.map { now - $0 }))
     }
 
-    /// The report of recorded attempt `number`, whose body was `data`, told apart from the request's decision: a hedged
-    /// round's attempt that lost, or that failed while others are in flight.
-    func report(ofAttempt number: Int, data: Data?, now: Duration) -> Report {
-        Report(attempt: number, data: data, elapsed: now - time.start)
-    }
-
-    /// Takes recorded attempt `number` out, for a hedged round to record the attempts it cancelled before the one that
-    /// ends it.
-    mutating func setAside(attempt number: Int) -> Attempt? {
-        attempts.lastIndex { $0.number == number }.map { attempts.remove(at: $0) }
-    }
-
-    /// Records `attempt` again, last, after ``setAside(attempt:)``.
-    mutating func putBack(_ attempt: Attempt) {
-        attempts.append(attempt)
+    /// Moves recorded attempt `number` after every other: a hedged round's attempt that ends the round, recorded before
+    /// the attempts the round cancelled, goes last, as the attempt the request goes on with.
+    mutating func moveLast(attempt number: Int) {
+        guard let index = attempts.lastIndex(where: { $0.number == number }) else { return }
+        attempts.append(attempts.remove(at: index))
     }
 
     /// The request the next attempt's adapters start from: the one a retrier handed over, or the caller's.
