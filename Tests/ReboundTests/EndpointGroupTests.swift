@@ -442,6 +442,36 @@ struct EndpointGroupTests {
         #expect(heard.map(\.1) == ["https://eu.api.example.com/v2", "https://us.api.example.com:8443/v2/", nil])
     }
 
+    @Test func aBreakerAndAThrottleClassifyEachAttemptWithTheEndpointTheGroupSentItTo() async throws {
+        let clock = ManualClock()
+        let group = EndpointGroup(name: "payments", endpoints: [.init(Self.eu), .init(Self.us)], clock: clock)
+        let seen = Locked<[String]>([])
+        func classify(_ part: String) -> @Sendable (AttemptOutcome) -> CircuitBreaker.Verdict {
+            { outcome in
+                seen.withLock {
+                    $0.append("\(part) \(outcome.endpointGroup ?? "-") \(outcome.endpoint?.description ?? "-")")
+                }
+                return CircuitBreaker.defaultVerdict(for: outcome)
+            }
+        }
+        let breaker = CircuitBreaker(configuration: .init(classify: classify("breaker")), clock: clock)
+        let throttle = AdaptiveThrottle(clock: clock, classify: classify("throttle"))
+        let transport = ScriptedTransport(clock: clock) { request, _ in
+            request.url?.host == "eu.api.example.com" ? .status(503) : .status(200)
+        }
+        let session = Session(
+            transport: transport, adapters: [group, breaker, throttle], retriers: [RetryPolicy(backoff: .zero)],
+            clock: clock)
+        _ = try await session.send(Self.charges)
+        // The 503, counted as its retry is asked for, and the 200, settled after it: each with where it went.
+        let (eu, us) = ("https://eu.api.example.com/v2", "https://us.api.example.com:8443/v2/")
+        #expect(
+            seen.withLock { $0 }.sorted() == [
+                "breaker payments \(eu)", "breaker payments \(us)", "throttle payments \(eu)",
+                "throttle payments \(us)",
+            ])
+    }
+
     @Test func aCredentialGivenTheGroupsHostsReachesItsEndpointsOnly() async throws {
         let clock = ManualClock()
         let group = EndpointGroup(endpoints: [.init(Self.eu), .init(Self.us)], clock: clock)

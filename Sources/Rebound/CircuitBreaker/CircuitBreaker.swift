@@ -310,7 +310,8 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
         let verdict = configuration.verdict(for: attempt) {
             AttemptOutcome(
                 requestID: request.requestID, label: request.label, original: request.original,
-                attempt: attempt, data: request.data, decision: .retry(after: delay))
+                attempt: attempt, data: request.data, decision: .retry(after: delay),
+                endpoint: request.placement(of: attempt))
         }
         let openAtLeast = openAtLeast(after: verdict, of: attempt)
         // A registry's breaker has no say over a retry that moves to another key (a fallback host): the registry's

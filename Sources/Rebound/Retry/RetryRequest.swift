@@ -75,6 +75,13 @@ public struct RetryRequest: Sendable {
     /// The request's registrations; `nil` for a retry request made outside a session.
     var roles: RegisteredRoles? { storage.value.roles }
 
+    /// The endpoint an ``EndpointGroup`` sent `attempt` to, as an outcome a part builds of it names it; `nil` when no
+    /// group routed the request.
+    func placement(of attempt: Attempt) -> EndpointGroup.Placement? {
+        guard let router = roles?.router, let sent = attempt.admittedRequest else { return nil }
+        return router.placement(of: sent)
+    }
+
     /// The request's backoff wait, which a breaker that grants a retry keeps to end it early; `nil` outside a session
     /// and for a request no breaker let through.
     var backoffWait: BackoffWait? { storage.value.backoffWait }

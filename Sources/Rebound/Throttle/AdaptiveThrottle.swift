@@ -387,7 +387,7 @@ extension AdaptiveThrottle: AttemptAccountant {
             : accepted(failed) {
                 AttemptOutcome(
                     requestID: request.requestID, label: request.label, original: request.original, attempt: failed,
-                    data: request.data, decision: .retry(after: delay))
+                    data: request.data, decision: .retry(after: delay), endpoint: request.placement(of: failed))
             }
         let now = now()
         let rejection = state.withLock { state -> AdaptiveThrottleRejection? in
