@@ -510,6 +510,15 @@ struct CircuitBreakerRegistryTests {
         #expect(CircuitBreakerRegistry.hostKey(for: request(.get, URL(string: "file:///tmp/x")!)) == nil)
         let relative = URL(string: "sub?x", relativeTo: URL(string: "http://Base.com:81/dir/")!)!
         #expect(CircuitBreakerRegistry.hostKey(for: URLRequest(url: relative)) == "base.com:81")
+        // Every number of digits a port has, and a host past a small string's length.
+        for port in [0, 7, 10, 99, 443, 1000, 65535] {
+            #expect(
+                CircuitBreakerRegistry.hostKey(for: request(.get, URL(string: "http://h.example:\(port)/")!))
+                    == "h.example:\(port)")
+        }
+        let long = "a-host-name-longer-than-fifteen-bytes.example.com"
+        #expect(
+            CircuitBreakerRegistry.hostKey(for: request(.get, URL(string: "https://\(long):8443/")!)) == "\(long):8443")
     }
 
     @Test func aPercentEncodedHostHasTheKeyOfItsDecodedSpelling() {

@@ -122,8 +122,29 @@ public final class CircuitBreakerRegistry: RequestAdapter {
         }
         if lowers { host = host.lowercased() }
         if isIPv6, !host.hasPrefix("[") { host = "[" + host + "]" }
-        guard let port = url.port else { return host }
-        return host + ":" + String(port)
+        guard let port = url.port, port >= 0 else { return host }
+        return joining(host, port: port)
+    }
+
+    /// `host:port`, written in one pass: the key of every attempt to a host with a port.
+    private static func joining(_ host: String, port: Int) -> String {
+        var digits = 1
+        var rest = port / 10
+        while rest > 0 {
+            digits += 1
+            rest /= 10
+        }
+        let hostLength = host.utf8.count
+        return String(unsafeUninitializedCapacity: hostLength + 1 + digits) { buffer in
+            _ = buffer.initialize(fromContentsOf: host.utf8)
+            buffer[hostLength] = UInt8(ascii: ":")
+            var remaining = port
+            for index in stride(from: hostLength + digits, to: hostLength, by: -1) {
+                buffer[index] = UInt8(ascii: "0") + UInt8(remaining % 10)
+                remaining /= 10
+            }
+            return hostLength + 1 + digits
+        }
     }
 
     /// The breaker for `key`, created closed if there is none yet (or the registry forgot it).

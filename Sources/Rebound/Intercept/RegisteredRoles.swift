@@ -392,8 +392,9 @@ struct RegisteredRoles: Sendable {
             // Usually every admission noted is this attempt's (no other attempt of a hedged round is being adapted):
             // the list moves out whole, without copying it element by element (nor to look at them).
             if !state.admissions.contains(where: { $0.attempt != attempt }) {
-                defer { state.admissions = .none }
-                return state.admissions
+                var taken = InlineList<Admission>.none
+                swap(&taken, &state.admissions)
+                return taken
             }
             var taken = InlineList<Admission>.none
             while let admission = state.admissions.remove(where: { $0.attempt == attempt }) { taken.append(admission) }
