@@ -179,7 +179,8 @@ extension RequestPlan {
         of attempts: [Attempt], endsRequest: Bool = false
     ) -> AttemptOutcome? {
         let settlement = registered?.settling(attempt: report?.attempt, endsRequest: endsRequest)
-        guard let report else { return nil }
+        // Nothing reported, or no part or observer to tell: the attempt's record is not read.
+        guard let report, settlement != nil || listsObservers else { return nil }
         guard let attempt = attempts.last(where: { $0.number == report.attempt }) else {
             preconditionFailure("attempt \(report.attempt) is reported before it is recorded")
         }
