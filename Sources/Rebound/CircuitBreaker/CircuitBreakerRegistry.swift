@@ -101,7 +101,70 @@ public final class CircuitBreakerRegistry: RequestAdapter {
     /// The default key: the URL's host in lower case (an IPv6 address in brackets, as a URL writes it), followed by
     /// `:port` when the URL names a port; `nil` for a URL without a host.
     @Sendable public static func hostKey(for request: URLRequest) -> String? {
-        guard let url = request.url, var host = url.host(percentEncoded: true), !host.isEmpty else { return nil }
+        guard let url = request.url else { return nil }
+        // The common spelling is keyed from the URL's string in one pass, anything else as Foundation reads the URL:
+        // both give the same key (a test compares them).
+        if url.baseURL == nil, let key = hostKey(spelledIn: url.absoluteString) { return key }
+        return hostKey(readingParts: url)
+    }
+
+    /// The key of a URL spelled `scheme://host[:port]` and then a path, a query, a fragment or nothing, in ASCII,
+    /// without user info or a percent-encoded byte (an IPv6 address in brackets included); `nil` for any other
+    /// spelling, which ``hostKey(readingParts:)`` keys.
+    static func hostKey(spelledIn string: String) -> String? {
+        var string = string
+        return string.withUTF8 { bytes -> String? in
+            let (colon, slash) = (UInt8(ascii: ":"), UInt8(ascii: "/"))
+            guard let schemeEnd = bytes.firstIndex(of: colon), schemeEnd > 0, schemeEnd + 2 < bytes.count,
+                bytes[schemeEnd + 1] == slash, bytes[schemeEnd + 2] == slash
+            else { return nil }
+            let start = schemeEnd + 3
+            var (end, portColon, inBrackets) = (start, Int?.none, false)
+            while end < bytes.count {
+                let byte = bytes[end]
+                if byte == slash || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#") { break }
+                if byte == UInt8(ascii: "@") || byte == UInt8(ascii: "%") || byte >= 0x80 { return nil }
+                if byte == UInt8(ascii: "[") {
+                    guard end == start else { return nil }
+                    inBrackets = true
+                } else if byte == UInt8(ascii: "]") {
+                    // A bracket closes the host: a port, or the end of the authority, follows.
+                    let next = end + 1 < bytes.count ? bytes[end + 1] : slash
+                    guard inBrackets,
+                        next == colon || next == slash || next == UInt8(ascii: "?") || next == UInt8(ascii: "#")
+                    else { return nil }
+                    inBrackets = false
+                } else if byte == colon, !inBrackets {
+                    guard portColon == nil else { return nil }
+                    portColon = end
+                } else if portColon != nil, !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) {
+                    return nil
+                }
+                end += 1
+            }
+            let hostEnd = portColon ?? end
+            let portDigits = portColon.map { end - $0 - 1 } ?? 0
+            // An empty host, an unclosed bracket, or a port Foundation reads as a number first (leading zeros, more
+            // digits than a port has): spelled otherwise.
+            guard hostEnd > start, !inBrackets, portDigits <= 5,
+                portDigits < 2 || bytes[hostEnd + 1] != UInt8(ascii: "0")
+            else { return nil }
+            let length = hostEnd - start + (portDigits > 0 ? 1 + portDigits : 0)
+            return String(unsafeUninitializedCapacity: length) { key in
+                for index in 0..<length {
+                    let byte = bytes[start + index]
+                    // The host in lower case; the colon and the port's digits as they are.
+                    let isCapital = start + index < hostEnd && (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+                    key[index] = isCapital ? byte + 32 : byte
+                }
+                return length
+            }
+        }
+    }
+
+    /// The key of `url` as Foundation reads its host and port: any URL ``hostKey(spelledIn:)`` does not key.
+    static func hostKey(readingParts url: URL) -> String? {
+        guard var host = url.host(percentEncoded: true), !host.isEmpty else { return nil }
         // Most hosts are written as they are keyed: one is decoded only when it has a percent-encoded byte, lowered
         // only when it has a capital or a byte past ASCII (which `lowercased()` lowers by Unicode's rules), and
         // bracketed only when it is an IPv6 address (a colon), so that `[::1]:8080` and `[::1:8080]` keep two keys.
