@@ -19,7 +19,11 @@ struct HostKeyTests {
         ]
         let keyedByFoundation = [
             "http://h.example:08080/", "https://user:pw@host.example/", "https://Ex%41mple.com:8443/x", "file:///tmp/x",
-            "https://B%C3%9CCHER.example/", "http://[fe80::1%25eth0]:80/",
+            "https://B%C3%9CCHER.example/", "http://[fe80::1%25eth0]:80/", "http://[example.com]/",
+            "http://[1.2.3.4]:8/",
+            "http://[v1.x]/", "http://[]/", "//api.example.com/r?next=https://other.example/",
+            "/cb?u=http://b.example/",
+            "a?x=ftp://h/",
         ]
         for spelling in keyedFromSpelling + keyedByFoundation {
             let url = try #require(URL(string: spelling))
@@ -43,5 +47,30 @@ struct HostKeyTests {
         }
         #expect(CircuitBreakerRegistry.hostKey(spelledIn: "http://[::1]?q") == "[::1]")
         #expect(CircuitBreakerRegistry.hostKey(spelledIn: "http://Host.Example:8080#f") == "host.example:8080")
+    }
+
+    @Test func overGeneratedSpellingsTheTwoReadingsNeverDisagree() {
+        // A fixed sequence of spellings built from the bytes that matter in an authority, the same on every run.
+        let schemes = ["http", "HTTPS", "h-t.t+p", "1x", "", "ws"]
+        let pieces = [
+            "a", "Z", "0", "9", ":", "[", "]", "@", "%41", ".", "-", "_", "~", "!", "$", "&", "'", "(", ")", "*", "+",
+            ",", ";", "=", "/", "?", "#", "::1", "80", "00", "65536",
+        ]
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        func next(_ bound: Int) -> Int {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((state >> 33) % UInt64(bound))
+        }
+        var compared = 0
+        for _ in 0..<20_000 {
+            var spelling = schemes[next(schemes.count)] + "://"
+            for _ in 0..<next(9) { spelling += pieces[next(pieces.count)] }
+            guard let url = URL(string: spelling), url.baseURL == nil else { continue }
+            guard let fromSpelling = CircuitBreakerRegistry.hostKey(spelledIn: url.absoluteString) else { continue }
+            compared += 1
+            #expect(fromSpelling == CircuitBreakerRegistry.hostKey(readingParts: url), "\(spelling)")
+        }
+        // Enough of them are of the common spelling for the comparison to mean something.
+        #expect(compared > 1_000)
     }
 }

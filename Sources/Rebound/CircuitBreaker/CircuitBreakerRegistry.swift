@@ -118,8 +118,19 @@ public final class CircuitBreakerRegistry: RequestAdapter {
             guard let schemeEnd = bytes.firstIndex(of: colon), schemeEnd > 0, schemeEnd + 2 < bytes.count,
                 bytes[schemeEnd + 1] == slash, bytes[schemeEnd + 2] == slash
             else { return nil }
+            // A scheme: a letter, then letters, digits, `+`, `-` or `.` (a URL without one, whose first colon is in
+            // its path or query, is not this spelling).
+            func isLetter(_ byte: UInt8) -> Bool {
+                (byte | 0x20) >= UInt8(ascii: "a") && (byte | 0x20) <= UInt8(ascii: "z")
+            }
+            guard isLetter(bytes[0]),
+                bytes[1..<schemeEnd].allSatisfy({
+                    isLetter($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: "+")
+                        || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".")
+                })
+            else { return nil }
             let start = schemeEnd + 3
-            var (end, portColon, inBrackets) = (start, Int?.none, false)
+            var (end, portColon, inBrackets, colonInBrackets) = (start, Int?.none, false, false)
             while end < bytes.count {
                 let byte = bytes[end]
                 if byte == slash || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#") { break }
@@ -134,7 +145,9 @@ public final class CircuitBreakerRegistry: RequestAdapter {
                         next == colon || next == slash || next == UInt8(ascii: "?") || next == UInt8(ascii: "#")
                     else { return nil }
                     inBrackets = false
-                } else if byte == colon, !inBrackets {
+                } else if byte == colon, inBrackets {
+                    colonInBrackets = true
+                } else if byte == colon {
                     guard portColon == nil else { return nil }
                     portColon = end
                 } else if portColon != nil, !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) {
@@ -144,9 +157,10 @@ public final class CircuitBreakerRegistry: RequestAdapter {
             }
             let hostEnd = portColon ?? end
             let portDigits = portColon.map { end - $0 - 1 } ?? 0
-            // An empty host, an unclosed bracket, or a port Foundation reads as a number first (leading zeros, more
-            // digits than a port has): spelled otherwise.
-            guard hostEnd > start, !inBrackets, portDigits <= 5,
+            // An empty host, an unclosed bracket, a bracketed host that is no IPv6 address (Foundation keys it without
+            // its brackets), or a port Foundation reads as a number first (leading zeros, more digits than a port
+            // has): spelled otherwise.
+            guard hostEnd > start, !inBrackets, bytes[start] != UInt8(ascii: "[") || colonInBrackets, portDigits <= 5,
                 portDigits < 2 || bytes[hostEnd + 1] != UInt8(ascii: "0")
             else { return nil }
             let length = hostEnd - start + (portDigits > 0 ? 1 + portDigits : 0)
