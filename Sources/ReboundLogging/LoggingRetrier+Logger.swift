@@ -118,7 +118,8 @@
         /// `rebound.breaker.state` (the state of a breaker that ended the request), `rebound.redirects` (one line per
         /// hop the attempt followed), `rebound.attempt_duration` and `rebound.elapsed` (seconds),
         /// `rebound.shadow_refusals` (one line per refusal a part in shadow mode would have made, as
-        /// ``ShadowRefusal/description`` writes it), and, when the retrier includes headers,
+        /// ``ShadowRefusal/description`` writes it), `rebound.endpoint_group` and `rebound.endpoint` (the group that
+        /// sent the attempt and the endpoint's base URL, when a group routed it), and, when the retrier includes headers,
         /// `http.request.header.<name>` (lower-cased name, redacted value). A key whose value is absent is left out.
         public var metadata: Logger.Metadata {
             var metadata: Logger.Metadata = [
@@ -142,6 +143,8 @@
             if !shadowRefusals.isEmpty {
                 metadata["rebound.shadow_refusals"] = .array(shadowRefusals.map { .string($0.description) })
             }
+            if let endpointGroup { metadata["rebound.endpoint_group"] = .string(endpointGroup) }
+            if let endpoint { metadata["rebound.endpoint"] = .string(endpoint.description) }
             for header in requestHeaders {
                 metadata["http.request.header.\(header.name.lowercased())"] = .string(header.value)
             }

@@ -78,6 +78,30 @@
             #expect(last.metadata["rebound.retry_delay"] == nil)
         }
 
+        @Test func anAttemptAGroupSentIsNamedWithItsGroupAndEndpoint() async throws {
+            let log = CapturedLog()
+            let clock = ManualClock()
+            let (eu, us) = (
+                URL(string: "https://eu.api.example.com/v2")!, URL(string: "https://us.api.example.com/v2")!
+            )
+            let group = EndpointGroup(name: "payments", endpoints: [.init(eu), .init(us)], clock: clock)
+            let transport = ScriptedTransport(clock: clock) { request, _ in
+                request.url?.host == "eu.api.example.com" ? .status(503) : .status(200)
+            }
+            let session = Session(
+                transport: transport, adapters: [group],
+                retriers: [.logging(RetryPolicy(backoff: .zero), logger: log.logger)], clock: clock)
+
+            _ = try await session.send(URL(string: "https://eu.api.example.com/v2/charges")!)
+
+            let entries = log.entries
+            #expect(entries.map { $0.metadata["rebound.endpoint_group"]?.description } == ["payments", "payments"])
+            #expect(
+                entries.map { $0.metadata["rebound.endpoint"]?.description } == [
+                    "https://eu.api.example.com/v2", "https://us.api.example.com/v2",
+                ])
+        }
+
         @Test func aHedgeIsNamedInItsEntry() async throws {
             let log = CapturedLog()
             let transport = ScriptedTransport(clock: FastForwardClock()) { _, number in

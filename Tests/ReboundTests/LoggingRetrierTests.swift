@@ -321,4 +321,49 @@ struct LoggingRetrierTests {
                 "succeeded with status 200 (0 ms); in shadow mode, CircuitBreaker for api.example.com would refuse "
                     + "attempt 1 (circuitOpen)"))
     }
+
+    @Test func eachEventNamesTheGroupAndTheEndpointThatSentItsAttempt() async throws {
+        let clock = ManualClock()
+        let (eu, us) = (URL(string: "https://eu.api.example.com/v2")!, URL(string: "https://us.api.example.com/v2")!)
+        let group = EndpointGroup(name: "payments", endpoints: [.init(eu), .init(us)], clock: clock)
+        let transport = ScriptedTransport(clock: clock) { request, _ in
+            request.url?.host == "eu.api.example.com" ? .status(503) : .status(200)
+        }
+        let session = Session(
+            transport: transport, adapters: [group],
+            retriers: [LoggingRetrier(wrapping: RetryPolicy(backoff: .zero), minimumLevel: .debug, sink: log.sink)],
+            clock: clock)
+        _ = try await session.send(URL(string: "https://eu.api.example.com/v2/charges")!)
+
+        #expect(log.events.map(\.endpointGroup) == ["payments", "payments"])
+        #expect(log.events.map { $0.endpoint?.baseURL } == [eu, us])
+        #expect(
+            log.messages == [
+                "GET https://eu.api.example.com/v2/charges via payments: attempt 1 failed with status 503; retry in 0 ms (0 ms so far)",
+                "GET https://us.api.example.com/v2/charges via payments: succeeded with status 200 after 2 attempts (0 ms)",
+            ])
+    }
+
+    @Test func aRequestCancelledWhileWaitingToRetryIsLoggedWithItsLastAttemptsEndpoint() async throws {
+        let clock = ManualClock()
+        let eu = URL(string: "https://eu.api.example.com/v2")!
+        let group = EndpointGroup(name: "payments", endpoints: [.init(eu)], clock: clock)
+        let session = Session(
+            transport: ScriptedTransport([.status(503)]), adapters: [group],
+            retriers: [
+                LoggingRetrier(
+                    wrapping: RetryPolicy(backoff: .constant(.seconds(1))), minimumLevel: .debug, sink: log.sink)
+            ],
+            clock: clock)
+        let task = Task { try await session.send(URL(string: "https://eu.api.example.com/v2/charges")!) }
+        try await clock.waitForSleepers(1)
+        task.cancel()
+        _ = try? await task.value
+
+        let cancelled = try #require(log.events.last)
+        #expect(cancelled.decision == .cancelled)
+        #expect(cancelled.endpointGroup == "payments" && cancelled.endpoint?.baseURL == eu)
+        #expect(cancelled.message.contains("via payments: cancelled while waiting to retry after attempt 1"))
+    }
+
 }

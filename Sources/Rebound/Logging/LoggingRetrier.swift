@@ -198,7 +198,7 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
             AttemptOutcome(
                 requestID: outcome.requestID, label: outcome.label, original: outcome.original,
                 attempt: last, elapsed: outcome.elapsed, decision: outcome.decision, error: outcome.error,
-                shadowRefusals: untold))
+                shadowRefusals: untold, endpoint: outcome.lastEndpoint))
     }
 
     /// Builds and sinks the event for an outcome at or above the minimum level.
@@ -262,7 +262,9 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
         }
 
         let id = outcome.requestID.uuidString.prefix(8).lowercased()
-        var message = "[\(id)\(outcome.label.map { " \($0)" } ?? "")] \(method) \(url): "
+        // "GET https://eu.api.example.com/v2/charges via payments": the group that sent it there, if one did.
+        let via = outcome.endpointGroup.map { " via \($0)" } ?? ""
+        var message = "[\(id)\(outcome.label.map { " \($0)" } ?? "")] \(method) \(url)\(via): "
         let spent = outcome.elapsed.logDescription
         let hedge = outcome.attempt.hedge
         // "attempt 3 (hedge 1)" for a hedge.
@@ -305,7 +307,7 @@ public final class LoggingRetrier: RequestInterceptor, AttemptObserver {
             requestHeaders: headers, statusCode: outcome.statusCode, failure: failure, decision: decision,
             endReason: endReason, stopReason: stopReason, wrappedAnswer: wrappedAnswer?.description,
             breakerState: outcome.error?.circuitBreakerOpenError?.state, redirects: redirects,
-            shadowRefusals: outcome.shadowRefusals,
+            shadowRefusals: outcome.shadowRefusals, endpointGroup: outcome.endpointGroup, endpoint: outcome.endpoint,
             attemptDuration: outcome.attempt.duration, elapsed: outcome.elapsed, message: message)
     }
 }

@@ -85,6 +85,10 @@ public struct RetryLogEvent: Sendable {
     /// (``AttemptOutcome/shadowRefusals``); empty for most events. An event that carries one is logged at
     /// ``Level/notice`` at least, and its message names each.
     public let shadowRefusals: [ShadowRefusal]
+    /// The name of the ``EndpointGroup`` that sent the attempt to ``endpoint``; `nil` when no group routed it.
+    public let endpointGroup: String?
+    /// The endpoint a group sent the attempt to (``AttemptOutcome/endpoint``); `nil` when no group routed it.
+    public let endpoint: EndpointGroup.Endpoint?
     /// How long this attempt took.
     public let attemptDuration: Duration
     /// The time spent on the request so far, from the start of its first attempt.

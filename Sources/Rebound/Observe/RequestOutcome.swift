@@ -41,6 +41,7 @@ public struct RequestOutcome: Sendable {
         let error: ReboundError?
         let shadowRefusals: [ShadowRefusal]
         let untoldShadowRefusals: Int
+        let lastEndpoint: EndpointGroup.Placement?
     }
 
     private let storage: Box<Fields>
@@ -59,17 +60,21 @@ public struct RequestOutcome: Sendable {
     init(
         requestID: UUID, label: String?, original: OriginalRequest, attempts: [Attempt], elapsed: Duration,
         decision: AttemptDecision, error: ReboundError?, shadowRefusals: [ShadowRefusal] = [],
-        untoldShadowRefusals: Int = 0
+        untoldShadowRefusals: Int = 0, lastEndpoint: EndpointGroup.Placement? = nil
     ) {
         storage = Box(
             Fields(
                 requestID: requestID, label: label, original: original, attempts: attempts, elapsed: elapsed,
                 decision: decision, error: error, shadowRefusals: shadowRefusals,
-                untoldShadowRefusals: untoldShadowRefusals))
+                untoldShadowRefusals: untoldShadowRefusals, lastEndpoint: lastEndpoint))
     }
 
     /// The caller's request, or what it is made of.
     var original: OriginalRequest { storage.value.original }
+
+    /// The endpoint an ``EndpointGroup`` sent the last attempt to, for an outcome of that attempt built from this one;
+    /// `nil` when no group routed it.
+    var lastEndpoint: EndpointGroup.Placement? { storage.value.lastEndpoint }
 
     /// The last attempt's response; `nil` if it got none.
     public var response: HTTPURLResponse? { attempts.last?.response }

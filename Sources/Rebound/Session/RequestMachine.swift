@@ -361,15 +361,16 @@ struct RequestMachine {
     }
 
     /// What the observers are told of the request's end, `now`, with the refusals parts in shadow mode would have made
-    /// (the last `untold` of them told with no attempt).
+    /// (the last `untold` of them told with no attempt) and the endpoint a group sent the last attempt to.
     func outcome(
-        of ending: Ending, now: Duration, shadowRefusals: [ShadowRefusal] = [], untold: Int = 0
+        of ending: Ending, now: Duration, shadowRefusals: [ShadowRefusal] = [], untold: Int = 0,
+        lastEndpoint: EndpointGroup.Placement? = nil
     ) -> RequestOutcome {
         let (decision, error) = ending.decision
         return RequestOutcome(
             requestID: plan.requestID, label: plan.label, original: plan.original, attempts: attempts,
             elapsed: now - time.start, decision: decision, error: error, shadowRefusals: shadowRefusals,
-            untoldShadowRefusals: untold)
+            untoldShadowRefusals: untold, lastEndpoint: lastEndpoint)
     }
 
     // MARK: Errors

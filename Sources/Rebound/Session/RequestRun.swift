@@ -80,7 +80,10 @@ extension RequestPlan {
                 machine.outcome(
                     of: ending, now: session.clock.now(),
                     shadowRefusals: ended.map { $0.shadowRefusals.map { $0.with(label: label) } } ?? [],
-                    untold: ended?.untold ?? 0))
+                    untold: ended?.untold ?? 0,
+                    lastEndpoint: machine.attempts.last?.admittedRequest.flatMap {
+                        registered?.router?.placement(of: $0)
+                    }))
         }
         // Then the parts forget what they keep for the request.
         if endsAccounts, let ended { for part in ended.accountants { part.requestEnded(requestID) } }
