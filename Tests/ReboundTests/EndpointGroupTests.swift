@@ -163,6 +163,22 @@ struct EndpointGroupTests {
         #expect(group.requestsKept == 0 && group.attemptsInFlight == 0)
     }
 
+    @Test func aGroupGivesBackTheRoomOfABurstOnceItsRequestsEnded() async throws {
+        let clock = ManualClock()
+        let group = EndpointGroup(endpoints: [.init(Self.eu), .init(Self.us)], clock: clock)
+        let (session, transport) = Self.session(group, clock: clock, eu: { _ in .status(200).delayed(by: .seconds(1)) })
+        let burst = (0..<200).map { _ in
+            Task { try await session.send(URL(string: "https://eu.api.example.com/v2/items")!) }
+        }
+        try await transport.waitForRequests(200)
+        try await clock.waitForSleepers(200)
+        #expect(group.requestsKept == 200 && group.routesCapacity >= 200)
+        clock.advance(by: .seconds(1))
+        for request in burst { _ = try await request.value }
+        #expect(group.requestsKept == 0 && group.attemptsInFlight == 0)
+        #expect(group.routesCapacity <= 64)
+    }
+
     @Test func aHedgeGoesToAnotherEndpointThanTheAttemptInFlight() async throws {
         let clock = ManualClock()
         let group = EndpointGroup(endpoints: [.init(Self.eu), .init(Self.us)], clock: clock)

@@ -81,7 +81,15 @@ public final class EndpointGroup: RequestAdapter, RetryGate {
         /// Forgets request `requestID` once it has nothing more to route by, though it ends later (a success after a
         /// failure its chain accepted, a failure no retrier retries, a hedge a gate refused).
         mutating func forgetIfDone(_ requestID: UUID) {
-            if routes[requestID]?.isDone == true { routes[requestID] = nil }
+            if routes[requestID]?.isDone == true { _ = forget(requestID) }
+        }
+
+        /// Forgets request `requestID`'s route and returns it. A table emptied after a burst gives its storage back:
+        /// the group keeps memory for the requests it routes now, not for its busiest moment.
+        mutating func forget(_ requestID: UUID) -> Route? {
+            let route = routes.removeValue(forKey: requestID)
+            if routes.isEmpty, routes.capacity > 64 { routes = [:] }
+            return route
         }
 
         /// Notes that an attempt to `endpoint` ended, or will not be heard of.
@@ -331,6 +339,9 @@ public final class EndpointGroup: RequestAdapter, RetryGate {
     /// How many requests the group keeps a record of; for tests that check nothing is kept.
     package var requestsKept: Int { state.withLock { $0.routes.count } }
 
+    /// How many requests' routes the group's table has room for without growing; for tests.
+    package var routesCapacity: Int { state.withLock { $0.routes.capacity } }
+
     /// How many attempts the group counts in flight, over its endpoints; for tests that check nothing stays counted.
     package var attemptsInFlight: Int { state.withLock { $0.inFlight.reduce(0, +) } }
 }
@@ -422,7 +433,7 @@ extension EndpointGroup: AttemptAccountant {
 
     func requestEnded(_ requestID: UUID) {
         state.withLock { state in
-            guard let route = state.routes.removeValue(forKey: requestID) else { return }
+            guard let route = state.forget(requestID) else { return }
             for endpoint in route.inFlight.values { state.ended(at: endpoint) }
         }
     }
