@@ -1,0 +1,45 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A part that is asked about retries once it registered through a request's context, before the chain's retriers.
+protocol RegisteredRetrier: AnyObject, Sendable {
+    /// Answers whether to retry, as a ``RequestRetrier`` would.
+    func retry(_ request: RetryRequest, dueTo error: ReboundError) async -> RetryResult
+}
+
+/// A part that let an attempt through and must settle it when the attempt ends (a breaker's permit): told at once,
+/// synchronously, after the decision and before the observers, without the observers' machinery; also the request's
+/// gate unless the lists hold it as one.
+protocol AttemptAccountant: RetryGate, HedgeGate, AnyObject, Sendable {
+    /// Settles `attempt` of request `requestID`, if this part let it through; `roles` are the request's registrations,
+    /// which hold the permits a breaker gave; `outcome` builds the attempt's ``AttemptOutcome``, for a part that needs
+    /// more than the attempt (the same instance for every part).
+    func settle(_ attempt: Attempt, of requestID: UUID, roles: RegisteredRoles, outcome: () -> AttemptOutcome)
+    /// Forgets whatever it keeps for the request that ended; not called for a request that succeeded at its first
+    /// attempt, so a part may keep something for a request only once it granted it a retry.
+    func requestEnded(_ requestID: UUID)
+}
+
+/// A part that admits an attempt under its host's key in `adapt`, and admits it again under the host it is sent to when
+/// a later adapter moved it: after the adapters and before sending, the session asks it about each attempt it admitted
+/// (``RegisteredRoles/admitted(by:attempt:under:at:)``), so that what it draws or counts is the sent host's, whatever
+/// the adapters' order. A refusal that needs no I/O still comes first, in `adapt`.
+protocol HostAdmission: AnyObject, Sendable {
+    /// The key the part admits `request` under; `nil` for a request it lets through untouched.
+    func admissionKey(for request: URLRequest) -> String?
+    /// Gives back, uncounted, what the part took when it admitted `context`'s attempt under `admitted`, and admits the
+    /// attempt under `key` instead, waiting or throwing as its `adapt` would.
+    func readmit(_ context: RequestContext, from admitted: String, to key: String) async throws
+}
+
+/// The observers and gates an ``Interceptor`` was given, in one box that registers as a whole.
+final class RoleGroup: Sendable {
+    let roles: ChainRoles
+
+    init(_ roles: ChainRoles) {
+        self.roles = roles
+    }
+}
