@@ -100,9 +100,9 @@ struct EndpointGroupTests {
                 == "https://us.api.example.com:8443/v2/charges?customer=7#top")
     }
 
-    /// eu answers as `eu` says, us always 200; `group` routes.
+    /// eu answers as `eu` says, us always 200; `group` routes, among `adapters` when they are given.
     static func session(
-        _ group: EndpointGroup, clock: ManualClock, hedging: Hedging? = nil,
+        _ group: EndpointGroup, clock: ManualClock, adapters: [any RequestAdapter]? = nil, hedging: Hedging? = nil,
         eu: @escaping @Sendable (Int) -> ScriptedTransport.Step = { _ in .status(503) }
     ) -> (Session, ScriptedTransport) {
         let euCount = Locked(0)
@@ -114,8 +114,8 @@ struct EndpointGroupTests {
                 })
         }
         let session = Session(
-            transport: transport, adapters: [group], retriers: [RetryPolicy(backoff: .zero)], hedging: hedging,
-            clock: clock)
+            transport: transport, adapters: adapters ?? [group], retriers: [RetryPolicy(backoff: .zero)],
+            hedging: hedging, clock: clock)
         return (session, transport)
     }
 
@@ -341,11 +341,7 @@ struct EndpointGroupTests {
         let breakers = CircuitBreakerRegistry(
             configuration: .init(tripCondition: .consecutiveFailures(2)), clock: clock)
         let group = EndpointGroup(endpoints: [.init(Self.eu), .init(Self.us)], breakers: breakers, clock: clock)
-        let transport = ScriptedTransport(clock: clock) { request, _ in
-            request.url?.host == "eu.api.example.com" ? .status(503) : .status(200)
-        }
-        let session = Session(
-            transport: transport, adapters: [group, breakers], retriers: [RetryPolicy(backoff: .zero)], clock: clock)
+        let (session, _) = Self.session(group, clock: clock, adapters: [group, breakers])
 
         // The second failure at eu opens eu's breaker; its retry goes to us, and us's breaker grants it.
         for _ in 0..<2 { _ = try await session.send(Self.charges) }
@@ -386,13 +382,9 @@ struct EndpointGroupTests {
         // After the group: it applies its credential to eu only, and registered its scope at the first attempt.
         let auth = AuthenticationInterceptor(
             authenticator: TokenAuthenticator(), credential: Token(value: 1), hosts: ["eu.api.example.com"])
-        let transport = ScriptedTransport(clock: clock) { request, _ in
-            request.url?.host == "eu.api.example.com" ? .status(503) : .status(200)
-        }
+        let (session, transport) = Self.session(group, clock: clock, adapters: [group, auth])
         var charges = URLRequest(url: Self.charges)
         charges.setValue("Caller", forHTTPHeaderField: "Authorization")
-        let session = Session(
-            transport: transport, adapters: [group, auth], retriers: [RetryPolicy(backoff: .zero)], clock: clock)
         _ = try await session.send(charges)
 
         let sent = transport.requests.map { ($0.url?.host ?? "-", $0.value(forHTTPHeaderField: "Authorization")) }
@@ -472,12 +464,7 @@ struct EndpointGroupTests {
         }
         let breaker = CircuitBreaker(configuration: .init(classify: classify("breaker")), clock: clock)
         let throttle = AdaptiveThrottle(clock: clock, classify: classify("throttle"))
-        let transport = ScriptedTransport(clock: clock) { request, _ in
-            request.url?.host == "eu.api.example.com" ? .status(503) : .status(200)
-        }
-        let session = Session(
-            transport: transport, adapters: [group, breaker, throttle], retriers: [RetryPolicy(backoff: .zero)],
-            clock: clock)
+        let (session, _) = Self.session(group, clock: clock, adapters: [group, breaker, throttle])
         _ = try await session.send(Self.charges)
         // The 503, counted as its retry is asked for, and the 200, settled after it: each with where it went.
         let (eu, us) = ("https://eu.api.example.com/v2", "https://us.api.example.com:8443/v2/")
@@ -520,13 +507,9 @@ struct EndpointGroupTests {
         // Without hosts, the credential belongs to the host of the first request it adapts: the caller's, eu.
         let auth = AuthenticationInterceptor(
             authenticator: TokenAuthenticator(), credential: Token(value: 1), hosts: givenHosts ? group.hosts : nil)
-        let transport = ScriptedTransport(clock: clock) { request, _ in
-            request.url?.host == "eu.api.example.com" ? .status(503) : .status(200)
-        }
+        let (session, transport) = Self.session(group, clock: clock, adapters: [auth, group])
         var charges = URLRequest(url: Self.charges)
         charges.setValue("caller", forHTTPHeaderField: "X-Caller")
-        let session = Session(
-            transport: transport, adapters: [auth, group], retriers: [RetryPolicy(backoff: .zero)], clock: clock)
         _ = try await session.send(charges)
 
         let sent = transport.requests.map { ($0.url?.host ?? "-", $0.value(forHTTPHeaderField: "Authorization")) }

@@ -12,9 +12,9 @@ import Foundation
 /// type.
 ///
 /// One per request that a part may register through (see `RequestPlan.registered`), made of one heap object (its
-/// ``Locked`` state); copies share it. The first registration is held inline and the others in one array (``Registrations``), so that the realistic
-/// chain's registration (its breaker's) allocates nothing, and reading them allocates nothing either: the readers
-/// iterate a snapshot. The parts that settle their own attempts are also kept in a list of their own, which the
+/// ``Locked`` state); copies share it. The first registration is held inline and the others in one array
+/// (``Registrations``), so that the realistic chain's registration (its breaker's) allocates nothing, and reading them
+/// allocates nothing either: the readers iterate a snapshot. The parts that settle their own attempts are also kept in a list of their own, which the
 /// session reads after every attempt without copying the registrations' entries. The permit of the attempt a breaker
 /// let through is held the same way (``HeldPermit``). A registration of a part the lists hold, or of one already
 /// registered, changes nothing and allocates nothing.
@@ -412,6 +412,12 @@ struct RegisteredRoles: Sendable {
 
     /// The part that routes the request's attempts among endpoints, if any.
     var router: (any RetryRouter)? { state.withLock { $0.router } }
+
+    /// The endpoint the request's group sent `attempt` to, as its outcome names it; `nil` when no group routed it.
+    func placement(of attempt: Attempt) -> EndpointGroup.Placement? {
+        guard let sent = attempt.admittedRequest, let router else { return nil }
+        return router.placement(of: sent)
+    }
 
     /// Whether the part whose shadow identity is `part` no longer sees the request at all (not just one hedge of it):
     /// it would have refused an attempt or a retry of it.

@@ -78,8 +78,7 @@ public struct RetryRequest: Sendable {
     /// The endpoint an ``EndpointGroup`` sent `attempt` to, as an outcome a part builds of it names it; `nil` when no
     /// group routed the request.
     func placement(of attempt: Attempt) -> EndpointGroup.Placement? {
-        guard let router = roles?.router, let sent = attempt.admittedRequest else { return nil }
-        return router.placement(of: sent)
+        roles?.placement(of: attempt)
     }
 
     /// The request's backoff wait, which a breaker that grants a retry keeps to end it early; `nil` outside a session

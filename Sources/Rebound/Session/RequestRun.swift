@@ -81,9 +81,7 @@ extension RequestPlan {
                     of: ending, now: session.clock.now(),
                     shadowRefusals: ended.map { $0.shadowRefusals.map { $0.with(label: label) } } ?? [],
                     untold: ended?.untold ?? 0,
-                    lastEndpoint: machine.attempts.last?.admittedRequest.flatMap {
-                        registered?.router?.placement(of: $0)
-                    }))
+                    lastEndpoint: machine.attempts.last.flatMap { registered?.placement(of: $0) }))
         }
         // Then the parts forget what they keep for the request.
         if endsAccounts, let ended { for part in ended.accountants { part.requestEnded(requestID) } }
@@ -194,7 +192,7 @@ extension RequestPlan {
                 requestID: requestID, label: label, original: original, attempt: attempt, data: report.data,
                 elapsed: report.elapsed, decision: decision, error: error,
                 shadowRefusals: shadowRefusals.isEmpty ? [] : shadowRefusals.map { $0.with(label: label) },
-                endpoint: attempt.admittedRequest.flatMap { registered?.router?.placement(of: $0) })
+                endpoint: registered?.placement(of: attempt))
         }
         guard let registered, let settlement else { return listsObservers ? outcome([]) : nil }
         // The outcome, built once, for the first part that reads it (a breaker with a `classify` of its own) and the
