@@ -693,26 +693,42 @@ struct HedgingTests {
         #expect(budget.tokens(for: exampleURL) ?? 0 >= floor, "\(sent.hedges) hedges sent, \(sent.retries) retries")
     }
 
-    @Test("A tick already queued when a hedge starts is dropped: the next delay counts from that hedge's send")
-    func aQueuedTickDoesNotOutliveTheHedgeItWasFor() async throws {
-        let clock = ManualClock()
-        let round = HedgeRound()
-        round.tick(after: .milliseconds(100), clock: SessionClock(clock))
-        try await clock.waitForSleepers(1)
-        clock.advance(by: .milliseconds(100))
-        try await waitWhile { round.queuedEvents < 1 }
-
-        round.cancelTick()
-        round.start(1) { onSend in
-            onSend(Handoff(request: request(), at: .zero))
-            return .cancelledBeforeSending
-        }
-
-        guard case .sent(number: 1, _) = await round.next() else {
-            Issue.record("the queued tick was not dropped")
+    @Test("A tick queued as a hedge starts is dropped: the next delay counts from that hedge's send")
+    func aQueuedTickDoesNotOutliveTheHedgeItWasFor() async {
+        guard #available(macOS 15.0, iOS 18.0, macCatalyst 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *) else {
             return
         }
-        round.end()
+        // On a simulation, so that the two reports that come at 200 ms are queued in the order they were made.
+        let simulation = Simulation()
+        let clock = ManualClock()
+        let sendTimes = await simulation.run { [clock] () async -> [Duration] in
+            let sendTimes = Locked<[Duration]>([])
+            // The first attempt fails at 150 ms; every other attempt answers after a second.
+            let transport = ScriptedTransport(clock: clock) { _, index in
+                sendTimes.withLock { $0.append(clock.now.offset) }
+                return index == 1 ? .status(503).delayed(by: .milliseconds(150)) : .status(200).delayed(by: .seconds(1))
+            }
+            // The retriers say "retry" just before 200 ms, when the timer the hedge sent at 100 ms set fires: the
+            // answer starts a hedge while the timer's tick is queued behind it.
+            let slow = Retrier { _, _ in
+                try? await clock.sleep(for: .microseconds(49_999))
+                return .retry
+            }
+            let session = Session(
+                transport: transport, retriers: [slow],
+                hedging: Hedging(delay: .milliseconds(100), maximumInFlight: 3, maximumAttempts: 4), clock: clock)
+            let task = Task(executorPreference: simulation.executor) { _ = try? await session.send(request()) }
+            for step in [100, 50, 50, 100] {
+                await simulation.settle()
+                clock.advance(by: .milliseconds(step))
+            }
+            await simulation.settle()
+            task.cancel()
+            await task.value
+            return sendTimes.withLock { $0 }
+        }
+        // The hedge that the answer started at 200 ms waits its own delay: the next goes at 300 ms, not at once.
+        #expect(sendTimes == [.zero, .milliseconds(100), .milliseconds(200), .milliseconds(300)])
     }
 
     @Test("A hedge one budget paid for and a later gate refused costs nothing once the request ends")

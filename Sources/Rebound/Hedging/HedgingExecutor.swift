@@ -6,10 +6,11 @@ import Foundation
 
 /// A hedged round: the attempts a request has in flight at once, in place of one attempt (see ``Hedging``), run for
 /// the request's machine, whose records it adds to.
+///
+/// Each attempt in flight, each question to the retriers about a failure while others are in flight, and the hedging
+/// timer runs in a task of its own, which reports to the round's loop through one stream; the loop reads the reports
+/// in the order they came and alone keeps the round's state (``HedgeRound``).
 struct HedgingExecutor {
-    /// The attempts of a round in flight, by number: which hedge each is and when it started.
-    typealias InFlight = [Int: (hedge: Int, start: Duration)]
-
     /// What a round ends with: the result the request goes on with, recorded last, and the retriers' answer about it
     /// if the round asked them already.
     struct RoundResult {
@@ -29,83 +30,68 @@ struct HedgingExecutor {
     /// request to the transport, and at once after a failure the retriers would retry while others are in flight (once
     /// the newest attempt was handed over), it starts a hedge, if the settings, the request and the hedge gates allow,
     /// and not before the time a failure's `Retry-After` asked for (or its `retry-after-ms`, or never again after its
-    /// `x-should-retry: false`, where the chain's retry policies read them). A success wins; a failure with a response that no
-    /// retrier would retry ends the round; so does the last attempt in flight failing.
+    /// `x-should-retry: false`, where the chain's retry policies read them). A success wins; a failure with a response
+    /// that no retrier would retry ends the round; so does the last attempt in flight failing.
     ///
     /// The retriers are asked about a failure while others are in flight in a task of their own: the round goes on
     /// meanwhile, so a slow retrier (a token refresh, the offline retrier's wait) never holds back an answer that
     /// came. A failure whose question the round no longer needs (another attempt won, or the round ended otherwise)
     /// is told to the observers as a loser, with ``AttemptDecision/cancelled``.
     func execute(from roundBase: URLRequest, in machine: inout RequestMachine) async -> RoundResult {
-        // A learned delay is the host's, and its learner hears how long the round took to answer. A request that may not
-        // be repeated is never hedged, and neither counts for the host nor teaches it anything.
-        guard let learner = hedging.learner else {
-            return await run(HedgeRound(), from: roundBase, delay: hedging.delay, learning: nil, in: &machine)
-        }
-        guard machine.mayBeRepeated(roundBase), let key = learner.key(for: plan.originalRequest) else {
-            return await run(HedgeRound(), from: roundBase, delay: nil, learning: nil, in: &machine)
-        }
-        let round = HedgeRound()
-        let first = machine.attempts.count + 1
-        // A request counts once, at its first round: its retries' rounds add no share of a hedge.
-        let delay = learner.startRound(for: key, counts: first == 1)
-        let result = await run(round, from: roundBase, delay: delay, learning: (learner, key), in: &machine)
-        // A round won by an answer teaches how long the host took to give it: from the round's first attempt reaching
-        // the transport to the winner's end, whichever attempt won.
-        if case .success = result.result.kind, let winner = machine.attempts.last,
-            let winnerSent = round.handoff(of: winner.number)?.at, let onWire = winner.timeOnWire,
-            let firstSent = round.handoff(of: first)?.at
-        {
-            learner.learn(winnerSent + onWire - firstSent, for: key)
-        }
-        return result
-    }
-
-    /// Runs the round: hedges after `delay`, and none when it is `nil` (a learner with too few answers); a learner in
-    /// `learning` caps the hedges of its host.
-    private func run(
-        _ round: HedgeRound, from roundBase: URLRequest, delay: Duration?,
-        learning: (learner: HedgingDelayLearner, key: String)?, in machine: inout RequestMachine
-    ) async -> RoundResult {
         let clock = plan.session.clock
-        var inFlight: InFlight = [:]
-        /// The failures the retriers are asked about, by number, until they answer.
-        var asking: [Int: AttemptResult] = [:]
-        var hedges = 0
+        // A learned delay is the host's, and its learner hears how long the round took to answer; a learner with too
+        // few answers gives none, and the round sends no hedge. A request that may not be repeated is never hedged,
+        // and neither counts for the host nor teaches it anything.
+        var learning: (learner: HedgingDelayLearner, key: String)?
+        var delay: Duration? = hedging.delay
+        if let learner = hedging.learner {
+            let key = machine.mayBeRepeated(roundBase) ? learner.key(for: plan.originalRequest) : nil
+            // A request counts once, at its first round: its retries' rounds add no share of a hedge.
+            delay = key.flatMap { learner.startRound(for: $0, counts: machine.attempts.isEmpty) }
+            learning = key.map { (learner, $0) }
+        }
+        let (reports, reporter) = AsyncStream.makeStream(of: HedgeRound.Report.self)
+        var round = HedgeRound(reporter: reporter)
+        let first = start(roundBase, hedge: 0, in: &round, for: machine)
         // The newest attempt until it hands its request to the transport: no hedge starts before that.
-        var unsent: Int? = start(roundBase, hedge: 0, in: round, inFlight: &inFlight, for: machine)
+        var unsent: Int? = first
         var newestSent: URLRequest?
-        // No delay yet: no hedge in this round.
+        var hedges = 0
+        // No delay: no hedge in this round.
         var stopped = delay == nil
-        let delay = delay ?? .zero
+        let hedgeDelay = delay ?? .zero
         // The delay before the next hedge counts from when the newest attempt reached the transport: time it spent
         // waiting on the client (for a concurrency limiter's place, say) is not the server being slow.
-        var due = delay == .zero
+        var due = hedgeDelay == .zero
         // No hedge starts before the time a failure asked for, as the chain's retry policies read it.
         var quietUntil: Duration?
-        while true {
-            guard let event = await round.next() else {
-                return await endRound(round, inFlight: inFlight, asking: asking, with: nil, in: &machine)
-            }
-            switch event {
-            case .tick:
+        // What ends the round; `nil` when the task was cancelled (the stream then ends).
+        var ending: HedgeRound.Ending?
+        rounds: for await report in reports {
+            // Cancelled: what is still queued is not read, and the round ends with its newest attempt.
+            if Task.isCancelled { break }
+            switch report {
+            case .tick(let timer):
+                // A tick of a timer replaced or stopped since (one queued as a hedge started) is dropped.
+                guard round.timer?.id == timer else { continue }
+                round.timer = nil
                 due = true
-            case .sent(let number, let handoff):
+            case .sent(let number, let request):
                 if number == unsent {
                     unsent = nil
-                    if !due { round.tick(after: delay, clock: clock) }
+                    if !due { round.setTimer(after: hedgeDelay, clock: clock) }
                 }
-                newestSent = handoff.request
+                newestSent = request
             case .finished(let number, let result):
-                guard let started = inFlight.removeValue(forKey: number) else { continue }
+                guard let attempt = round.inFlight.removeValue(forKey: number) else { continue }
                 if number == unsent { unsent = nil }
                 let now = clock.now()
-                machine.record(result, number: number, since: started.start, now: now, hedge: started.hedge)
-                guard case .failure(let reason) = result.kind, !inFlight.isEmpty else {
+                guard case .failure(let reason) = result.kind, !round.inFlight.isEmpty else {
                     // A success, cancellation, the deadline, or the last attempt in flight failing: the round is over.
-                    return await endRound(
-                        round, inFlight: inFlight, asking: asking, with: (number, result), in: &machine)
+                    ending = .finished(number, attempt, result, at: now)
+                    break rounds
                 }
+                machine.record(result, number: number, since: attempt.start, now: now, hedge: attempt.hedge)
                 if let head = result.response {
                     if let asked = plan.askedDelay(by: head), asked > .zero {
                         quietUntil = Swift.max(quietUntil ?? now, now + asked)
@@ -113,33 +99,40 @@ struct HedgingExecutor {
                     // The server asked for no retry: no new hedge either.
                     if plan.asksNoRetry(head) { stopped = true }
                 }
-                // Others are in flight: would the retriers retry this one? Asked in a task of their own.
-                asking[number] = result
+                // Others are in flight: would the retriers retry this one? Asked in a task of their own; a failure
+                // that is never retried has its answer at once. Asked mid-round, with no backoff to follow: the
+                // machine makes the backoff wait when the round ends.
                 if reason.isNonRetryable {
-                    round.post(.answered(number: number, answer: .answered(.doNotRetry)))
+                    round.asking[number] = (result, nil)
+                    reporter.yield(.answered(number: number, answer: .answered(.doNotRetry)))
                 } else {
-                    // Asked mid-round, with no backoff to follow: the machine makes the backoff wait when the round
-                    // ends.
                     let question = RequestMachine.Question(about: result, failingFor: reason, in: machine)
                     let limit = machine.time.limits?.limit(of: .decision, now: now)
                     let plan = plan
-                    round.ask(number) {
-                        guard let limit else { return await plan.retryResult(for: question) }
-                        return await plan.retryResult(for: question, within: limit)
-                    }
+                    round.asking[number] = (
+                        result,
+                        Spawn.task {
+                            let answer =
+                                if let limit {
+                                    await plan.retryResult(for: question, within: limit)
+                                } else {
+                                    await plan.retryResult(for: question)
+                                }
+                            reporter.yield(.answered(number: number, answer: answer))
+                        }
+                    )
                 }
             case .answered(let number, let answer):
-                guard let failed = asking.removeValue(forKey: number) else { continue }
+                guard let (failed, _) = round.asking.removeValue(forKey: number) else { continue }
                 guard case .answered(let answer) = answer else {
                     // The deadline came, or the task was cancelled, while they decided: the machine finds out.
-                    return await endRound(
-                        round, inFlight: inFlight, asking: asking, with: (number, failed), in: &machine)
+                    ending = .decided(number, failed, answer: nil)
+                    break rounds
                 }
                 if answer.delay == nil, failed.response != nil {
                     // A response no retrier would retry is the answer: it ends them all.
-                    return await endRound(
-                        round, inFlight: inFlight, asking: asking, with: (number, failed), answer: answer,
-                        in: &machine)
+                    ending = .decided(number, failed, answer: answer)
+                    break rounds
                 }
                 if let request = answer.request { machine.retarget(request) }
                 // The request goes on at once with the attempts in flight, and the next hedge if it may start.
@@ -148,13 +141,13 @@ struct HedgingExecutor {
             }
             // A hedge may start once its delay passed and the newest attempt was sent, while the settings and the
             // time left allow another attempt.
-            guard due, unsent == nil, !stopped, let sent = newestSent, inFlight.count < hedging.maximumInFlight,
-                machine.attempts.count + inFlight.count < hedging.maximumAttempts, !Task.isCancelled,
+            guard due, unsent == nil, !stopped, let sent = newestSent, round.inFlight.count < hedging.maximumInFlight,
+                machine.attempts.count + round.inFlight.count < hedging.maximumAttempts, !Task.isCancelled,
                 machine.time.hasTimeLeft(now: clock.now())
             else { continue }
             if let quietUntil, case let now = clock.now(), now < quietUntil {
                 // Asked to wait: the next hedge may start once the time asked for has passed.
-                round.tick(after: quietUntil - now, clock: clock)
+                round.setTimer(after: quietUntil - now, clock: clock)
                 due = false
                 continue
             }
@@ -163,7 +156,7 @@ struct HedgingExecutor {
                 stopped = true
                 continue
             }
-            let number = machine.attempts.count + inFlight.count + 1
+            let number = machine.attempts.count + round.inFlight.count + 1
             guard admitsHedge(sent, number: number, for: machine) else {
                 // The hedge does not start: the learner has it back.
                 if let learning { learning.learner.hedgeNotStarted(for: learning.key) }
@@ -172,27 +165,44 @@ struct HedgingExecutor {
                 continue
             }
             hedges += 1
-            // The next delay counts from when this hedge is sent: a tick of the attempt before it no longer counts.
-            round.cancelTick()
-            unsent = start(machine.nextBase, hedge: hedges, in: round, inFlight: &inFlight, for: machine)
-            due = delay == .zero
+            // The next delay counts from when this hedge is sent: the timer of the attempt before it no longer counts.
+            round.setTimer(after: nil, clock: clock)
+            unsent = start(machine.nextBase, hedge: hedges, in: &round, for: machine)
+            due = hedgeDelay == .zero
         }
+        let result = await end(round, with: ending, in: &machine)
+        // A round won by an answer teaches how long the host took to give it: from the round's first attempt reaching
+        // the transport to the winner's end, whichever attempt won.
+        if let learning, case .success = result.result.kind, let winner = machine.attempts.last,
+            let winnerSent = round.handoff(of: winner.number)?.at, let onWire = winner.timeOnWire,
+            let firstSent = round.handoff(of: first)?.at
+        {
+            learning.learner.learn(winnerSent + onWire - firstSent, for: learning.key)
+        }
+        return result
     }
 
     /// Starts the next attempt of the round in a task of its own and returns its number.
-    func start(
-        _ base: URLRequest, hedge: Int, in round: HedgeRound, inFlight: inout InFlight, for machine: RequestMachine
-    ) -> Int {
-        let number = machine.attempts.count + inFlight.count + 1
+    func start(_ base: URLRequest, hedge: Int, in round: inout HedgeRound, for machine: RequestMachine) -> Int {
+        let number = machine.attempts.count + round.inFlight.count + 1
         // The request's first attempt starts with the request.
         let attemptStart = number == 1 ? machine.time.start : plan.session.clock.now()
-        inFlight[number] = (hedge, attemptStart)
-        let plan = plan
+        let (plan, reporter, handoffs) = (plan, round.reporter, round.handoffs)
         let limit = machine.time.limits?.limit(of: .attempt, now: attemptStart)
-        round.start(number) { onSend in
-            guard let limit else { return await plan.attempt(base, number: number, onSend: onSend) }
-            return await plan.attempt(base, number: number, within: limit, onSend: onSend)
+        let task = Spawn.task {
+            let onSend: @Sendable (Handoff) -> Void = { handoff in
+                handoffs.withLock { $0[number] = handoff }
+                reporter.yield(.sent(number: number, request: handoff.request))
+            }
+            let result =
+                if let limit {
+                    await plan.attempt(base, number: number, within: limit, onSend: onSend)
+                } else {
+                    await plan.attempt(base, number: number, onSend: onSend)
+                }
+            reporter.yield(.finished(number: number, result: result))
         }
+        round.inFlight[number] = HedgeRound.InFlight(hedge: hedge, start: attemptStart, task: task)
         return number
     }
 
@@ -224,39 +234,38 @@ struct HedgingExecutor {
         if let outcome = plan.settle(report, decision: decision, of: machine.attempts) { await plan.tell(outcome) }
     }
 
-    /// Ends a round: cancels what is in flight and the questions still unanswered, records each attempt in flight as
-    /// cancelled, settles it and tells the observers (a failure whose question is unanswered too, as a loser), then
-    /// returns the `ending` attempt's result (with the retriers' `answer` about it, if any), recorded after them. With
-    /// no ending (the task was cancelled), the newest attempt in flight is the one the request goes on with, recorded
-    /// last.
-    func endRound(
-        _ round: HedgeRound, inFlight: InFlight, asking: [Int: AttemptResult],
-        with ending: (number: Int, result: AttemptResult)?, answer: RetryResult? = nil,
-        in machine: inout RequestMachine
-    ) async -> RoundResult {
-        round.end()
+    /// Ends a round with `ending`: cancels the tasks still running (whatever they report later is dropped), then
+    /// records each attempt in flight as cancelled, settles it and tells the observers (a failure whose question is
+    /// unanswered too, as a loser), and returns the result of the attempt that ends the round, recorded after them
+    /// (with the retriers' answer about it, if any). With no ending (the task was cancelled), the newest attempt in
+    /// flight is the one the request goes on with, recorded last.
+    private func end(_ round: HedgeRound, with ending: HedgeRound.Ending?, in machine: inout RequestMachine) async
+        -> RoundResult
+    {
+        var losers = round.end()
+        let newest = ending == nil ? losers.popLast() : nil
         let clock = plan.session.clock
-        let cancelled = inFlight.sorted { $0.key < $1.key }.map { number, started in
-            let handoff = round.handoff(of: number)
-            return (number, started, AttemptResult(.cancelled, sent: handoff?.request, sentAt: handoff?.at))
+        for (number, asked) in round.asking.sorted(by: { $0.key < $1.key }) {
+            await tell(attempt: number, data: asked.failed.data, decision: .cancelled, in: machine)
         }
-        // The attempt that ends the round goes after the others, once they are recorded; without one, the newest
-        // attempt is the machine's to settle and report.
-        for (number, failed) in asking.sorted(by: { $0.key < $1.key }) {
-            await tell(attempt: number, data: failed.data, decision: .cancelled, in: machine)
-        }
-        for (number, started, loser) in cancelled.dropLast(ending == nil ? 1 : 0) {
-            machine.record(loser, number: number, since: started.start, now: clock.now(), hedge: started.hedge)
+        for (number, loser, cancelled) in losers {
+            machine.record(cancelled, number: number, since: loser.start, now: clock.now(), hedge: loser.hedge)
             await tell(attempt: number, data: nil, decision: .cancelled, in: machine)
         }
-        if let ending {
-            machine.moveLast(attempt: ending.number)
-            return RoundResult(result: ending.result, answer: answer)
+        switch ending {
+        case .finished(let number, let attempt, let result, let at):
+            machine.record(result, number: number, since: attempt.start, now: at, hedge: attempt.hedge)
+            return RoundResult(result: result, answer: nil)
+        case .decided(let number, let failed, let answer):
+            // Recorded when the retriers were asked about it: it goes after the losers.
+            machine.moveLast(attempt: number)
+            return RoundResult(result: failed, answer: answer)
+        case nil:
+            guard let (number, attempt, cancelled) = newest else {
+                return RoundResult(result: .cancelledBeforeSending, answer: nil)
+            }
+            machine.record(cancelled, number: number, since: attempt.start, now: clock.now(), hedge: attempt.hedge)
+            return RoundResult(result: cancelled, answer: nil)
         }
-        guard let (number, started, newest) = cancelled.last else {
-            return RoundResult(result: .cancelledBeforeSending, answer: nil)
-        }
-        machine.record(newest, number: number, since: started.start, now: clock.now(), hedge: started.hedge)
-        return RoundResult(result: newest, answer: nil)
     }
 }
