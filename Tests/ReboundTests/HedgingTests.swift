@@ -709,7 +709,9 @@ struct HedgingTests {
                 return index == 1 ? .status(503).delayed(by: .milliseconds(150)) : .status(200).delayed(by: .seconds(1))
             }
             // The retriers say "retry" just before 200 ms, when the timer the hedge sent at 100 ms set fires: the
-            // answer starts a hedge while the timer's tick is queued behind it.
+            // answer starts a hedge while the timer's tick is queued behind it. (The retriers' answer is queued first
+            // because nothing suspends between their sleep and their report: if it did, the tick would come first and
+            // start that hedge itself, and the answer the next one at once.)
             let slow = Retrier { _, _ in
                 try? await clock.sleep(for: .microseconds(49_999))
                 return .retry
