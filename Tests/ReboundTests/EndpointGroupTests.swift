@@ -431,6 +431,41 @@ struct EndpointGroupTests {
         #expect(observer.outcomes.map { $0.endpoint?.baseURL } == [root, root])
     }
 
+    @Test(arguments: [false, true])
+    func aRequestIsRoutedByTheFirstGroupThatCoversItAndALaterOneLetsItThrough(usFirst: Bool) async throws {
+        let clock = ManualClock()
+        // Two groups over the same endpoints, in opposite orders: the first in the chain routes.
+        let euFirst = EndpointGroup(name: "eu-first", endpoints: [.init(Self.eu), .init(Self.us)], clock: clock)
+        let usFirstGroup = EndpointGroup(name: "us-first", endpoints: [.init(Self.us), .init(Self.eu)], clock: clock)
+        let observer = RecordingObserver()
+        // Only us fails: a request the second group moved there would fail and count against the first group's eu.
+        let transport = ScriptedTransport(clock: clock) { request, _ in
+            request.url?.host == "us.api.example.com" ? .status(503) : .status(200)
+        }
+        let session = Session(
+            transport: transport, adapters: usFirst ? [usFirstGroup, euFirst] : [euFirst, usFirstGroup],
+            retriers: [RetryPolicy(backoff: .zero)], observers: [observer], clock: clock)
+
+        let response = try await session.send(Self.charges)
+
+        let hosts = transport.requests.map { $0.url?.host }
+        let heard = observer.outcomes.map { $0.endpointGroup }
+        if usFirst {
+            // The first group sends the first attempt to us and its retry to eu; the second group moves neither.
+            #expect(hosts == ["us.api.example.com", "eu.api.example.com"])
+            #expect(heard == ["us-first", "us-first"])
+        } else {
+            #expect(hosts == ["eu.api.example.com"])
+            #expect(heard == ["eu-first"])
+        }
+        #expect(response.attempts.count == hosts.count)
+        // The group that routed judged the endpoints its attempts went to; the other kept nothing and ejected none.
+        for group in [euFirst, usFirstGroup] {
+            #expect(group.requestsKept == 0 && group.attemptsInFlight == 0)
+            #expect(group.endpoints.allSatisfy { group.isInRotation($0) })
+        }
+    }
+
     @Test func observersHearTheGroupAndTheEndpointOfEachAttemptItSent() async throws {
         let clock = ManualClock()
         let group = EndpointGroup(name: "payments", endpoints: [.init(Self.eu), .init(Self.us)], clock: clock)

@@ -117,9 +117,11 @@ public struct RequestContext: Sendable {
         roles?.add(accountant: part)
     }
 
-    /// Has `part` say where the request's retries go, before the gates are asked about them (see ``RetryRouter``).
-    func routeRetries(through part: some RetryRouter) {
-        roles?.route(through: part)
+    /// Has `part` say where the request's retries go, before the gates are asked about them (see ``RetryRouter``),
+    /// unless another part routes the request already; returns whether `part` routes it (without registrations, it
+    /// does).
+    func routeRetries(through part: some RetryRouter) -> Bool {
+        roles?.route(through: part) ?? true
     }
 
     /// Validates every response of the request from now on with `validator`, after the validator in effect accepted

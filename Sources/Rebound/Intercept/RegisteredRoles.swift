@@ -405,9 +405,16 @@ struct RegisteredRoles: Sendable {
         }
     }
 
-    /// Registers `part` as the request's router, unless a part routes it already.
-    func route(through part: some RetryRouter) {
-        state.withLock { state in if state.router == nil { state.router = part } }
+    /// Registers `part` as the request's router, unless another part routes it already; returns whether `part` routes
+    /// the request.
+    func route(through part: some RetryRouter) -> Bool {
+        state.withLock { state in
+            guard let router = state.router else {
+                state.router = part
+                return true
+            }
+            return router === part
+        }
     }
 
     /// The part that routes the request's attempts among endpoints, if any.

@@ -11,7 +11,8 @@ import Foundation
 /// **Which requests.** A request whose URL is under one of the endpoints' base URLs (same scheme, host and port, and a
 /// path that starts with the base URL's path) is routed: it is sent under the chosen endpoint's base URL, the rest of
 /// its path, its query and its fragment kept. Write requests against any endpoint, usually the first; a request to
-/// any other URL goes through untouched.
+/// any other URL goes through untouched. A request is routed by the first group in the chain that covers it: another
+/// group that covers it too lets it through.
 ///
 /// **Which endpoint.** Among the endpoints in rotation, ``Selection/failover`` takes the first in the order given and
 /// ``Selection/weighted`` draws one by weight. An attempt avoids the endpoints where an earlier attempt of its request
@@ -190,13 +191,13 @@ public final class EndpointGroup: RequestAdapter, RetryGate {
     /// ends.
     fileprivate func route(_ request: inout URLRequest, context: RequestContext) {
         guard let url = request.url, let from = endpointIndex(under: url) else { return }
+        // A request is routed by one group, the first that routed it: another group that covers it too lets it
+        // through, so that no attempt goes where its router did not send it.
+        guard context.routeRetries(through: self) else { return }
         // Without registrations (a decorator's own context) the group would never hear the attempt end: it routes it
         // and keeps nothing of it. Registered first, so that an attempt settled from now on is settled by the group.
         let keeps = context.canRegister
-        if keeps {
-            context.settleAndAdmitRetries(through: self)
-            context.routeRetries(through: self)
-        }
+        if keeps { context.settleAndAdmitRetries(through: self) }
         let breakers = breakerStates()
         let now = clock.now()
         let (requestID, attempt) = (context.requestID, context.attempt)
