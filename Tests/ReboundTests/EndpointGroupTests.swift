@@ -398,17 +398,18 @@ struct EndpointGroupTests {
         request.setValue("a=1", forHTTPHeaderField: "cookie")
         request.setValue("kept", forHTTPHeaderField: "X-Caller")
         var moved = request
-        Redirection.secureMove(&moved, from: Self.charges, scopes: nil)
+        Redirection.secureMove(&moved, from: Self.charges, scopes: nil, applied: [])
         #expect(moved.value(forHTTPHeaderField: "Authorization") == nil)
         #expect(moved.value(forHTTPHeaderField: "Cookie") == nil)
         #expect(moved.value(forHTTPHeaderField: "X-Caller") == "kept")
         // Within one origin, nothing is dropped.
         var same = request
-        Redirection.secureMove(&same, from: URL(string: "https://us.api.example.com:8443/v1")!, scopes: nil)
+        Redirection.secureMove(
+            &same, from: URL(string: "https://us.api.example.com:8443/v1")!, scopes: nil, applied: [])
         #expect(same.value(forHTTPHeaderField: "Authorization") == "Bearer 1")
         // Known scopes: only a credential one of them applied is dropped.
         var caller = request
-        Redirection.secureMove(&caller, from: Self.charges, scopes: [])
+        Redirection.secureMove(&caller, from: Self.charges, scopes: [], applied: [])
         #expect(caller.value(forHTTPHeaderField: "Authorization") == "Bearer 1")
     }
 
@@ -532,6 +533,25 @@ struct EndpointGroupTests {
         let sent = transport.requests.map { ($0.url?.host ?? "-", $0.value(forHTTPHeaderField: "Authorization")) }
         #expect(sent.map(\.0) == ["eu.api.example.com", "us.api.example.com", "cdn.example.net"])
         #expect(sent.map(\.1) == ["Bearer 1", "Bearer 1", nil])
+    }
+
+    @Test(arguments: [nil, 2] as [Int?])
+    func aCredentialTheGroupMovesIsTakenOffThoughItChangedMeanwhile(replacement: Int?) async throws {
+        let clock = ManualClock()
+        let group = EndpointGroup(endpoints: [.init(Self.eu), .init(Self.us)], clock: clock)
+        let auth = AuthenticationInterceptor(
+            authenticator: TokenAuthenticator(), credential: Token(value: 1), hosts: ["eu.api.example.com"])
+        // Between the credential's adapt and the group's move of the retry to us: a logout, or a refresh.
+        let change = Adapter.modifying { _, context in
+            if context.attempt == 2 { auth.credential = replacement.map { Token(value: $0) } }
+        }
+        let (session, transport) = Self.session(group, clock: clock, adapters: [auth, change, group])
+        _ = try await session.send(Self.charges)
+
+        let sent = transport.requests.map { ($0.url?.host ?? "-", $0.value(forHTTPHeaderField: "Authorization")) }
+        #expect(sent.map(\.0) == ["eu.api.example.com", "us.api.example.com"])
+        // The credential applied at eu never reaches us, which is not one of its hosts.
+        #expect(sent.map(\.1) == ["Bearer 1", nil])
     }
 
     @Test(arguments: [false, true])

@@ -150,10 +150,18 @@ public struct RequestContext: Sendable {
     }
 
     /// Secures `request`, which a part moved from `sent` to another origin, for the credentials registered so far
-    /// (see ``Redirection/secureMove(_:from:scopes:)``); a context that cannot register cannot tell them, and drops
-    /// every header a redirect to another origin drops.
+    /// (see ``Redirection/secureMove(_:from:scopes:applied:)``): each credential a scope applied to this attempt is
+    /// taken off, then applied again where in scope. A context that cannot register cannot tell them, and drops every
+    /// header a redirect to another origin drops.
     func secureMove(_ request: inout URLRequest, from sent: URL) {
-        Redirection.secureMove(&request, from: sent, scopes: roles?.scopes)
+        Redirection.secureMove(
+            &request, from: sent, scopes: roles?.scopes, applied: roles?.credentialsApplied(to: attempt) ?? [])
+    }
+
+    /// Notes that `scope` applied `credential` to this attempt, so that a part that moves the attempt to another origin
+    /// takes that very credential off, even if the scope's credential changed since (a refresh, a logout).
+    func note(_ credential: some Sendable, appliedBy scope: some CredentialScope) {
+        roles?.note(credential, appliedBy: scope, to: attempt)
     }
 
     /// Secures every redirect hop of the request from now on with `scope`: a hop to another origin drops its

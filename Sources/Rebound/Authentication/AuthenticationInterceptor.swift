@@ -146,6 +146,9 @@ public final class AuthenticationInterceptor<A: Authenticator>: RequestIntercept
             credential = try await refreshed(after: generation)
         }
         authenticator.apply(credential, to: &request)
+        // A part that moves the attempt to another origin (an endpoint group) takes this credential off again, even
+        // if the current one has changed by then.
+        context.note(credential, appliedBy: self)
         return request
     }
 
@@ -271,9 +274,9 @@ extension AuthenticationInterceptor: CredentialScope {
         if let credential { authenticator.apply(credential, to: &hop) }
     }
 
-    /// Removes the current credential's header fields from `request` if the authenticator says the request carries it.
-    func withdraw(from request: inout URLRequest) {
-        guard let credential = state.withLock({ $0.machine.credential }),
+    /// Removes `credential`'s header fields from `request` if the authenticator says the request carries it.
+    func withdraw(_ credential: any Sendable, from request: inout URLRequest) {
+        guard let credential = credential as? A.Credential,
             authenticator.isRequest(request, authenticatedWith: credential)
         else { return }
         Redirection.remove(headerNames(of: credential), from: &request)

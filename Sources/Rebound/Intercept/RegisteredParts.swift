@@ -43,3 +43,54 @@ final class RoleGroup: Sendable {
         self.roles = roles
     }
 }
+
+// What a request's registrations hold for the parts, besides the registrations themselves.
+extension RegisteredRoles {
+    /// A permit a breaker gave an attempt it let through, held with the request until the attempt is settled: the
+    /// breaker keeps nothing for an attempt in flight, and a permit of a request that ended goes with it.
+    struct HeldPermit: Sendable {
+        let holder: ObjectIdentifier
+        let attempt: Int
+        let permit: CircuitBreakerMachine.Permit
+
+        /// Whether this is the permit `holder` gave `attempt`.
+        func isFor(_ holder: ObjectIdentifier, attempt: Int) -> Bool {
+            self.holder == holder && self.attempt == attempt
+        }
+    }
+
+    /// A credential a scope (an ``AuthenticationInterceptor``) applied to an attempt, which a move of that attempt to
+    /// another origin takes off again, whatever credential the scope holds by then.
+    struct AppliedCredential: Sendable {
+        let scope: ObjectIdentifier
+        let attempt: Int
+        let credential: any Sendable
+    }
+
+    /// What a part in shadow mode no longer sees of the request after a refusal it would have made: the request from
+    /// then on (`attempt` is `nil`), or one hedge. `part` is the part's identity in shadow mode: the breaker, or the
+    /// registry whose breaker it is (enforced, a refusal by any of its breakers would end the request).
+    struct Shadowed: Sendable {
+        let part: ObjectIdentifier
+        let attempt: Int?
+    }
+
+    /// An attempt a part admitted under a host's key, as the part saw it at `url`, before the session sends it.
+    struct Admission: Sendable {
+        let part: any HostAdmission
+        let attempt: Int
+        let key: String
+        let url: URL?
+    }
+
+    /// What the parts and the observers hear of an attempt the session settles.
+    struct Settlement {
+        /// The parts that settle their own attempts, in the order they registered: a snapshot, which registrations
+        /// made later do not change, and reading it allocates nothing.
+        let accountants: InlineList<any AttemptAccountant>
+        /// Whether any observer registered so far.
+        let hasObservers: Bool
+        /// The refusals of parts in shadow mode not told yet, to tell with the attempt's outcome.
+        let untold: ArraySlice<ShadowRefusal>
+    }
+}

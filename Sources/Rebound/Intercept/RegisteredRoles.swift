@@ -47,19 +47,6 @@ struct RegisteredRoles: Sendable {
         case group
     }
 
-    /// A permit a breaker gave an attempt it let through, held with the request until the attempt is settled: the
-    /// breaker keeps nothing for an attempt in flight, and a permit of a request that ended goes with it.
-    struct HeldPermit: Sendable {
-        let holder: ObjectIdentifier
-        let attempt: Int
-        let permit: CircuitBreakerMachine.Permit
-
-        /// Whether this is the permit `holder` gave `attempt`.
-        func isFor(_ holder: ObjectIdentifier, attempt: Int) -> Bool {
-            self.holder == holder && self.attempt == attempt
-        }
-    }
-
     private struct State: Sendable {
         /// The class instances the lists hold as observers and as gates, which registering does not add again.
         let chain: ChainRoles
@@ -100,22 +87,8 @@ struct RegisteredRoles: Sendable {
         var shadowed = InlineList<Shadowed>.none
         /// The attempts that started as hedges, which a part in shadow mode would refuse alone, not the request.
         var hedges = InlineList<Int>.none
-    }
-
-    /// What a part in shadow mode no longer sees of the request after a refusal it would have made: the request from
-    /// then on (`attempt` is `nil`), or one hedge. `part` is the part's identity in shadow mode: the breaker, or the
-    /// registry whose breaker it is (enforced, a refusal by any of its breakers would end the request).
-    struct Shadowed: Sendable {
-        let part: ObjectIdentifier
-        let attempt: Int?
-    }
-
-    /// An attempt a part admitted under a host's key, as the part saw it at `url`, before the session sends it.
-    struct Admission: Sendable {
-        let part: any HostAdmission
-        let attempt: Int
-        let key: String
-        let url: URL?
+        /// The credentials scopes applied to attempts of the request: one per scope and attempt.
+        var credentialsApplied: [AppliedCredential] = []
     }
 
     /// A registered instance in one role.
@@ -274,6 +247,20 @@ struct RegisteredRoles: Sendable {
         return true
     }
 
+    /// Notes that `scope` applied `credential` to `attempt`, in place of what it applied to that attempt before.
+    func note(_ credential: some Sendable, appliedBy scope: some CredentialScope, to attempt: Int) {
+        let applied = AppliedCredential(scope: ObjectIdentifier(scope), attempt: attempt, credential: credential)
+        state.withLock { state in
+            state.credentialsApplied.removeAll { $0.scope == applied.scope && $0.attempt == attempt }
+            state.credentialsApplied.append(applied)
+        }
+    }
+
+    /// The credentials scopes applied to `attempt`.
+    func credentialsApplied(to attempt: Int) -> [AppliedCredential] {
+        state.withLock { $0.credentialsApplied.filter { $0.attempt == attempt } }
+    }
+
     /// Whether `scope` registered as a scope: whether the part adapted the request.
     func holds(scope: some CredentialScope) -> Bool {
         let key = Key(object: ObjectIdentifier(scope), role: .scope)
@@ -289,17 +276,6 @@ struct RegisteredRoles: Sendable {
 
     /// Whether a breaker let an attempt of the request through so far.
     var admittedByBreaker: Bool { state.withLock { $0.admittedByBreaker } }
-
-    /// What the parts and the observers hear of an attempt the session settles.
-    struct Settlement {
-        /// The parts that settle their own attempts, in the order they registered: a snapshot, which registrations
-        /// made later do not change, and reading it allocates nothing.
-        let accountants: InlineList<any AttemptAccountant>
-        /// Whether any observer registered so far.
-        let hasObservers: Bool
-        /// The refusals of parts in shadow mode not told yet, to tell with the attempt's outcome.
-        let untold: ArraySlice<ShadowRefusal>
-    }
 
     /// Marks `attempt` settled, if there is one, and when `endsRequest` the request ended (every attempt counts as
     /// settled from then on: a part that would count one late no longer does), then returns, under the same lock, what

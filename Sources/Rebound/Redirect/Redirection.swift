@@ -16,9 +16,9 @@ protocol CredentialScope: AnyObject, Sendable {
     /// Applies the current credential to `hop` if its host is one the credential belongs to; otherwise leaves it.
     func authorize(_ hop: inout URLRequest)
 
-    /// Removes the current credential from `request` if the request carries it (its header fields, whatever their
-    /// case); otherwise leaves it.
-    func withdraw(from request: inout URLRequest)
+    /// Removes `credential`, one this scope applied (of its own credential type), from `request` if the request carries
+    /// it (its header fields, whatever their case); otherwise leaves it.
+    func withdraw(_ credential: any Sendable, from request: inout URLRequest)
 }
 
 /// The rules a session follows redirects by: which responses are redirects, what the next request is, and what it
@@ -90,15 +90,20 @@ enum Redirection {
     }
 
     /// Secures `request`, which a part moved from `sent`'s origin to another (an endpoint group), for the credentials
-    /// of `scopes`, as a redirect hop is: each credential the request carries is removed, then applied again by each
-    /// scope whose hosts the new origin is one of. A header the caller set stays (the caller chose the group's
-    /// endpoints), unless it is the credential of a scope itself. `scopes` is `nil` when the part cannot know which
-    /// credentials adapted the request (a context that cannot register): then every header a redirect to another
-    /// origin drops is removed.
-    static func secureMove(_ request: inout URLRequest, from sent: URL, scopes: [any CredentialScope]?) {
+    /// of `scopes`, as a redirect hop is: each credential a scope `applied` to the attempt is removed, whatever the
+    /// scope holds by now, then each scope whose hosts the new origin is one of applies its current credential. A
+    /// header the caller set stays (the caller chose the group's endpoints). `scopes` is `nil` when the part cannot
+    /// know which credentials adapted the request (a context that cannot register): then every header a redirect to
+    /// another origin drops is removed.
+    static func secureMove(
+        _ request: inout URLRequest, from sent: URL, scopes: [any CredentialScope]?,
+        applied: [RegisteredRoles.AppliedCredential]
+    ) {
         guard !isSameOrigin(request.url, sent) else { return }
         guard let scopes else { return remove(credentialHeaders, from: &request) }
-        for scope in scopes { scope.withdraw(from: &request) }
+        for credential in applied {
+            scopes.first { ObjectIdentifier($0) == credential.scope }?.withdraw(credential.credential, from: &request)
+        }
         for scope in scopes { scope.authorize(&request) }
     }
 
