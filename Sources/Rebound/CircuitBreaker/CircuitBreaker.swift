@@ -344,13 +344,13 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
         let number = attempt.number
         if !configuration.classifiesByDefault, !roles.holdsPermit(of: self, for: number) { return }
         let verdict = configuration.verdict(for: attempt, outcome: outcome)
-        let openAtLeast = openAtLeast(after: verdict, of: attempt)
+        let (openAtLeast, timeOnWire) = (openAtLeast(after: verdict, of: attempt), attempt.timeOnWire)
         // The permit is taken under the breaker's lock, which `admit` holds while the request takes it.
         let ((), transitions) = update { storage, time, transitions in
             guard let permit = roles.takePermit(of: self, for: number) else { return }
             storage.permitsOut -= 1
             storage.machine.record(
-                verdict, permit: permit, timeOnWire: attempt.timeOnWire, time: &time, openAtLeast: openAtLeast,
+                verdict, permit: permit, timeOnWire: timeOnWire, time: &time, openAtLeast: openAtLeast,
                 transitions: &transitions)
         }
         announce(transitions)
