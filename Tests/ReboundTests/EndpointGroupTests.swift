@@ -467,6 +467,18 @@ struct EndpointGroupTests {
         }
     }
 
+    @Test func aGroupTheChainHoldsTwiceLeavesAnAttemptWhereItsFirstPassSentIt() async throws {
+        let clock = ManualClock()
+        let group = EndpointGroup(endpoints: [.init(Self.eu), .init(Self.us)], clock: clock)
+        let (session, transport) = Self.session(group, clock: clock, adapters: [group, group])
+
+        _ = try await session.send(Self.charges)
+
+        // The first attempt stays at eu, where the first pass sent it, and its retry goes to us.
+        #expect(transport.requests.map { $0.url?.host } == ["eu.api.example.com", "us.api.example.com"])
+        #expect(group.requestsKept == 0 && group.attemptsInFlight == 0)
+    }
+
     @Test func observersHearTheGroupAndTheEndpointOfEachAttemptItSent() async throws {
         let clock = ManualClock()
         let group = EndpointGroup(name: "payments", endpoints: [.init(Self.eu), .init(Self.us)], clock: clock)

@@ -98,6 +98,28 @@ struct RedirectTests {
         #expect(sent[3] == ("api.example.com", "7"))
     }
 
+    @Test("A credential applied before a logout is still dropped from a hop to another origin")
+    func aLogoutDuringTheAttemptLeavesNoCredentialOnAHopElsewhere() async throws {
+        let auth = AuthenticationInterceptor(
+            authenticator: HeaderAuthenticator(), credential: Token(value: 7), hosts: ["api.example.com"])
+        let transport = ScriptedTransport { request, _ in
+            switch request.url?.absoluteString {
+            case "https://api.example.com/a":
+                // Logged out while the first hop is in flight: no credential is current when the next hop is made.
+                auth.credential = nil
+                return redirect(to: "https://cdn.other.net/f")
+            case "https://cdn.other.net/f": return .status(200)
+            default: return .status(404)
+            }
+        }
+        _ = try await Session(transport: transport, interceptor: auth).send(URL(string: "https://api.example.com/a")!)
+
+        let sent = transport.requests.map { ($0.url?.host ?? "-", $0.value(forHTTPHeaderField: "X-Token")) }
+        #expect(sent.map(\.0) == ["api.example.com", "cdn.other.net"])
+        // The credential the attempt was adapted with, in a header of its own, never reaches the other origin.
+        #expect(sent.map(\.1) == ["7", nil])
+    }
+
     @Test("A handler cannot put a credential back on a hop outside its scope")
     func handlerCannotLeak() async throws {
         let transport = web([

@@ -260,6 +260,12 @@ extension AuthenticationInterceptor: CredentialScope {
         return headerNames(of: credential)
     }
 
+    /// The header fields, lower-cased, the authenticator applies `credential` in; none for a value of another type.
+    func headerNames(of credential: any Sendable) -> Set<String> {
+        guard let credential = credential as? A.Credential else { return [] }
+        return headerNames(of: credential)
+    }
+
     /// The header fields, lower-cased, the authenticator applies `credential` in, found by applying it to an empty
     /// request.
     private func headerNames(of credential: A.Credential) -> Set<String> {

@@ -285,6 +285,8 @@ struct RegisteredRoles: Sendable {
             if endsRequest { state.settled.endRequest() }
             guard let attempt else { return Settlement(accountants: .none, hasObservers: false, untold: []) }
             state.settled.insert(attempt)
+            // No part moves a settled attempt: the credentials applied to it are not needed any more.
+            if !state.credentialsApplied.isEmpty { state.credentialsApplied.removeAll { $0.attempt == attempt } }
             let untold = state.shadowRefusals[state.shadowRefusalsTold...]
             state.shadowRefusalsTold = state.shadowRefusals.count
             return Settlement(accountants: state.accountants, hasObservers: state.observerCount > 0, untold: untold)

@@ -13,6 +13,10 @@ protocol CredentialScope: AnyObject, Sendable {
     /// The header fields the credential is sent in, compared without regard to case.
     var credentialHeaderNames: Set<String> { get }
 
+    /// The header fields, lower-cased, `credential` (one this scope applied) is sent in; none for a value of another
+    /// type.
+    func headerNames(of credential: any Sendable) -> Set<String>
+
     /// Applies the current credential to `hop` if its host is one the credential belongs to; otherwise leaves it.
     func authorize(_ hop: inout URLRequest)
 
@@ -64,17 +68,23 @@ enum Redirection {
         return next
     }
 
-    /// Drops from `hop` what it must not carry if it leaves the origin of `sent` (the credential headers, `extra`
-    /// and the headers of every scope's credential), then lets each scope apply its credential if the hop's host is
-    /// one of its hosts.
+    /// Drops from `hop` what it must not carry if it leaves the origin of `sent` (the credential headers, `extra`,
+    /// the headers of every scope's current credential and those of each credential a scope `applied` to the attempt,
+    /// which a refresh or a logout may have replaced since), then lets each scope apply its credential if the hop's
+    /// host is one of its hosts.
     static func secure(
-        _ hop: inout URLRequest, after sent: URLRequest, stripping extra: Set<String>, scopes: [any CredentialScope]
+        _ hop: inout URLRequest, after sent: URLRequest, stripping extra: Set<String>, scopes: [any CredentialScope],
+        applied: [RegisteredRoles.AppliedCredential]
     ) {
         if !isSameOrigin(hop.url, sent.url) {
             var names = credentialHeaders
             for name in extra { names.insert(name.lowercased()) }
             for scope in scopes {
                 for name in scope.credentialHeaderNames { names.insert(name.lowercased()) }
+            }
+            for credential in applied {
+                guard let scope = scopes.first(where: { ObjectIdentifier($0) == credential.scope }) else { continue }
+                names.formUnion(scope.headerNames(of: credential.credential))
             }
             remove(names, from: &hop)
         }

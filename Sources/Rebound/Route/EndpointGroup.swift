@@ -11,8 +11,8 @@ import Foundation
 /// **Which requests.** A request whose URL is under one of the endpoints' base URLs (same scheme, host and port, and a
 /// path that starts with the base URL's path) is routed: it is sent under the chosen endpoint's base URL, the rest of
 /// its path, its query and its fragment kept. Write requests against any endpoint, usually the first; a request to
-/// any other URL goes through untouched. A request is routed by the first group in the chain that covers it: another
-/// group that covers it too lets it through.
+/// any other URL goes through untouched. A request is routed by one group, the first that routes an attempt of it:
+/// another group that covers it too lets it through.
 ///
 /// **Which endpoint.** Among the endpoints in rotation, ``Selection/failover`` takes the first in the order given and
 /// ``Selection/weighted`` draws one by weight. An attempt avoids the endpoints where an earlier attempt of its request
@@ -202,6 +202,8 @@ public final class EndpointGroup: RequestAdapter, RetryGate {
         let now = clock.now()
         let (requestID, attempt) = (context.requestID, context.attempt)
         let chosen = state.withLock { state -> Int in
+            // A group the chain holds twice leaves an attempt where its first pass sent it.
+            if keeps, state.routes[requestID]?.inFlight[attempt] != nil { return from }
             let route = keeps ? state.routes[requestID] ?? Route() : Route()
             let unavailable = state.unavailable(breakers)
             // The endpoint the gates judged this retry by, while it is still in rotation; else a new pick.
@@ -214,10 +216,7 @@ public final class EndpointGroup: RequestAdapter, RetryGate {
                     pick(for: route, in: state.detector, unavailable: unavailable, at: now)
                 }
             if keeps {
-                // A group the chain holds twice routes one attempt twice: the second pick replaces the first.
-                if let first = state.routes[requestID, default: Route()].inFlight.updateValue(chosen, forKey: attempt) {
-                    state.ended(at: first)
-                }
+                state.routes[requestID, default: Route()].inFlight[attempt] = chosen
                 state.inFlight[chosen] += 1
                 if route.planned?.attempt == attempt { state.routes[requestID]?.planned = nil }
             }

@@ -318,13 +318,14 @@ extension RequestPlan {
     ) async -> URLRequest? {
         let stripped = handler.strippedHeaders
         let scopes = registered?.scopes ?? []
+        let applied = registered?.credentialsApplied(to: context.attempt) ?? []
         var proposed = proposed
-        Redirection.secure(&proposed, after: sent, stripping: stripped, scopes: scopes)
+        Redirection.secure(&proposed, after: sent, stripping: stripped, scopes: scopes, applied: applied)
         // A handler that rewrites the hop to something other than http(s) (a file URL, say) stops it.
         guard var next = await handler.redirect(sent, to: proposed, for: response, context: context),
             let scheme = next.url?.scheme?.lowercased(), scheme == "http" || scheme == "https"
         else { return nil }
-        Redirection.secure(&next, after: sent, stripping: stripped, scopes: scopes)
+        Redirection.secure(&next, after: sent, stripping: stripped, scopes: scopes, applied: applied)
         return next
     }
 }

@@ -142,7 +142,7 @@ extension RequestPlan {
         // A retry an endpoint group sends to another endpoint is judged as going there (a per-host part by the
         // endpoint's host), as a retry a retrier moved to another request is; a retrier's target wins.
         var retry = retry
-        if let router = registered?.router, let target = router.destination(ofRetry: retry), retry.retryTarget == nil {
+        if retry.retryTarget == nil, let router = registered?.router, let target = router.destination(ofRetry: retry) {
             retry = retry.retrying(to: target)
         }
         for gate in roles.gates + registeredGates {
