@@ -100,6 +100,12 @@ struct EndpointGroupTests {
                 == "https://us.api.example.com:8443/v2/charges?customer=7#top")
     }
 
+    /// A transport on which `failing` answers 503 and every other host 200.
+    static func transport<C: Clock>(_ clock: C, failing: String = "eu.api.example.com") -> ScriptedTransport
+    where C.Duration == Duration {
+        ScriptedTransport(clock: clock) { request, _ in request.url?.host == failing ? .status(503) : .status(200) }
+    }
+
     /// eu answers as `eu` says, us always 200; `group` routes, among `adapters` when they are given.
     static func session(
         _ group: EndpointGroup, clock: ManualClock, adapters: [any RequestAdapter]? = nil, hedging: Hedging? = nil,
@@ -358,9 +364,7 @@ struct EndpointGroupTests {
         let resilience = Resilience(clock: clock, random: .seeded(3), deadline: nil)
         let group = EndpointGroup(
             endpoints: [.init(Self.eu), .init(Self.us)], breakers: resilience.breakers, clock: clock)
-        let transport = ScriptedTransport(clock: clock) { request, _ in
-            request.url?.host == "eu.api.example.com" ? .status(503) : .status(200)
-        }
+        let transport = Self.transport(clock)
         let session = Session(transport: transport, resilience: resilience, endpointGroup: group, clock: clock)
 
         // Every request succeeds at us; after five failures in a row eu is out of rotation (its breaker open, and
@@ -440,9 +444,7 @@ struct EndpointGroupTests {
         let usFirstGroup = EndpointGroup(name: "us-first", endpoints: [.init(Self.us), .init(Self.eu)], clock: clock)
         let observer = RecordingObserver()
         // Only us fails: a request the second group moved there would fail and count against the first group's eu.
-        let transport = ScriptedTransport(clock: clock) { request, _ in
-            request.url?.host == "us.api.example.com" ? .status(503) : .status(200)
-        }
+        let transport = Self.transport(clock, failing: "us.api.example.com")
         let session = Session(
             transport: transport, adapters: usFirst ? [usFirstGroup, euFirst] : [euFirst, usFirstGroup],
             retriers: [RetryPolicy(backoff: .zero)], observers: [observer], clock: clock)
@@ -483,9 +485,7 @@ struct EndpointGroupTests {
         let clock = ManualClock()
         let group = EndpointGroup(name: "payments", endpoints: [.init(Self.eu), .init(Self.us)], clock: clock)
         let observer = RecordingObserver()
-        let transport = ScriptedTransport(clock: clock) { request, _ in
-            request.url?.host == "eu.api.example.com" ? .status(503) : .status(200)
-        }
+        let transport = Self.transport(clock)
         let session = Session(
             transport: transport, adapters: [group], retriers: [RetryPolicy(backoff: .zero)], observers: [observer],
             clock: clock)

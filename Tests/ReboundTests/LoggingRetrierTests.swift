@@ -326,9 +326,7 @@ struct LoggingRetrierTests {
         let clock = ManualClock()
         let (eu, us) = (URL(string: "https://eu.api.example.com/v2")!, URL(string: "https://us.api.example.com/v2")!)
         let group = EndpointGroup(name: "payments", endpoints: [.init(eu), .init(us)], clock: clock)
-        let transport = ScriptedTransport(clock: clock) { request, _ in
-            request.url?.host == "eu.api.example.com" ? .status(503) : .status(200)
-        }
+        let transport = EndpointGroupTests.transport(clock)
         let session = Session(
             transport: transport, adapters: [group],
             retriers: [LoggingRetrier(wrapping: RetryPolicy(backoff: .zero), minimumLevel: .debug, sink: log.sink)],
