@@ -733,6 +733,51 @@ struct HedgingTests {
         #expect(sendTimes == [.zero, .milliseconds(100), .milliseconds(200), .milliseconds(300)])
     }
 
+    @Test("A question to the retriers the deadline cuts mid-round ends the request: the retriers are not asked again")
+    func aQuestionTheDeadlineCutsMidRoundIsNotAskedAgain() async {
+        guard #available(macOS 15.0, iOS 18.0, macCatalyst 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *) else {
+            return
+        }
+        let simulation = Simulation()
+        let clock = ManualClock()
+        let (error, asked) = await simulation.run { [clock] () async -> (ReboundError?, Int) in
+            // The first attempt fails at 100 ms, while the hedge sent at 50 ms is in flight; it would answer at 1 s.
+            let transport = ScriptedTransport(clock: clock) { _, index in
+                index == 1 ? .status(503).delayed(by: .milliseconds(100)) : .status(200).delayed(by: .seconds(1))
+            }
+            let asked = Locked(0)
+            // The retriers take a second to decide: the 200 ms deadline comes first.
+            let slow = Retrier { _, _ in
+                asked.withLock { $0 += 1 }
+                try? await clock.sleep(for: .seconds(1))
+                return .retry
+            }
+            let session = Session(
+                transport: transport, retriers: [slow], deadline: .milliseconds(200),
+                hedging: Hedging(delay: .milliseconds(50)), clock: clock)
+            let task = Task(executorPreference: simulation.executor) { () -> ReboundError? in
+                do {
+                    _ = try await session.send(request())
+                    return nil
+                } catch {
+                    return error as? ReboundError
+                }
+            }
+            for step in [50, 50, 100] {
+                await simulation.settle()
+                clock.advance(by: .milliseconds(step))
+            }
+            await simulation.settle()
+            let error = await task.value
+            return (error, asked.withLock { $0 })
+        }
+        guard case .deadlineExceeded = error?.reason else {
+            Issue.record("expected the deadline, got \(String(describing: error))")
+            return
+        }
+        #expect(asked == 1)
+    }
+
     @Test("A hedge one budget paid for and a later gate refused costs nothing once the request ends")
     func aHedgeRefusedAfterABudgetPaidIsRefunded() async throws {
         let clock = ManualClock()

@@ -38,8 +38,8 @@ struct HedgeRound {
         /// the last attempt in flight failing); not recorded yet.
         case finished(Int, InFlight, AttemptResult, at: Duration)
         /// The retriers' question about attempt `number`'s failure, recorded when they were asked, ended the round:
-        /// with their `answer` (a response no retrier would retry), or without one (the deadline, cancellation).
-        case decided(Int, AttemptResult, answer: RetryResult?)
+        /// with their `answer` (a response no retrier would retry), or cut by the deadline or cancellation.
+        case decided(Int, AttemptResult, answer: RequestMachine.RetriersAnswer)
     }
 
     /// Where the round's tasks report.

@@ -11,11 +11,11 @@ import Foundation
 /// timer runs in a task of its own, which reports to the round's loop through one stream; the loop reads the reports
 /// in the order they came and alone keeps the round's state (``HedgeRound``).
 struct HedgingExecutor {
-    /// What a round ends with: the result the request goes on with, recorded last, and the retriers' answer about it
-    /// if the round asked them already.
+    /// What a round ends with: the result the request goes on with, recorded last, and how the retriers' question
+    /// about it ended if the round asked them already (their answer, or the deadline or cancellation that cut it).
     struct RoundResult {
         let result: AttemptResult
-        let answer: RetryResult?
+        let answer: RequestMachine.RetriersAnswer?
     }
 
     let plan: RequestPlan
@@ -124,16 +124,18 @@ struct HedgingExecutor {
                 }
             case .answered(let number, let answer):
                 guard let (failed, _) = round.asking.removeValue(forKey: number) else { continue }
-                guard case .answered(let answer) = answer else {
-                    // The deadline came, or the task was cancelled, while they decided: the machine finds out.
-                    ending = .decided(number, failed, answer: nil)
+                guard case .answered(let result) = answer else {
+                    // The deadline came, or the task was cancelled, while they decided: that ends the round, and the
+                    // request.
+                    ending = .decided(number, failed, answer: answer)
                     break rounds
                 }
-                if answer.delay == nil, failed.response != nil {
+                if result.delay == nil, failed.response != nil {
                     // A response no retrier would retry is the answer: it ends them all.
                     ending = .decided(number, failed, answer: answer)
                     break rounds
                 }
+                let answer = result
                 if let request = answer.request { machine.retarget(request) }
                 // The request goes on at once with the attempts in flight, and the next hedge if it may start.
                 await tell(attempt: number, data: failed.data, decision: .retry(after: .zero), in: machine)

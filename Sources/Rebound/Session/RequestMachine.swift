@@ -156,9 +156,9 @@ struct RequestMachine {
         /// The attempt in flight ended with `result`; `admittedByBreaker` says whether a breaker let an attempt of the
         /// request through so far (its grant of a retry then keeps the backoff wait).
         case attemptEnded(AttemptResult, admittedByBreaker: Bool)
-        /// A hedged round ended with `result`, recorded last by the round, and the retriers' `answer` about it if the
-        /// round asked them already.
-        case roundEnded(AttemptResult, answer: RetryResult?, admittedByBreaker: Bool)
+        /// A hedged round ended with `result`, recorded last by the round, and how the retriers' question about it
+        /// ended if the round asked them already (their answer, or the deadline or cancellation that cut it).
+        case roundEnded(AttemptResult, answer: RetriersAnswer?, admittedByBreaker: Bool)
         /// The retriers answered about the failure in question (or did not, in time).
         case retriersAnswered(RetriersAnswer)
         /// The gates answered about the retry: the first refusal, `nil` when every gate granted it.
@@ -271,7 +271,7 @@ struct RequestMachine {
 
     /// What follows an attempt, recorded last, that came to `result`.
     private mutating func decide(
-        after result: AttemptResult, answer: RetryResult?, admittedByBreaker: Bool, now: Duration
+        after result: AttemptResult, answer: RetriersAnswer?, admittedByBreaker: Bool, now: Duration
     ) -> Action {
         switch result.kind {
         case .success:
@@ -286,8 +286,8 @@ struct RequestMachine {
             if backoffWait == nil, admittedByBreaker { backoffWait = BackoffWait() }
             let question = Question(about: result, failingFor: reason, in: self)
             phase = .deciding(question)
-            // A hedged round asked already.
-            if let answer { return decide(question, after: answer, now: now) }
+            // A hedged round asked already: what came of its question is the retriers' answer, never asked again.
+            if let answer { return handle(.retriersAnswered(answer), now: now) }
             // A failure that is never retried (an open breaker, say) is not offered to the retriers at all.
             if reason.isNonRetryable { return decide(question, after: .doNotRetry, now: now) }
             return .askRetriers(question, limit: time.limits?.limit(of: .decision, now: now))
