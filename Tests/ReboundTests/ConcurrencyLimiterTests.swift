@@ -341,6 +341,39 @@ struct ConcurrencyLimiterTests {
         _ = try await task.value
     }
 
+    @Test("Before an adapter that moves requests to another host, it holds places of the host they are sent to")
+    func holdsPlacesOfTheHostSentTo() async throws {
+        let clock = ManualClock()
+        let limiter = limiter(.fixed(1), clock: clock)
+        // Every request goes to one real host, whichever host it names.
+        let moving = Adapter { request, _ in
+            var moved = request
+            moved.url = URL(string: "https://real.example.com/items")
+            return moved
+        }
+        // The first request is answered after 10 s on the clock, any other at once.
+        let transport = ScriptedTransport(clock: clock) { _, number in
+            number == 1 ? .status(200).delayed(by: .seconds(10)) : .status(200)
+        }
+        let session = Session(transport: transport, adapters: [limiter, moving], clock: clock)
+        let first = Task { try await session.send(URL(string: "https://a.example.com/items")!) }
+        try await clock.waitForSleepers(1)
+
+        // The first request holds the real host's one place, not a.example.com's: the second, written for another
+        // host, is refused there.
+        #expect(limiter.snapshot(for: "real.example.com").inFlight == 1)
+        #expect(limiter.snapshot(for: "a.example.com").inFlight == 0)
+        let error = await #expect(throws: ReboundError.self) {
+            try await session.send(URL(string: "https://b.example.com/items")!)
+        }
+        #expect((error?.underlyingError as? ConcurrencyLimitExceeded)?.key == "real.example.com")
+        #expect(transport.requestCount == 1)
+
+        clock.advance(by: .seconds(10))
+        _ = try await first.value
+        #expect(limiter.placesHeld == 0)
+    }
+
     @Test("Wrapped in a decorator that forwards adapt, the limiter still gives every place back")
     func behindAWrapper() async throws {
         let limiter = limiter(.fixed(1))

@@ -8,7 +8,8 @@ import Foundation
 /// host cannot take every connection and task of the app, and an overloaded one is not sent more than it can serve.
 ///
 /// **The rule.** An attempt takes one of its host's places when it is adapted and gives it back when it ends, on every
-/// path (a failure, a cancellation, an attempt that a later adapter or an open breaker stopped). When every place is
+/// path (a failure, a cancellation, an attempt that a later adapter or an open breaker stopped); one that a later
+/// adapter sends to another host holds that host's place instead, taken after the adapters. When every place is
 /// taken, the attempt waits in the host's queue, first come first served, for at most
 /// ``Configuration/queueTimeout``; when the queue is full too (or has no room, ``Configuration/maximumQueued`` being
 /// 0, the default), it fails at once. Either way the error is ``ConcurrencyLimitExceeded``, which says which limit was
@@ -212,10 +213,22 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
         // Registered before a place is taken, so that an attempt settled while it waits, or just as a place is handed
         // to it (its deadline, the end of a hedged round), gives that place back or leaves the queue.
         context.settleAndAdmitRetries(through: self)
+        // A place taken is noted, so that an attempt a later adapter sends to another host holds that host's place
+        // instead (``readmit(_:from:to:)``).
+        if try await takePlace(of: key, for: context, roles: roles) {
+            context.admitted(by: self, under: key, at: request.url)
+        }
+        return request
+    }
+
+    /// Takes one of `key`'s places for `context`'s attempt, waiting in the host's queue if there is room there; throws
+    /// as ``adapt(_:context:)`` does. Returns whether the attempt holds a place (in shadow mode, one refused goes on
+    /// without one).
+    private func takePlace(of key: String, for context: RequestContext, roles: RegisteredRoles) async throws -> Bool {
         let attempt = AttemptKey(requestID: context.requestID, attempt: context.attempt)
         switch take(key, for: attempt) {
         case .taken:
-            break
+            return true
         case .refused(let error):
             guard enforcement == .shadow else { throw error }
             roles.refuseInShadow(
@@ -223,10 +236,11 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
                     requestID: context.requestID, attempt: context.attempt, stage: .attempt, reason: .concurrencyLimit,
                     part: "ConcurrencyLimiter", key: key, error: error),
                 by: ObjectIdentifier(self))
+            return false
         case .mustWait:
             try await wait(key, for: attempt)
+            return true
         }
-        return request
     }
 
     private enum Taking {
@@ -404,6 +418,20 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
     package var hostsKept: Int { state.withLock { $0.hosts.count } }
 }
 
+extension ConcurrencyLimiter: HostAdmission {
+    func admissionKey(for request: URLRequest) -> String? {
+        keyFunction(request)
+    }
+
+    /// Gives back the place `context`'s attempt took of `admitted`'s host, teaching an adaptive limit nothing, and
+    /// takes one of `key`'s host instead, waiting or throwing as ``adapt(_:context:)`` does.
+    func readmit(_ context: RequestContext, from admitted: String, to key: String) async throws {
+        guard let roles = context.roles else { return }
+        giveBack(AttemptKey(requestID: context.requestID, attempt: context.attempt), dropped: nil)
+        _ = try await takePlace(of: key, for: context, roles: roles)
+    }
+}
+
 // The session tells the limiter how the attempts it let through end directly (see `AttemptAccountant`).
 extension ConcurrencyLimiter: AttemptAccountant {
     func settle(_ attempt: Attempt, of requestID: UUID, roles: RegisteredRoles, outcome: () -> AttemptOutcome) {
@@ -421,53 +449,6 @@ extension ConcurrencyLimiter: AttemptAccountant {
     }
 
     func requestEnded(_ requestID: UUID) {}
-}
-
-/// The error of an attempt a ``ConcurrencyLimiter`` refused: its host had no place for it and no room in its queue,
-/// or it waited in the queue longer than the queue timeout.
-public struct ConcurrencyLimitExceeded: NonRetryableError, Sendable, Equatable, CustomStringConvertible {
-    /// Which limit the attempt hit.
-    ///
-    /// A minor release may add a case: switch over it with `@unknown default` (<doc:APIStabilityGuide>).
-    public enum LimitHit: String, Sendable, Equatable {
-        /// Every place was taken and the limiter has no queue.
-        case inFlight
-        /// Every place was taken and the queue was full.
-        case queue
-        /// The attempt waited in the queue for the whole queue timeout.
-        case queueTimeout
-    }
-
-    /// The host's key, usually the host.
-    public let key: String
-    /// Which limit the attempt hit.
-    public let limitHit: LimitHit
-    /// The host's limit at the time.
-    public let limit: Int
-    /// The attempts in flight to the host at the time.
-    public let inFlight: Int
-    /// The attempts waiting in the host's queue at the time.
-    public let queued: Int
-
-    /// Creates the error; limiters create these, and test code may too.
-    public init(key: String, limitHit: LimitHit, limit: Int, inFlight: Int, queued: Int) {
-        self.key = key
-        self.limitHit = limitHit
-        self.limit = limit
-        self.inFlight = inFlight
-        self.queued = queued
-    }
-
-    /// For example `concurrency limit for api.example.com reached (queue full): 16 of 16 in flight, 32 queued`.
-    public var description: String {
-        let what =
-            switch limitHit {
-            case .inFlight: "no place"
-            case .queue: "queue full"
-            case .queueTimeout: "queue timeout"
-            }
-        return "concurrency limit for \(key) reached (\(what)): \(inFlight) of \(limit) in flight, \(queued) queued"
-    }
 }
 
 /// One attempt of one request: the key of what a part holds for an attempt it let through until the attempt is
