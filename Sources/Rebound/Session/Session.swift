@@ -248,7 +248,7 @@ public final class Session: Sendable {
     }
 
     /// A request's plan (see ``RequestPlan/init(session:original:label:adapters:retriers:interceptor:observers:gates:validator:deadline:attemptTimeout:redirectHandler:hedging:)``),
-    /// made out of line, so that the frame of `send`, which lasts the whole request, does not hold its temporaries.
+    /// made out of line: what building the plan needs is gone once it is built, rather than kept as long as `send` runs.
     @inline(never)
     private func plan(
         _ original: OriginalRequest, label: String?, adapters: [any RequestAdapter], retriers: [any RequestRetrier],
