@@ -12,12 +12,13 @@
 /// its state. A table that keeps busy hosts (a concurrency limiter's, whose hosts hold places and waiters) drops only a
 /// host at rest among the next 16, and otherwise keeps the new host past its capacity, until the hand finds idle ones.
 ///
-/// **Without new hosts.** A part whose hosts come back to rest by themselves, with nothing learned lost when they are
-/// made anew (a window that empties, a breaker closed with no failure, a bucket refilled), moves the hand a step on each
-/// request with ``forgetIdle(steps:isAtRest:)``, so that hosts gone idle are forgotten while requests go to the hosts
-/// kept, though no new host comes: the table is swept at the pace of its traffic, a host in two rounds. A part whose
-/// idle hosts still hold something learned (a rate limiter's measured rate, a limiter's adaptive limit) does not, and
-/// keeps them until new hosts move the hand. With no request at all, nothing moves: the table keeps what it has.
+/// **Without new hosts.** A part whose hosts come back to rest by themselves, with nothing that still matters lost when
+/// they are made anew (a window that empties, a breaker closed with no failure, a bucket refilled, a limiter's host
+/// with nothing in flight, a rate limiter's host it does not pace), moves the hand a step on each request with
+/// ``forgetIdle(steps:isAtRest:)``, so that hosts gone idle are forgotten while requests go to the hosts kept, though
+/// no new host comes: the table is swept at the pace of its traffic, a host in two rounds. A state that does not come
+/// back to rest by itself (a host the rate limiter paces) is kept until the table is at capacity. With no request at
+/// all, nothing moves: the table keeps what it has.
 ///
 /// **After a quiet time.** A part whose test of rest reads the time (a window with nothing in it now) moves the hand with
 /// ``forgetIdle(at:every:isAtRest:)`` instead: at most once a period (its window), the request that comes drops every

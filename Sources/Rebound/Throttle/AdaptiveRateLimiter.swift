@@ -241,6 +241,8 @@ extension AdaptiveRateLimiter: AttemptAccountant {
             state.hosts.update(key, make: Host.init, isAtRest: { !$0.pacing }) {
                 $0.learn(throttled: throttled, at: now)
             }
+            // A step of the table's hand: hosts it does not pace are forgotten though no new host comes.
+            state.hosts.forgetIdle(steps: 1, isAtRest: { !$0.pacing })
         }
     }
 

@@ -286,6 +286,9 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
             return (.mustWait, nil)
         }
         if let inFlight { state.places[attempt] = Place(key: key, since: now, inFlight: inFlight) }
+        // A step of the table's hand: idle hosts are forgotten though no new host comes (what an adaptive limit learned
+        // of a host that sat idle no longer holds).
+        state.hosts.forgetIdle(steps: 1, isAtRest: { $0.isIdle })
         return taking
     }
 
