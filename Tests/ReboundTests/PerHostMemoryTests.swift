@@ -71,12 +71,23 @@ struct PerHostMemoryTests {
         try await visit(6_000, through: parts.map(\.part), clock: clock)
 
         // At most the hosts of one window, and those the hand has not reached again since.
-        for (name, _, kept) in parts {
+        let learning = ["AIMD limiter", "rate limiter"]
+        for (name, _, kept) in parts where !learning.contains(name) {
             #expect(kept() < 4_000, "\(name) keeps \(kept()) of 6,000 hosts")
         }
-        // Parts whose state is at rest at once (closed breaker, full bucket, idle limit, no throttling) keep few.
-        for (name, _, kept) in parts where !["ratio budget", "throttle"].contains(name) {
+        // Parts whose state is at rest at once (closed breaker, full bucket, idle fixed limit) keep few.
+        for (name, _, kept) in parts where !["ratio budget", "throttle"].contains(name) && !learning.contains(name) {
             #expect(kept() < 500, "\(name) keeps \(kept()) of 6,000 hosts")
+        }
+        // The limiters keep what they learned of a host used within the last minute: every host, here. A minute on,
+        // new hosts make them forget those idle since, and only the hosts of the last minute stay.
+        for (name, _, kept) in parts where learning.contains(name) {
+            #expect(kept() == 6_000, "\(name) keeps \(kept()) of 6,000 hosts")
+        }
+        clock.advance(by: ConcurrencyLimiter.idleHorizon)
+        try await visit(6_000, hosts: 6_000, through: parts.map(\.part), clock: clock)
+        for (name, _, kept) in parts where learning.contains(name) {
+            #expect(kept() < 8_000, "\(name) keeps \(kept()) of 12,000 hosts")
         }
     }
 
@@ -130,10 +141,34 @@ struct PerHostMemoryTests {
         clock.advance(by: .seconds(1))
         for request in burst { _ = try await request.value }
 
-        // Idle now, with what the limit learned of each: two rounds of the hand, a step on each request to the known
-        // host, forget them all.
+        // Idle now, with what the limit learned of each. Within a minute, requests to the known host keep them all;
+        // once they have sat idle for a minute, two rounds of the hand, a step on each request, forget them.
+        for _ in 0..<1_100 { _ = try await session.send(known) }
+        #expect(limiter.hostsKept >= 500)
+        clock.advance(by: ConcurrencyLimiter.idleHorizon)
         for _ in 0..<1_100 { _ = try await session.send(known) }
         #expect(limiter.hostsKept == 1)
+    }
+
+    @Test("A host used now and then keeps what its adaptive limit learned while other hosts take most requests")
+    func aHostUsedNowAndThenKeepsItsLimit() async throws {
+        let clock = ManualClock()
+        let limiter = ConcurrencyLimiter(configuration: .init(limit: .aimd(.init())), clock: clock)
+        let (a, b) = (URL(string: "https://a.example.com/")!, URL(string: "https://b.example.com/")!)
+        // b fails, a answers: each failure of b shrinks its limit.
+        let transport = ScriptedTransport(clock: clock) { request, _ in request.url == b ? .status(503) : .status(200) }
+        let session = Session(transport: transport, adapters: [limiter], clock: clock)
+        for _ in 0..<5 { _ = try? await session.send(b) }
+        let learned = limiter.snapshot(for: "b.example.com").limit
+        #expect(learned < 10)
+
+        // Three requests to a for each to b: the limiter's look at its hosts passes b, idle, between b's requests.
+        for _ in 0..<20 {
+            for _ in 0..<3 { _ = try await session.send(a) }
+            _ = try? await session.send(b)
+        }
+        // b's limit only went on shrinking: it was never forgotten and started again at 10.
+        #expect(limiter.snapshot(for: "b.example.com").limit <= learned)
     }
 
     @Test("The first request after a quiet window forgets every host of the throttle and the budget idle since")

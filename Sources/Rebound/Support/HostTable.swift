@@ -10,15 +10,16 @@
 /// **At capacity.** A new host first makes room: the hand drops the first host it reaches, among the next 16, that is at
 /// rest or was not used since it last passed, or else the host under it, so a host used little lately goes, whatever
 /// its state. A table that keeps busy hosts (a concurrency limiter's, whose hosts hold places and waiters) drops only a
-/// host at rest among the next 16, and otherwise keeps the new host past its capacity, until the hand finds idle ones.
+/// host its part lets go (an idle one) among the next 16, and otherwise keeps the new host past its capacity, until the
+/// hand finds idle ones.
 ///
 /// **Without new hosts.** A part whose hosts come back to rest by themselves, with nothing that still matters lost when
 /// they are made anew (a window that empties, a breaker closed with no failure, a bucket refilled, a limiter's host
-/// with nothing in flight, a rate limiter's host it does not pace), moves the hand a step on each request with
-/// ``forgetIdle(steps:isAtRest:)``, so that hosts gone idle are forgotten while requests go to the hosts kept, though
-/// no new host comes: the table is swept at the pace of its traffic, a host in two rounds. A state that does not come
-/// back to rest by itself (a host the rate limiter paces) is kept until the table is at capacity. With no request at
-/// all, nothing moves: the table keeps what it has.
+/// idle for a minute, a rate limiter's host it does not pace and that answered nothing for a minute), moves the hand a
+/// step on each request with ``forgetIdle(steps:isAtRest:)``, so that hosts gone idle are forgotten while requests go
+/// to the hosts kept, though no new host comes: the table is swept at the pace of its traffic, a host in two rounds. A
+/// state that does not come back to rest by itself (a host the rate limiter paces) is kept until the table is at
+/// capacity. With no request at all, nothing moves: the table keeps what it has.
 ///
 /// **After a quiet time.** A part whose test of rest reads the time (a window with nothing in it now) moves the hand with
 /// ``forgetIdle(at:every:isAtRest:)`` instead: at most once a period (its window), the request that comes drops every
@@ -86,12 +87,15 @@ struct HostTable<Value: Sendable>: Sendable {
     }
 
     /// Changes the state of `key`'s host in place, first making it from `make` if the host is not kept (which may drop
-    /// idle hosts, or one to make room), and marks it used.
+    /// idle hosts, or one to make room), and marks it used. At capacity, a table that keeps busy hosts makes room with
+    /// a host `mayMakeRoom` lets go (one at rest, by default): a part whose hosts come to rest only with time (an
+    /// adaptive limit that sat idle) lets an idle one go there, so that the cap holds.
     mutating func update<Result>(
-        _ key: String, make: () -> Value, isAtRest: (Value) -> Bool, _ body: (inout Value) -> Result
+        _ key: String, make: () -> Value, isAtRest: (Value) -> Bool, mayMakeRoom: ((Value) -> Bool)? = nil,
+        _ body: (inout Value) -> Result
     ) -> Result {
         if let result = modify(key, body) { return result }
-        add(key, make(), isAtRest: isAtRest)
+        add(key, make(), isAtRest: isAtRest, mayMakeRoom: mayMakeRoom)
         return entries[entries.count - 1].use(body)
     }
 
@@ -136,15 +140,21 @@ struct HostTable<Value: Sendable>: Sendable {
         hand = 0
     }
 
-    /// Adds a host, after three steps of the hand that drop idle hosts at rest, and one more to make room at capacity.
-    private mutating func add(_ key: String, _ value: Value, isAtRest: (Value) -> Bool) {
+    /// Adds a host, after three steps of the hand that drop idle hosts at rest, and one more to make room at capacity
+    /// (with a host `mayMakeRoom` lets go, where busy hosts are kept).
+    private mutating func add(
+        _ key: String, _ value: Value, isAtRest: (Value) -> Bool, mayMakeRoom: ((Value) -> Bool)?
+    ) {
         for _ in 0..<3 { _ = step(dropping: { !$0.used && isAtRest($0.value) }) }
         if entries.count >= capacity {
             // A few steps at most, so that no single request pays for a walk around a large table.
             let dropsUnused = !keepsBusyHosts
             var dropped = false
             for _ in 0..<Self.stepsToMakeRoom where !dropped {
-                dropped = step(dropping: { (dropsUnused && !$0.used) || isAtRest($0.value) })
+                dropped = step(dropping: { entry in
+                    let letGo = if let mayMakeRoom { mayMakeRoom(entry.value) } else { isAtRest(entry.value) }
+                    return (dropsUnused && !entry.used) || letGo
+                })
             }
             // None of them idle: the host under the hand goes, used or not (but never a busy one where they are kept).
             if !dropped, !keepsBusyHosts { _ = step(dropping: { _ in true }) }

@@ -49,6 +49,9 @@ public final class AdaptiveRateLimiter: RequestAdapter, RetryGate {
     static let minimumRate = 0.5
     /// The weight of the latest half second in the measured rate.
     static let smoothing = 0.8
+    /// How long, in seconds, a host it does not pace goes without a response before the limiter forgets it as responses
+    /// of other hosts come, though no new host comes: a minute.
+    static let idleHorizon = 60.0
 
     /// One host's bucket, rate and measurements, in seconds on the limiter's clock.
     private struct Host: Sendable {
@@ -238,11 +241,11 @@ extension AdaptiveRateLimiter: AttemptAccountant {
         let throttled = isThrottling(attempt)
         let now = clock.now().seconds
         state.withLock { state in
-            state.hosts.update(key, make: Host.init, isAtRest: { !$0.pacing }) {
-                $0.learn(throttled: throttled, at: now)
-            }
-            // A step of the table's hand: hosts it does not pace are forgotten though no new host comes.
-            state.hosts.forgetIdle(steps: 1, isAtRest: { !$0.pacing })
+            // At rest: a host it does not pace, whose last response is a minute old (its measured rate no longer holds).
+            let isAtRest = { (host: Host) in !host.pacing && now - host.bucket >= Self.idleHorizon }
+            state.hosts.update(key, make: Host.init, isAtRest: isAtRest) { $0.learn(throttled: throttled, at: now) }
+            // A step of the table's hand: hosts at rest are forgotten though no new host comes.
+            state.hosts.forgetIdle(steps: 1, isAtRest: isAtRest)
         }
     }
 

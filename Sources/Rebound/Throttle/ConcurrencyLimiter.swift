@@ -124,11 +124,23 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
         var inFlight = 0
         /// The attempts waiting for a place, first come first served; any of them may leave early.
         var queue = KeyedQueue<AttemptKey, Waiter>()
+        /// When a place of the host was last taken or given back, on the limiter's clock.
+        var lastActive: Duration
 
         /// Nothing in flight and nobody waiting: a fixed limit has nothing to remember, an adaptive one only what it
         /// learned, which no longer holds once the host has sat idle a while.
         var isIdle: Bool { inFlight == 0 && queue.isEmpty }
+
+        /// Idle for ``ConcurrencyLimiter/idleHorizon`` by `now`: what an adaptive limit learned of the host no longer
+        /// holds.
+        func hasSatIdle(at now: Duration) -> Bool {
+            isIdle && now - lastActive >= ConcurrencyLimiter.idleHorizon
+        }
     }
+
+    /// How long a host with an adaptive limit sits idle before the limiter forgets it as requests go on to other hosts,
+    /// though no new host comes: a minute.
+    static let idleHorizon: Duration = .seconds(60)
 
     private struct State: Sendable {
         /// Each host's places and queue; an idle host is at rest, and a busy one is never forgotten.
@@ -271,10 +283,12 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
         let maximumQueued = enforcement == .shadow ? 0 : configuration.maximumQueued
         // The place's count of attempts in flight, when the attempt took one.
         let (taking, inFlight) = state.hosts.update(
-            key, make: { Host(limit: LimitState(limit)) }, isAtRest: { $0.isIdle }
+            key, make: { Host(limit: LimitState(limit), lastActive: now) }, isAtRest: { $0.hasSatIdle(at: now) },
+            mayMakeRoom: { $0.isIdle }
         ) { host -> (Taking, Int?) in
             if host.inFlight < host.limit.current, host.queue.isEmpty {
                 host.inFlight += 1
+                host.lastActive = now
                 return (.taken, host.inFlight)
             }
             guard host.queue.count < maximumQueued else {
@@ -286,9 +300,8 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
             return (.mustWait, nil)
         }
         if let inFlight { state.places[attempt] = Place(key: key, since: now, inFlight: inFlight) }
-        // A step of the table's hand: idle hosts are forgotten though no new host comes (what an adaptive limit learned
-        // of a host that sat idle no longer holds).
-        state.hosts.forgetIdle(steps: 1, isAtRest: { $0.isIdle })
+        // A step of the table's hand: hosts that sat idle are forgotten though no new host comes.
+        state.hosts.forgetIdle(steps: 1, isAtRest: { $0.hasSatIdle(at: now) })
         return taking
     }
 
@@ -376,6 +389,7 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
             let handed =
                 state.hosts.modify(place.key) { host -> [(AttemptKey, Waiter, Int)] in
                     host.inFlight -= 1
+                    host.lastActive = now
                     if let dropped {
                         host.limit.update(latency: now - place.since, inFlight: place.inFlight, dropped: dropped)
                     }
