@@ -374,6 +374,37 @@ struct ConcurrencyLimiterTests {
         #expect(limiter.placesHeld == 0)
     }
 
+    @Test("An attempt a later adapter sends to a host the limiter lets through gives its place back")
+    func anAttemptMovedToAnUnlimitedHostGivesItsPlaceBack() async throws {
+        let clock = ManualClock()
+        // The limiter lets unlimited.example.com through untouched: its key function gives it no key.
+        let limiter = ConcurrencyLimiter(
+            configuration: .init(limit: .fixed(1)),
+            key: { $0.url?.host == "unlimited.example.com" ? nil : CircuitBreakerRegistry.hostKey(for: $0) },
+            clock: clock)
+        let moving = Adapter { request, _ in
+            var moved = request
+            moved.url = URL(string: "https://unlimited.example.com/items")
+            return moved
+        }
+        // The first request is answered after 10 s on the clock, any other at once.
+        let transport = ScriptedTransport(clock: clock) { _, number in
+            number == 1 ? .status(200).delayed(by: .seconds(10)) : .status(200)
+        }
+        let session = Session(transport: transport, adapters: [limiter, moving], clock: clock)
+        let first = Task { try await session.send(URL(string: "https://a.example.com/items")!) }
+        try await clock.waitForSleepers(1)
+
+        // The first request, in flight to the unlimited host, holds no place of a.example.com: the second goes too.
+        #expect(limiter.placesHeld == 0)
+        _ = try await session.send(URL(string: "https://a.example.com/items")!)
+        #expect(transport.requestCount == 2)
+
+        clock.advance(by: .seconds(10))
+        _ = try await first.value
+        #expect(limiter.placesHeld == 0)
+    }
+
     @Test("Wrapped in a decorator that forwards adapt, the limiter still gives every place back")
     func behindAWrapper() async throws {
         let limiter = limiter(.fixed(1))

@@ -403,11 +403,12 @@ extension RetryBudget: HostAdmission {
     }
 
     /// Counts the ratio budget's request under `key`, the host it is sent to, rather than under `admitted`.
-    func readmit(_ context: RequestContext, from admitted: String, to key: String) async throws {
+    func readmit(_ context: RequestContext, from admitted: String, to key: String?) async throws {
         guard let ratio else { return }
         let now = now()
         state.withLock { state in
             state.windows.modify(admitted) { $0.addRequest(-1, at: now, window: ratio.window) }
+            guard let key else { return }
             changeWindow(of: key, in: &state, now: now, ratio: ratio) { $0.addRequest(at: now, window: ratio.window) }
         }
     }

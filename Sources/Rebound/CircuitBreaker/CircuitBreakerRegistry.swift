@@ -292,9 +292,9 @@ extension CircuitBreakerRegistry: HostAdmission {
 
     /// Gives the permit of `admitted`'s breaker back uncounted, and lets the attempt through `key`'s breaker, or throws
     /// ``CircuitBreakerOpenError``.
-    func readmit(_ context: RequestContext, from admitted: String, to key: String) async throws {
+    func readmit(_ context: RequestContext, from admitted: String, to key: String?) async throws {
         table.withLock { $0[admitted] }?.giveBack(context)
-        try breaker(for: key).admit(context)
+        if let key { try breaker(for: key).admit(context) }
     }
 }
 

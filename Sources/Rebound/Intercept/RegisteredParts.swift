@@ -31,8 +31,9 @@ protocol HostAdmission: AnyObject, Sendable {
     /// The key the part admits `request` under; `nil` for a request it lets through untouched.
     func admissionKey(for request: URLRequest) -> String?
     /// Gives back, uncounted, what the part took when it admitted `context`'s attempt under `admitted`, and admits the
-    /// attempt under `key` instead, waiting or throwing as its `adapt` would.
-    func readmit(_ context: RequestContext, from admitted: String, to key: String) async throws
+    /// attempt under `key` instead, waiting or throwing as its `adapt` would; with no key (a host the part lets through
+    /// untouched), only gives back.
+    func readmit(_ context: RequestContext, from admitted: String, to key: String?) async throws
 }
 
 /// The observers and gates an ``Interceptor`` was given, in one box that registers as a whole.

@@ -197,9 +197,10 @@ extension RequestPlan {
                 // later adapter changed admits it again, under the host it is sent to.
                 if let registered {
                     for admission in registered.takeAdmissions(of: number) {
-                        guard adapted.url != admission.url, let key = admission.part.admissionKey(for: adapted),
-                            key != admission.key
-                        else { continue }
+                        guard adapted.url != admission.url else { continue }
+                        // `nil`: the part lets the new host through untouched, and only gives back what it took.
+                        let key = admission.part.admissionKey(for: adapted)
+                        guard key != admission.key else { continue }
                         try await admission.part.readmit(context, from: admission.key, to: key)
                     }
                 }

@@ -218,7 +218,7 @@ extension AdaptiveRateLimiter: HostAdmission {
     }
 
     /// Gives the token taken for `admitted` back, if its host is paced, and paces the attempt by `key`'s host instead.
-    func readmit(_ context: RequestContext, from admitted: String, to key: String) async throws {
+    func readmit(_ context: RequestContext, from admitted: String, to key: String?) async throws {
         let now = clock.now().seconds
         state.withLock { state in
             guard state.hosts[admitted]?.pacing == true else { return }
@@ -227,7 +227,7 @@ extension AdaptiveRateLimiter: HostAdmission {
                 host.tokens = min(host.capacity, host.tokens + 1)
             }
         }
-        try await pace(key)
+        if let key { try await pace(key) }
     }
 }
 

@@ -266,8 +266,8 @@ public final class AdaptiveThrottle: RequestAdapter, RetryGate {
     /// Draws for `context`'s first attempt under `key`, the host it is sent to: the draw under `admitted` took nothing
     /// to give back (a rejection is counted, a request let through is counted when it ends, under the host it was sent
     /// to).
-    func readmit(_ context: RequestContext, from admitted: String, to key: String) async throws {
-        if let drawn = admit(key, requestID: context.requestID, attempt: context.attempt),
+    func readmit(_ context: RequestContext, from admitted: String, to key: String?) async throws {
+        if let key, let drawn = admit(key, requestID: context.requestID, attempt: context.attempt),
             let rejection = rejectionToThrow(
                 drawn, attempt: context.attempt, stage: .attempt, of: context.requestID, roles: context.roles)
         {

@@ -442,10 +442,13 @@ extension ConcurrencyLimiter: HostAdmission {
 
     /// Gives back the place `context`'s attempt took of `admitted`'s host, teaching an adaptive limit nothing, and
     /// takes one of `key`'s host instead, waiting or throwing as ``adapt(_:context:)`` does.
-    func readmit(_ context: RequestContext, from admitted: String, to key: String) async throws {
+    func readmit(_ context: RequestContext, from admitted: String, to key: String?) async throws {
         guard let roles = context.roles else { return }
-        giveBack(AttemptKey(requestID: context.requestID, attempt: context.attempt), dropped: nil)
-        _ = try await takePlace(of: key, for: context, roles: roles)
+        let attempt = AttemptKey(requestID: context.requestID, attempt: context.attempt)
+        // Held twice, the limiter is asked once per admission it noted: a place of `key` taken already is kept.
+        if let key, state.withLock({ $0.places[attempt]?.key == key }) { return }
+        giveBack(attempt, dropped: nil)
+        if let key { _ = try await takePlace(of: key, for: context, roles: roles) }
     }
 }
 

@@ -313,7 +313,7 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver, HostAdmissio
 
     /// Gives back, uncounted, the request `context`'s attempt took from `admitted`'s quota, and paces the attempt by
     /// `key`'s quota instead: a later adapter moved it to that host.
-    func readmit(_ context: RequestContext, from admitted: String, to key: String) async throws {
+    func readmit(_ context: RequestContext, from admitted: String, to key: String?) async throws {
         state.withLock { state in
             guard
                 let index = state.requests[context.requestID]?.counted.lastIndex(where: {
@@ -328,7 +328,7 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver, HostAdmissio
                 host.remaining += 1
             }
         }
-        _ = try await pace(key, context: context)
+        if let key { _ = try await pace(key, context: context) }
     }
 
     /// The key the pacer paces `request` by.
