@@ -203,6 +203,33 @@ struct EndpointGroupTests {
         #expect(group.requestsKept == 0 && group.attemptsInFlight == 0)
     }
 
+    @Test func aHedgeGoesBesideNoAttemptItRacesEvenToAnEndpointWhereTheRequestFailed() async throws {
+        let clock = ManualClock()
+        let group = EndpointGroup(endpoints: [.init(Self.eu), .init(Self.us)], clock: clock)
+        // eu fails at once; us answers after 10 s.
+        let transport = ScriptedTransport(clock: clock) { request, _ in
+            request.url?.host == "eu.api.example.com" ? .status(503) : .status(200).delayed(by: .seconds(10))
+        }
+        let session = Session(
+            transport: transport, adapters: [group], retriers: [RetryPolicy(backoff: .zero)],
+            hedging: Hedging(delay: .seconds(1)), clock: clock)
+
+        let hedged = Task { try await session.send(Self.charges) }
+        // The first attempt fails at eu; its retry goes to us, and waits there; its hedge goes to eu, not beside it.
+        try await transport.waitForRequests(2)
+        try await clock.waitForSleepers(2)
+        clock.advance(by: .seconds(1))
+        try await transport.waitForRequests(3)
+        try await clock.waitForSleepers(1)
+        clock.advance(by: .seconds(9))
+        let response = try await hedged.value
+
+        let hosts = transport.requests.map { $0.url?.host ?? "-" }
+        #expect(hosts == ["eu.api.example.com", "us.api.example.com", "eu.api.example.com"])
+        #expect(response.request.url?.host == "us.api.example.com")
+        #expect(group.requestsKept == 0 && group.attemptsInFlight == 0)
+    }
+
     @Test(.timeLimit(.minutes(1)))
     func aHedgeIsJudgedByTheBreakerOfTheEndpointItGoesTo() async throws {
         // The first attempt hangs at eu while another request's failure opens eu's breaker: the hedge goes to us, so

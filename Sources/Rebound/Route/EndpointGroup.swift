@@ -16,12 +16,13 @@ import Foundation
 ///
 /// **Which endpoint.** Among the endpoints in rotation, ``Selection/failover`` takes the first in the order given and
 /// ``Selection/weighted`` draws one by weight. An attempt avoids the endpoints where an earlier attempt of its request
-/// failed or is still in flight (a retry goes elsewhere, a hedge beside the attempt it races), where one in rotation
-/// is left; otherwise it goes to one in rotation other than the last that failed, then to any in rotation, and only
-/// when none is in rotation to an ejected one. Given `breakers:`, an endpoint whose breaker is open is out of rotation
-/// too, and so is one whose half-open breaker has an attempt in flight (its trial, beside which the breaker would refuse
-/// another), so that the breaker refuses only what still reaches it. The group never changes whether a request is retried:
-/// the retry policy's method rules, limits and budget still decide.
+/// failed or is still in flight (a retry goes elsewhere, a hedge beside the attempt it races), where one in rotation is
+/// left; otherwise to one in rotation with no attempt of the request in flight (other than the last that failed where
+/// it can: a hedge goes beside no attempt it races, even to an endpoint that failed the request earlier), then to any
+/// in rotation, and only when none is in rotation to an ejected one. Given `breakers:`, an endpoint whose breaker is
+/// open is out of rotation too, and so is one whose half-open breaker has an attempt in flight (its trial, beside which
+/// the breaker would refuse another), so that the breaker refuses only what still reaches it. The group never changes
+/// whether a request is retried: the retry policy's method rules, limits and budget still decide.
 ///
 /// **Outlier detection** (``OutlierDetection``): 5 failures in a row (by default; what fails is what fails a
 /// ``CircuitBreaker``: 5xx, 408, 429, transport failures, but never the device's own network) take an endpoint out of
