@@ -25,6 +25,9 @@ struct HedgingDelayLearnerTests {
         let learner = Self.learner(Array(1...100), clock: clock)
         #expect(learner.snapshot(for: "a.example").delay == .microseconds(102_900))
         #expect(learner.snapshot(for: "a.example").samples == 100)
+        // Read by a URL to the host too, keyed as the learner keys requests.
+        #expect(learner.snapshot(for: URL(string: "https://a.example/items?page=2")!)?.samples == 100)
+        #expect(learner.snapshot(for: URL(string: "https://b.example/items")!)?.samples == 0)
         // Held at the shortest delay.
         #expect(
             Self.learner(Array(repeating: 1, count: 50), clock: clock).snapshot(for: "a.example").delay

@@ -199,6 +199,12 @@ public final class HedgingDelayLearner: Sendable {
         }
     }
 
+    /// What the learner knows of the host a request to `url` goes to (its key by the learner's `key:`); `nil` for a
+    /// request the learner keys nothing for.
+    public func snapshot(for url: URL) -> Snapshot? {
+        key(for: URLRequest(url: url)).map { snapshot(for: $0) }
+    }
+
     /// The host `request`'s latencies are learned for; `nil` for a request never hedged.
     func key(for request: URLRequest) -> String? {
         keyFunction(request)
