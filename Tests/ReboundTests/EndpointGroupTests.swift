@@ -508,6 +508,22 @@ struct EndpointGroupTests {
         #expect(group.requestsKept == 0 && group.attemptsInFlight == 0)
     }
 
+    @Test func theErrorNamesTheEndpointItsLastAttemptWasSentTo() async throws {
+        let clock = ManualClock()
+        let group = EndpointGroup(endpoints: [.init(Self.eu), .init(Self.us)], clock: clock)
+        let session = Session(
+            transport: ScriptedTransport(clock: clock) { _, _ in .status(503) }, adapters: [group],
+            retriers: [RetryPolicy(retryLimit: 1, backoff: .zero)], clock: clock)
+
+        let error = await #expect(throws: ReboundError.self) { try await session.send(Self.charges) }
+
+        // The request was written for eu; its retry went to us, and failed there too. The query value stays hidden.
+        #expect(
+            error?.description
+                == "GET https://eu.api.example.com/v2/charges?customer=<redacted>#top: attempt 2 (sent to "
+                + "us.api.example.com:8443) failed with status 503; not retried: retry limit reached (2 attempts)")
+    }
+
     @Test func observersHearTheGroupAndTheEndpointOfEachAttemptItSent() async throws {
         let clock = ManualClock()
         let group = EndpointGroup(name: "payments", endpoints: [.init(Self.eu), .init(Self.us)], clock: clock)

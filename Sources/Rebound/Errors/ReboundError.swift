@@ -237,8 +237,10 @@ extension ReboundError.Reason: CustomStringConvertible {
 extension ReboundError: CustomStringConvertible {
     /// One line that says which attempt failed, what failed and why the request ended, for example
     /// `GET https://api.example.com/items: attempt 3 failed with status 503; not retried: retry limit reached (3 attempts)`.
+    /// An attempt sent to another host than the request's (an endpoint group's other endpoint, a fallback) names where
+    /// it went: `attempt 3 (sent to us.api.example.com) failed with status 503`.
     ///
-    /// The URL is redacted as ``Redaction/default`` redacts it.
+    /// The URL is redacted as ``Redaction/default`` redacts it; of another host, only its name and port are given.
     public var description: String {
         let method = lastRequest?.method ?? storage.value.original.method
         let url = Redaction.default.string(for: storage.value.original.url)
@@ -266,7 +268,14 @@ extension ReboundError: CustomStringConvertible {
             case .circuitOpen: "not sent, so not retried"
             default: stopReason.flatMap { $0.isRetriersOwn ? "not retried: \($0)" : nil } ?? "not retried"
             }
-        let attempt = attempts.last.map { "attempt \($0.number)" } ?? "no attempt"
+        var attempt = attempts.last.map { "attempt \($0.number)" } ?? "no attempt"
+        // Where the last attempt was sent, as adapted, when that is another host than the request's.
+        if let sent = attempts.last?.admittedRequest?.url, !Redirection.isSameOrigin(sent, storage.value.original.url),
+            let host = sent.host(percentEncoded: true)
+        {
+            let name = host.contains(":") ? "[\(host)]" : host
+            attempt += " (sent to \(name)\(sent.port.map { ":\($0)" } ?? ""))"
+        }
         return "\(method) \(url): \(attempt) \(what); \(why) (\(count))"
     }
 }
