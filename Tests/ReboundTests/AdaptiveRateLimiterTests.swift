@@ -63,11 +63,7 @@ struct AdaptiveRateLimiterTests {
     func pacesByTheHostSentTo() async throws {
         let clock = ManualClock()
         let limiter = AdaptiveRateLimiter(clock: clock)
-        let moving = Adapter { request, _ in
-            var moved = request
-            moved.url = URL(string: "https://real.example.com/items")
-            return moved
-        }
+        let moving = movingAdapter()
         let throttled = ScriptedTransport { _, number in number == 1 ? .status(429) : .status(200) }
         let session = Session(transport: throttled, adapters: [limiter, moving], clock: clock)
 

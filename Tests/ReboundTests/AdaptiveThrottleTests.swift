@@ -61,11 +61,7 @@ struct AdaptiveThrottleTests {
     func drawsForTheHostSentTo() async throws {
         let throttle = AdaptiveThrottle(configuration: Self.bare, clock: ManualClock(), random: alwaysRejects)
         // Every request goes to one real host, whichever host it names; the real host fails them all.
-        let moving = Adapter { request, _ in
-            var moved = request
-            moved.url = URL(string: "https://real.example.com/items")
-            return moved
-        }
+        let moving = movingAdapter()
         let transport = ScriptedTransport { _, _ in .status(503) }
         let session = Session(transport: transport, adapters: [throttle, moving], clock: FastForwardClock())
 

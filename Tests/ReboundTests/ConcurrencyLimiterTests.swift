@@ -346,11 +346,7 @@ struct ConcurrencyLimiterTests {
         let clock = ManualClock()
         let limiter = limiter(.fixed(1), clock: clock)
         // Every request goes to one real host, whichever host it names.
-        let moving = Adapter { request, _ in
-            var moved = request
-            moved.url = URL(string: "https://real.example.com/items")
-            return moved
-        }
+        let moving = movingAdapter()
         // The first request is answered after 10 s on the clock, any other at once.
         let transport = ScriptedTransport(clock: clock) { _, number in
             number == 1 ? .status(200).delayed(by: .seconds(10)) : .status(200)
@@ -382,11 +378,7 @@ struct ConcurrencyLimiterTests {
             configuration: .init(limit: .fixed(1)),
             key: { $0.url?.host == "unlimited.example.com" ? nil : CircuitBreakerRegistry.hostKey(for: $0) },
             clock: clock)
-        let moving = Adapter { request, _ in
-            var moved = request
-            moved.url = URL(string: "https://unlimited.example.com/items")
-            return moved
-        }
+        let moving = movingAdapter(to: "https://unlimited.example.com/items")
         // The first request is answered after 10 s on the clock, any other at once.
         let transport = ScriptedTransport(clock: clock) { _, number in
             number == 1 ? .status(200).delayed(by: .seconds(10)) : .status(200)

@@ -443,11 +443,7 @@ struct RateLimitPacerTests {
     @Test func beforeAnAdapterThatMovesRequestsToAnotherHostItPacesByTheHostTheyAreSentTo() async throws {
         let pacer = RateLimitPacer(clock: clock)
         // Every request goes to one real host, whichever host it names.
-        let moving = Adapter { request, _ in
-            var moved = request
-            moved.url = URL(string: "https://real.example.com/items")
-            return moved
-        }
+        let moving = movingAdapter()
         let transport = ScriptedTransport([quota(1, resetsIn: 10), .status(200), .status(200)], clock: clock)
         let session = Session(transport: transport, adapters: [pacer, moving], clock: clock)
 

@@ -36,11 +36,7 @@ struct RetryBudgetRatioTests {
     func countsUnderTheHostSentTo() async throws {
         let clock = ManualClock()
         let budget = RetryBudget(ratio: .default, clock: clock)
-        let moving = Adapter { request, _ in
-            var moved = request
-            moved.url = URL(string: "https://real.example.com/items")
-            return moved
-        }
+        let moving = movingAdapter()
         let session = Session(
             transport: ScriptedTransport { _, _ in .status(200) }, adapters: [budget, moving], clock: clock)
 

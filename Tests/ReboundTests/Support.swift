@@ -35,6 +35,15 @@ func taggingAdapter(_ name: String, log: Log) -> Adapter {
     }
 }
 
+/// An adapter that sends every request to `url`, whichever host it names: a later adapter that rewrites the host.
+func movingAdapter(to url: String = "https://real.example.com/items") -> Adapter {
+    Adapter { request, _ in
+        var moved = request
+        moved.url = URL(string: url)
+        return moved
+    }
+}
+
 /// A retrier that logs its name and answers `result`.
 func loggingRetrier(_ name: String, log: Log, answer result: RetryResult) -> Retrier {
     Retrier { request, _ in

@@ -269,12 +269,12 @@ extension ReboundError: CustomStringConvertible {
             default: stopReason.flatMap { $0.isRetriersOwn ? "not retried: \($0)" : nil } ?? "not retried"
             }
         var attempt = attempts.last.map { "attempt \($0.number)" } ?? "no attempt"
-        // Where the last attempt was sent, as adapted, when that is another host than the request's.
-        if let sent = attempts.last?.admittedRequest?.url, !Redirection.isSameOrigin(sent, storage.value.original.url),
-            let host = sent.host(percentEncoded: true)
+        // Where the last attempt was sent, as adapted, when that is another host than the request's: its host key (the
+        // name, and the port if the URL names one).
+        if let sent = attempts.last?.admittedRequest, !Redirection.isSameOrigin(sent.url, storage.value.original.url),
+            let host = CircuitBreakerRegistry.hostKey(for: sent)
         {
-            let name = host.contains(":") ? "[\(host)]" : host
-            attempt += " (sent to \(name)\(sent.port.map { ":\($0)" } ?? ""))"
+            attempt += " (sent to \(host))"
         }
         return "\(method) \(url): \(attempt) \(what); \(why) (\(count))"
     }

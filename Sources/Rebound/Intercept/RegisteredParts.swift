@@ -66,6 +66,11 @@ extension RegisteredRoles {
         let scope: ObjectIdentifier
         let attempt: Int
         let credential: any Sendable
+
+        /// The scope among `scopes` that applied the credential, if it is one of them.
+        func scope(among scopes: [any CredentialScope]) -> (any CredentialScope)? {
+            scopes.first { ObjectIdentifier($0) == scope }
+        }
     }
 
     /// What a part in shadow mode no longer sees of the request after a refusal it would have made: the request from

@@ -83,7 +83,7 @@ enum Redirection {
                 for name in scope.credentialHeaderNames { names.insert(name.lowercased()) }
             }
             for credential in applied {
-                guard let scope = scopes.first(where: { ObjectIdentifier($0) == credential.scope }) else { continue }
+                guard let scope = credential.scope(among: scopes) else { continue }
                 names.formUnion(scope.headerNames(of: credential.credential))
             }
             remove(names, from: &hop)
@@ -111,9 +111,7 @@ enum Redirection {
     ) {
         guard !isSameOrigin(request.url, sent) else { return }
         guard let scopes else { return remove(credentialHeaders, from: &request) }
-        for credential in applied {
-            scopes.first { ObjectIdentifier($0) == credential.scope }?.withdraw(credential.credential, from: &request)
-        }
+        for credential in applied { credential.scope(among: scopes)?.withdraw(credential.credential, from: &request) }
         for scope in scopes { scope.authorize(&request) }
     }
 
