@@ -171,8 +171,8 @@ struct ConcurrencyLimiterTests {
     /// Settles attempt 1 of request `id` through the parts registered in `roles`, as the session does when it ends.
     private func settle(_ id: UUID, roles: RegisteredRoles) {
         let attempt = Attempt(number: 1, request: nil, response: nil, failure: nil, duration: .zero)
-        for part in roles.settling(attempt: attempt.number).accountants {
-            part.settle(attempt, of: id, roles: roles) {
+        for part in roles.ledger.settling(attempt: attempt.number).accountants {
+            part.settle(attempt, of: id, ledger: roles.ledger) {
                 AttemptOutcome(requestID: id, originalRequest: request(), attempt: attempt, decision: .cancelled)
             }
         }

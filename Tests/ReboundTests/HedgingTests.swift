@@ -881,6 +881,91 @@ extension HedgingTests {
         #expect(response.attempts.map(\.number) == [2, 1])
     }
 
+    @Test(
+        "A retrier that moves the request mid-round sends the round's next hedge there, or the retry after the round",
+        arguments: [false, true])
+    func aRetrierThatMovesTheRequestMidRoundMovesTheRestOfTheRequest(hedgesHoldBack: Bool) async throws {
+        let clock = ManualClock()
+        let fallback = URL(string: "https://fallback.example.com/items")!
+        let hosts = Locked<[String]>([])
+        // The first attempt answers 503 at 1 s; the hedge at 100 ms at once, with a 503 that holds back further hedges
+        // for 5 s when `hedgesHoldBack`; the fallback host answers 200.
+        let transport = ScriptedTransport(clock: clock) { request, index in
+            let host = request.url?.host ?? ""
+            hosts.withLock { $0.append(host) }
+            if host == fallback.host { return .response(body: "fallback") }
+            if index == 1 { return .status(503).delayed(by: .seconds(1)) }
+            return .response(status: 503, headers: hedgesHoldBack ? ["Retry-After": "5"] : [:])
+        }
+        // Moves the request to the fallback host at the first question, then retries in place; notes which attempts
+        // each question carries.
+        let questions = Locked<[[Int]]>([])
+        let mover = Retrier { request, _ in
+            let first = questions.withLock { questions in
+                questions.append(request.attempts.map(\.number))
+                return questions.count == 1
+            }
+            return first ? .retryWithRequest(URLRequest(url: fallback), delay: .zero) : .retry
+        }
+        let session = Session(
+            transport: transport, retriers: [mover], hedging: Hedging(delay: .milliseconds(100)), clock: clock)
+        let task = try await sendPastTheDelay(session, clock)
+        if hedgesHoldBack {
+            // The hedge failed and was asked about; its 503 holds the next hedge back, and the first attempt is due
+            // at 1 s: the round ends on its failure, and the retry after it goes where the retrier moved the request.
+            try await waitWhile { questions.withLock { $0.count } < 1 || clock.pendingSleepCount < 2 }
+        } else {
+            // The next hedge went out at once; the first attempt's second passes too, so that a request that went on
+            // (to the wrong host) ends rather than waits.
+            try await waitWhile { hosts.withLock { $0.count } < 3 }
+        }
+        clock.advance(by: .seconds(1))
+        let response = try await task.value
+
+        #expect(String(decoding: response.data, as: UTF8.self) == "fallback")
+        #expect(hosts.withLock { $0 } == ["api.example.com", "api.example.com", "fallback.example.com"])
+        // A question mid-round carries the round's attempts recorded so far; the one after the round, all of them.
+        #expect(questions.withLock { $0 } == (hedgesHoldBack ? [[2], [2, 1]] : [[2]]))
+    }
+
+    @Test("A failure whose answer ends the round names its own request, though another failed after it")
+    func theFailureThatEndsTheRoundNamesItsOwnRequest() async throws {
+        let clock = ManualClock()
+        // The first attempt would answer at 1 s; the hedge at 100 ms fails with 500, the one at 200 ms with 503.
+        let transport = ScriptedTransport(clock: clock) { _, index in
+            switch index {
+            case 1: .response(body: "slow").delayed(by: .seconds(1))
+            case 2: .status(500)
+            default: .status(503)
+            }
+        }
+        let numbered = Adapter.modifying { request, context in
+            request.setValue("\(context.attempt)", forHTTPHeaderField: "X-Attempt")
+        }
+        // The 500 is decided slowly, and not retried: that ends the round; the 503 is retried at once.
+        let asked = Locked(0)
+        let slow = Retrier { [clock] _, error in
+            asked.withLock { $0 += 1 }
+            guard error.responseHead?.statusCode == 500 else { return .retry }
+            try? await clock.sleep(for: .milliseconds(500))
+            return .doNotRetry
+        }
+        let session = Session(
+            transport: transport, adapters: [numbered], retriers: [slow],
+            hedging: Hedging(delay: .milliseconds(100), maximumInFlight: 3), clock: clock)
+        let task = try await sendPastTheDelay(session, clock)
+        // Sleeping: the first attempt, the hedging timer, the retrier deciding about the 500.
+        try await waitWhile { asked.withLock { $0 } < 1 || clock.pendingSleepCount < 3 }
+        clock.advance(by: .milliseconds(100))
+        try await waitWhile { asked.withLock { $0 } < 2 }
+        clock.advance(by: .milliseconds(400))
+        let error = try await #require(throws: ReboundError.self) { try await task.value }
+
+        #expect(error.responseHead?.statusCode == 500)
+        #expect(error.lastRequest?.value(forHTTPHeaderField: "X-Attempt") == "2")
+        #expect(error.attempts.map(\.number) == [3, 1, 2])
+    }
+
     @Test("Attempts of one round that fail alike are no repeated failure: the slow first attempt still wins")
     func roundFailuresAreNoRepeatedFailure() async throws {
         let clock = ManualClock()

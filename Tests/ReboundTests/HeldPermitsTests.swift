@@ -14,27 +14,27 @@ struct HeldPermitsTests {
         let second = CircuitBreaker()
         #expect(!roles.hasGates)
 
-        #expect(roles.add(accountant: first, holding: Permit(generation: 1, trial: nil), for: 1))
-        #expect(roles.add(accountant: second, holding: Permit(generation: 2, trial: 7), for: 1))
-        #expect(roles.add(accountant: first, holding: Permit(generation: 3, trial: nil), for: 2))
+        #expect(roles.ledger.hold(Permit(generation: 1, trial: nil), from: first, for: 1))
+        #expect(roles.ledger.hold(Permit(generation: 2, trial: 7), from: second, for: 1))
+        #expect(roles.ledger.hold(Permit(generation: 3, trial: nil), from: first, for: 2))
         // The breaker held twice by the chain: the first permit of an attempt stays.
-        #expect(!roles.add(accountant: first, holding: Permit(generation: 9, trial: nil), for: 2))
-        #expect(!roles.add(accountant: second, holding: Permit(generation: 9, trial: nil), for: 1))
+        #expect(!roles.ledger.hold(Permit(generation: 9, trial: nil), from: first, for: 2))
+        #expect(!roles.ledger.hold(Permit(generation: 9, trial: nil), from: second, for: 1))
 
-        #expect(roles.holdsPermit(of: second, for: 1))
-        #expect(!roles.holdsPermit(of: second, for: 2))
-        #expect(roles.takePermit(of: first, for: 2) == Permit(generation: 3, trial: nil))
-        #expect(roles.takePermit(of: second, for: 1) == Permit(generation: 2, trial: 7))
-        #expect(roles.takePermit(of: second, for: 1) == nil)
-        #expect(roles.takePermit(of: first, for: 1) == Permit(generation: 1, trial: nil))
-        #expect(roles.takePermit(of: first, for: 1) == nil)
-        #expect(!roles.holdsPermit(of: first, for: 2))
+        #expect(roles.ledger.holdsPermit(of: second, for: 1))
+        #expect(!roles.ledger.holdsPermit(of: second, for: 2))
+        #expect(roles.ledger.takePermit(of: first, for: 2) == Permit(generation: 3, trial: nil))
+        #expect(roles.ledger.takePermit(of: second, for: 1) == Permit(generation: 2, trial: 7))
+        #expect(roles.ledger.takePermit(of: second, for: 1) == nil)
+        #expect(roles.ledger.takePermit(of: first, for: 1) == Permit(generation: 1, trial: nil))
+        #expect(roles.ledger.takePermit(of: first, for: 1) == nil)
+        #expect(!roles.ledger.holdsPermit(of: first, for: 2))
 
         // Each breaker registered once, as an accountant and the request's gate, in order.
         #expect(Array(roles.registrations).count == 2)
         #expect(roles.gates.count == 2)
         let order = [ObjectIdentifier(first), ObjectIdentifier(second)]
-        let settlement = roles.settling(attempt: 1)
+        let settlement = roles.ledger.settling(attempt: 1)
         #expect(settlement.accountants.map { ObjectIdentifier($0) } == order)
         #expect(roles.hedgeGates.map { ObjectIdentifier($0) } == order)
         #expect(!settlement.hasObservers)
@@ -50,7 +50,7 @@ struct HeldPermitsTests {
         roles.add(gate: budgets[0])
         let snapshot = roles.registrations
         roles.add(gate: budgets[1])
-        _ = roles.add(accountant: breaker, holding: Permit(generation: 0, trial: nil), for: 1)
+        _ = roles.ledger.hold(Permit(generation: 0, trial: nil), from: breaker, for: 1)
         roles.add(gate: budgets[2])
         roles.add(gate: budgets[1])
 
@@ -103,14 +103,14 @@ struct InlineListTests {
 
     @Test func theAttemptsSettledAreKnownInAnyOrderPastSixtyFourAndAllOnceTheRequestEnds() {
         let roles = RegisteredRoles(besides: .none)
-        for attempt in [3, 1, 64, 65, 200] { _ = roles.settling(attempt: attempt) }
+        for attempt in [3, 1, 64, 65, 200] { _ = roles.ledger.settling(attempt: attempt) }
 
-        let settled = (0...210).filter { roles.isSettled(attempt: $0) }
+        let settled = (0...210).filter { roles.ledger.isSettled(attempt: $0) }
         #expect(settled == [1, 3, 64, 65, 200])
-        #expect(!roles.requestEnded)
+        #expect(!roles.ledger.requestEnded)
 
-        _ = roles.settling(attempt: nil, endsRequest: true)
-        #expect(roles.requestEnded)
-        #expect((1...210).allSatisfy { roles.isSettled(attempt: $0) })
+        _ = roles.ledger.settling(attempt: nil, endsRequest: true)
+        #expect(roles.ledger.requestEnded)
+        #expect((1...210).allSatisfy { roles.ledger.isSettled(attempt: $0) })
     }
 }

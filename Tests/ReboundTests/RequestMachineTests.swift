@@ -297,6 +297,64 @@ struct RequestMachineTests {
         #expect(next.url == fallback.url)
     }
 
+    @Test func aHedgedRoundsAttemptsJoinTheRecordsInTheRoundsOrderAndItsWinnerEndsTheRequest() throws {
+        let hedging = Hedging(delay: .milliseconds(50))
+        var machine = machine(hedging: hedging)
+        guard case .hedgedRound(let start) = machine.handle(.start(first: request()), now: .zero) else {
+            Issue.record("a request that hedges starts a hedged round")
+            return
+        }
+        #expect(start.attempts.isEmpty && start.hedging.delay == .milliseconds(50))
+        // The round's records: attempt 2 failed while 1 was in flight, 3 won, 1 lost.
+        let records = [
+            RequestMachine.Recorded(status(503), number: 2, since: .milliseconds(50), now: .milliseconds(60), hedge: 1),
+            RequestMachine.Recorded(
+                AttemptResult(.cancelled, sent: request()), number: 1, since: .zero, now: .milliseconds(90)),
+            RequestMachine.Recorded(status(200), number: 3, since: .milliseconds(60), now: .milliseconds(90), hedge: 2),
+        ]
+        let round = HedgingExecutor.RoundResult(records: records, result: status(200), answer: nil, target: nil)
+        let action = machine.handle(.roundEnded(round, admittedByBreaker: false), now: .milliseconds(90))
+        #expect(machine.attempts.map(\.number) == [2, 1, 3])
+        #expect(machine.attempts.map(\.hedge) == [1, 0, 2])
+        #expect(machine.attempts[0].failure != nil && machine.attempts[2].failure == nil)
+        let report = try reported(action)
+        #expect(report.attempt == 3 && report.decision == .succeeded)
+        // A request retried within its round gave the parts something to forget.
+        guard case .finish(.succeeded, endsAccounts: true, _) = action else {
+            Issue.record("the winner ends the request")
+            return
+        }
+    }
+
+    @Test func aRoundThatEndsOnAFailureTheRetriersAnsweredDecidesWithThatAnswerAndTheRequestARetrierMovedItTo() throws {
+        let fallback = URLRequest(url: URL(string: "https://fallback.example.com/items")!)
+        var machine = machine(hedging: Hedging(delay: .milliseconds(50)))
+        _ = machine.handle(.start(first: request()), now: .zero)
+        let round = HedgingExecutor.RoundResult(
+            records: [RequestMachine.Recorded(status(503), number: 1, since: .zero, now: .milliseconds(70))],
+            result: status(503), answer: .answered(.retryWithDelay(.seconds(1))), target: fallback)
+        // The round asked the retriers already: the gates are asked next, never the retriers again.
+        guard
+            case .askGates(let retry, _, .seconds(1)) = machine.handle(
+                .roundEnded(round, admittedByBreaker: false), now: .milliseconds(70))
+        else {
+            Issue.record("the retriers' answer from the round goes to the gates")
+            return
+        }
+        #expect(retry.attempts.map(\.number) == [1])
+        #expect(retry.retryTarget?.url == fallback.url)
+        _ = machine.handle(.gatesAnswered(refusal: nil), now: .milliseconds(70))
+        guard case .hedgedRound(let next) = machine.handle(.backoffEnded(.slept), now: .seconds(2)) else {
+            Issue.record("the next round follows the backoff")
+            return
+        }
+        // The next round starts from the request the retrier moved the request to, and so do its hedges; it reads
+        // the round before's record.
+        #expect(next.request.url == fallback.url && next.nextBase.url == fallback.url)
+        #expect(next.attempts.map(\.number) == [1])
+        #expect(next.lastSentRequest?.url == exampleURL)
+    }
+
     @Test(
         arguments: [
             (nil, nil, nil),

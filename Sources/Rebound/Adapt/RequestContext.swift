@@ -46,6 +46,10 @@ public struct RequestContext: Sendable {
         self.maximumAttemptsOfChain = maximumAttempts
     }
 
+    /// What parts hold and noted of the request's attempts, in the same record as its registrations; `nil` for a
+    /// context made outside a session.
+    var ledger: RequestLedger? { roles?.ledger }
+
     /// How many retries came before this attempt: `attempt - 1`.
     public var retryCount: Int { attempt - 1 }
 
@@ -54,7 +58,7 @@ public struct RequestContext: Sendable {
 
     /// The time left before the request's deadline, read now on the session's clock (zero once it passed); `nil`
     /// without a deadline, or for a context made outside a session.
-    public var timeLeft: Duration? { roles?.timeLeft.map { Swift.max($0, .zero) } }
+    public var timeLeft: Duration? { ledger?.timeLeft.map { Swift.max($0, .zero) } }
 
     /// The most attempts the request can make, as far as the session knows: 1 + the largest retry limit among the
     /// chain's retriers and those registered so far, when each says its limit (``RetryPolicy``,
@@ -74,16 +78,16 @@ public struct RequestContext: Sendable {
     /// Whether the session settled this attempt already (a hedge that lost, an attempt the deadline cut short) or the
     /// request ended: a part must not count it from now on, since it would not hear it end. `false` for a context made
     /// outside a session.
-    var isSettled: Bool { roles?.isSettled(attempt: attempt) ?? false }
+    var isSettled: Bool { ledger?.isSettled(attempt: attempt) ?? false }
 
     /// Notes that `part` admitted this attempt, which it saw at `url`, under `key`, so that the session has it admit the
     /// attempt again if a later adapter moves it to another host; nothing for a context made outside a session.
     func admitted(by part: some HostAdmission, under key: String, at url: URL?) {
-        roles?.admitted(by: part, attempt: attempt, under: key, at: url)
+        ledger?.admitted(by: part, attempt: attempt, under: key, at: url)
     }
 
     /// Whether the request ended; `false` for a context made outside a session.
-    var requestEnded: Bool { roles?.requestEnded ?? false }
+    var requestEnded: Bool { ledger?.requestEnded ?? false }
 
     /// This context with another label, keeping where registrations go: for a decorator that relabels a request.
     public func with(label: String?) -> RequestContext {
@@ -155,13 +159,13 @@ public struct RequestContext: Sendable {
     /// header a redirect to another origin drops.
     func secureMove(_ request: inout URLRequest, from sent: URL) {
         Redirection.secureMove(
-            &request, from: sent, scopes: roles?.scopes, applied: roles?.credentialsApplied(to: attempt) ?? [])
+            &request, from: sent, scopes: roles?.scopes, applied: ledger?.credentialsApplied(to: attempt) ?? [])
     }
 
     /// Notes that `scope` applied `credential` to this attempt, so that a part that moves the attempt to another origin
     /// takes that very credential off, even if the scope's credential changed since (a refresh, a logout).
     func note(_ credential: some Sendable, appliedBy scope: some CredentialScope) {
-        roles?.note(credential, appliedBy: scope, to: attempt)
+        ledger?.note(credential, appliedBy: scope, to: attempt)
     }
 
     /// Secures every redirect hop of the request from now on with `scope`: a hop to another origin drops its

@@ -233,7 +233,7 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
         // is told nothing.
         if ratio != nil, denial == nil || enforcement == .shadow { request.context.observe(self) }
         guard let denial, enforcement == .shadow else { return denial }
-        request.roles?.refuseInShadow(
+        request.ledger?.refuseInShadow(
             ShadowRefusal(
                 requestID: request.requestID, attempt: failed, stage: .retry, reason: .retryBudget,
                 part: "RetryBudget", key: key, error: denial),
@@ -440,7 +440,7 @@ extension RetryBudget: HedgeGate {
         if denial == nil, ratio != nil { roles.add(observer: self) }
         guard let denial, enforcement == .shadow else { return denial }
         // In shadow mode the hedge starts, unseen by the budget: it takes nothing and is not counted.
-        roles.refuseInShadow(
+        roles.ledger.refuseInShadow(
             ShadowRefusal(
                 requestID: requestID, attempt: attempt, stage: .hedge, reason: .retryBudget, part: "RetryBudget",
                 key: key, error: denial),

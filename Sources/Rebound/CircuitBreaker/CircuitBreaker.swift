@@ -55,7 +55,7 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
     private struct Storage: Sendable {
         var machine: CircuitBreakerMachine
         /// How many permits it gave are not settled yet. The permits themselves are held by the requests (see
-        /// `RegisteredRoles.HeldPermit`), so that the breaker keeps nothing per attempt in flight.
+        /// `RequestLedger.HeldPermit`), so that the breaker keeps nothing per attempt in flight.
         var permitsOut = 0
         /// The backoff waits of the retries it granted, by request, until the retry is admitted or the request ends;
         /// an opening ends and forgets them, but for those slept to their end, whose retries it admits (see `endWaits`).
@@ -78,11 +78,11 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
     /// The request whose retry a breaker in shadow mode granted, and the failed attempt the retry follows: what it
     /// tells if an opening would end the retry's wait.
     private final class ShadowRetry: Sendable {
-        let roles: RegisteredRoles
+        let ledger: RequestLedger
         let attempt: Int
 
-        init(roles: RegisteredRoles, attempt: Int) {
-            self.roles = roles
+        init(ledger: RequestLedger, attempt: Int) {
+            self.ledger = ledger
             self.attempt = attempt
         }
     }
@@ -197,9 +197,9 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
     func admit(_ context: RequestContext) throws(CircuitBreakerOpenError) {
         let requestID = context.requestID
         let attempt = context.attempt
-        let roles = context.roles
+        let ledger = context.ledger
         // In shadow mode, a request this breaker would have refused goes on unseen by it, as it would have ended.
-        if enforcement == .shadow, let roles, roles.isShadowed(attempt: attempt, for: shadowIdentity) { return }
+        if enforcement == .shadow, let ledger, ledger.isShadowed(attempt: attempt, for: shadowIdentity) { return }
         let (rejection, transitions) = update { storage, time, transitions -> CircuitBreakerOpenError? in
             // The retry this breaker granted is here: its wait is over.
             let kept = storage.waits.isEmpty ? nil : storage.waits.removeValue(forKey: requestID)
@@ -208,31 +208,31 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
             // request under it too, so that an attempt abandoned after this point holds its permit before its end is
             // settled (which takes the permit under this lock as well), and gives it back then.
             if Task.isCancelled { return nil }
-            if let roles, storage.machine.admitsFreely {
+            if let ledger, storage.machine.admitsFreely {
                 // Closed, the common case: admitting changes nothing. A breaker the chain holds twice is asked twice
                 // for one attempt: the first permit stays.
                 let permit = CircuitBreakerMachine.Permit(generation: storage.machine.generation, trial: nil)
-                if roles.add(accountant: self, holding: permit, for: attempt) { storage.permitsOut += 1 }
+                if ledger.hold(permit, from: self, for: attempt) { storage.permitsOut += 1 }
                 return nil
             }
             // The attempt already has its permit (the breaker held twice): admitting again could take a trial.
-            if let roles, roles.holdsPermit(of: self, for: attempt) { return nil }
+            if let ledger, ledger.holdsPermit(of: self, for: attempt) { return nil }
             // A retry whose backoff ended while the breaker was closed was admitted then, as an attempt let through
             // just before an opening is: it goes through, and its outcome says nothing about the break that began
             // after it. (Forced open, nothing goes through.) Its wait outlived the opening for that reason alone.
             if let kept, kept.wait.hasSlept(kept.sleep), storage.machine.state != .forcedOpen {
-                if let roles, roles.add(accountant: self, holding: .uncounted, for: attempt) { storage.permitsOut += 1 }
+                if let ledger, ledger.hold(.uncounted, from: self, for: attempt) { storage.permitsOut += 1 }
                 return nil
             }
             switch storage.machine.admit(time: &time, transitions: &transitions) {
             case .admitted(let permit):
-                guard let roles else {
+                guard let ledger else {
                     // Nothing would report how this attempt ends (a context made outside a session, or anew by a
                     // decorator): let it through uncounted rather than hold a permit, a trial's included, for good.
                     storage.machine.record(.ignored, permit: permit, time: &time, transitions: &transitions)
                     return nil
                 }
-                if roles.add(accountant: self, holding: permit, for: attempt) { storage.permitsOut += 1 }
+                if ledger.hold(permit, from: self, for: attempt) { storage.permitsOut += 1 }
                 return nil
             case .rejected(let retryAfter):
                 return CircuitBreakerOpenError(key: key, state: storage.machine.state, retryAfter: retryAfter)
@@ -241,7 +241,7 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
         announce(transitions)
         guard let rejection else { return }
         guard enforcement == .shadow else { throw rejection }
-        roles?.refuseInShadow(
+        ledger?.refuseInShadow(
             shadowRefusal(of: requestID, attempt: attempt, stage: .attempt, error: rejection), by: shadowIdentity)
     }
 
@@ -272,11 +272,11 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
     /// that host, which decides by the same rule.
     public func admitRetry(_ request: RetryRequest, dueTo error: ReboundError, after delay: Duration) -> (any Error)? {
         guard let attempt = request.attempts.last else { return nil }
-        let roles = request.roles
+        let (roles, ledger) = (request.roles, request.ledger)
         // In shadow mode, a request this breaker would have refused goes on unseen by it. A hedge it would have refused
         // and that failed last holds no permit, so it is not counted below, and the retry is decided as the one after
         // the round would have been.
-        if enforcement == .shadow, let roles, roles.isWhollyShadowed(for: shadowIdentity) { return nil }
+        if enforcement == .shadow, let ledger, ledger.isWhollyShadowed(for: shadowIdentity) { return nil }
         let verdict = configuration.verdict(for: attempt) {
             AttemptOutcome(
                 requestID: request.requestID, label: request.label, original: request.original,
@@ -288,7 +288,7 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
         // breaker of that key decides. Found before this breaker's lock is taken (the key function is the caller's).
         let elsewhere = request.retryTarget.flatMap { registry?.breaker(for: $0, otherThan: key) }
         let (refusal, transitions) = update { storage, time, transitions -> CircuitBreakerOpenError? in
-            let permit = roles?.takePermit(of: self, for: attempt.number)
+            let permit = ledger?.takePermit(of: self, for: attempt.number)
             if let permit {
                 storage.permitsOut -= 1
                 storage.machine.record(
@@ -302,8 +302,8 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
             // hear the request's end, which forgets the wait; one that did hears it already.
             if delay > .zero, let wait = request.backoffWait {
                 storage.grants += 1
-                let shadow = roles.flatMap {
-                    enforcement == .shadow ? ShadowRetry(roles: $0, attempt: attempt.number) : nil
+                let shadow = ledger.flatMap {
+                    enforcement == .shadow ? ShadowRetry(ledger: $0, attempt: attempt.number) : nil
                 }
                 storage.waits[request.requestID] = KeptWait(
                     grant: storage.grants, wait: wait, sleep: wait.nextSleep, shadow: shadow)
@@ -314,7 +314,7 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
         announce(transitions)
         if let elsewhere { return elsewhere.admitRetry(request, dueTo: error, after: delay) }
         guard let refusal, enforcement == .shadow else { return refusal }
-        roles?.refuseInShadow(
+        ledger?.refuseInShadow(
             shadowRefusal(of: request.requestID, attempt: attempt.number, stage: .retry, error: refusal),
             by: shadowIdentity)
         return nil
@@ -337,17 +337,17 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
     }
 
     /// Counts `attempt` if this breaker let it through (its outcome, which `outcome` builds, is asked for only by a
-    /// configuration's own `classify`), taking its permit from the request's registrations, `roles`.
-    func finish(_ attempt: Attempt, roles: RegisteredRoles, outcome: () -> AttemptOutcome) {
+    /// configuration's own `classify`), taking its permit from the request's ledger.
+    func finish(_ attempt: Attempt, ledger: RequestLedger, outcome: () -> AttemptOutcome) {
         // A `classify` of the caller's own is asked only about an attempt still to count (one whose failure was
         // counted when its retry was asked for is not asked about again), outside the lock.
         let number = attempt.number
-        if !configuration.classifiesByDefault, !roles.holdsPermit(of: self, for: number) { return }
+        if !configuration.classifiesByDefault, !ledger.holdsPermit(of: self, for: number) { return }
         let verdict = configuration.verdict(for: attempt, outcome: outcome)
         let (openAtLeast, timeOnWire) = (openAtLeast(after: verdict, of: attempt), attempt.timeOnWire)
         // The permit is taken under the breaker's lock, which `admit` holds while the request takes it.
         let ((), transitions) = update { storage, time, transitions in
-            guard let permit = roles.takePermit(of: self, for: number) else { return }
+            guard let permit = ledger.takePermit(of: self, for: number) else { return }
             storage.permitsOut -= 1
             storage.machine.record(
                 verdict, permit: permit, timeOnWire: timeOnWire, time: &time, openAtLeast: openAtLeast,
@@ -359,9 +359,9 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
     /// Gives back, uncounted, the permit this breaker gave `context`'s attempt, if the request holds one: the attempt
     /// goes to another host, whose breaker admits it instead (a trial taken is free again).
     func giveBack(_ context: RequestContext) {
-        guard let roles = context.roles else { return }
+        guard let ledger = context.ledger else { return }
         let ((), transitions) = update { storage, time, transitions in
-            guard let permit = roles.takePermit(of: self, for: context.attempt) else { return }
+            guard let permit = ledger.takePermit(of: self, for: context.attempt) else { return }
             storage.permitsOut -= 1
             storage.machine.record(.ignored, permit: permit, time: &time, transitions: &transitions)
         }
@@ -430,7 +430,7 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
                 case .passed: storage.waits[requestID] = nil
                 case .ended:
                     storage.waits[requestID] = nil
-                    shadow.roles.refuseInShadow(
+                    shadow.ledger.refuseInShadow(
                         shadowRefusal(of: requestID, attempt: shadow.attempt, stage: .retry, error: error),
                         by: shadowIdentity)
                 }
@@ -472,8 +472,8 @@ extension CircuitBreaker: AdaptsInPlace {
 // The session tells a breaker how the attempts it let through end directly, without the observers' machinery: it
 // settles each at once and forgets the request's wait at its end.
 extension CircuitBreaker: AttemptAccountant {
-    func settle(_ attempt: Attempt, of requestID: UUID, roles: RegisteredRoles, outcome: () -> AttemptOutcome) {
-        finish(attempt, roles: roles, outcome: outcome)
+    func settle(_ attempt: Attempt, of requestID: UUID, ledger: RequestLedger, outcome: () -> AttemptOutcome) {
+        finish(attempt, ledger: ledger, outcome: outcome)
     }
 
     func requestEnded(_ requestID: UUID) {
@@ -483,7 +483,7 @@ extension CircuitBreaker: AttemptAccountant {
     /// Lets a hedge start only while the breaker is closed (the rule for retries): an open breaker refuses it at once,
     /// and a half-open one keeps its trials for fresh requests. The hedge takes its permit when it is adapted.
     func admitHedge(_ request: URLRequest, of requestID: UUID, attempt: Int, roles: RegisteredRoles) -> (any Error)? {
-        if enforcement == .shadow, roles.isShadowed(attempt: attempt, for: shadowIdentity) { return nil }
+        if enforcement == .shadow, roles.ledger.isShadowed(attempt: attempt, for: shadowIdentity) { return nil }
         // A registry's breaker has no say over a hedge that goes to another key (another endpoint of a group): the
         // registry's breaker of that key decides.
         if let elsewhere = registry?.breaker(for: request, otherThan: key) {
@@ -492,7 +492,7 @@ extension CircuitBreaker: AttemptAccountant {
         var time = LazyTime(now)
         let refusal = storage.withLock { refusalOfRetry(by: $0.machine, time: &time) }
         guard let refusal, enforcement == .shadow else { return refusal }
-        roles.refuseInShadow(
+        roles.ledger.refuseInShadow(
             shadowRefusal(of: requestID, attempt: attempt, stage: .hedge, error: refusal), by: shadowIdentity)
         return nil
     }

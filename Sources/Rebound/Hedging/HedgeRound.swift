@@ -4,9 +4,9 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// What a hedged round keeps while its loop (`HedgingExecutor.execute(from:in:)`) runs: the attempts in flight, the
+/// What a hedged round keeps while its loop (`HedgingExecutor.execute(from:for:)`) runs: the attempts in flight, the
 /// questions to the retriers still unanswered and the hedging timer, each a task of its own that reports through one
-/// stream, which the loop reads in the order the reports came.
+/// stream, which the loop reads in the order the reports came; and the attempts that ended, recorded for the machine.
 ///
 /// The tasks are unstructured (started through `Spawn`, like a race's), so that the loop goes on at once when an
 /// attempt wins, even if a loser ignores cancellation: ``end()`` cancels the loser and ends the stream, and the loser's
@@ -49,17 +49,36 @@ struct HedgeRound {
     /// The failures the retriers are asked about, by number, until they answer, with the task that asks them (`nil`
     /// for a failure that is never retried, answered at once).
     var asking: [Int: (failed: AttemptResult, task: Task<Void, Never>?)] = [:]
+    /// The round's attempts that ended, in the order the round recorded them: the machine adds them to its records when
+    /// the round ends.
+    var records: [RequestMachine.Recorded] = []
+    /// The request a retrier moved the request to mid-round (`retryWithRequest`): the next hedges start from it, and so
+    /// does the request's next attempt after the round.
+    var target: URLRequest?
     /// The timer set last, if it has not fired: a tick of any other is dropped.
     var timer: (id: Int, task: Task<Void, Never>)?
     /// How many timers were set, which numbers the next.
     private var timers = 0
+    /// How many attempts the request recorded before the round.
+    let recordedBefore: Int
     /// What each attempt handed to the transport, and when; written from the attempts' tasks as they hand it over,
     /// so that a loser's record says whether it was sent, even when the round ended before its report was read.
     let handoffs = Locked<[Int: Handoff]>([:])
 
-    /// A round whose tasks report to `reporter`.
-    init(reporter: AsyncStream<Report>.Continuation) {
+    /// A round whose tasks report to `reporter`, of a request that recorded `recordedBefore` attempts before it.
+    init(reporter: AsyncStream<Report>.Continuation, recordedBefore: Int) {
         self.reporter = reporter
+        self.recordedBefore = recordedBefore
+    }
+
+    /// How many attempts the request made so far, ended or in flight: the number of the one started last.
+    var attemptsMade: Int { recordedBefore + records.count + inFlight.count }
+
+    /// Moves the record of attempt `number` after every other: the attempt that ends the round, recorded when the
+    /// retriers were asked about it, goes after the attempts the round cancelled, as the one the request goes on with.
+    mutating func moveLast(attempt number: Int) {
+        guard let index = records.lastIndex(where: { $0.attempt.number == number }) else { return }
+        records.append(records.remove(at: index))
     }
 
     /// Sets a timer that reports ``Report/tick(timer:)`` after `delay` on `clock`, in place of the one set before;

@@ -5,26 +5,46 @@ import Foundation
 #endif
 
 /// A hedged round: the attempts a request has in flight at once, in place of one attempt (see ``Hedging``), run for
-/// the request's machine, whose records it adds to.
+/// the request's machine, of which it reads what the action that starts it holds (``RequestMachine/RoundStart``) and
+/// which it never changes: the round returns its attempts, winner and losers, for the machine to record.
 ///
 /// Each attempt in flight, each question to the retriers about a failure while others are in flight, and the hedging
 /// timer runs in a task of its own, which reports to the round's loop through one stream; the loop reads the reports
 /// in the order they came and alone keeps the round's state (``HedgeRound``).
 struct HedgingExecutor {
-    /// What a round ends with: the result the request goes on with, recorded last, and how the retriers' question
-    /// about it ended if the round asked them already (their answer, or the deadline or cancellation that cut it).
-    struct RoundResult {
+    /// What a round ends with: its attempts, in the order it recorded them (failures while others were in flight as
+    /// each ended, then the losers, then the one the request goes on with), that last one's result, how the retriers'
+    /// question about it ended if the round asked them already (their answer, or the deadline or cancellation that
+    /// cut it), and the request a retrier moved the request to meanwhile, if any.
+    final class RoundResult {
+        let records: [RequestMachine.Recorded]
         let result: AttemptResult
         let answer: RequestMachine.RetriersAnswer?
+        let target: URLRequest?
+
+        init(
+            records: [RequestMachine.Recorded], result: AttemptResult, answer: RequestMachine.RetriersAnswer?,
+            target: URLRequest?
+        ) {
+            self.records = records
+            self.result = result
+            self.answer = answer
+            self.target = target
+        }
     }
 
     let plan: RequestPlan
-    let hedging: Hedging
+    /// What the round reads of the request as it starts: the request it starts from, the settings, the attempts
+    /// recorded before it, the request's time.
+    let atStart: RequestMachine.RoundStart
 
-    /// Runs one hedged round and returns the result the request goes on with, recorded last: the winner, the
-    /// failure that ended the round (with the retriers' answer if they were asked already), or what ended it
-    /// (cancellation, the deadline). Every other attempt of the round is recorded, settled and told to the observers
-    /// before it, a loser with ``AttemptDecision/cancelled``.
+    /// The hedging settings of the round.
+    var hedging: Hedging { atStart.hedging }
+
+    /// Runs one hedged round and returns its attempts and the result the request goes on with, recorded last: the
+    /// winner, the failure that ended the round (with the retriers' answer if they were asked already), or what ended
+    /// it (cancellation, the deadline). Every other attempt of the round is recorded, settled and told to the
+    /// observers before it, a loser with ``AttemptDecision/cancelled``.
     ///
     /// The round starts its first attempt. When `delay` passes with no answer after the newest attempt handed its
     /// request to the transport, and at once after a failure the retriers would retry while others are in flight (once
@@ -37,7 +57,8 @@ struct HedgingExecutor {
     /// meanwhile, so a slow retrier (a token refresh, the offline retrier's wait) never holds back an answer that
     /// came. A failure whose question the round no longer needs (another attempt won, or the round ended otherwise)
     /// is told to the observers as a loser, with ``AttemptDecision/cancelled``.
-    func execute(from roundBase: URLRequest, in machine: inout RequestMachine) async -> RoundResult {
+    func execute() async -> RoundResult {
+        let roundBase = atStart.request
         let clock = plan.session.clock
         // A learned delay is the host's, and its learner hears how long the round took to answer; a learner with too
         // few answers gives none, and the round sends no hedge. A request that may not be repeated is never hedged,
@@ -45,14 +66,14 @@ struct HedgingExecutor {
         var learning: (learner: HedgingDelayLearner, key: String)?
         var delay: Duration? = hedging.delay
         if let learner = hedging.learner {
-            let key = machine.mayBeRepeated(roundBase) ? learner.key(for: plan.originalRequest) : nil
+            let key = plan.mayBeRepeated(roundBase) ? learner.key(for: plan.originalRequest) : nil
             // A request counts once, at its first round: its retries' rounds add no share of a hedge.
-            delay = key.flatMap { learner.startRound(for: $0, counts: machine.attempts.isEmpty) }
+            delay = key.flatMap { learner.startRound(for: $0, counts: atStart.attempts.isEmpty) }
             learning = key.map { (learner, $0) }
         }
         let (reports, reporter) = AsyncStream.makeStream(of: HedgeRound.Report.self)
-        var round = HedgeRound(reporter: reporter)
-        let first = start(roundBase, hedge: 0, in: &round, for: machine)
+        var round = HedgeRound(reporter: reporter, recordedBefore: atStart.attempts.count)
+        let first = start(roundBase, hedge: 0, in: &round)
         // The newest attempt until it hands its request to the transport: no hedge starts before that.
         var unsent: Int? = first
         var newestSent: URLRequest?
@@ -91,7 +112,9 @@ struct HedgingExecutor {
                     ending = .finished(number, attempt, result, at: now)
                     break rounds
                 }
-                machine.record(result, number: number, since: attempt.start, now: now, hedge: attempt.hedge)
+                round.records.append(
+                    RequestMachine.Recorded(
+                        result, number: number, since: attempt.start, now: now, hedge: attempt.hedge))
                 if let head = result.response {
                     if let asked = plan.askedDelay(by: head), asked > .zero {
                         quietUntil = Swift.max(quietUntil ?? now, now + asked)
@@ -106,8 +129,9 @@ struct HedgingExecutor {
                     round.asking[number] = (result, nil)
                     reporter.yield(.answered(number: number, answer: .answered(.doNotRetry)))
                 } else {
-                    let question = RequestMachine.Question(about: result, failingFor: reason, in: machine)
-                    let limit = machine.time.limits?.limit(of: .decision, now: now)
+                    let question = atStart.question(
+                        about: result, failingFor: reason, plan: plan, after: round.records)
+                    let limit = atStart.time.limits?.limit(of: .decision, now: now)
                     let plan = plan
                     round.asking[number] = (
                         result,
@@ -136,16 +160,16 @@ struct HedgingExecutor {
                     break rounds
                 }
                 let answer = result
-                if let request = answer.request { machine.retarget(request) }
+                if let request = answer.request { round.target = request }
                 // The request goes on at once with the attempts in flight, and the next hedge if it may start.
-                await tell(attempt: number, data: failed.data, decision: .retry(after: .zero), in: machine)
+                await tell(attempt: number, data: failed.data, decision: .retry(after: .zero), of: round)
                 if answer.delay != nil { due = true }
             }
             // A hedge may start once its delay passed and the newest attempt was sent, while the settings and the
             // time left allow another attempt.
             guard due, unsent == nil, !stopped, let sent = newestSent, round.inFlight.count < hedging.maximumInFlight,
-                machine.attempts.count + round.inFlight.count < hedging.maximumAttempts, !Task.isCancelled,
-                machine.time.hasTimeLeft(now: clock.now())
+                round.attemptsMade < hedging.maximumAttempts, !Task.isCancelled,
+                atStart.time.hasTimeLeft(now: clock.now())
             else { continue }
             if let quietUntil, case let now = clock.now(), now < quietUntil {
                 // Asked to wait: the next hedge may start once the time asked for has passed.
@@ -158,8 +182,8 @@ struct HedgingExecutor {
                 stopped = true
                 continue
             }
-            let number = machine.attempts.count + round.inFlight.count + 1
-            guard admitsHedge(sent, number: number, for: machine) else {
+            let number = round.attemptsMade + 1
+            guard admitsHedge(sent, number: number) else {
                 // The hedge does not start: the learner has it back.
                 if let learning { learning.learner.hedgeNotStarted(for: learning.key) }
                 // Not a request to repeat, or a gate refused: no more hedges in this round.
@@ -169,13 +193,13 @@ struct HedgingExecutor {
             hedges += 1
             // The next delay counts from when this hedge is sent: the timer of the attempt before it no longer counts.
             round.setTimer(after: nil, clock: clock)
-            unsent = start(machine.nextBase, hedge: hedges, in: &round, for: machine)
+            unsent = start(round.target ?? atStart.nextBase, hedge: hedges, in: &round)
             due = hedgeDelay == .zero
         }
-        let result = await end(round, with: ending, in: &machine)
+        let result = await end(round, with: ending)
         // A round won by an answer teaches how long the host took to give it: from the round's first attempt reaching
         // the transport to the winner's end, whichever attempt won.
-        if let learning, case .success = result.result.kind, let winner = machine.attempts.last,
+        if let learning, case .success = result.result.kind, let winner = result.records.last?.attempt,
             let winnerSent = round.handoff(of: winner.number)?.at, let onWire = winner.timeOnWire,
             let firstSent = round.handoff(of: first)?.at
         {
@@ -185,12 +209,12 @@ struct HedgingExecutor {
     }
 
     /// Starts the next attempt of the round in a task of its own and returns its number.
-    func start(_ base: URLRequest, hedge: Int, in round: inout HedgeRound, for machine: RequestMachine) -> Int {
-        let number = machine.attempts.count + round.inFlight.count + 1
+    func start(_ base: URLRequest, hedge: Int, in round: inout HedgeRound) -> Int {
+        let number = round.attemptsMade + 1
         // The request's first attempt starts with the request.
-        let attemptStart = number == 1 ? machine.time.start : plan.session.clock.now()
+        let attemptStart = number == 1 ? atStart.time.start : plan.session.clock.now()
         let (plan, reporter, handoffs) = (plan, round.reporter, round.handoffs)
-        let limit = machine.time.limits?.limit(of: .attempt, now: attemptStart)
+        let limit = atStart.time.limits?.limit(of: .attempt, now: attemptStart)
         let task = Spawn.task {
             let onSend: @Sendable (Handoff) -> Void = { handoff in
                 handoffs.withLock { $0[number] = handoff }
@@ -210,8 +234,8 @@ struct HedgingExecutor {
 
     /// Whether attempt `number` may start as a hedge of `sent`, the newest request of the round: a request that may
     /// be repeated, let through by every hedge gate registered (a throttle, a breaker, a budget), in order.
-    func admitsHedge(_ sent: URLRequest, number: Int, for machine: RequestMachine) -> Bool {
-        guard machine.mayBeRepeated(sent) else { return false }
+    func admitsHedge(_ sent: URLRequest, number: Int) -> Bool {
+        guard plan.mayBeRepeated(sent) else { return false }
         guard let roles = plan.registered else { return true }
         // A hedge an endpoint group sends to another endpoint is judged as going there (a per-host gate by the
         // endpoint's host).
@@ -220,54 +244,68 @@ struct HedgingExecutor {
             guard gate.admitHedge(hedge, of: plan.requestID, attempt: number, roles: roles) != nil else { continue }
             // The hedge never starts, and the next attempt takes its number: what a part in shadow mode hid of it goes,
             // and so does the endpoint a group picked for it.
-            roles.hedgeRefused(number)
+            roles.ledger.hedgeRefused(number)
             roles.router?.hedgeRefused(number, of: plan.requestID)
             return false
         }
-        roles.startsHedge(number)
+        roles.ledger.startsHedge(number)
         return true
     }
 
-    /// Has the parts settle recorded attempt `number` of the round and tells the observers, with `decision`: a loser's
+    /// Has the parts settle attempt `number`, recorded by `round`, and tells the observers, with `decision`: a loser's
     /// (``AttemptDecision/cancelled``), or a retry without delay for a failure while others are in flight.
-    func tell(attempt number: Int, data: Data?, decision: AttemptDecision, in machine: RequestMachine) async {
+    func tell(
+        attempt number: Int, data: Data?, decision: AttemptDecision, of round: HedgeRound
+    ) async {
         let now = plan.session.clock.now()
-        let report = RequestMachine.Report(attempt: number, data: data, elapsed: now - machine.time.start)
-        if let outcome = plan.settle(report, decision: decision, of: machine.attempts) { await plan.tell(outcome) }
+        let report = RequestMachine.Report(attempt: number, data: data, elapsed: now - atStart.time.start)
+        if let outcome = plan.settle(report, decision: decision, of: round.records.lazy.map(\.attempt)) {
+            await plan.tell(outcome)
+        }
     }
 
     /// Ends a round with `ending`: cancels the tasks still running (whatever they report later is dropped), then
     /// records each attempt in flight as cancelled, settles it and tells the observers (a failure whose question is
-    /// unanswered too, as a loser), and returns the result of the attempt that ends the round, recorded after them
-    /// (with the retriers' answer about it, if any). With no ending (the task was cancelled), the newest attempt in
-    /// flight is the one the request goes on with, recorded last.
-    private func end(_ round: HedgeRound, with ending: HedgeRound.Ending?, in machine: inout RequestMachine) async
+    /// unanswered too, as a loser), and returns the round's records with the result of the attempt that ends the
+    /// round, recorded after them (with the retriers' answer about it, if any). With no ending (the task was
+    /// cancelled), the newest attempt in flight is the one the request goes on with, recorded last.
+    private func end(_ round: HedgeRound, with ending: HedgeRound.Ending?) async
         -> RoundResult
     {
+        var round = round
         var losers = round.end()
         let newest = ending == nil ? losers.popLast() : nil
         let clock = plan.session.clock
         for (number, asked) in round.asking.sorted(by: { $0.key < $1.key }) {
-            await tell(attempt: number, data: asked.failed.data, decision: .cancelled, in: machine)
+            await tell(attempt: number, data: asked.failed.data, decision: .cancelled, of: round)
         }
         for (number, loser, cancelled) in losers {
-            machine.record(cancelled, number: number, since: loser.start, now: clock.now(), hedge: loser.hedge)
-            await tell(attempt: number, data: nil, decision: .cancelled, in: machine)
+            round.records.append(
+                RequestMachine.Recorded(
+                    cancelled, number: number, since: loser.start, now: clock.now(), hedge: loser.hedge))
+            await tell(attempt: number, data: nil, decision: .cancelled, of: round)
         }
+        let result: AttemptResult
+        var answer: RequestMachine.RetriersAnswer?
         switch ending {
-        case .finished(let number, let attempt, let result, let at):
-            machine.record(result, number: number, since: attempt.start, now: at, hedge: attempt.hedge)
-            return RoundResult(result: result, answer: nil)
-        case .decided(let number, let failed, let answer):
+        case .finished(let number, let attempt, let ended, let at):
+            round.records.append(
+                RequestMachine.Recorded(ended, number: number, since: attempt.start, now: at, hedge: attempt.hedge))
+            result = ended
+        case .decided(let number, let failed, let answered):
             // Recorded when the retriers were asked about it: it goes after the losers.
-            machine.moveLast(attempt: number)
-            return RoundResult(result: failed, answer: answer)
+            round.moveLast(attempt: number)
+            (result, answer) = (failed, answered)
         case nil:
-            guard let (number, attempt, cancelled) = newest else {
-                return RoundResult(result: .cancelledBeforeSending, answer: nil)
+            if let (number, attempt, cancelled) = newest {
+                round.records.append(
+                    RequestMachine.Recorded(
+                        cancelled, number: number, since: attempt.start, now: clock.now(), hedge: attempt.hedge))
+                result = cancelled
+            } else {
+                result = .cancelledBeforeSending
             }
-            machine.record(cancelled, number: number, since: attempt.start, now: clock.now(), hedge: attempt.hedge)
-            return RoundResult(result: cancelled, answer: nil)
         }
+        return RoundResult(records: round.records, result: result, answer: answer, target: round.target)
     }
 }

@@ -1,4 +1,4 @@
-extension RegisteredRoles {
+extension RequestLedger {
     /// The attempts of a request the session settled, and whether the request ended; without an allocation for the
     /// first 64 attempts.
     struct SettledAttempts: Sendable {

@@ -74,7 +74,7 @@ enum Redirection {
     /// host is one of its hosts.
     static func secure(
         _ hop: inout URLRequest, after sent: URLRequest, stripping extra: Set<String>, scopes: [any CredentialScope],
-        applied: [RegisteredRoles.AppliedCredential]
+        applied: [RequestLedger.AppliedCredential]
     ) {
         if !isSameOrigin(hop.url, sent.url) {
             var names = credentialHeaders
@@ -107,7 +107,7 @@ enum Redirection {
     /// another origin drops is removed.
     static func secureMove(
         _ request: inout URLRequest, from sent: URL, scopes: [any CredentialScope]?,
-        applied: [RegisteredRoles.AppliedCredential]
+        applied: [RequestLedger.AppliedCredential]
     ) {
         guard !isSameOrigin(request.url, sent) else { return }
         guard let scopes else { return remove(credentialHeaders, from: &request) }

@@ -75,6 +75,9 @@ public struct RetryRequest: Sendable {
     /// The request's registrations; `nil` for a retry request made outside a session.
     var roles: RegisteredRoles? { storage.value.roles }
 
+    /// The request's ledger, in the same record as its registrations; `nil` when the request keeps none.
+    var ledger: RequestLedger? { storage.value.roles?.ledger }
+
     /// The endpoint an ``EndpointGroup`` sent `attempt` to, as an outcome a part builds of it names it; `nil` when no
     /// group routed the request.
     func placement(of attempt: Attempt) -> EndpointGroup.Placement? {

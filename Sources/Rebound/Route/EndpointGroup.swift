@@ -402,7 +402,7 @@ extension EndpointGroup: RetryRouter {
 
 // The session tells the group how the attempts it routed end directly (see `AttemptAccountant`).
 extension EndpointGroup: AttemptAccountant {
-    func settle(_ attempt: Attempt, of requestID: UUID, roles: RegisteredRoles, outcome: () -> AttemptOutcome) {
+    func settle(_ attempt: Attempt, of requestID: UUID, ledger: RequestLedger, outcome: () -> AttemptOutcome) {
         // Only an attempt that was sent tells anything about its endpoint.
         let verdict: CircuitBreaker.Verdict =
             attempt.request == nil

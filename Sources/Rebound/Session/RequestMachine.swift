@@ -26,8 +26,9 @@ import Foundation
 /// Nothing here awaits, reads a clock or calls a part: the time comes with each event, and what a part says comes back
 /// as an event. A decision travels with its payload: the error a request ends with is in the action that ends it, the
 /// report of an attempt in the action that follows it (``Action/backOff(_:wait:report:)``,
-/// ``Action/finish(_:endsAccounts:report:)``), the breaker's admission arrives with the attempt's end, and the failure a
-/// backoff would end with is the payload of ``Phase/backingOff(ending:)``. Events that cannot happen in the current
+/// ``Action/finish(_:endsAccounts:report:)``), the breaker's admission arrives with the attempt's end, a hedged round's
+/// attempts (winner and losers) with the round's end, and the failure a backoff would end with is the payload of
+/// ``Phase/backingOff(ending:)``. Events that cannot happen in the current
 /// phase trap, naming it.
 struct RequestMachine {
     /// Where the request is in its life.
@@ -50,8 +51,8 @@ struct RequestMachine {
     enum Action {
         /// Make attempt `number` from `request`, within `limit` of the request's time.
         case attempt(URLRequest, number: Int, limit: TimeLimit?)
-        /// Make a hedged round from `request` (its first attempt is `number`).
-        case hedgedRound(URLRequest, Hedging)
+        /// Make a hedged round from what `start` holds of the request (its first attempt is the request's next).
+        case hedgedRound(RoundStart)
         /// Ask the retriers (those that registered, then the chain's) about a failed attempt, within `limit`.
         case askRetriers(Question, limit: TimeLimit?)
         /// Ask the gates, in order, whether `retry` may go after `delay`; the first refusal wins.
@@ -110,16 +111,26 @@ struct RequestMachine {
         let request: RetryRequest
         let error: ReboundError
 
-        /// The question about `failed`, an attempt that failed for `reason`, recorded last by `machine`.
-        init(about failed: AttemptResult, failingFor reason: ReboundError.Reason, in machine: RequestMachine) {
-            let plan = machine.plan
+        /// The question about `failed`, an attempt of `plan`'s request that failed for `reason`, recorded last of
+        /// `attempts`; `lastRequest` is the last request a failed attempt sent, and `backoffWait` the request's.
+        init(
+            about failed: AttemptResult, failingFor reason: ReboundError.Reason, plan: RequestPlan, attempts: [Attempt],
+            lastRequest: URLRequest?, backoffWait: BackoffWait?
+        ) {
             error = ReboundError(
-                reason: reason, original: plan.original, lastRequest: machine.lastSentRequest,
-                responseHead: failed.response, data: failed.data, attempts: machine.attempts)
+                reason: reason, original: plan.original, lastRequest: lastRequest, responseHead: failed.response,
+                data: failed.data, attempts: attempts)
             request = RetryRequest(
                 requestID: plan.requestID, label: plan.label, original: plan.original, lastRequest: failed.sent,
-                responseHead: failed.response, data: failed.data, attempts: machine.attempts, roles: plan.registered,
-                backoffWait: machine.backoffWait)
+                responseHead: failed.response, data: failed.data, attempts: attempts, roles: plan.registered,
+                backoffWait: backoffWait)
+        }
+
+        /// The question about `failed`, an attempt that failed for `reason`, recorded last by `machine`.
+        init(about failed: AttemptResult, failingFor reason: ReboundError.Reason, in machine: RequestMachine) {
+            self.init(
+                about: failed, failingFor: reason, plan: machine.plan, attempts: machine.attempts,
+                lastRequest: machine.lastSentRequest, backoffWait: machine.backoffWait)
         }
     }
 
@@ -156,9 +167,10 @@ struct RequestMachine {
         /// The attempt in flight ended with `result`; `admittedByBreaker` says whether a breaker let an attempt of the
         /// request through so far (its grant of a retry then keeps the backoff wait).
         case attemptEnded(AttemptResult, admittedByBreaker: Bool)
-        /// A hedged round ended with `result`, recorded last by the round, and how the retriers' question about it
-        /// ended if the round asked them already (their answer, or the deadline or cancellation that cut it).
-        case roundEnded(AttemptResult, answer: RetriersAnswer?, admittedByBreaker: Bool)
+        /// A hedged round ended: its attempts, in the order the round recorded them, the one that ended the round last,
+        /// with that one's result and what came of the retriers' question about it if the round asked them already,
+        /// and the request a retrier moved the request to meanwhile.
+        case roundEnded(HedgingExecutor.RoundResult, admittedByBreaker: Bool)
         /// The retriers answered about the failure in question (or did not, in time).
         case retriersAnswered(RetriersAnswer)
         /// The gates answered about the retry: the first refusal, `nil` when every gate granted it.
@@ -180,11 +192,13 @@ struct RequestMachine {
             return finish(.cancelled)
 
         case (.attemptEnded(let result, let admittedByBreaker), .attempting(let number, let start)):
-            record(result, number: number, since: start, now: now)
+            record(Recorded(result, number: number, since: start, now: now))
             return decide(after: result, answer: nil, admittedByBreaker: admittedByBreaker, now: now)
 
-        case (.roundEnded(let result, let answer, let admittedByBreaker), .attempting):
-            return decide(after: result, answer: answer, admittedByBreaker: admittedByBreaker, now: now)
+        case (.roundEnded(let round, let admittedByBreaker), .attempting):
+            for recorded in round.records { record(recorded) }
+            if let target = round.target { base = target }
+            return decide(after: round.result, answer: round.answer, admittedByBreaker: admittedByBreaker, now: now)
 
         case (.retriersAnswered(.answered(let result)), .deciding(let question)):
             return decide(question, after: result, now: now)
@@ -218,54 +232,87 @@ struct RequestMachine {
 
     // MARK: Records
 
-    /// Records an attempt, the `hedge`-th of its round, that started at `start` and ended `now`.
-    mutating func record(_ result: AttemptResult, number: Int, since start: Duration, now: Duration, hedge: Int = 0) {
-        let failure: ReboundError.Reason? =
-            switch result.kind {
-            case .failure(let reason): reason
-            case .deadlineReached: Self.deadlineCutShort
-            // A cancelled attempt is recorded too, for the observers; the request ends with `CancellationError`.
-            case .success, .cancelled: nil
-            }
-        if case .failure = result.kind, let sent = result.sent { lastSentRequest = sent }
-        attempts.append(
-            Attempt(
+    /// The record of an ended attempt, and the request it sent if it failed: the last such request is the one the
+    /// request's error names.
+    struct Recorded {
+        let attempt: Attempt
+        let failedRequest: URLRequest?
+
+        /// The record of attempt `number`, the `hedge`-th of its round, that came to `result`, started at `start` and
+        /// ended `now`.
+        init(_ result: AttemptResult, number: Int, since start: Duration, now: Duration, hedge: Int = 0) {
+            let failure: ReboundError.Reason? =
+                switch result.kind {
+                case .failure(let reason): reason
+                case .deadlineReached: RequestMachine.deadlineCutShort
+                // A cancelled attempt is recorded too, for the observers; the request ends with `CancellationError`.
+                case .success, .cancelled: nil
+                }
+            failedRequest = if case .failure = result.kind { result.sent } else { nil }
+            attempt = Attempt(
                 number: number, request: result.sent, firstHop: result.firstHop, responseHead: result.response,
                 failure: failure, duration: now - start, hedge: hedge,
-                failedBeforeSending: result.failedBeforeSending, timeOnWire: result.sentAt.map { now - $0 }))
+                failedBeforeSending: result.failedBeforeSending, timeOnWire: result.sentAt.map { now - $0 })
+        }
     }
 
-    /// Moves recorded attempt `number` after every other: a hedged round's attempt that ends the round, recorded before
-    /// the attempts the round cancelled, goes last, as the attempt the request goes on with.
-    mutating func moveLast(attempt number: Int) {
-        guard let index = attempts.lastIndex(where: { $0.number == number }) else { return }
-        attempts.append(attempts.remove(at: index))
+    /// Adds `recorded` to the request's records.
+    private mutating func record(_ recorded: Recorded) {
+        if let sent = recorded.failedRequest { lastSentRequest = sent }
+        attempts.append(recorded.attempt)
     }
 
     /// The request the next attempt's adapters start from: the one a retrier handed over, or the caller's.
     var nextBase: URLRequest { base ?? plan.originalRequest }
 
-    /// Moves the request to `target` from its next attempt on (a retrier answered `retryWithRequest` mid-round).
-    mutating func retarget(_ target: URLRequest) {
-        base = target
-    }
+    /// What a hedged round reads of the request as it starts, handed to the round with the action that starts it: the
+    /// request the round starts from and its settings, the attempts recorded before it, the request's time, the request
+    /// its hedges start from, and what a question to the retriers carries besides (the last request a failed attempt
+    /// sent, the backoff wait). Nothing in it changes while the round runs; the round's own records come back with its
+    /// end (``Event/roundEnded(_:admittedByBreaker:)``).
+    final class RoundStart {
+        let request: URLRequest
+        let hedging: Hedging
+        let attempts: [Attempt]
+        let time: RequestTime
+        let nextBase: URLRequest
+        let lastSentRequest: URLRequest?
+        let backoffWait: BackoffWait?
 
-    /// Whether a request may be sent more than once at a time: a method the chain's retry policies retry (those
-    /// ``RetryPolicy`` retries by default when none says), or an `Idempotency-Key` that is not empty; never a stream
-    /// body.
-    func mayBeRepeated(_ request: URLRequest) -> Bool {
-        guard request.httpBodyStream == nil, !plan.original.hasBodyStream else { return false }
-        return request.isRepeatable(methods: plan.chain?.retriedMethods ?? RetryPolicy.defaultRetryableHTTPMethods)
+        /// What a round of `machine`'s request from `request` under `hedging` reads.
+        init(_ request: URLRequest, hedging: Hedging, of machine: RequestMachine) {
+            self.request = request
+            self.hedging = hedging
+            self.attempts = machine.attempts
+            self.time = machine.time
+            self.nextBase = machine.nextBase
+            self.lastSentRequest = machine.lastSentRequest
+            self.backoffWait = machine.backoffWait
+        }
+
+        /// The question about `failed`, an attempt of the round that failed for `reason`, recorded last of `round`,
+        /// the attempts the round recorded so far, after those recorded before it.
+        func question(
+            about failed: AttemptResult, failingFor reason: ReboundError.Reason, plan: RequestPlan,
+            after round: [Recorded]
+        ) -> Question {
+            Question(
+                about: failed, failingFor: reason, plan: plan, attempts: attempts + round.map(\.attempt),
+                lastRequest: round.last(where: { $0.failedRequest != nil })?.failedRequest ?? lastSentRequest,
+                backoffWait: backoffWait)
+        }
     }
 
     // MARK: Transitions
 
-    /// Starts the next attempt `now`, from `request` (the first attempt's) or else ``nextBase``: a hedged round when the
-    /// request hedges, else one attempt within the time left.
+    /// Starts the next attempt `now`, from `request` (the first attempt's) or else ``nextBase``: a hedged round when
+    /// the request hedges, else one attempt within the time left.
     private mutating func nextAttempt(from request: consuming URLRequest? = nil, now: Duration) -> Action {
         let (request, number) = (request ?? nextBase, attempts.count + 1)
         phase = .attempting(number: number, start: now)
-        if let hedging = plan.hedging, !plan.original.hasBodyStream { return .hedgedRound(request, hedging) }
+        if let hedging = plan.hedging, !plan.original.hasBodyStream {
+            return .hedgedRound(RoundStart(request, hedging: hedging, of: self))
+        }
         return .attempt(request, number: number, limit: time.limits?.limit(of: .attempt, now: now))
     }
 
@@ -314,7 +361,7 @@ struct RequestMachine {
         // Retries and hedges together stay within the hedging settings' attempts, for a request that may be repeated,
         // judged as a retry sends it: as adapted, before any redirect.
         if let hedging = plan.hedging, attempts.count >= hedging.maximumAttempts,
-            mayBeRepeated(question.request.admittedRequest)
+            plan.mayBeRepeated(question.request.admittedRequest)
         {
             return finish(.failed(error.stopped(by: .retryLimit)), reporting: error.data, now: now)
         }

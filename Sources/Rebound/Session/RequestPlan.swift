@@ -100,6 +100,10 @@ final class RequestPlan: Sendable {
     /// the request's); none when no observer registered.
     var registeredObservers: RegisteredRoles.Registrations { registered?.withObservers ?? .none }
 
+    /// What parts hold and noted of the request's attempts, in the same record as its registrations; `nil` when it
+    /// keeps none.
+    var ledger: RequestLedger? { registered?.ledger }
+
     /// The gates registered so far that the chain does not hold: asked after the chain's.
     var registeredGates: [any RetryGate] { registered?.gates ?? [] }
 
@@ -123,6 +127,14 @@ final class RequestPlan: Sendable {
     /// the deadline's rule and the hedges use.
     func askedDelay(by head: ResponseHead) -> Duration? {
         RetryAfter.asked(by: head, reading: chain?.serverSignals ?? [])
+    }
+
+    /// Whether a request may be sent more than once at a time: a method the chain's retry policies retry (those
+    /// ``RetryPolicy`` retries by default when none says), or an `Idempotency-Key` that is not empty; never a stream
+    /// body.
+    func mayBeRepeated(_ request: URLRequest) -> Bool {
+        guard request.httpBodyStream == nil, !original.hasBodyStream else { return false }
+        return request.isRepeatable(methods: chain?.retriedMethods ?? RetryPolicy.defaultRetryableHTTPMethods)
     }
 
     /// Whether `head` asks for no retry with an `x-should-retry: false` that the chain's retry policies read: then no
@@ -196,7 +208,7 @@ extension RequestPlan {
                 // A part that admitted the attempt (in its `adapt`, the one place a part admits) under a host that a
                 // later adapter changed admits it again, under the host it is sent to.
                 if let registered {
-                    for admission in registered.takeAdmissions(of: number) {
+                    for admission in registered.ledger.takeAdmissions(of: number) {
                         guard adapted.url != admission.url else { continue }
                         // `nil`: the part lets the new host through untouched, and only gives back what it took.
                         let key = admission.part.admissionKey(for: adapted)
@@ -209,7 +221,7 @@ extension RequestPlan {
             }
         } catch {
             // Admissions not yet checked are dropped: the attempt is not sent.
-            _ = registered?.takeAdmissions(of: number)
+            _ = ledger?.takeAdmissions(of: number)
             return Self.failed(.adaptationFailed(error: error), sent: nil)
         }
         // From here the attempt is on the wire: its time there (``Attempt/timeOnWire``) counts from now.
@@ -319,7 +331,7 @@ extension RequestPlan {
     ) async -> URLRequest? {
         let stripped = handler.strippedHeaders
         let scopes = registered?.scopes ?? []
-        let applied = registered?.credentialsApplied(to: context.attempt) ?? []
+        let applied = ledger?.credentialsApplied(to: context.attempt) ?? []
         var proposed = proposed
         Redirection.secure(&proposed, after: sent, stripping: stripped, scopes: scopes, applied: applied)
         // A handler that rewrites the hop to something other than http(s) (a file URL, say) stops it.

@@ -34,12 +34,12 @@ extension RequestPlan {
                     event = .attemptEnded(
                         await attempt(consume request, number: number), admittedByBreaker: admittedByBreaker)
                 }
-            case .hedgedRound(let request, let hedging):
+            case .hedgedRound(let start):
                 if Task.isCancelled {
                     event = .cancelled
                 } else {
-                    let round = await HedgingExecutor(plan: self, hedging: hedging).execute(from: request, in: &machine)
-                    event = .roundEnded(round.result, answer: round.answer, admittedByBreaker: admittedByBreaker)
+                    let round = await HedgingExecutor(plan: self, atStart: start).execute()
+                    event = .roundEnded(round, admittedByBreaker: admittedByBreaker)
                 }
             case .askRetriers(let question, let limit?):
                 event = .retriersAnswered(await retryResult(for: question, within: limit))
@@ -74,7 +74,7 @@ extension RequestPlan {
             await tell(outcome)
         }
         deadlineTimer?.stop()
-        let ended = registered?.ended
+        let ended = ledger?.ended
         if listsObservers || ended?.hasObservers == true {
             await tell(
                 machine.outcome(
@@ -99,13 +99,13 @@ extension RequestPlan {
     }
 
     /// Whether a breaker let an attempt of the request through so far.
-    var admittedByBreaker: Bool { registered?.admittedByBreaker == true }
+    var admittedByBreaker: Bool { ledger?.admittedByBreaker == true }
 
     // MARK: Asking the retriers and the gates
 
     /// Asks the retriers about a failed attempt within `limit`, the time left before the deadline
-    /// (``RequestTime/Limits/limit(of:now:)``: the request's deadline timer cuts the question when it comes), even a retrier
-    /// that ignores cancellation.
+    /// (``RequestTime/Limits/limit(of:now:)``: the request's deadline timer cuts the question when it comes), even a
+    /// retrier that ignores cancellation.
     @inline(never)
     func retryResult(for question: RequestMachine.Question, within limit: TimeLimit) async
         -> RequestMachine.RetriersAnswer
@@ -177,9 +177,9 @@ extension RequestPlan {
     /// request ends with; `nil` when no observer is to be told, or nothing is reported.
     func settle(
         _ report: RequestMachine.Report?, decision: AttemptDecision, error: ReboundError? = nil,
-        of attempts: [Attempt], endsRequest: Bool = false
+        of attempts: some BidirectionalCollection<Attempt>, endsRequest: Bool = false
     ) -> AttemptOutcome? {
-        let settlement = registered?.settling(attempt: report?.attempt, endsRequest: endsRequest)
+        let settlement = ledger?.settling(attempt: report?.attempt, endsRequest: endsRequest)
         // Nothing reported, or no part or observer to tell: the attempt's record is not read.
         guard let report, settlement != nil || listsObservers else { return nil }
         guard let attempt = attempts.last(where: { $0.number == report.attempt }) else {
@@ -199,7 +199,7 @@ extension RequestPlan {
         // observers.
         var built: AttemptOutcome?
         for part in settlement.accountants {
-            part.settle(attempt, of: requestID, roles: registered) {
+            part.settle(attempt, of: requestID, ledger: registered.ledger) {
                 if let built { return built }
                 let made = outcome(settlement.untold)
                 built = made

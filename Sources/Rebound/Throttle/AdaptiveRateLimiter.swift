@@ -232,7 +232,7 @@ extension AdaptiveRateLimiter: HostAdmission {
 }
 
 extension AdaptiveRateLimiter: AttemptAccountant {
-    func settle(_ attempt: Attempt, of requestID: UUID, roles: RegisteredRoles, outcome: () -> AttemptOutcome) {
+    func settle(_ attempt: Attempt, of requestID: UUID, ledger: RequestLedger, outcome: () -> AttemptOutcome) {
         // Only a response tells whether the host throttles.
         // Counted under the host it was admitted under, whatever its redirects (see `Attempt.admittedRequest`).
         guard let sent = attempt.admittedRequest, attempt.responseHead != nil, let key = keyFunction(sent) else {

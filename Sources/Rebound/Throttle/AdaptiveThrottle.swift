@@ -241,12 +241,11 @@ public final class AdaptiveThrottle: RequestAdapter, RetryGate {
 
     /// Lets the attempt through and registers, or throws the rejection; a request without a key goes through.
     fileprivate func admit(_ request: URLRequest, context: RequestContext) throws(AdaptiveThrottleRejection) {
-        guard let key = keyFunction(request), !isUnseen(context.attempt, roles: context.roles) else { return }
+        guard let key = keyFunction(request), !isUnseen(context.attempt, ledger: context.ledger) else { return }
         if let drawn = admit(key, requestID: context.requestID, attempt: context.attempt) {
             // In shadow mode the request goes on, unseen by the throttle from now on: it registers for nothing.
-            let roles = context.roles
             if let rejection = rejectionToThrow(
-                drawn, attempt: context.attempt, stage: .attempt, of: context.requestID, roles: roles)
+                drawn, attempt: context.attempt, stage: .attempt, of: context.requestID, ledger: context.ledger)
             {
                 throw rejection
             }
@@ -269,28 +268,28 @@ public final class AdaptiveThrottle: RequestAdapter, RetryGate {
     func readmit(_ context: RequestContext, from admitted: String, to key: String?) async throws {
         if let key, let drawn = admit(key, requestID: context.requestID, attempt: context.attempt),
             let rejection = rejectionToThrow(
-                drawn, attempt: context.attempt, stage: .attempt, of: context.requestID, roles: context.roles)
+                drawn, attempt: context.attempt, stage: .attempt, of: context.requestID, ledger: context.ledger)
         {
             throw rejection
         }
     }
 
-    /// Whether a throttle in shadow mode no longer sees `attempt` of the request whose registrations are `roles`: it
-    /// would have rejected the request, or this hedge; always `false` enforced.
-    private func isUnseen(_ attempt: Int, roles: RegisteredRoles?) -> Bool {
-        guard enforcement == .shadow, let roles else { return false }
-        return roles.isShadowed(attempt: attempt, for: ObjectIdentifier(self))
+    /// Whether a throttle in shadow mode no longer sees `attempt` of the request whose ledger is `ledger`: it would
+    /// have rejected the request, or this hedge; always `false` enforced.
+    private func isUnseen(_ attempt: Int, ledger: RequestLedger?) -> Bool {
+        guard enforcement == .shadow, let ledger else { return false }
+        return ledger.isShadowed(attempt: attempt, for: ObjectIdentifier(self))
     }
 
     /// The rejection to throw (or, from a gate, to return) for `rejection`, the throttle's draw for `attempt` (of
-    /// `stage`): `rejection` itself, enforced; `nil` in shadow mode, once `rejection` was told through `roles` as the
+    /// `stage`): `rejection` itself, enforced; `nil` in shadow mode, once `rejection` was told through `ledger` as the
     /// one the throttle would have made, after which it no longer sees the request (the hedge alone, for a hedge).
     private func rejectionToThrow(
         _ rejection: AdaptiveThrottleRejection, attempt: Int, stage: ShadowRefusal.Stage, of requestID: UUID,
-        roles: RegisteredRoles?
+        ledger: RequestLedger?
     ) -> AdaptiveThrottleRejection? {
         guard enforcement == .shadow else { return rejection }
-        roles?.refuseInShadow(
+        ledger?.refuseInShadow(
             ShadowRefusal(
                 requestID: requestID, attempt: attempt, stage: stage, reason: .throttled, part: "AdaptiveThrottle",
                 key: rejection.key, error: rejection),
@@ -378,11 +377,11 @@ extension AdaptiveThrottle: AttemptAccountant {
         guard let key = keyFunction(request.admittedRequest), let failed = request.attempts.last else { return nil }
         // In shadow mode, a request the throttle would have rejected goes on unseen by it; a hedge it would have
         // rejected that failed last is not counted, and the retry is drawn for as the one after the round would be.
-        if enforcement == .shadow, let roles = request.roles, roles.isWhollyShadowed(for: ObjectIdentifier(self)) {
+        if enforcement == .shadow, let ledger = request.ledger, ledger.isWhollyShadowed(for: ObjectIdentifier(self)) {
             return nil
         }
         let counted =
-            failed.request == nil || isUnseen(failed.number, roles: request.roles)
+            failed.request == nil || isUnseen(failed.number, ledger: request.ledger)
             ? nil
             : accepted(failed) {
                 AttemptOutcome(
@@ -401,14 +400,14 @@ extension AdaptiveThrottle: AttemptAccountant {
             return Self.draw(key, in: &state, now: now, configuration: configuration, random: random)
         }
         return rejection.flatMap {
-            rejectionToThrow($0, attempt: failed.number, stage: .retry, of: request.requestID, roles: request.roles)
+            rejectionToThrow($0, attempt: failed.number, stage: .retry, of: request.requestID, ledger: request.ledger)
         }
     }
 
-    func settle(_ attempt: Attempt, of requestID: UUID, roles: RegisteredRoles, outcome: () -> AttemptOutcome) {
+    func settle(_ attempt: Attempt, of requestID: UUID, ledger: RequestLedger, outcome: () -> AttemptOutcome) {
         // Only an attempt that was sent tells anything about the host; a rejected one was counted when it was.
         // Counted under the host it was drawn for, whatever its redirects (see `Attempt.admittedRequest`).
-        guard let sent = attempt.admittedRequest, let key = keyFunction(sent), !isUnseen(attempt.number, roles: roles)
+        guard let sent = attempt.admittedRequest, let key = keyFunction(sent), !isUnseen(attempt.number, ledger: ledger)
         else { return }
         // A failed attempt whose retry was asked for was counted then.
         if state.withLock({ !$0.granted.isEmpty && $0.granted[requestID] == attempt.number }) { return }
@@ -424,13 +423,15 @@ extension AdaptiveThrottle: AttemptAccountant {
     /// counted as a rejected request, as any), and one drawn for is not drawn for again when it is adapted (no attempt
     /// after the first is).
     func admitHedge(_ request: URLRequest, of requestID: UUID, attempt: Int, roles: RegisteredRoles) -> (any Error)? {
-        guard let key = keyFunction(request), !isUnseen(attempt, roles: roles) else { return nil }
+        guard let key = keyFunction(request), !isUnseen(attempt, ledger: roles.ledger) else { return nil }
         let now = now()
         let rejection = state.withLock { state in
             Self.draw(key, in: &state, now: now, configuration: configuration, random: random)
         }
         // In shadow mode the hedge starts, unseen by the throttle.
-        return rejection.flatMap { rejectionToThrow($0, attempt: attempt, stage: .hedge, of: requestID, roles: roles) }
+        return rejection.flatMap {
+            rejectionToThrow($0, attempt: attempt, stage: .hedge, of: requestID, ledger: roles.ledger)
+        }
     }
 
     func requestEnded(_ requestID: UUID) {

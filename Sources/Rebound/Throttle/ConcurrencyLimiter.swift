@@ -217,9 +217,9 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
     public func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
         guard let key = keyFunction(request) else { return request }
         // A context that cannot register would never give its place back: such an attempt goes through unlimited.
-        guard let roles = context.roles else { return request }
+        guard let ledger = context.ledger else { return request }
         // In shadow mode, a request it would have refused goes on unseen by it, as enforced it would have ended.
-        if enforcement == .shadow, roles.isShadowed(attempt: context.attempt, for: ObjectIdentifier(self)) {
+        if enforcement == .shadow, ledger.isShadowed(attempt: context.attempt, for: ObjectIdentifier(self)) {
             return request
         }
         // Registered before a place is taken, so that an attempt settled while it waits, or just as a place is handed
@@ -227,7 +227,7 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
         context.settleAndAdmitRetries(through: self)
         // A place taken is noted, so that an attempt a later adapter sends to another host holds that host's place
         // instead (``readmit(_:from:to:)``).
-        if try await takePlace(of: key, for: context, roles: roles) {
+        if try await takePlace(of: key, for: context, ledger: ledger) {
             context.admitted(by: self, under: key, at: request.url)
         }
         return request
@@ -236,14 +236,14 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
     /// Takes one of `key`'s places for `context`'s attempt, waiting in the host's queue if there is room there; throws
     /// as ``adapt(_:context:)`` does. Returns whether the attempt holds a place (in shadow mode, one refused goes on
     /// without one).
-    private func takePlace(of key: String, for context: RequestContext, roles: RegisteredRoles) async throws -> Bool {
+    private func takePlace(of key: String, for context: RequestContext, ledger: RequestLedger) async throws -> Bool {
         let attempt = AttemptKey(requestID: context.requestID, attempt: context.attempt)
         switch take(key, for: attempt) {
         case .taken:
             return true
         case .refused(let error):
             guard enforcement == .shadow else { throw error }
-            roles.refuseInShadow(
+            ledger.refuseInShadow(
                 ShadowRefusal(
                     requestID: context.requestID, attempt: context.attempt, stage: .attempt, reason: .concurrencyLimit,
                     part: "ConcurrencyLimiter", key: key, error: error),
@@ -443,18 +443,18 @@ extension ConcurrencyLimiter: HostAdmission {
     /// Gives back the place `context`'s attempt took of `admitted`'s host, teaching an adaptive limit nothing, and
     /// takes one of `key`'s host instead, waiting or throwing as ``adapt(_:context:)`` does.
     func readmit(_ context: RequestContext, from admitted: String, to key: String?) async throws {
-        guard let roles = context.roles else { return }
+        guard let ledger = context.ledger else { return }
         let attempt = AttemptKey(requestID: context.requestID, attempt: context.attempt)
         // Held twice, the limiter is asked once per admission it noted: a place of `key` taken already is kept.
         if let key, state.withLock({ $0.places[attempt]?.key == key }) { return }
         giveBack(attempt, dropped: nil)
-        if let key { _ = try await takePlace(of: key, for: context, roles: roles) }
+        if let key { _ = try await takePlace(of: key, for: context, ledger: ledger) }
     }
 }
 
 // The session tells the limiter how the attempts it let through end directly (see `AttemptAccountant`).
 extension ConcurrencyLimiter: AttemptAccountant {
-    func settle(_ attempt: Attempt, of requestID: UUID, roles: RegisteredRoles, outcome: () -> AttemptOutcome) {
+    func settle(_ attempt: Attempt, of requestID: UUID, ledger: RequestLedger, outcome: () -> AttemptOutcome) {
         // Asked outside the lock (a `classify` of the caller's own is their code), only for an adaptive limit, and only
         // about an attempt that was sent: nothing else says anything about the host.
         var dropped: Bool?

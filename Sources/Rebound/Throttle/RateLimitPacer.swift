@@ -194,8 +194,8 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver, HostAdmissio
     /// Whether a pacer in shadow mode no longer sees `context`'s attempt (it would have refused it, or the request
     /// before it), which it then keeps as unseen until the request ends; always `false` enforced.
     private func isUnseen(_ context: RequestContext) -> Bool {
-        guard enforcement == .shadow, let roles = context.roles,
-            roles.isShadowed(attempt: context.attempt, for: ObjectIdentifier(self))
+        guard enforcement == .shadow, let ledger = context.ledger,
+            ledger.isShadowed(attempt: context.attempt, for: ObjectIdentifier(self))
         else { return false }
         keepUnseen(context)
         return true
@@ -217,8 +217,8 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver, HostAdmissio
             // In shadow mode nobody waits: the refusal the request would have met with no wait is told (through a
             // context that cannot register, a decorator's own, there is no request to tell it to).
             guard let hold = take(key, for: heard) else { return true }
-            if let roles = context.roles {
-                roles.refuseInShadow(
+            if let ledger = context.ledger {
+                ledger.refuseInShadow(
                     ShadowRefusal(
                         requestID: context.requestID, attempt: context.attempt, stage: .attempt, reason: .rateLimited,
                         part: "RateLimitPacer", key: key, error: RateLimitQuotaSpent(key: key, renewedIn: hold.wait)),
