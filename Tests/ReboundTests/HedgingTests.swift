@@ -928,6 +928,42 @@ extension HedgingTests {
         #expect(questions.withLock { $0 } == (hedgesHoldBack ? [[2], [2, 1]] : [[2]]))
     }
 
+    @Test("A hedge that fails like the round before stops new hedges, and the slow attempt in flight still wins")
+    func aRepeatedFailureInALaterRoundLetsTheAttemptInFlightGoOn() async {
+        guard #available(macOS 15.0, iOS 18.0, macCatalyst 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *) else {
+            return
+        }
+        let simulation = Simulation()
+        let clock = ManualClock()
+        let (body, told) = await simulation.run { [clock] () async -> (String, [String]) in
+            // Round 1: a 503 at once. Round 2: the first attempt answers at 1 s; its hedge fails like round 1.
+            let transport = ScriptedTransport(clock: clock) { _, index in
+                index == 2 ? .response(body: "slow").delayed(by: .seconds(1)) : .status(503)
+            }
+            let recorder = HedgeRecorder()
+            let session = Session(
+                transport: transport,
+                retriers: [RetryPolicy(retryLimit: 4, backoff: .none, stopsAfterRepeatedFailure: true)],
+                observers: [recorder], hedging: Hedging(delay: .milliseconds(100), maximumAttempts: 5), clock: clock)
+            let task = Task(executorPreference: simulation.executor) { () -> String in
+                do {
+                    return String(decoding: try await session.send(request()).data, as: UTF8.self)
+                } catch {
+                    return "\(error)"
+                }
+            }
+            for step in [100, 900] {
+                await simulation.settle()
+                clock.advance(by: .milliseconds(step))
+            }
+            await simulation.settle()
+            return (await task.value, recorder.attempts)
+        }
+        #expect(body == "slow")
+        // No hedge after the repeated failure; the hedge that failed is told as a loser once the round ends.
+        #expect(told == ["#1 hedge 0 retry in 0 ms", "#3 hedge 1 cancelled", "#2 hedge 0 succeeded"])
+    }
+
     @Test("A failure whose answer ends the round names its own request, though another failed after it")
     func theFailureThatEndsTheRoundNamesItsOwnRequest() async throws {
         let clock = ManualClock()

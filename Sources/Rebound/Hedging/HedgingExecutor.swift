@@ -51,7 +51,9 @@ struct HedgingExecutor {
     /// the newest attempt was handed over), it starts a hedge, if the settings, the request and the hedge gates allow,
     /// and not before the time a failure's `Retry-After` asked for (or its `retry-after-ms`, or never again after its
     /// `x-should-retry: false`, where the chain's retry policies read them). A success wins; a failure with a response
-    /// that no retrier would retry ends the round; so does the last attempt in flight failing.
+    /// that no retrier would retry ends the round; so does the last attempt in flight failing. A failure the retriers
+    /// decline for the attempts the request made (a retry limit, a repeated failure) starts no new hedge, and the
+    /// attempts in flight go on.
     ///
     /// The retriers are asked about a failure while others are in flight in a task of their own: the round goes on
     /// meanwhile, so a slow retrier (a token refresh, the offline retrier's wait) never holds back an answer that
@@ -154,16 +156,22 @@ struct HedgingExecutor {
                     ending = .decided(number, failed, answer: answer)
                     break rounds
                 }
-                if result.delay == nil, failed.response != nil {
+                if result.limitsAttempts {
+                    // Declined for the attempts the request made (its retry limit, a repeated failure), not for what
+                    // the failure was: the attempts in flight go on, no new hedge starts, and this one is told as a
+                    // loser when the round ends.
+                    round.declined[number] = failed
+                    stopped = true
+                } else if result.delay == nil, failed.response != nil {
                     // A response no retrier would retry is the answer: it ends them all.
                     ending = .decided(number, failed, answer: answer)
                     break rounds
+                } else {
+                    if let request = result.request { round.target = request }
+                    // The request goes on at once with the attempts in flight, and the next hedge if it may start.
+                    await tell(attempt: number, data: failed.data, decision: .retry(after: .zero), of: round)
+                    if result.delay != nil { due = true }
                 }
-                let answer = result
-                if let request = answer.request { round.target = request }
-                // The request goes on at once with the attempts in flight, and the next hedge if it may start.
-                await tell(attempt: number, data: failed.data, decision: .retry(after: .zero), of: round)
-                if answer.delay != nil { due = true }
             }
             // A hedge may start once its delay passed and the newest attempt was sent, while the settings and the
             // time left allow another attempt.
@@ -276,8 +284,9 @@ struct HedgingExecutor {
         var losers = round.end()
         let newest = ending == nil ? losers.popLast() : nil
         let clock = plan.session.clock
-        for (number, asked) in round.asking.sorted(by: { $0.key < $1.key }) {
-            await tell(attempt: number, data: asked.failed.data, decision: .cancelled, of: round)
+        let unneeded = round.asking.mapValues(\.failed).merging(round.declined) { asked, _ in asked }
+        for (number, failed) in unneeded.sorted(by: { $0.key < $1.key }) {
+            await tell(attempt: number, data: failed.data, decision: .cancelled, of: round)
         }
         for (number, loser, cancelled) in losers {
             round.records.append(
@@ -307,5 +316,14 @@ struct HedgingExecutor {
             }
         }
         return RoundResult(records: round.records, result: result, answer: answer, target: round.target)
+    }
+}
+
+extension RetryResult {
+    /// Whether this declines a retry for the attempts the request made (a retry limit, a repeated failure), not for
+    /// what the failure was: a hedged round's attempts still in flight go on after it.
+    fileprivate var limitsAttempts: Bool {
+        guard case .doNotRetryBecause(let rule) = self else { return false }
+        return rule == .retryLimit || rule == .repeatedFailure
     }
 }
