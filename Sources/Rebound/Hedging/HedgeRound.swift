@@ -4,9 +4,10 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// What a hedged round keeps while its loop (`HedgingExecutor.execute(from:for:)`) runs: the attempts in flight, the
-/// questions to the retriers still unanswered and the hedging timer, each a task of its own that reports through one
-/// stream, which the loop reads in the order the reports came; and the attempts that ended, recorded for the machine.
+/// What a hedged round keeps while its loop (`HedgingExecutor.execute()`) runs: the attempts in flight, the questions
+/// to the retriers still unanswered and the hedging timer, each a task of its own that reports through one stream,
+/// which the loop reads in the order the reports came; the attempts that ended, recorded for the machine; the failures
+/// the retriers declined for the attempts made; and the request a retrier moved the request to.
 ///
 /// The tasks are unstructured (started through `Spawn`, like a race's), so that the loop goes on at once when an
 /// attempt wins, even if a loser ignores cancellation: ``end()`` cancels the loser and ends the stream, and the loser's

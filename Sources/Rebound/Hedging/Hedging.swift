@@ -28,8 +28,9 @@
 /// **What is reported.** Every attempt is recorded and told to the observers, with its ``Attempt/hedge`` number. An
 /// attempt that lost to another is told with ``AttemptDecision/cancelled``; one that failed while others were still in
 /// flight, with ``AttemptDecision/retry(after:)`` and no delay once the retriers chose to go on, or with
-/// ``AttemptDecision/cancelled`` when the round ended before they answered. The request still ends with exactly one
-/// outcome.
+/// ``AttemptDecision/cancelled`` when the round ended before they answered, or when it ends after they declined it for
+/// the attempts the request made (its retry limit, a repeated failure: no new hedge starts, and the attempts in flight
+/// go on). The request still ends with exactly one outcome.
 ///
 /// **A delay learned, not chosen.** ``init(learning:maximumInFlight:maximumAttempts:)`` takes the delay of each host
 /// from a ``HedgingDelayLearner``: the latency that 2% of its answers exceed (by default), with hedges capped at that

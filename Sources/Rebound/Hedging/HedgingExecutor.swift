@@ -35,7 +35,8 @@ struct HedgingExecutor {
 
     let plan: RequestPlan
     /// What the round reads of the request as it starts: the request it starts from, the settings, the attempts
-    /// recorded before it, the request's time.
+    /// recorded before it, the request's time, the request its hedges start from, and what its questions to the
+    /// retriers carry besides (the last request a failed attempt sent, the backoff wait).
     let atStart: RequestMachine.RoundStart
 
     /// The hedging settings of the round.
