@@ -370,6 +370,38 @@ struct ConcurrencyLimiterTests {
         #expect(limiter.placesHeld == 0)
     }
 
+    @Test("Held twice, each time before an adapter that moves the request, it holds one place of the host sent to")
+    func heldTwiceBeforeTwoMovesHoldsOnePlaceOfTheHostSentTo() async throws {
+        let clock = ManualClock()
+        let limiter = limiter(.fixed(1), clock: clock)
+        // The first request is answered after 10 s on the clock, any other at once.
+        let transport = ScriptedTransport(clock: clock) { _, number in
+            number == 1 ? .status(200).delayed(by: .seconds(10)) : .status(200)
+        }
+        // The request moves to mid.example.com, then to real.example.com, with the limiter before each move.
+        let session = Session(
+            transport: transport,
+            adapters: [limiter, movingAdapter(to: "https://mid.example.com/items"), limiter, movingAdapter()],
+            clock: clock)
+        let first = Task { try await session.send(URL(string: "https://a.example.com/items")!) }
+        try await clock.waitForSleepers(1)
+
+        // One place, the real host's: none of the host the request named, none of the one it passed through.
+        #expect(limiter.placesHeld == 1)
+        #expect(limiter.snapshot(for: "real.example.com").inFlight == 1)
+        #expect(limiter.snapshot(for: "a.example.com").inFlight == 0)
+        #expect(limiter.snapshot(for: "mid.example.com").inFlight == 0)
+        let error = await #expect(throws: ReboundError.self) {
+            try await session.send(URL(string: "https://b.example.com/items")!)
+        }
+        #expect((error?.underlyingError as? ConcurrencyLimitExceeded)?.key == "real.example.com")
+
+        clock.advance(by: .seconds(10))
+        _ = try await first.value
+        #expect(limiter.placesHeld == 0)
+        #expect(limiter.snapshot(for: "real.example.com").inFlight == 0)
+    }
+
     @Test("An attempt a later adapter sends to a host the limiter lets through gives its place back")
     func anAttemptMovedToAnUnlimitedHostGivesItsPlaceBack() async throws {
         let clock = ManualClock()
