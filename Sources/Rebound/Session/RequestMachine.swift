@@ -192,7 +192,7 @@ struct RequestMachine {
             return finish(.cancelled)
 
         case (.attemptEnded(let result, let admittedByBreaker), .attempting(let number, let start)):
-            record(Recorded(result, number: number, since: start, now: now))
+            record(result, number: number, since: start, now: now)
             return decide(after: result, answer: nil, admittedByBreaker: admittedByBreaker, now: now)
 
         case (.roundEnded(let round, let admittedByBreaker), .attempting):
@@ -241,22 +241,18 @@ struct RequestMachine {
         /// The record of attempt `number`, the `hedge`-th of its round, that came to `result`, started at `start` and
         /// ended `now`.
         init(_ result: AttemptResult, number: Int, since start: Duration, now: Duration, hedge: Int = 0) {
-            let failure: ReboundError.Reason? =
-                switch result.kind {
-                case .failure(let reason): reason
-                case .deadlineReached: RequestMachine.deadlineCutShort
-                // A cancelled attempt is recorded too, for the observers; the request ends with `CancellationError`.
-                case .success, .cancelled: nil
-                }
-            failedRequest = if case .failure = result.kind { result.sent } else { nil }
-            attempt = Attempt(
-                number: number, request: result.sent, firstHop: result.firstHop, responseHead: result.response,
-                failure: failure, duration: now - start, hedge: hedge,
-                failedBeforeSending: result.failedBeforeSending, timeOnWire: result.sentAt.map { now - $0 })
+            attempt = Attempt(recording: result, number: number, since: start, now: now, hedge: hedge)
+            failedRequest = result.failedRequest
         }
     }
 
-    /// Adds `recorded` to the request's records.
+    /// Records the attempt in flight, number `number`, which came to `result`, started at `start` and ended `now`.
+    private mutating func record(_ result: AttemptResult, number: Int, since start: Duration, now: Duration) {
+        if let sent = result.failedRequest { lastSentRequest = sent }
+        attempts.append(Attempt(recording: result, number: number, since: start, now: now))
+    }
+
+    /// Adds `recorded`, one of a hedged round's records, to the request's records.
     private mutating func record(_ recorded: Recorded) {
         if let sent = recorded.failedRequest { lastSentRequest = sent }
         attempts.append(recorded.attempt)
@@ -453,5 +449,30 @@ struct RequestMachine {
         failure(
             .deadlineExceeded(deadline: plan.deadline ?? .zero, last: reason), response: response, data: data,
             stoppedBy: rule)
+    }
+}
+
+extension Attempt {
+    /// The record of attempt `number`, the `hedge`-th of its round, that came to `result`, started at `start` and ended
+    /// `now`: an attempt the deadline cut short is recorded as timed out, a cancelled one with no failure.
+    init(recording result: AttemptResult, number: Int, since start: Duration, now: Duration, hedge: Int = 0) {
+        let failure: ReboundError.Reason? =
+            switch result.kind {
+            case .failure(let reason): reason
+            case .deadlineReached: RequestMachine.deadlineCutShort
+            // A cancelled attempt is recorded too, for the observers; the request ends with `CancellationError`.
+            case .success, .cancelled: nil
+            }
+        self.init(
+            number: number, request: result.sent, firstHop: result.firstHop, responseHead: result.response,
+            failure: failure, duration: now - start, hedge: hedge, failedBeforeSending: result.failedBeforeSending,
+            timeOnWire: result.sentAt.map { now - $0 })
+    }
+}
+
+extension AttemptResult {
+    /// The request the attempt sent, if it failed: the last such request is the one the request's error names.
+    var failedRequest: URLRequest? {
+        if case .failure = kind { sent } else { nil }
     }
 }
