@@ -110,6 +110,37 @@ private func waitFor(_ entry: String, in log: Log) async throws {
     try await waitWhile { !log.all.contains(entry) }
 }
 
+/// Sends a GET on a simulation, through a session of `retriers` and `hedging` whose transport answers request number
+/// `n` with `answer(n)` (its delays on a manual clock), and lets the clock pass 100 ms, then 900 ms, each once every task
+/// settled; returns the response's body (or the error's description) and what the observers heard of each attempt.
+@available(macOS 15.0, iOS 18.0, macCatalyst 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *)
+private func sendOnASimulation(
+    retriers: [any RequestRetrier], hedging: Hedging,
+    answer: @escaping @Sendable (Int) -> ScriptedTransport.Step
+) async -> (body: String, told: [String]) {
+    let simulation = Simulation()
+    let clock = ManualClock()
+    return await simulation.run { [clock] () async -> (body: String, told: [String]) in
+        let recorder = HedgeRecorder()
+        let session = Session(
+            transport: ScriptedTransport(clock: clock) { _, index in answer(index) }, retriers: retriers,
+            observers: [recorder], hedging: hedging, clock: clock)
+        let task = Task(executorPreference: simulation.executor) { () -> String in
+            do {
+                return String(decoding: try await session.send(request()).data, as: UTF8.self)
+            } catch {
+                return "\(error)"
+            }
+        }
+        for step in [100, 900] {
+            await simulation.settle()
+            clock.advance(by: .milliseconds(step))
+        }
+        await simulation.settle()
+        return (await task.value, recorder.attempts)
+    }
+}
+
 @Suite("Hedging", .timeLimit(.minutes(5)))
 struct HedgingTests {
     @Test("A hedge starts when the first attempt has not answered within the delay; the first answer wins")
@@ -933,35 +964,33 @@ extension HedgingTests {
         guard #available(macOS 15.0, iOS 18.0, macCatalyst 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *) else {
             return
         }
-        let simulation = Simulation()
-        let clock = ManualClock()
-        let (body, told) = await simulation.run { [clock] () async -> (String, [String]) in
-            // Round 1: a 503 at once. Round 2: the first attempt answers at 1 s; its hedge fails like round 1.
-            let transport = ScriptedTransport(clock: clock) { _, index in
-                index == 2 ? .response(body: "slow").delayed(by: .seconds(1)) : .status(503)
-            }
-            let recorder = HedgeRecorder()
-            let session = Session(
-                transport: transport,
-                retriers: [RetryPolicy(retryLimit: 4, backoff: .none, stopsAfterRepeatedFailure: true)],
-                observers: [recorder], hedging: Hedging(delay: .milliseconds(100), maximumAttempts: 5), clock: clock)
-            let task = Task(executorPreference: simulation.executor) { () -> String in
-                do {
-                    return String(decoding: try await session.send(request()).data, as: UTF8.self)
-                } catch {
-                    return "\(error)"
-                }
-            }
-            for step in [100, 900] {
-                await simulation.settle()
-                clock.advance(by: .milliseconds(step))
-            }
-            await simulation.settle()
-            return (await task.value, recorder.attempts)
+        // Round 1: a 503 at once. Round 2: the first attempt answers at 1 s; its hedge fails like round 1.
+        let (body, told) = await sendOnASimulation(
+            retriers: [RetryPolicy(retryLimit: 4, backoff: .none, stopsAfterRepeatedFailure: true)],
+            hedging: Hedging(delay: .milliseconds(100), maximumAttempts: 5)
+        ) { index in
+            index == 2 ? .response(body: "slow").delayed(by: .seconds(1)) : .status(503)
         }
         #expect(body == "slow")
         // No hedge after the repeated failure; the hedge that failed is told as a loser once the round ends.
         #expect(told == ["#1 hedge 0 retry in 0 ms", "#3 hedge 1 cancelled", "#2 hedge 0 succeeded"])
+    }
+
+    @Test("A failure the retriers would retry with no attempt left in the settings is told as a loser")
+    func aRetryWithNoAttemptLeftIsToldAsALoser() async {
+        guard #available(macOS 15.0, iOS 18.0, macCatalyst 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *) else {
+            return
+        }
+        // The first attempt answers at 1 s; two hedges fail at once, the second with the settings' last attempt.
+        let (body, told) = await sendOnASimulation(
+            retriers: [RetryPolicy()],
+            hedging: Hedging(delay: .milliseconds(100), maximumInFlight: 3, maximumAttempts: 3)
+        ) { index in
+            index == 1 ? .response(body: "slow").delayed(by: .seconds(1)) : .status(503)
+        }
+        #expect(body == "slow")
+        // The first hedge's failure is retried by the next hedge; the second's can be retried by nothing.
+        #expect(told == ["#2 hedge 1 retry in 0 ms", "#3 hedge 2 cancelled", "#1 hedge 0 succeeded"])
     }
 
     @Test("A failure whose answer ends the round names its own request, though another failed after it")

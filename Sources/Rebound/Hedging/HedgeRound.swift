@@ -56,8 +56,9 @@ struct HedgeRound {
     /// The request a retrier moved the request to mid-round (`retryWithRequest`): the next hedges start from it, and so
     /// does the request's next attempt after the round.
     var target: URLRequest?
-    /// The failures the retriers declined for the attempts the request made (a retry limit, a repeated failure) while
-    /// others were in flight, by number: told as losers when the round ends.
+    /// The failures the retriers declined for the attempts the request made (a retry limit, a repeated failure), or
+    /// would retry with no attempt left in the hedging settings, while others were in flight, by number: told as
+    /// losers when the round ends.
     var declined: [Int: AttemptResult] = [:]
     /// The timer set last, if it has not fired: a tick of any other is dropped.
     var timer: (id: Int, task: Task<Void, Never>)?

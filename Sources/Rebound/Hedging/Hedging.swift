@@ -30,7 +30,7 @@
 /// flight, with ``AttemptDecision/retry(after:)`` and no delay once the retriers chose to go on, or with
 /// ``AttemptDecision/cancelled`` when the round ended before they answered, or when it ends after they declined it for
 /// the attempts the request made (its retry limit, a repeated failure: no new hedge starts, and the attempts in flight
-/// go on). The request still ends with exactly one outcome.
+/// go on) or would retry it with no attempt left in ``maximumAttempts``. The request still ends with exactly one outcome.
 ///
 /// **A delay learned, not chosen.** ``init(learning:maximumInFlight:maximumAttempts:)`` takes the delay of each host
 /// from a ``HedgingDelayLearner``: the latency that 2% of its answers exceed (by default), with hedges capped at that

@@ -167,6 +167,10 @@ struct HedgingExecutor {
                     // A response no retrier would retry is the answer: it ends them all.
                     ending = .decided(number, failed, answer: answer)
                     break rounds
+                } else if result.delay != nil, round.attemptsMade >= hedging.maximumAttempts {
+                    // A retry the hedging settings leave no attempt for, in this round or after it: as declined.
+                    round.declined[number] = failed
+                    stopped = true
                 } else {
                     if let request = result.request { round.target = request }
                     // The request goes on at once with the attempts in flight, and the next hedge if it may start.
