@@ -167,8 +167,11 @@ struct HedgingExecutor {
                     // A response no retrier would retry is the answer: it ends them all.
                     ending = .decided(number, failed, answer: answer)
                     break rounds
-                } else if result.delay != nil, round.attemptsMade >= hedging.maximumAttempts {
-                    // A retry the hedging settings leave no attempt for, in this round or after it: as declined.
+                } else if result.delay != nil, number == round.attemptsMade,
+                    round.attemptsMade >= hedging.maximumAttempts
+                {
+                    // A retry of the newest attempt, which the hedging settings leave no attempt for, in this round or
+                    // after it: as declined. (An attempt started since goes on in its place, as after any failure.)
                     round.declined[number] = failed
                     stopped = true
                 } else {
