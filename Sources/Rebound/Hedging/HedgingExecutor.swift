@@ -157,23 +157,22 @@ struct HedgingExecutor {
                     ending = .decided(number, failed, answer: answer)
                     break rounds
                 }
-                if result.limitsAttempts {
-                    // Declined for the attempts the request made (its retry limit, a repeated failure), not for what
-                    // the failure was: the attempts in flight go on, no new hedge starts, and this one is told as a
-                    // loser when the round ends.
+                // Declined for the attempts the request made (its retry limit, a repeated failure), not for what the
+                // failure was; or a retry of the newest attempt that the hedging settings leave no attempt for, in this
+                // round or after it (an attempt started since goes on in its place, as after any failure).
+                let noAttemptFollows =
+                    result.limitsAttempts
+                    || (result.delay != nil && number == round.attemptsMade
+                        && round.attemptsMade >= hedging.maximumAttempts)
+                if noAttemptFollows {
+                    // The attempts in flight go on, no new hedge starts, and this one is told as a loser when the
+                    // round ends.
                     round.declined[number] = failed
                     stopped = true
                 } else if result.delay == nil, failed.response != nil {
                     // A response no retrier would retry is the answer: it ends them all.
                     ending = .decided(number, failed, answer: answer)
                     break rounds
-                } else if result.delay != nil, number == round.attemptsMade,
-                    round.attemptsMade >= hedging.maximumAttempts
-                {
-                    // A retry of the newest attempt, which the hedging settings leave no attempt for, in this round or
-                    // after it: as declined. (An attempt started since goes on in its place, as after any failure.)
-                    round.declined[number] = failed
-                    stopped = true
                 } else {
                     if let request = result.request { round.target = request }
                     // The request goes on at once with the attempts in flight, and the next hedge if it may start.
