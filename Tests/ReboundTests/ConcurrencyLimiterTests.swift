@@ -35,6 +35,13 @@ private final class HeldTransport: HTTPTransport {
 
 @Suite("ConcurrencyLimiter", .timeLimit(.minutes(5)))
 struct ConcurrencyLimiterTests {
+    /// A transport that answers the first request after 10 s on `clock`, any other at once.
+    private func firstAnsweredAfterTenSeconds(_ clock: ManualClock) -> ScriptedTransport {
+        ScriptedTransport(clock: clock) { _, number in
+            number == 1 ? .status(200).delayed(by: .seconds(10)) : .status(200)
+        }
+    }
+
     private func limiter(
         _ limit: ConcurrencyLimit, queued: Int = 0, timeout: Duration = .seconds(1), clock: ManualClock = ManualClock()
     ) -> ConcurrencyLimiter {
@@ -347,10 +354,7 @@ struct ConcurrencyLimiterTests {
         let limiter = limiter(.fixed(1), clock: clock)
         // Every request goes to one real host, whichever host it names.
         let moving = movingAdapter()
-        // The first request is answered after 10 s on the clock, any other at once.
-        let transport = ScriptedTransport(clock: clock) { _, number in
-            number == 1 ? .status(200).delayed(by: .seconds(10)) : .status(200)
-        }
+        let transport = firstAnsweredAfterTenSeconds(clock)
         let session = Session(transport: transport, adapters: [limiter, moving], clock: clock)
         let first = Task { try await session.send(URL(string: "https://a.example.com/items")!) }
         try await clock.waitForSleepers(1)
@@ -374,10 +378,7 @@ struct ConcurrencyLimiterTests {
     func heldTwiceBeforeTwoMovesHoldsOnePlaceOfTheHostSentTo() async throws {
         let clock = ManualClock()
         let limiter = limiter(.fixed(1), clock: clock)
-        // The first request is answered after 10 s on the clock, any other at once.
-        let transport = ScriptedTransport(clock: clock) { _, number in
-            number == 1 ? .status(200).delayed(by: .seconds(10)) : .status(200)
-        }
+        let transport = firstAnsweredAfterTenSeconds(clock)
         // The request moves to mid.example.com, then to real.example.com, with the limiter before each move.
         let session = Session(
             transport: transport,
@@ -411,10 +412,7 @@ struct ConcurrencyLimiterTests {
             key: { $0.url?.host == "unlimited.example.com" ? nil : CircuitBreakerRegistry.hostKey(for: $0) },
             clock: clock)
         let moving = movingAdapter(to: "https://unlimited.example.com/items")
-        // The first request is answered after 10 s on the clock, any other at once.
-        let transport = ScriptedTransport(clock: clock) { _, number in
-            number == 1 ? .status(200).delayed(by: .seconds(10)) : .status(200)
-        }
+        let transport = firstAnsweredAfterTenSeconds(clock)
         let session = Session(transport: transport, adapters: [limiter, moving], clock: clock)
         let first = Task { try await session.send(URL(string: "https://a.example.com/items")!) }
         try await clock.waitForSleepers(1)
