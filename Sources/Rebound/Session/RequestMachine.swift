@@ -388,11 +388,11 @@ struct RequestMachine {
 
     /// Ends the request with `ending`, once the last recorded attempt, whose body was `data`, is reported with it.
     private mutating func finish(_ ending: Ending, reporting data: Data?, now: Duration) -> Action {
-        guard let attempt = attempts.last else { preconditionFailure("a report follows a recorded attempt") }
+        guard let number = attempts.last?.number else { preconditionFailure("a report follows a recorded attempt") }
         // A part keeps something for a request only once it granted it a retry.
         let endsAccounts: Bool = if case .succeeded = ending { attempts.count > 1 } else { true }
         phase = .finished
-        let report = Report(attempt: attempt.number, data: data, elapsed: now - time.start)
+        let report = Report(attempt: number, data: data, elapsed: now - time.start)
         return .finish(ending, endsAccounts: endsAccounts, report: report)
     }
 

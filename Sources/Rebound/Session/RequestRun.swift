@@ -181,7 +181,8 @@ extension RequestPlan {
     ) -> AttemptOutcome? {
         let settlement = ledger?.settling(attempt: report?.attempt, endsRequest: endsRequest)
         // Nothing reported, or no part or observer to tell: the attempt's record is not read.
-        guard let report, settlement != nil || listsObservers else { return nil }
+        let anyoneHears = settlement.map { !$0.accountants.isEmpty || $0.hasObservers } == true || listsObservers
+        guard let report, anyoneHears else { return nil }
         guard let attempt = attempts.last(where: { $0.number == report.attempt }) else {
             preconditionFailure("attempt \(report.attempt) is reported before it is recorded")
         }
