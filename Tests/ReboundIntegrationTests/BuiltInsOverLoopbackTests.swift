@@ -114,13 +114,14 @@ struct BuiltInsOverLoopbackTests {
         }
         let authenticator = Bearer()
         let auth = AuthenticationInterceptor(authenticator: authenticator, credential: Token(value: 1))
-        // Every first attempt is adapted (with Bearer 1) before any is sent, so that each one meets a 401.
+        // Every first attempt is adapted (with Bearer 1) before any is sent, so that each one meets a 401: the barrier
+        // comes after the credential is applied (an attempt adapted once a refresh runs would wait for its result).
         let barrier = Barrier(count: 50)
         let holdFirstAttempts = Adapter { request, context in
             if context.attempt == 1 { await barrier.arrive() }
             return request
         }
-        let session = Session(interceptor: Interceptor(adapters: [holdFirstAttempts], interceptors: [auth]))
+        let session = Session(interceptor: Interceptor(adapters: [auth, holdFirstAttempts], retriers: [auth]))
 
         let responses = try await withThrowingTaskGroup(of: Response.self) { group in
             for _ in 0..<50 { group.addTask { try await session.send(server.url("/me")) } }

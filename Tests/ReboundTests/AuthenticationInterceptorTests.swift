@@ -245,6 +245,42 @@ struct AuthenticationInterceptorTests {
         #expect(authenticator.refreshes.withLock { $0 } == 1)
     }
 
+    @Test(arguments: [true, false])
+    func aRequestAdaptedDuringARefreshWaitsForItsResult(refreshSucceeds: Bool) async throws {
+        let refreshClock = ManualClock()
+        let authenticator = TokenAuthenticator { token in
+            try await refreshClock.sleep(for: .seconds(1))
+            guard refreshSucceeds else { throw TestError("refresh denied") }
+            return Token(value: token.value + 1)
+        }
+        let auth = AuthenticationInterceptor(authenticator: authenticator, credential: Token(value: 1), clock: clock)
+        let transport = server(accepting: 2)
+        let session = Session(transport: transport, interceptor: auth, clock: clock)
+
+        // The first request's 401 starts the refresh; a request made meanwhile waits for it instead of being sent.
+        let first = Task { try await session.send(exampleURL) }
+        try await refreshClock.waitForSleepers(1)
+        let second = Task { try await session.send(exampleURL) }
+        try await waitWhile { auth.pendingRefresh.waiters < 2 }
+        #expect(transport.requestCount == 1)
+        refreshClock.advance(by: .seconds(1))
+
+        if refreshSucceeds {
+            let (answered, waited) = try await (first.value, second.value)
+            #expect(answered.attempts.map(\.statusCode) == [401, 200])
+            #expect(waited.attempts.map(\.statusCode) == [200])
+            #expect(waited.request.value(forHTTPHeaderField: "Authorization") == "Bearer 2")
+            #expect(transport.requestCount == 3)
+        } else {
+            for task in [first, second] {
+                let error = await #expect(throws: ReboundError.self) { try await task.value }
+                #expect(error?.underlyingError as? TestError == TestError("refresh denied"))
+            }
+            #expect(transport.requestCount == 1)
+        }
+        #expect(authenticator.refreshes.withLock { $0 } == 1)
+    }
+
     @Test func otherFailuresAndOtherHostsAreNotRetried() async throws {
         let auth = AuthenticationInterceptor(
             authenticator: TokenAuthenticator(), credential: Token(value: 1), hosts: ["api.example.com"], clock: clock)

@@ -59,6 +59,36 @@ struct AuthenticationRefreshMachineTests {
         #expect(machine.refreshCount == 1)
     }
 
+    @Test func aRequestAboutToBeSentJoinsTheRunningRefreshAndStartsNone() {
+        // Given a running refresh
+        var machine = machine()
+        _ = machine.request("a")
+
+        // When a request about to be sent joins it
+        let joined = machine.joinRunningRefresh(waiter: "b", id: machine.makeWaiterID()).asked
+
+        // Then it waits for that refresh's result, and no refresh starts
+        #expect(joined == .nothing)
+        #expect(machine.phase == .refreshing(Machine.Refresh(id: 1, waiters: [0: "a", 1: "b"])))
+        #expect(machine.refreshCount == 1)
+        #expect(machine.recentStarts.count == 1)
+        #expect(
+            machine.refreshFinished(1, with: .success(Token(value: 2))).asked
+                == .resume(["a", "b"], with: .credential(Token(value: 2))))
+    }
+
+    @Test func aRequestAboutToBeSentWithNoRefreshRunningGetsTheCredentialAtOnce() {
+        var machine = machine()
+        let now = machine.joinRunningRefresh(waiter: "a", id: machine.makeWaiterID()).asked
+        var empty = self.machine(credential: nil)
+        let none = empty.joinRunningRefresh(waiter: "b", id: empty.makeWaiterID()).asked
+
+        #expect(now == .resume(["a"], with: .credential(Token(value: 1))))
+        #expect(none == .resume(["b"], with: .failure(.missingCredential)))
+        #expect(machine.phase == .idle && empty.phase == .idle)
+        #expect(machine.refreshCount == 0)
+    }
+
     @Test func theRunningRefreshKeepsTheTimerHandedOver() {
         var machine = machine()
         _ = machine.request("a")

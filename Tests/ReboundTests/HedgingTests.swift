@@ -473,6 +473,50 @@ struct HedgingTests {
         #expect(authenticator.refreshes.withLock { $0 } == 1)
     }
 
+    @Test("Two attempts of a round answered 401 during a slow refresh share it, and the hedge that waited for it wins")
+    func concurrentQuestionsShareOneRefresh() async throws {
+        let clock = ManualClock()
+        // Bearer 1 gets a 401 after 150 ms, Bearer 2 an answer at once; the refresh takes 500 ms.
+        let transport = ScriptedTransport(clock: clock) { request, _ in
+            request.value(forHTTPHeaderField: "Authorization") == "Bearer 2"
+                ? .response(body: "fresh") : ScriptedTransport.Step.status(401).delayed(by: .milliseconds(150))
+        }
+        var authenticator = TokenAuthenticator()
+        authenticator.refresh = { token in
+            try await clock.sleep(for: .milliseconds(500))
+            return Token(value: token.value + 1)
+        }
+        let auth = AuthenticationInterceptor(authenticator: authenticator, credential: Token(value: 1), clock: clock)
+        let session = Session(
+            transport: transport, interceptor: auth, hedging: Hedging(delay: .milliseconds(100), maximumAttempts: 3),
+            clock: clock)
+        let task = Task { try await session.send(request()) }
+        try await clock.waitForSleepers(2)  // the first attempt, the hedging delay
+        clock.advance(by: .milliseconds(100))
+        // The hedge, sent at 100 ms, and the timer of the next one.
+        try await waitWhile { clock.pendingSleepCount != 3 }
+        clock.advance(by: .milliseconds(50))
+        // At 150 ms the first attempt's 401 is asked about while the hedge is in flight: the refresh starts (its own
+        // sleep and its time limit's).
+        try await waitWhile { clock.pendingSleepCount != 4 }
+        clock.advance(by: .milliseconds(50))
+        // At 200 ms a second hedge starts and waits for the refresh to apply the new credential (were it sent with the
+        // old one, its answer and the next hedge's timer would sleep: the wait ends either way).
+        try await waitWhile { auth.pendingRefresh.waiters < 2 && clock.pendingSleepCount < 5 }
+        // At 250 ms the first hedge's 401 is asked about too, and joins the refresh or finds its result.
+        clock.advance(by: .milliseconds(450))
+        let response = try await task.value
+
+        #expect(String(decoding: response.data, as: UTF8.self) == "fresh")
+        #expect(authenticator.refreshes.withLock { $0 } == 1)
+        #expect(
+            transport.requests.map { $0.value(forHTTPHeaderField: "Authorization") } == [
+                "Bearer 1", "Bearer 1", "Bearer 2",
+            ])
+        #expect(response.attempts.map(\.hedge) == [0, 1, 2])
+        #expect(response.attempts.map(\.statusCode) == [401, 401, 200])
+    }
+
     @Test("Retries and hedges together never exceed the attempts the settings allow")
     func attemptLimitIsShared() async throws {
         let clock = ManualClock()

@@ -9,7 +9,8 @@ import Foundation
 ///
 /// **Adapting.** A request to one of ``hosts`` gets the credential (through the authenticator's
 /// ``Authenticator/apply(_:to:)``); if the credential says it ``AuthenticationCredential/requiresRefresh``, it is
-/// refreshed first. A request to any other host is passed on untouched: the credential never leaves its hosts,
+/// refreshed first, and while a refresh runs, a request waits for it and gets its result, rather than go out with the
+/// credential it replaces (as Alamofire's interceptor holds requests back during a refresh). A request to any other host is passed on untouched: the credential never leaves its hosts,
 /// redirects included (a hop that leaves them drops the credential's headers; a hop to one of them gets the
 /// credential). With no hosts given, the credential belongs to the host (and port) of the first request the
 /// interceptor adapts.
@@ -19,8 +20,8 @@ import Foundation
 /// credential than the current one, it is retried at once with the current one and nothing is refreshed; otherwise
 /// the credential is refreshed and the request retried. Other failures get ``RetryResult/doNotRetry``.
 ///
-/// **One refresh at a time.** Requests that need a refresh while one is running wait for it, cancellably, and all use
-/// its result; a failed refresh fails each of them with its error. A refresh that takes longer than ``refreshTimeout``
+/// **One refresh at a time.** Requests that need a refresh while one is running, and requests adapted meanwhile, wait
+/// for it, cancellably, and all use its result; a failed refresh fails each of them with its error. A refresh that takes longer than ``refreshTimeout``
 /// (30 s by default) fails them with ``AuthenticationError/refreshTimedOut(after:)``; its late result is dropped, and
 /// the next request that needs a refresh starts a new one. A refresh that throws `CancellationError` fails them with
 /// ``AuthenticationError/refreshCancelled``: only a caller's own cancellation ends a request as cancelled. More than
@@ -133,17 +134,20 @@ public final class AuthenticationInterceptor<A: Authenticator>: RequestIntercept
     ///
     /// - Throws: ``AuthenticationError`` or the refresh's error; `CancellationError` when cancelled while waiting.
     public func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
-        let current = state.withLock { state -> (A.Credential?, Int)? in
+        let current = state.withLock { state -> (A.Credential?, generation: Int, refreshing: Bool)? in
             if state.hosts == nil, let pattern = HostPattern(exactly: request.url) { state.hosts = [pattern] }
             guard Self.belongs(request, to: state.hosts) else { return nil }
-            return (state.machine.credential, state.machine.generation)
+            return (state.machine.credential, state.machine.generation, state.machine.isRefreshing)
         }
-        guard let (found, generation) = current else { return request }
+        guard let (found, generation, refreshing) = current else { return request }
         // Redirect hops of this request drop the credential when they leave its hosts and get it when they reach one.
         context.secureRedirects(with: self)
         guard var credential = found else { throw AuthenticationError.missingCredential }
         if credential.requiresRefresh {
             credential = try await refreshed(after: generation)
+        } else if refreshing {
+            // Sent now, the request would carry the credential being replaced, and likely come back with a 401.
+            credential = try await afterRunningRefresh()
         }
         authenticator.apply(credential, to: &request)
         // A part that moves the attempt to another origin (an endpoint group) takes this credential off again, even
@@ -185,6 +189,21 @@ public final class AuthenticationInterceptor<A: Authenticator>: RequestIntercept
     /// The credential after a refresh of the one at `generation`: a refresh this call starts, one already running,
     /// or none when the credential changed since.
     private func refreshed(after generation: Int) async throws -> A.Credential {
+        try await wait { machine, waiter, id, now in
+            machine.requestRefresh(after: generation, waiter: waiter, id: id, at: now)
+        }
+    }
+
+    /// The credential once the refresh running now ends, or the current one when none runs.
+    private func afterRunningRefresh() async throws -> A.Credential {
+        try await wait { machine, waiter, id, _ in machine.joinRunningRefresh(waiter: waiter, id: id) }
+    }
+
+    /// Waits, cancellably, for the credential that `transition` (given the waiter, its number and the time) resumes the
+    /// waiter with.
+    private func wait(
+        for transition: (inout Machine, Waiter, _ id: Int, _ now: Duration) -> Machine.Effect
+    ) async throws -> A.Credential {
         let id = state.withLock { $0.machine.makeWaiterID() }
         let now = now()
         return try await withTaskCancellationHandler {
@@ -192,7 +211,7 @@ public final class AuthenticationInterceptor<A: Authenticator>: RequestIntercept
                 let effect = state.withLock { state -> Machine.Effect? in
                     // Cancelled before it could wait, the cancellation handler found nothing to end: end it here.
                     if Task.isCancelled { return nil }
-                    return state.machine.requestRefresh(after: generation, waiter: waiter, id: id, at: now)
+                    return transition(&state.machine, waiter, id, now)
                 }
                 guard let effect else { return waiter.resume(throwing: CancellationError()) }
                 perform(effect)

@@ -125,6 +125,21 @@ struct AuthenticationRefreshMachine<Credential: Sendable, Waiter: Sendable, Time
         return .startRefresh(id: refreshCount, credential: credential)
     }
 
+    /// A request (`waiter`, numbered `id`) about to be sent while a refresh may be running: it joins the running
+    /// refresh, to be sent with its result rather than with the credential it replaces, or gets the credential at once
+    /// when none runs.
+    mutating func joinRunningRefresh(waiter: Waiter, id: Int) -> Effect {
+        if var refresh = takeRefresh() {
+            refresh.waiters[id] = waiter
+            phase = .refreshing(refresh)
+            return .none
+        }
+        guard let credential else {
+            return .resume([waiter], with: .failure(AuthenticationError.missingCredential), cancelling: nil)
+        }
+        return .resume([waiter], with: .success(credential), cancelling: nil)
+    }
+
     /// The caller started the timer of refresh `id`: the refresh keeps it, or, already ended, has it cancelled.
     mutating func timerStarted(_ timer: Timer, forRefresh id: Int) -> Effect {
         guard var refresh = takeRefresh(id) else { return .cancelTimer(timer) }
