@@ -281,6 +281,70 @@ struct AuthenticationInterceptorTests {
         #expect(authenticator.refreshes.withLock { $0 } == 1)
     }
 
+    @Test func aRequestAdaptedAfterACredentialWasSetDuringARefreshGoesAtOnceWithThatCredential() async throws {
+        let refreshClock = ManualClock()
+        let authenticator = TokenAuthenticator { token in
+            try await refreshClock.sleep(for: .seconds(1))
+            return Token(value: token.value + 1)
+        }
+        let auth = AuthenticationInterceptor(authenticator: authenticator, credential: Token(value: 1), clock: clock)
+        let transport = ScriptedTransport(clock: clock) { request, _ in
+            ["Bearer 2", "Bearer 7"].contains(request.value(forHTTPHeaderField: "Authorization"))
+                ? .status(200) : .status(401)
+        }
+        let session = Session(transport: transport, interceptor: auth, clock: clock)
+
+        // A 401 starts a refresh; meanwhile the app logs in again and sets a credential of its own.
+        let first = Task { try await session.send(exampleURL) }
+        try await refreshClock.waitForSleepers(1)
+        auth.credential = Token(value: 7)
+        let sending = Task { try await session.send(exampleURL) }
+        // Sent at once with the credential set; held back for the refresh, it would be the refresh's second waiter.
+        try await waitWhile { transport.requestCount < 2 && auth.pendingRefresh.waiters < 2 }
+        #expect(transport.requestCount == 2)
+        refreshClock.advance(by: .seconds(1))
+        let (second, refreshed) = try await (sending.value, first.value)
+
+        #expect(second.attempts.map(\.statusCode) == [200])
+        #expect(second.request.value(forHTTPHeaderField: "Authorization") == "Bearer 7")
+        // The refresh goes on for the request that needed it, and its result replaces the credential set.
+        #expect(refreshed.request.value(forHTTPHeaderField: "Authorization") == "Bearer 2")
+        #expect(authenticator.refreshes.withLock { $0 } == 1)
+    }
+
+    @Test func aRequestTheRefreshSendsThroughTheInterceptorIsNotHeldBackForIt() async throws {
+        // The refresh asks the token endpoint, on the credential's host, through the same session and interceptor.
+        let sending = Locked<Session?>(nil)
+        let authenticator = TokenAuthenticator { _ in
+            let session = try #require(sending.withLock { $0 })
+            let response = try await session.send(URL(string: "https://api.example.com/token")!)
+            return Token(value: try #require(Int(String(decoding: response.data, as: UTF8.self))))
+        }
+        let auth = AuthenticationInterceptor(authenticator: authenticator, credential: Token(value: 1), clock: clock)
+        let transport = ScriptedTransport(clock: clock) { request, _ in
+            if request.url?.path == "/token" { return .response(body: "2") }
+            return request.value(forHTTPHeaderField: "Authorization") == "Bearer 2" ? .status(200) : .status(401)
+        }
+        let session = Session(transport: transport, interceptor: auth, clock: clock)
+        sending.withLock { $0 = session }
+
+        let task = Task { try await session.send(exampleURL) }
+        // Held back for the refresh it belongs to, the token request would make the refresh wait for itself: a second
+        // waiter, until the refresh's time limit.
+        try await waitWhile {
+            auth.pendingRefresh.refreshing ? auth.pendingRefresh.waiters < 2 : auth.refreshCount == 0
+        }
+        let stuck = auth.pendingRefresh.refreshing
+        if stuck { clock.advance(by: .seconds(30)) }
+        #expect(!stuck)
+        let response = try await task.value
+
+        #expect(response.attempts.map(\.statusCode) == [401, 200])
+        #expect(transport.requests.map(\.url?.path) == ["/items", "/token", "/items"])
+        #expect(transport.requests[1].value(forHTTPHeaderField: "Authorization") == "Bearer 1")
+        #expect(authenticator.refreshes.withLock { $0 } == 1)
+    }
+
     @Test func otherFailuresAndOtherHostsAreNotRetried() async throws {
         let auth = AuthenticationInterceptor(
             authenticator: TokenAuthenticator(), credential: Token(value: 1), hosts: ["api.example.com"], clock: clock)

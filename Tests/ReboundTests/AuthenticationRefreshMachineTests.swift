@@ -34,7 +34,7 @@ struct AuthenticationRefreshMachineTests {
         let asked = machine.request("a", at: .seconds(5))
 
         #expect(asked == .start(refresh: 1, of: Token(value: 1)))
-        #expect(machine.phase == .refreshing(Machine.Refresh(id: 1, waiters: [0: "a"])))
+        #expect(machine.phase == .refreshing(Machine.Refresh(id: 1, generation: 0, waiters: [0: "a"])))
         #expect(machine.refreshCount == 1)
         #expect(machine.recentStarts == [.seconds(5)])
         #expect(machine.unfinishedCalls == 1)
@@ -55,7 +55,7 @@ struct AuthenticationRefreshMachineTests {
 
         // Then each joins the running refresh, which alone will have the newest credential
         #expect([joined, stale, withNone] == [.nothing, .nothing, .nothing])
-        #expect(machine.phase == .refreshing(Machine.Refresh(id: 1, waiters: [0: "a", 1: "b", 2: "c", 3: "d"])))
+        #expect(machine.phase == .refreshing(Machine.Refresh(id: 1, generation: 0, waiters: [0: "a", 1: "b", 2: "c", 3: "d"])))
         #expect(machine.refreshCount == 1)
     }
 
@@ -69,12 +69,26 @@ struct AuthenticationRefreshMachineTests {
 
         // Then it waits for that refresh's result, and no refresh starts
         #expect(joined == .nothing)
-        #expect(machine.phase == .refreshing(Machine.Refresh(id: 1, waiters: [0: "a", 1: "b"])))
+        #expect(machine.phase == .refreshing(Machine.Refresh(id: 1, generation: 0, waiters: [0: "a", 1: "b"])))
         #expect(machine.refreshCount == 1)
         #expect(machine.recentStarts.count == 1)
         #expect(
             machine.refreshFinished(1, with: .success(Token(value: 2))).asked
                 == .resume(["a", "b"], with: .credential(Token(value: 2))))
+    }
+
+    @Test func aRequestAboutToBeSentAfterACredentialWasSetDuringTheRefreshGetsThatCredential() {
+        // Given a running refresh, and a credential set since it started (a new login)
+        var machine = machine()
+        _ = machine.request("a")
+        machine.replaceCredential(with: Token(value: 7))
+
+        // When a request about to be sent asks
+        let asked = machine.joinRunningRefresh(waiter: "b", id: machine.makeWaiterID()).asked
+
+        // Then it is sent with the credential set, and the refresh goes on for the request that needed it
+        #expect(asked == .resume(["b"], with: .credential(Token(value: 7))))
+        #expect(machine.phase == .refreshing(Machine.Refresh(id: 1, generation: 0, waiters: [0: "a"])))
     }
 
     @Test func aRequestAboutToBeSentWithNoRefreshRunningGetsTheCredentialAtOnce() {
@@ -96,7 +110,7 @@ struct AuthenticationRefreshMachineTests {
         let asked = machine.timerStarted("timer 1", forRefresh: 1).asked
 
         #expect(asked == .nothing)
-        #expect(machine.phase == .refreshing(Machine.Refresh(id: 1, waiters: [0: "a"], timer: "timer 1")))
+        #expect(machine.phase == .refreshing(Machine.Refresh(id: 1, generation: 0, waiters: [0: "a"], timer: "timer 1")))
     }
 
     @Test func aSuccessfulRefreshBecomesTheCredentialAndResumesEveryWaiterInOrder() {
@@ -253,7 +267,7 @@ struct AuthenticationRefreshMachineTests {
 
         // Then it is dropped: refresh 2 still runs for c, and the credential is unchanged
         #expect(asked == .nothing)
-        #expect(machine.phase == .refreshing(Machine.Refresh(id: 2, waiters: [1: "c"], timer: "timer 2")))
+        #expect(machine.phase == .refreshing(Machine.Refresh(id: 2, generation: 0, waiters: [1: "c"], timer: "timer 2")))
         #expect(machine.credential == Token(value: 1))
         #expect(machine.overdue.isEmpty)
         #expect(machine.unfinishedCalls == 1)
@@ -290,7 +304,7 @@ struct AuthenticationRefreshMachineTests {
         // Refresh 2 runs when refresh 1's timer reports
         _ = machine.request("b")
         #expect(machine.refreshTimedOut(1).asked == .nothing)
-        #expect(machine.phase == .refreshing(Machine.Refresh(id: 2, waiters: [1: "b"])))
+        #expect(machine.phase == .refreshing(Machine.Refresh(id: 2, generation: 1, waiters: [1: "b"])))
     }
 
     /// How a refresh ended before its timer was handed over.
@@ -328,7 +342,7 @@ struct AuthenticationRefreshMachineTests {
 
         // Then b alone ends, as cancelled; the refresh runs on for a and c, who get its result
         #expect(asked == .resume(["b"], with: .cancelled))
-        #expect(machine.phase == .refreshing(Machine.Refresh(id: 1, waiters: [0: "a", 2: "c"], timer: "timer 1")))
+        #expect(machine.phase == .refreshing(Machine.Refresh(id: 1, generation: 0, waiters: [0: "a", 2: "c"], timer: "timer 1")))
         let finished = machine.refreshFinished(1, with: .success(Token(value: 2))).asked
         #expect(finished == .resume(["a", "c"], with: .credential(Token(value: 2)), cancelling: "timer 1"))
     }

@@ -503,8 +503,11 @@ struct HedgingTests {
         // At 200 ms a second hedge starts and waits for the refresh to apply the new credential (were it sent with the
         // old one, its answer and the next hedge's timer would sleep: the wait ends either way).
         try await waitWhile { auth.pendingRefresh.waiters < 2 && clock.pendingSleepCount < 5 }
-        // At 250 ms the first hedge's 401 is asked about too, and joins the refresh or finds its result.
-        clock.advance(by: .milliseconds(450))
+        clock.advance(by: .milliseconds(50))
+        // At 250 ms the first hedge's 401 is asked about too, and joins the same refresh (were the second hedge sent
+        // with the old credential, its answer and a timer would still sleep: the wait ends either way).
+        try await waitWhile { auth.pendingRefresh.waiters < 3 && clock.pendingSleepCount < 4 }
+        clock.advance(by: .milliseconds(400))
         let response = try await task.value
 
         #expect(String(decoding: response.data, as: UTF8.self) == "fresh")

@@ -9,9 +9,12 @@ import Foundation
 ///
 /// **Adapting.** A request to one of ``hosts`` gets the credential (through the authenticator's
 /// ``Authenticator/apply(_:to:)``); if the credential says it ``AuthenticationCredential/requiresRefresh``, it is
-/// refreshed first, and while a refresh runs, a request waits for it and gets its result, rather than go out with the
-/// credential it replaces (as Alamofire's interceptor holds requests back during a refresh). A request to any other host is passed on untouched: the credential never leaves its hosts,
-/// redirects included (a hop that leaves them drops the credential's headers; a hop to one of them gets the
+/// refreshed first. While a refresh runs, a request waits for it and gets its result rather than go out with the
+/// credential it replaces (as Alamofire's interceptor holds requests back during a refresh), unless a credential was
+/// set since the refresh started, or the refresh itself sends the request (to a token endpoint on one of the hosts,
+/// through this interceptor): those go at once with the current credential. The wait counts toward the attempt's
+/// timeout, as all adapting does. A request to any other host is passed on untouched: the credential never leaves its
+/// hosts, redirects included (a hop that leaves them drops the credential's headers; a hop to one of them gets the
 /// credential). With no hosts given, the credential belongs to the host (and port) of the first request the
 /// interceptor adapts.
 ///
@@ -21,9 +24,10 @@ import Foundation
 /// the credential is refreshed and the request retried. Other failures get ``RetryResult/doNotRetry``.
 ///
 /// **One refresh at a time.** Requests that need a refresh while one is running, and requests adapted meanwhile, wait
-/// for it, cancellably, and all use its result; a failed refresh fails each of them with its error. A refresh that takes longer than ``refreshTimeout``
-/// (30 s by default) fails them with ``AuthenticationError/refreshTimedOut(after:)``; its late result is dropped, and
-/// the next request that needs a refresh starts a new one. A refresh that throws `CancellationError` fails them with
+/// for it, cancellably, and all use its result; a failed refresh fails each of them with its error. A refresh that
+/// takes longer than ``refreshTimeout`` (30 s by default) fails them with
+/// ``AuthenticationError/refreshTimedOut(after:)``; its late result is dropped, and the next request that needs a
+/// refresh starts a new one. A refresh that throws `CancellationError` fails them with
 /// ``AuthenticationError/refreshCancelled``: only a caller's own cancellation ends a request as cancelled. More than
 /// ``AuthenticationRefreshLimit/maximumCount`` refreshes started within ``AuthenticationRefreshLimit/window`` (5 in
 /// 30 s by default), timed-out ones included, end the request with
@@ -143,9 +147,11 @@ public final class AuthenticationInterceptor<A: Authenticator>: RequestIntercept
         // Redirect hops of this request drop the credential when they leave its hosts and get it when they reach one.
         context.secureRedirects(with: self)
         guard var credential = found else { throw AuthenticationError.missingCredential }
-        if credential.requiresRefresh {
+        // A request the refresh itself sends never waits for that refresh, which would wait for it in turn.
+        let sentByRefresh = RunningRefreshes.current.contains(ObjectIdentifier(self))
+        if credential.requiresRefresh, !sentByRefresh {
             credential = try await refreshed(after: generation)
-        } else if refreshing {
+        } else if refreshing, !sentByRefresh {
             // Sent now, the request would carry the credential being replaced, and likely come back with a 401.
             credential = try await afterRunningRefresh()
         }
@@ -252,7 +258,12 @@ public final class AuthenticationInterceptor<A: Authenticator>: RequestIntercept
         Spawn.task { [self] in
             let result: Result<A.Credential, any Error>
             do {
-                result = .success(try await authenticator.refresh(credential))
+                // What the refresh sends through this interceptor knows it, and is not held back for it.
+                let refreshes = RunningRefreshes.current.union([ObjectIdentifier(self)])
+                result = .success(
+                    try await RunningRefreshes.$current.withValue(refreshes) {
+                        try await authenticator.refresh(credential)
+                    })
             } catch is CancellationError {
                 // Nothing cancels this task: a waiter's cancellation ends only its own wait. Told as cancellation,
                 // the waiters would end as if their callers had cancelled them.
@@ -269,6 +280,12 @@ public final class AuthenticationInterceptor<A: Authenticator>: RequestIntercept
         guard let hosts, let url = request.url else { return false }
         return hosts.contains { $0.matches(url) }
     }
+}
+
+/// The interceptors whose refresh the current task runs, so that a request the refresh sends through one of them is not
+/// held back for it (the refresh would wait for itself until its time limit).
+private enum RunningRefreshes {
+    @TaskLocal static var current: Set<ObjectIdentifier> = []
 }
 
 extension AuthenticationInterceptor: CredentialScope {

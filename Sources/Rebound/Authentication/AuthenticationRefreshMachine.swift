@@ -21,6 +21,9 @@ struct AuthenticationRefreshMachine<Credential: Sendable, Waiter: Sendable, Time
     struct Refresh: Sendable {
         /// The refresh's number, from 1: what tells its result and its timeout from those of a refresh that ended.
         let id: Int
+        /// The ``generation`` of the credential it refreshes: a credential set since is the one requests about to be
+        /// sent get, until the refresh's result replaces it.
+        let generation: Int
         /// The requests waiting for its result, by their waiter numbers.
         var waiters: [Int: Waiter]
         /// Ends the refresh at its time limit; `nil` until the caller has started it and handed it over.
@@ -121,15 +124,15 @@ struct AuthenticationRefreshMachine<Credential: Sendable, Waiter: Sendable, Time
         }
         recentStarts.append(now)
         refreshCount += 1
-        phase = .refreshing(Refresh(id: refreshCount, waiters: [id: waiter]))
+        phase = .refreshing(Refresh(id: refreshCount, generation: generation, waiters: [id: waiter]))
         return .startRefresh(id: refreshCount, credential: credential)
     }
 
     /// A request (`waiter`, numbered `id`) about to be sent while a refresh may be running: it joins the running
     /// refresh, to be sent with its result rather than with the credential it replaces, or gets the credential at once
-    /// when none runs.
+    /// when none runs or one was set since the refresh started.
     mutating func joinRunningRefresh(waiter: Waiter, id: Int) -> Effect {
-        if var refresh = takeRefresh() {
+        if case .refreshing(let running) = phase, running.generation == generation, var refresh = takeRefresh() {
             refresh.waiters[id] = waiter
             phase = .refreshing(refresh)
             return .none
