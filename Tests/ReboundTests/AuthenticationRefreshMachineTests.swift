@@ -55,7 +55,9 @@ struct AuthenticationRefreshMachineTests {
 
         // Then each joins the running refresh, which alone will have the newest credential
         #expect([joined, stale, withNone] == [.nothing, .nothing, .nothing])
-        #expect(machine.phase == .refreshing(Machine.Refresh(id: 1, generation: 0, waiters: [0: "a", 1: "b", 2: "c", 3: "d"])))
+        #expect(
+            machine.phase
+                == .refreshing(Machine.Refresh(id: 1, generation: 0, waiters: [0: "a", 1: "b", 2: "c", 3: "d"])))
         #expect(machine.refreshCount == 1)
     }
 
@@ -110,7 +112,8 @@ struct AuthenticationRefreshMachineTests {
         let asked = machine.timerStarted("timer 1", forRefresh: 1).asked
 
         #expect(asked == .nothing)
-        #expect(machine.phase == .refreshing(Machine.Refresh(id: 1, generation: 0, waiters: [0: "a"], timer: "timer 1")))
+        #expect(
+            machine.phase == .refreshing(Machine.Refresh(id: 1, generation: 0, waiters: [0: "a"], timer: "timer 1")))
     }
 
     @Test func aSuccessfulRefreshBecomesTheCredentialAndResumesEveryWaiterInOrder() {
@@ -267,7 +270,8 @@ struct AuthenticationRefreshMachineTests {
 
         // Then it is dropped: refresh 2 still runs for c, and the credential is unchanged
         #expect(asked == .nothing)
-        #expect(machine.phase == .refreshing(Machine.Refresh(id: 2, generation: 0, waiters: [1: "c"], timer: "timer 2")))
+        #expect(
+            machine.phase == .refreshing(Machine.Refresh(id: 2, generation: 0, waiters: [1: "c"], timer: "timer 2")))
         #expect(machine.credential == Token(value: 1))
         #expect(machine.overdue.isEmpty)
         #expect(machine.unfinishedCalls == 1)
@@ -342,7 +346,9 @@ struct AuthenticationRefreshMachineTests {
 
         // Then b alone ends, as cancelled; the refresh runs on for a and c, who get its result
         #expect(asked == .resume(["b"], with: .cancelled))
-        #expect(machine.phase == .refreshing(Machine.Refresh(id: 1, generation: 0, waiters: [0: "a", 2: "c"], timer: "timer 1")))
+        #expect(
+            machine.phase
+                == .refreshing(Machine.Refresh(id: 1, generation: 0, waiters: [0: "a", 2: "c"], timer: "timer 1")))
         let finished = machine.refreshFinished(1, with: .success(Token(value: 2))).asked
         #expect(finished == .resume(["a", "c"], with: .credential(Token(value: 2)), cancelling: "timer 1"))
     }
