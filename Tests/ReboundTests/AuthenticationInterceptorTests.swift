@@ -345,6 +345,75 @@ struct AuthenticationInterceptorTests {
         #expect(authenticator.refreshes.withLock { $0 } == 1)
     }
 
+    @Test func withThePresetTwenty401sRefreshOnceAndAllSucceedWithoutSpendingTheBudgetOrCountingFailures()
+        async throws
+    {
+        // The README's pairing: the preset's throttle, breakers, budget and deadline, with the interceptor.
+        let resilience = Resilience(clock: clock, random: .seeded(3), deadline: .seconds(30))
+        let authenticator = TokenAuthenticator()
+        let auth = AuthenticationInterceptor(authenticator: authenticator, credential: Token(value: 1), clock: clock)
+        let transport = server(accepting: 2, delay: .seconds(1), clock: clock)
+        let session = Session(transport: transport, resilience: resilience, interceptor: auth, clock: clock)
+        let tokens = try #require(resilience.budget.tokens(for: exampleURL))
+
+        let ended = Locked(0)
+        let task = Task {
+            await withTaskGroup(of: Result<Response, any Error>.self) { group in
+                for _ in 0..<20 {
+                    group.addTask {
+                        defer { ended.withLock { $0 += 1 } }
+                        do { return .success(try await session.send(exampleURL)) } catch { return .failure(error) }
+                    }
+                }
+                return await group.reduce(into: []) { $0.append($1) }
+            }
+        }
+        try await clock.waitForSleepers(40)  // each request's first attempt, with Bearer 1, and its deadline's timer
+        clock.advance(by: .seconds(1))  // …which gets its 401
+        // Each request's retry in flight with Bearer 2 (and its deadline's timer), or the request ended.
+        try await waitWhile {
+            let ended = ended.withLock { $0 }
+            return transport.requestCount + ended < 40 || clock.pendingSleepCount < 2 * (20 - ended)
+        }
+        clock.advance(by: .seconds(1))
+        let responses = try await task.value.map { try $0.get() }
+
+        #expect(responses.count == 20)
+        #expect(responses.allSatisfy { $0.attempts.map(\.statusCode) == [401, 200] })
+        #expect(authenticator.refreshes.withLock { $0 } == 1)
+        // A retry with a refreshed credential is no sign of an overloaded host: no token spent, no failure counted.
+        #expect(try #require(resilience.budget.tokens(for: exampleURL)) >= tokens)
+        #expect(resilience.breakers.breakers.values.allSatisfy { $0.state == .closed })
+        #expect(resilience.throttle.grantsKept == 0)
+    }
+
+    @Test func aRequestWaitingForARefreshEndsAtItsDeadlineAndTheRefreshStillLands() async throws {
+        let refreshClock = ManualClock()
+        let authenticator = TokenAuthenticator { token in
+            try await refreshClock.sleep(for: .seconds(5))
+            return Token(value: token.value + 1)
+        }
+        let auth = AuthenticationInterceptor(authenticator: authenticator, credential: Token(value: 1), clock: clock)
+        let transport = server(accepting: 2)
+        let session = Session(transport: transport, interceptor: auth, clock: clock)
+
+        let first = Task { try await session.send(exampleURL) }
+        try await refreshClock.waitForSleepers(1)  // the first request's 401 started the refresh
+        let late = Task { try await session.send(exampleURL, deadline: .seconds(2)) }
+        try await waitWhile { auth.pendingRefresh.waiters < 2 }
+        try await waitForSleep(of: .seconds(2), on: clock)  // its deadline's timer
+        clock.advance(by: .seconds(2))
+        let error = try await #require(throws: ReboundError.self) { try await late.value }
+        refreshClock.advance(by: .seconds(5))
+        let response = try await first.value
+
+        #expect(error.stopReason == .deadline)
+        #expect(error.attempts.count == 1)
+        #expect(transport.requestCount == 2)  // the first request's two attempts: the late one was never sent
+        #expect(response.request.value(forHTTPHeaderField: "Authorization") == "Bearer 2")
+        #expect(auth.pendingRefresh.waiters == 0)
+    }
+
     @Test func otherFailuresAndOtherHostsAreNotRetried() async throws {
         let auth = AuthenticationInterceptor(
             authenticator: TokenAuthenticator(), credential: Token(value: 1), hosts: ["api.example.com"], clock: clock)
