@@ -40,6 +40,16 @@ private func server(accepting accepted: Int, delay: Duration = .zero, clock: Man
     }
 }
 
+/// An authenticator whose refresh takes `duration` on `clock`, then adds one to the token, or throws when it must fail.
+private func slowRefresh(taking duration: Duration, on clock: ManualClock, failing: Bool = false) -> TokenAuthenticator
+{
+    TokenAuthenticator { token in
+        try await clock.sleep(for: duration)
+        guard !failing else { throw TestError("refresh denied") }
+        return Token(value: token.value + 1)
+    }
+}
+
 @Suite("AuthenticationInterceptor", .timeLimit(.minutes(5)))
 struct AuthenticationInterceptorTests {
     let clock = ManualClock()
@@ -225,10 +235,7 @@ struct AuthenticationInterceptorTests {
 
     @Test func aRequestWaitingForARefreshCanBeCancelledAndTheRefreshStillLands() async throws {
         let refreshClock = ManualClock()
-        let authenticator = TokenAuthenticator { token in
-            try await refreshClock.sleep(for: .seconds(1))
-            return Token(value: token.value + 1)
-        }
+        let authenticator = slowRefresh(taking: .seconds(1), on: refreshClock)
         let auth = AuthenticationInterceptor(
             authenticator: authenticator, credential: Token(value: 1, expired: true), clock: clock)
         let transport = server(accepting: 2)
@@ -248,11 +255,7 @@ struct AuthenticationInterceptorTests {
     @Test(arguments: [true, false])
     func aRequestAdaptedDuringARefreshWaitsForItsResult(refreshSucceeds: Bool) async throws {
         let refreshClock = ManualClock()
-        let authenticator = TokenAuthenticator { token in
-            try await refreshClock.sleep(for: .seconds(1))
-            guard refreshSucceeds else { throw TestError("refresh denied") }
-            return Token(value: token.value + 1)
-        }
+        let authenticator = slowRefresh(taking: .seconds(1), on: refreshClock, failing: !refreshSucceeds)
         let auth = AuthenticationInterceptor(authenticator: authenticator, credential: Token(value: 1), clock: clock)
         let transport = server(accepting: 2)
         let session = Session(transport: transport, interceptor: auth, clock: clock)
@@ -283,10 +286,7 @@ struct AuthenticationInterceptorTests {
 
     @Test func aRequestAdaptedAfterACredentialWasSetDuringARefreshGoesAtOnceWithThatCredential() async throws {
         let refreshClock = ManualClock()
-        let authenticator = TokenAuthenticator { token in
-            try await refreshClock.sleep(for: .seconds(1))
-            return Token(value: token.value + 1)
-        }
+        let authenticator = slowRefresh(taking: .seconds(1), on: refreshClock)
         let auth = AuthenticationInterceptor(authenticator: authenticator, credential: Token(value: 1), clock: clock)
         let transport = ScriptedTransport(clock: clock) { request, _ in
             ["Bearer 2", "Bearer 7"].contains(request.value(forHTTPHeaderField: "Authorization"))
@@ -389,10 +389,7 @@ struct AuthenticationInterceptorTests {
 
     @Test func aRequestWaitingForARefreshEndsAtItsDeadlineAndTheRefreshStillLands() async throws {
         let refreshClock = ManualClock()
-        let authenticator = TokenAuthenticator { token in
-            try await refreshClock.sleep(for: .seconds(5))
-            return Token(value: token.value + 1)
-        }
+        let authenticator = slowRefresh(taking: .seconds(5), on: refreshClock)
         let auth = AuthenticationInterceptor(authenticator: authenticator, credential: Token(value: 1), clock: clock)
         let transport = server(accepting: 2)
         let session = Session(transport: transport, interceptor: auth, clock: clock)
