@@ -318,6 +318,34 @@ struct ConcurrencyLimiterTests {
         case success, status, transportFailure, laterAdapterFails, breakerOpen, cancelledInFlight, deadline
     }
 
+    @Test("A failed attempt gives its place back as its answer comes: another request takes it while retriers decide")
+    func placeComesBackBeforeTheRetriersDecide() async throws {
+        let limiter = limiter(.fixed(1))
+        let (asked, decided) = (Locked(false), Gate())
+        // A retrier that takes its time (a token refresh, the offline retrier's wait for the network).
+        let slow = Retrier { _, _ in
+            asked.withLock { $0 = true }
+            await decided.wait()
+            return .doNotRetry
+        }
+        let session = Session(
+            transport: ScriptedTransport([.status(503), .status(200)]), adapters: [limiter], retriers: [slow],
+            clock: FastForwardClock())
+
+        let first = Task { try await session.send(request()) }
+        try await waitWhile { !asked.withLock { $0 } }
+        let inFlightWhileDeciding = limiter.snapshot(for: "api.example.com").inFlight
+        // With no queue, a host whose one place were still held would refuse this request at once.
+        let second = try await session.send(request())
+        await decided.open()
+        let error = try await #require(throws: ReboundError.self) { try await first.value }
+
+        #expect(inFlightWhileDeciding == 0)
+        #expect(second.statusCode == 200)
+        #expect(error.statusCode == 503)
+        #expect(limiter.placesHeld == 0)
+    }
+
     @Test("Each retry takes a place of its own, and gives it back")
     func retriesTakePlaces() async throws {
         let limiter = limiter(.fixed(1))

@@ -34,6 +34,15 @@ protocol HostAdmission: AnyObject, Sendable {
     /// attempt under `key` instead, waiting or throwing as its `adapt` would; with no key (a host the part lets through
     /// untouched), only gives back.
     func readmit(_ context: RequestContext, from admitted: String, to key: String?) async throws
+    /// `context`'s attempt, which the part admitted, got its answer (a response, after any redirects, or a failure):
+    /// a part that holds something only while the attempt is in flight gives it back now, before the retriers decide
+    /// what follows. The attempt is settled later, as every attempt is.
+    func attemptEnded(_ context: RequestContext)
+}
+
+extension HostAdmission {
+    /// Holds nothing only while the attempt is in flight.
+    func attemptEnded(_ context: RequestContext) {}
 }
 
 /// The observers and gates an ``Interceptor`` was given, in one box that registers as a whole.

@@ -194,6 +194,8 @@ extension RequestPlan {
         let context = RequestContext(
             requestID: requestID, attempt: number, label: label, roles: registered, maximumAttempts: maximumAttempts)
         let adapted: URLRequest
+        // What the parts admitted the attempt under, as it is sent: they hear of its answer.
+        var admissions = InlineList<RequestLedger.Admission>.none
         do {
             // Through the combined chain (the session's adapters, then the request's), in place if it never suspends;
             // none, no call.
@@ -208,7 +210,8 @@ extension RequestPlan {
                 // A part that admitted the attempt (in its `adapt`, the one place a part admits) under a host that a
                 // later adapter changed admits it again, under the host it is sent to.
                 if let registered {
-                    for admission in registered.ledger.takeAdmissions(of: number) {
+                    admissions = registered.ledger.takeAdmissions(of: number)
+                    for admission in admissions {
                         guard adapted.url != admission.url else { continue }
                         // `nil`: the part lets the new host through untouched, and only gives back what it took.
                         let key = admission.part.admissionKey(for: adapted)
@@ -228,18 +231,24 @@ extension RequestPlan {
         let sentAt = session.clock.now()
         if let sending { sending.withLock { $0 = Handoff(request: adapted, at: sentAt) } }
         if let onSend { onSend(Handoff(request: adapted, at: sentAt)) }
+        let result: AttemptResult
         do {
             let (data, response) = try await session.transport.exchange(adapted)
-            if response.isRedirect {
-                return await followRedirects(
-                    from: adapted, sentAt: sentAt, response: response, data: data, context: context)
-            }
-            return check(response, data: data, sent: adapted, sentAt: sentAt, context: context)
+            result =
+                if response.isRedirect {
+                    await followRedirects(
+                        from: adapted, sentAt: sentAt, response: response, data: data, context: context)
+                } else {
+                    check(response, data: data, sent: adapted, sentAt: sentAt, context: context)
+                }
         } catch {
-            return Self.failed(
+            result = Self.failed(
                 .transportFailed(error: error), sent: adapted, sentAt: sentAt,
                 beforeSending: session.transport.failedBeforeSending(error))
         }
+        // The attempt is no longer in flight: a concurrency limiter's place goes back now, not once the retriers decided.
+        for admission in admissions { admission.part.attemptEnded(context) }
+        return result
     }
 
     /// The result of an attempt that threw before it had a response: cancelled, if the error or the task says so;

@@ -8,9 +8,9 @@ import Foundation
 /// host cannot take every connection and task of the app, and an overloaded one is not sent more than it can serve.
 ///
 /// **The rule.** An attempt takes one of its host's places when it is adapted and gives it back when it ends, on every
-/// path (a failure, a cancellation, an attempt that a later adapter or an open breaker stopped); one that a later
-/// adapter sends to another host holds that host's place instead, taken after the adapters. When every place is
-/// taken, the attempt waits in the host's queue, first come first served, for at most
+/// path (its answer, before the retriers decide what follows; a cancellation; an attempt that a later adapter or an
+/// open breaker stopped); one that a later adapter sends to another host holds that host's place instead, taken after
+/// the adapters. When every place is taken, the attempt waits in the host's queue, first come first served, for at most
 /// ``Configuration/queueTimeout``; when the queue is full too (or has no room, ``Configuration/maximumQueued`` being
 /// 0, the default), it fails at once. Either way the error is ``ConcurrencyLimitExceeded``, which says which limit was
 /// hit; it is a ``NonRetryableError``, so no retrier retries it against the same limit at once.
@@ -36,65 +36,6 @@ import Foundation
 /// let session = Session(adapters: [limiter], retriers: [RetryPolicy()])
 /// ```
 public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
-    /// The limiter's numbers.
-    public struct Configuration: Sendable, Equatable {
-        /// 64 attempts in flight per host, no queue.
-        public static let `default` = Configuration(
-            checkedLimit: .fixed(64), maximumQueued: 0, queueTimeout: .seconds(1))
-
-        /// How many attempts may be in flight to one host; `.fixed(64)` by default.
-        public let limit: ConcurrencyLimit
-        /// How many attempts may wait for a place, per host; 0 by default (a full host refuses at once).
-        public let maximumQueued: Int
-        /// How long an attempt waits in the queue before it fails; 1 s by default.
-        public let queueTimeout: Duration
-
-        /// Creates the numbers from values written in code; an invalid one traps.
-        ///
-        /// - Parameters:
-        ///   - limit: A fixed limit of at least 1, or an adaptive one; `.fixed(64)` by default.
-        ///   - maximumQueued: 0 or more; 0 by default.
-        ///   - queueTimeout: Longer than zero; 1 s by default.
-        public init(limit: ConcurrencyLimit = .fixed(64), maximumQueued: Int = 0, queueTimeout: Duration = .seconds(1))
-        {
-            ConfigurationError.trapIfInvalid { () throws(ConfigurationError) in
-                try Self.check(limit: limit, maximumQueued: maximumQueued, queueTimeout: queueTimeout)
-            }
-            self.init(checkedLimit: limit, maximumQueued: maximumQueued, queueTimeout: queueTimeout)
-        }
-
-        /// Creates the numbers from values that arrive at run time, throwing ``ConfigurationError`` for an invalid
-        /// one; the parameters are those of ``init(limit:maximumQueued:queueTimeout:)``.
-        public static func validated(
-            limit: ConcurrencyLimit = .fixed(64), maximumQueued: Int = 0, queueTimeout: Duration = .seconds(1)
-        ) throws(ConfigurationError) -> Configuration {
-            try check(limit: limit, maximumQueued: maximumQueued, queueTimeout: queueTimeout)
-            return Configuration(checkedLimit: limit, maximumQueued: maximumQueued, queueTimeout: queueTimeout)
-        }
-
-        private static func check(
-            limit: ConcurrencyLimit, maximumQueued: Int, queueTimeout: Duration
-        ) throws(ConfigurationError) {
-            try ConcurrencyLimit.check(limit)
-            guard maximumQueued >= 0 else {
-                throw ConfigurationError(
-                    field: "ConcurrencyLimiter.Configuration.maximumQueued",
-                    problem: "must be 0 or more, got \(maximumQueued)")
-            }
-            guard queueTimeout > .zero else {
-                throw ConfigurationError(
-                    field: "ConcurrencyLimiter.Configuration.queueTimeout",
-                    problem: "must be longer than zero, got \(queueTimeout)")
-            }
-        }
-
-        private init(checkedLimit: ConcurrencyLimit, maximumQueued: Int, queueTimeout: Duration) {
-            self.limit = checkedLimit
-            self.maximumQueued = maximumQueued
-            self.queueTimeout = queueTimeout
-        }
-    }
-
     /// One host's places now: a pure read, for a gauge.
     public struct Snapshot: Sendable, Equatable {
         /// The attempts allowed in flight.
@@ -110,6 +51,8 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
         let key: String
         let since: Duration
         let inFlight: Int
+        /// When the attempt got its answer and gave the place back, to be settled later; `nil` while it is in flight.
+        var ended: Duration?
     }
 
     /// An attempt waiting for a place.
@@ -385,32 +328,64 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
         let now = clock.now()
         let handed: [Waiter]? = state.withLock { state in
             guard let place = state.places.removeValue(forKey: attempt) else { return nil }
-            // Each waiter handed a place, with the count of attempts in flight its place was taken at.
-            let handed =
-                state.hosts.modify(place.key) { host -> [(AttemptKey, Waiter, Int)] in
-                    host.inFlight -= 1
-                    host.lastActive = now
-                    if let dropped {
-                        host.limit.update(latency: now - place.since, inFlight: place.inFlight, dropped: dropped)
-                    }
-                    var handed: [(AttemptKey, Waiter, Int)] = []
-                    while host.inFlight < host.limit.current, let (waiting, waiter) = host.queue.popFirst() {
-                        host.inFlight += 1
-                        handed.append((waiting, waiter, host.inFlight))
-                    }
-                    return handed
-                } ?? []
-            for (waiting, _, inFlight) in handed {
-                state.waiting[waiting] = nil
-                state.places[waiting] = Place(key: place.key, since: now, inFlight: inFlight)
+            if let dropped {
+                // Timed to the attempt's answer, not to its settling, which waits for the retriers' decision.
+                state.hosts.modify(place.key) { host in
+                    host.limit.update(
+                        latency: (place.ended ?? now) - place.since, inFlight: place.inFlight, dropped: dropped)
+                }
             }
+            // A place given back as the attempt got its answer was handed on then.
+            let handed = place.ended == nil ? handOn(place.key, now: now, in: &state) : []
             forgetIfIdle(place.key, in: &state)
-            return handed.map { $0.1 }
+            return handed
         }
         guard let handed else {
             // No place: the attempt may still be waiting for one (settled at its deadline, say).
             return endWait(of: attempt, with: .cancelled)
         }
+        resume(handed)
+    }
+
+    /// Gives back the place of `context`'s attempt as it got its answer: the attempts waiting for one get it now,
+    /// while the retriers decide what follows; the place is settled with the attempt (``settle(_:of:ledger:outcome:)``).
+    func attemptEnded(_ context: RequestContext) {
+        let attempt = AttemptKey(requestID: context.requestID, attempt: context.attempt)
+        let now = clock.now()
+        let handed = state.withLock { state -> [Waiter] in
+            guard var place = state.places[attempt], place.ended == nil else { return [] }
+            place.ended = now
+            state.places[attempt] = place
+            let handed = handOn(place.key, now: now, in: &state)
+            forgetIfIdle(place.key, in: &state)
+            return handed
+        }
+        resume(handed)
+    }
+
+    /// Frees one of `key`'s places and hands the free ones, in order, to the attempts waiting; returns those to resume.
+    private func handOn(_ key: String, now: Duration, in state: inout State) -> [Waiter] {
+        // Each waiter handed a place, with the count of attempts in flight its place was taken at.
+        let handed =
+            state.hosts.modify(key) { host -> [(AttemptKey, Waiter, Int)] in
+                host.inFlight -= 1
+                host.lastActive = now
+                var handed: [(AttemptKey, Waiter, Int)] = []
+                while host.inFlight < host.limit.current, let (waiting, waiter) = host.queue.popFirst() {
+                    host.inFlight += 1
+                    handed.append((waiting, waiter, host.inFlight))
+                }
+                return handed
+            } ?? []
+        for (waiting, _, inFlight) in handed {
+            state.waiting[waiting] = nil
+            state.places[waiting] = Place(key: key, since: now, inFlight: inFlight)
+        }
+        return handed.map { $0.1 }
+    }
+
+    /// Resumes the attempts handed a place.
+    private func resume(_ handed: [Waiter]) {
         for waiter in handed {
             waiter.timer?.cancel()
             waiter.continuation.resume()

@@ -1,0 +1,62 @@
+import Foundation
+
+extension ConcurrencyLimiter {
+    /// The limiter's numbers.
+    public struct Configuration: Sendable, Equatable {
+        /// 64 attempts in flight per host, no queue.
+        public static let `default` = Configuration(
+            checkedLimit: .fixed(64), maximumQueued: 0, queueTimeout: .seconds(1))
+
+        /// How many attempts may be in flight to one host; `.fixed(64)` by default.
+        public let limit: ConcurrencyLimit
+        /// How many attempts may wait for a place, per host; 0 by default (a full host refuses at once).
+        public let maximumQueued: Int
+        /// How long an attempt waits in the queue before it fails; 1 s by default.
+        public let queueTimeout: Duration
+
+        /// Creates the numbers from values written in code; an invalid one traps.
+        ///
+        /// - Parameters:
+        ///   - limit: A fixed limit of at least 1, or an adaptive one; `.fixed(64)` by default.
+        ///   - maximumQueued: 0 or more; 0 by default.
+        ///   - queueTimeout: Longer than zero; 1 s by default.
+        public init(limit: ConcurrencyLimit = .fixed(64), maximumQueued: Int = 0, queueTimeout: Duration = .seconds(1))
+        {
+            ConfigurationError.trapIfInvalid { () throws(ConfigurationError) in
+                try Self.check(limit: limit, maximumQueued: maximumQueued, queueTimeout: queueTimeout)
+            }
+            self.init(checkedLimit: limit, maximumQueued: maximumQueued, queueTimeout: queueTimeout)
+        }
+
+        /// Creates the numbers from values that arrive at run time, throwing ``ConfigurationError`` for an invalid
+        /// one; the parameters are those of ``init(limit:maximumQueued:queueTimeout:)``.
+        public static func validated(
+            limit: ConcurrencyLimit = .fixed(64), maximumQueued: Int = 0, queueTimeout: Duration = .seconds(1)
+        ) throws(ConfigurationError) -> Configuration {
+            try check(limit: limit, maximumQueued: maximumQueued, queueTimeout: queueTimeout)
+            return Configuration(checkedLimit: limit, maximumQueued: maximumQueued, queueTimeout: queueTimeout)
+        }
+
+        private static func check(
+            limit: ConcurrencyLimit, maximumQueued: Int, queueTimeout: Duration
+        ) throws(ConfigurationError) {
+            try ConcurrencyLimit.check(limit)
+            guard maximumQueued >= 0 else {
+                throw ConfigurationError(
+                    field: "ConcurrencyLimiter.Configuration.maximumQueued",
+                    problem: "must be 0 or more, got \(maximumQueued)")
+            }
+            guard queueTimeout > .zero else {
+                throw ConfigurationError(
+                    field: "ConcurrencyLimiter.Configuration.queueTimeout",
+                    problem: "must be longer than zero, got \(queueTimeout)")
+            }
+        }
+
+        private init(checkedLimit: ConcurrencyLimit, maximumQueued: Int, queueTimeout: Duration) {
+            self.limit = checkedLimit
+            self.maximumQueued = maximumQueued
+            self.queueTimeout = queueTimeout
+        }
+    }
+}
