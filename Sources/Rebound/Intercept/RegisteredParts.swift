@@ -38,11 +38,14 @@ protocol HostAdmission: AnyObject, Sendable {
     /// a part that holds something only while the attempt is in flight gives it back now, before the retriers decide
     /// what follows. The attempt is settled later, as every attempt is.
     func attemptEnded(_ context: RequestContext)
+    /// Whether the part holds something for an attempt only while it is in flight, to give back in
+    /// ``attemptEnded(_:)``.
+    var holdsWhileInFlight: Bool { get }
 }
 
 extension HostAdmission {
-    /// Holds nothing only while the attempt is in flight.
     func attemptEnded(_ context: RequestContext) {}
+    var holdsWhileInFlight: Bool { false }
 }
 
 /// The observers and gates an ``Interceptor`` was given, in one box that registers as a whole.

@@ -194,8 +194,8 @@ extension RequestPlan {
         let context = RequestContext(
             requestID: requestID, attempt: number, label: label, roles: registered, maximumAttempts: maximumAttempts)
         let adapted: URLRequest
-        // What the parts admitted the attempt under, as it is sent: they hear of its answer.
-        var admissions = InlineList<RequestLedger.Admission>.none
+        // The parts that hold something for the attempt only while it is in flight (a concurrency limiter's place).
+        var holding = InlineList<any HostAdmission>.none
         do {
             // Through the combined chain (the session's adapters, then the request's), in place if it never suspends;
             // none, no call.
@@ -210,8 +210,8 @@ extension RequestPlan {
                 // A part that admitted the attempt (in its `adapt`, the one place a part admits) under a host that a
                 // later adapter changed admits it again, under the host it is sent to.
                 if let registered {
-                    admissions = registered.ledger.takeAdmissions(of: number)
-                    for admission in admissions {
+                    for admission in registered.ledger.takeAdmissions(of: number) {
+                        if admission.part.holdsWhileInFlight { holding.append(admission.part) }
                         guard adapted.url != admission.url else { continue }
                         // `nil`: the part lets the new host through untouched, and only gives back what it took.
                         let key = admission.part.admissionKey(for: adapted)
@@ -247,7 +247,7 @@ extension RequestPlan {
                 beforeSending: session.transport.failedBeforeSending(error))
         }
         // The attempt is no longer in flight: a concurrency limiter's place goes back now, not once the retriers decided.
-        for admission in admissions { admission.part.attemptEnded(context) }
+        for part in holding { part.attemptEnded(context) }
         return result
     }
 

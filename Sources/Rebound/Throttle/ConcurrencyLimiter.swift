@@ -411,6 +411,9 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
 }
 
 extension ConcurrencyLimiter: HostAdmission {
+    /// A place is held while the attempt is in flight.
+    var holdsWhileInFlight: Bool { true }
+
     func admissionKey(for request: URLRequest) -> String? {
         keyFunction(request)
     }
