@@ -318,8 +318,10 @@ struct ConcurrencyLimiterTests {
         case success, status, transportFailure, laterAdapterFails, breakerOpen, cancelledInFlight, deadline
     }
 
-    @Test("A failed attempt gives its place back as its answer comes: another request takes it while retriers decide")
-    func placeComesBackBeforeTheRetriersDecide() async throws {
+    @Test(
+        "A failed attempt gives its place back before the retriers decide: another request takes it meanwhile",
+        arguments: [false, true])
+    func placeComesBackBeforeTheRetriersDecide(stoppedByALaterAdapter: Bool) async throws {
         let limiter = limiter(.fixed(1))
         let (asked, decided) = (Locked(false), Gate())
         // A retrier that takes its time (a token refresh, the offline retrier's wait for the network).
@@ -328,21 +330,26 @@ struct ConcurrencyLimiterTests {
             await decided.wait()
             return .doNotRetry
         }
+        // The first attempt fails with a 503, or in an adapter after the limiter's (a signer finding no network).
+        let signerFails = Locked(stoppedByALaterAdapter)
+        let signer = Adapter.modifying { _, _ in
+            if signerFails.withLock({ $0 }) { throw URLError(.notConnectedToInternet) }
+        }
         let session = Session(
-            transport: ScriptedTransport([.status(503), .status(200)]), adapters: [limiter], retriers: [slow],
-            clock: FastForwardClock())
+            transport: ScriptedTransport(stoppedByALaterAdapter ? [.status(200)] : [.status(503), .status(200)]),
+            adapters: [limiter, signer], retriers: [slow], clock: FastForwardClock())
 
         let first = Task { try await session.send(request()) }
         try await waitWhile { !asked.withLock { $0 } }
+        signerFails.withLock { $0 = false }
         let inFlightWhileDeciding = limiter.snapshot(for: "api.example.com").inFlight
         // With no queue, a host whose one place were still held would refuse this request at once.
         let second = try await session.send(request())
         await decided.open()
-        let error = try await #require(throws: ReboundError.self) { try await first.value }
+        await #expect(throws: ReboundError.self) { try await first.value }
 
         #expect(inFlightWhileDeciding == 0)
         #expect(second.statusCode == 200)
-        #expect(error.statusCode == 503)
         #expect(limiter.placesHeld == 0)
     }
 

@@ -223,8 +223,12 @@ extension RequestPlan {
                 adapted = base
             }
         } catch {
-            // Admissions not yet checked are dropped: the attempt is not sent.
-            _ = ledger?.takeAdmissions(of: number)
+            // Admissions not yet checked are dropped: the attempt is not sent, and what it holds while in flight goes
+            // back now, before the retriers decide about the failure.
+            for admission in ledger?.takeAdmissions(of: number) ?? .none where admission.part.holdsWhileInFlight {
+                holding.append(admission.part)
+            }
+            for part in holding { part.attemptEnded(context) }
             return Self.failed(.adaptationFailed(error: error), sent: nil)
         }
         // From here the attempt is on the wire: its time there (``Attempt/timeOnWire``) counts from now.

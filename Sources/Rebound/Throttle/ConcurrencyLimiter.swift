@@ -65,6 +65,9 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
     private struct Host: Sendable {
         var limit: LimitState
         var inFlight = 0
+        /// The attempts that gave their place back with their answer and are not settled yet: what an adaptive limit
+        /// learns of them comes at their settling, so the host is kept until then.
+        var answered = 0
         /// The attempts waiting for a place, first come first served; any of them may leave early.
         var queue = KeyedQueue<AttemptKey, Waiter>()
         /// When a place of the host was last taken or given back, on the limiter's clock.
@@ -72,7 +75,7 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
 
         /// Nothing in flight and nobody waiting: a fixed limit has nothing to remember, an adaptive one only what it
         /// learned, which no longer holds once the host has sat idle a while.
-        var isIdle: Bool { inFlight == 0 && queue.isEmpty }
+        var isIdle: Bool { inFlight == 0 && answered == 0 && queue.isEmpty }
 
         /// Idle for ``ConcurrencyLimiter/idleHorizon`` by `now`: what an adaptive limit learned of the host no longer
         /// holds.
@@ -321,16 +324,17 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
         }
     }
 
-    /// Gives back the place of `attempt`, if it holds one, teaching an adaptive limit whether the attempt says the host
-    /// is overloaded (`dropped` is `true`), keeping up (`false`) or nothing (`nil`), and hands the freed places to the
-    /// first waiters; an attempt still waiting leaves the queue.
+    /// Settles the place of `attempt`, if it holds one, teaching an adaptive limit whether the attempt says the host is
+    /// overloaded (`dropped` is `true`), keeping up (`false`) or nothing (`nil`), and, unless the attempt gave it back
+    /// with its answer already, hands the freed place to the first waiter; an attempt still waiting leaves the queue.
     private func giveBack(_ attempt: AttemptKey, dropped: Bool?) {
         let now = clock.now()
         let handed: [Waiter]? = state.withLock { state in
             guard let place = state.places.removeValue(forKey: attempt) else { return nil }
-            if let dropped {
+            state.hosts.modify(place.key) { host in
+                if place.ended != nil { host.answered -= 1 }
                 // Timed to the attempt's answer, not to its settling, which waits for the retriers' decision.
-                state.hosts.modify(place.key) { host in
+                if let dropped {
                     host.limit.update(
                         latency: (place.ended ?? now) - place.since, inFlight: place.inFlight, dropped: dropped)
                 }
@@ -356,6 +360,7 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
             guard var place = state.places[attempt], place.ended == nil else { return [] }
             place.ended = now
             state.places[attempt] = place
+            state.hosts.modify(place.key) { $0.answered += 1 }
             let handed = handOn(place.key, now: now, in: &state)
             forgetIfIdle(place.key, in: &state)
             return handed
@@ -403,7 +408,8 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
         nil
     }
 
-    /// How many attempts hold a place; for tests that check every place comes back.
+    /// How many attempts hold a place or are not settled since they gave it back with their answer; for tests that
+    /// check every place comes back.
     package var placesHeld: Int { state.withLock { $0.places.count } }
 
     /// How many hosts the limiter keeps; for tests that check it forgets idle ones.
@@ -449,8 +455,8 @@ extension ConcurrencyLimiter: AttemptAccountant {
     func requestEnded(_ requestID: UUID) {}
 }
 
-/// One attempt of one request: the key of what a part holds for an attempt it let through until the attempt is
-/// settled (a concurrency limiter's place).
+/// One attempt of one request: the key of what a part keeps for an attempt it let through until the attempt is
+/// settled (a concurrency limiter's place, given back with the attempt's answer and settled with it).
 struct AttemptKey: Hashable, Sendable {
     let requestID: UUID
     let attempt: Int
