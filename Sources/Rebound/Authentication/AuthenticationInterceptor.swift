@@ -148,12 +148,13 @@ public final class AuthenticationInterceptor<A: Authenticator>: RequestIntercept
         context.secureRedirects(with: self)
         guard var credential = found else { throw AuthenticationError.missingCredential }
         // A request the refresh itself sends never waits for that refresh, which would wait for it in turn.
-        let sentByRefresh = RunningRefreshes.current.contains(ObjectIdentifier(self))
-        if credential.requiresRefresh, !sentByRefresh {
-            credential = try await refreshed(after: generation)
-        } else if refreshing, !sentByRefresh {
-            // Sent now, the request would carry the credential being replaced, and likely come back with a 401.
-            credential = try await afterRunningRefresh()
+        if credential.requiresRefresh || refreshing, !RunningRefreshes.current.contains(ObjectIdentifier(self)) {
+            if credential.requiresRefresh {
+                credential = try await refreshed(after: generation)
+            } else {
+                // Sent now, the request would carry the credential being replaced, and likely come back with a 401.
+                credential = try await afterRunningRefresh()
+            }
         }
         authenticator.apply(credential, to: &request)
         // A part that moves the attempt to another origin (an endpoint group) takes this credential off again, even
