@@ -331,37 +331,6 @@ struct HedgingTests {
         #expect(first.duration == .milliseconds(600), "the hedge started 100 ms after the first attempt was sent")
     }
 
-    @Test("A hedge that never reaches the wire costs the budget nothing: only hedges that are sent are charged")
-    func unsentHedgesAreRefunded() async throws {
-        for ratio in [false, true] {
-            let clock = ManualClock()
-            let budget =
-                ratio
-                ? RetryBudget(ratio: .init(percent: 0, window: .seconds(10), minimumRetriesPerSecond: 1), clock: clock)
-                : RetryBudget()
-            // One place: every hedge is refused by the limiter before it is sent.
-            let limiter = ConcurrencyLimiter(configuration: .init(limit: .fixed(1)), clock: clock)
-            let recorder = HedgeRecorder()
-            let transport = slowFirst(clock, log: Log())
-            let session = Session(
-                transport: transport, adapters: [budget, limiter], retriers: [RetryPolicy()], observers: [recorder],
-                hedging: Hedging(delay: .zero, maximumInFlight: 3, maximumAttempts: 3), clock: clock)
-            let before = budget.tokens(for: exampleURL)
-            let task = Task { try await session.send(request()) }
-            try await waitWhile { recorder.attempts.count < 2 }
-            try await clock.waitForSleepers(1)
-            clock.advance(by: .seconds(1))
-            let response = try await task.value
-
-            #expect(String(decoding: response.data, as: UTF8.self) == "slow")
-            #expect(transport.requestCount == 1, "no hedge was sent")
-            #expect(response.attempts.count == 3, "two hedges were tried")
-            #expect(budget.tokens(for: exampleURL) == before, "ratio: \(ratio)")
-            #expect(budget.requestsWithHedges == 0)
-            #expect(limiter.placesHeld == 0)
-        }
-    }
-
     @Test("A request whose body is a stream is never hedged")
     func streamBodyNeverHedged() async throws {
         let clock = ManualClock()

@@ -115,6 +115,12 @@ public struct RequestContext: Sendable {
         roles?.add(budget: part, observes: observes)
     }
 
+    /// Tells `part` how each attempt and the request end, as ``observe(_:)`` does, and asks it before every hedge of the
+    /// request: a pacer, which spends nothing for a hedge.
+    func observeAndAdmitHedges(through part: some AttemptObserver & HedgeGate) {
+        roles?.add(hedgeCheck: part)
+    }
+
     /// Has `part` settle the attempts it let through, told at once when each ends, and admit the request's retries:
     /// the library's own parts' lighter way to hear how their attempts end (a breaker's permit).
     func settleAndAdmitRetries(through part: some AttemptAccountant) {

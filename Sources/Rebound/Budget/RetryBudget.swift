@@ -275,7 +275,7 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
     }
 
     /// Forgets what the hedge that was attempt `attempt` took, if it was one, refunding it if it was never sent (a
-    /// limiter refused it, the round ended first).
+    /// later adapter stopped it, the round ended first).
     private func settleHedge(_ state: inout State, _ requestID: UUID, attempt: Int, wasSent: Bool, now: Duration) {
         guard !state.hedges.isEmpty, var hedges = state.hedges.removeValue(forKey: requestID) else { return }
         if let index = hedges.firstIndex(where: { $0.attempt == attempt }) {
@@ -424,7 +424,7 @@ extension RetryBudget: AdaptsInPlace {
 // Before a hedge: a hedge spends from the host's budget as a retry does.
 extension RetryBudget: HedgeGate {
     /// Spends one retry's cost from the host's budget for a hedge, or refuses it with ``RetryBudgetExhausted``; the
-    /// cost is refunded if the hedge's attempt ends without being sent (a concurrency limiter had no place for it, or
+    /// cost is refunded if the hedge's attempt ends without being sent (a later adapter stopped it, or
     /// the round ended first), so a hedge is charged only when it reaches the wire.
     func admitHedge(_ request: URLRequest, of requestID: UUID, attempt: Int, roles: RegisteredRoles) -> (any Error)? {
         guard let key = keyFunction(request) else { return nil }

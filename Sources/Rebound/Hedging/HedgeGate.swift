@@ -5,7 +5,8 @@ import Foundation
 #endif
 
 /// A part of the library's own that is asked before the session starts a hedge: a budget spends from the host's
-/// retries, a breaker refuses unless it is closed, a throttle draws as for a request.
+/// retries, a breaker refuses unless it is closed, a throttle draws as for a request, and a part that holds room for
+/// attempts (a concurrency limiter's places, a pacer's quota, a rate limiter's tokens) refuses unless it has room now.
 ///
 /// Internal: the parts register for it through the request's context from `adapt`, as they do for their other roles,
 /// so that whatever forwards `adapt` keeps it; a gate of the user's own is asked about retries only.
@@ -17,8 +18,7 @@ protocol HedgeGate: AnyObject, Sendable {
 }
 
 extension AttemptAccountant {
-    /// A part that settles its attempts lets every hedge start unless it says otherwise: a concurrency limiter's
-    /// places and a rate limiter's tokens are taken when the hedge is adapted, like any attempt's.
+    /// A part that settles its attempts lets every hedge start unless it says otherwise.
     func admitHedge(_ request: URLRequest, of requestID: UUID, attempt: Int, roles: RegisteredRoles) -> (any Error)? {
         nil
     }

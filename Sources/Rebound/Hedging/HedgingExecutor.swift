@@ -53,7 +53,8 @@ struct HedgingExecutor {
     /// and not before the time a failure's `Retry-After` asked for (or its `retry-after-ms`, or never again after its
     /// `x-should-retry: false`, where the chain's retry policies read them). A success wins; a failure with a response
     /// that no retrier would retry ends the round; so does the last attempt in flight failing. A failure the retriers
-    /// decline for the attempts the request made (a retry limit, a repeated failure) starts no new hedge, and the
+    /// decline for the attempts the request made (a retry limit, a repeated failure), or decline with no response (a
+    /// part refused the attempt before it was sent, a lost connection they do not retry), starts no new hedge, and the
     /// attempts in flight go on.
     ///
     /// The retriers are asked about a failure while others are in flight in a task of their own: the round goes on
@@ -158,10 +159,12 @@ struct HedgingExecutor {
                     break rounds
                 }
                 // Declined for the attempts the request made (its retry limit, a repeated failure), not for what the
-                // failure was; or a retry of the newest attempt that the hedging settings leave no attempt for, in this
-                // round or after it (an attempt started since goes on in its place, as after any failure).
+                // failure was; declined with no response to end the round with (a part refused the attempt before it
+                // was sent, a lost connection they do not retry); or a retry of the newest attempt that the hedging
+                // settings leave no attempt for, in this round or after it (an attempt started since goes on in its
+                // place, as after any failure).
                 let noAttemptFollows =
-                    result.limitsAttempts
+                    result.limitsAttempts || (result.delay == nil && failed.response == nil)
                     || (result.delay != nil && number == round.attemptsMade
                         && round.attemptsMade >= hedging.maximumAttempts)
                 if noAttemptFollows {
@@ -169,7 +172,7 @@ struct HedgingExecutor {
                     // round ends.
                     round.declined[number] = failed
                     stopped = true
-                } else if result.delay == nil, failed.response != nil {
+                } else if result.delay == nil {
                     // A response no retrier would retry is the answer: it ends them all.
                     ending = .decided(number, failed, answer: answer)
                     break rounds

@@ -63,7 +63,11 @@ struct RegisteredRoles: Sendable {
         /// The parts that settle their own attempts, in the order they registered: read after every attempt, without
         /// copying the registrations' entries.
         var accountants = InlineList<any AttemptAccountant>.none
-        /// The gates asked before a hedge besides the accountants (a budget), each once, in the order they registered.
+        /// The gates asked before a hedge besides the accountants that spend nothing for it (a pacer), each once, in
+        /// the order they registered.
+        var hedgeChecks: [any HedgeGate] = []
+        /// The gates asked before a hedge that spend for it (a budget), each once, in the order they registered: asked
+        /// last, so that a hedge another gate refuses spends nothing.
         var hedgeGates: [any HedgeGate] = []
         /// The part that routes the request's attempts among endpoints (an ``EndpointGroup``): the first to register.
         var router: (any RetryRouter)?
@@ -111,6 +115,14 @@ struct RegisteredRoles: Sendable {
             if observes { Self.add(observer: part, known: object, to: &state) }
             Self.add(gate: part, known: object, to: &state)
             if !state.hedgeGates.contains(where: { $0 === part }) { state.hedgeGates.append(part) }
+        }
+    }
+
+    /// Adds an observer that is asked before a hedge too and spends nothing for it (a pacer), under one lock.
+    func add(hedgeCheck part: some AttemptObserver & HedgeGate) {
+        withRoles { state in
+            Self.add(observer: part, known: ObjectIdentifier(part), to: &state)
+            if !state.hedgeChecks.contains(where: { $0 === part }) { state.hedgeChecks.append(part) }
         }
     }
 
@@ -256,10 +268,10 @@ struct RegisteredRoles: Sendable {
     }
 
     /// The parts asked before a hedge starts, registered so far: those that settle their attempts (a throttle, a
-    /// breaker), in the order they registered, then the budgets.
+    /// breaker, a limiter), in the order they registered, then the pacers, then the budgets, which spend for it.
     var hedgeGates: [any HedgeGate] {
         withRoles { state in
-            state.accountants.map { $0 as any HedgeGate } + state.hedgeGates
+            state.accountants.map { $0 as any HedgeGate } + state.hedgeChecks + state.hedgeGates
         }
     }
 

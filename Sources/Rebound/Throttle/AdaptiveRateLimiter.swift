@@ -12,7 +12,8 @@ import Foundation
 /// bucket fills at a rate that CUBIC moves: a throttle cuts it to 0.7 of the rate the client was sending at; each
 /// response that is not a throttle lets it grow again, slowly near the rate of the last throttle and faster away from
 /// it, never above twice the rate of responses the client measures (averaged over half-second buckets). The rate
-/// never falls below half a request a second, and the bucket holds at most a second's worth (at least one token).
+/// never falls below half a request a second, and the bucket holds at most a second's worth (at least one token). A
+/// hedge (``Hedging``) starts only while its host is not paced or has a token: it never waits for one.
 ///
 /// Unlike ``AdaptiveThrottle``, it rejects nothing: an attempt waits for its token, for as long as the request's
 /// deadline allows, and a task cancelled while it waits ends with `CancellationError`.
@@ -250,4 +251,24 @@ extension AdaptiveRateLimiter: AttemptAccountant {
     }
 
     func requestEnded(_ requestID: UUID) {}
+
+    /// Lets a hedge start only while its host is not paced or has a token in its bucket: a hedge never waits for a
+    /// token, which the request's own attempts and other requests need. The hedge takes its token when it is adapted,
+    /// as any attempt does.
+    func admitHedge(_ request: URLRequest, of requestID: UUID, attempt: Int, roles: RegisteredRoles) -> (any Error)? {
+        guard let key = keyFunction(request) else { return nil }
+        let now = clock.now().seconds
+        let hasToken = state.withLock { state -> Bool in
+            guard var host = state.hosts[key], host.pacing else { return true }
+            host.fill(at: now)
+            return host.tokens >= 1
+        }
+        return hasToken ? nil : NoTokenForHedge(key: key)
+    }
+
+}
+
+/// Why an ``AdaptiveRateLimiter`` did not let a hedge start: its host is paced and has no token in its bucket.
+struct NoTokenForHedge: Error {
+    let key: String
 }

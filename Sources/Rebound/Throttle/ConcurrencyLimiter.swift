@@ -13,7 +13,8 @@ import Foundation
 /// the adapters. When every place is taken, the attempt waits in the host's queue, first come first served, for at most
 /// ``Configuration/queueTimeout``; when the queue is full too (or has no room, ``Configuration/maximumQueued`` being
 /// 0, the default), it fails at once. Either way the error is ``ConcurrencyLimitExceeded``, which says which limit was
-/// hit; it is a ``NonRetryableError``, so no retrier retries it against the same limit at once.
+/// hit; it is a ``NonRetryableError``, so no retrier retries it against the same limit at once. A hedge (``Hedging``)
+/// starts only while its host has a place free and nobody waits for one: it never queues.
 ///
 /// **The limit** is ``ConcurrencyLimit/fixed(_:)`` (64 by default), or adapts to the host: ``ConcurrencyLimit/aimd(_:)``
 /// grows by one while the host keeps up and shrinks by a tenth after a failure; ``ConcurrencyLimit/gradient(_:)``
@@ -453,6 +454,30 @@ extension ConcurrencyLimiter: AttemptAccountant {
     }
 
     func requestEnded(_ requestID: UUID) {}
+
+    /// Lets a hedge start only while its host has a place free and nobody waits for one: a hedge is extra load, which a
+    /// host at its limit does not get, and it never queues behind other requests. The hedge takes its place when it is
+    /// adapted, as any attempt does.
+    func admitHedge(_ request: URLRequest, of requestID: UUID, attempt: Int, roles: RegisteredRoles) -> (any Error)? {
+        guard let key = keyFunction(request) else { return nil }
+        if enforcement == .shadow, roles.ledger.isShadowed(attempt: attempt, for: ObjectIdentifier(self)) { return nil }
+        let refusal = state.withLock { state -> ConcurrencyLimitExceeded? in
+            guard let host = state.hosts[key], host.inFlight >= host.limit.current || !host.queue.isEmpty else {
+                return nil
+            }
+            return ConcurrencyLimitExceeded(
+                key: key, limitHit: .inFlight, limit: host.limit.current, inFlight: host.inFlight,
+                queued: host.queue.count)
+        }
+        guard let refusal, enforcement == .shadow else { return refusal }
+        // In shadow mode the hedge starts, unseen by the limiter: it takes no place.
+        roles.ledger.refuseInShadow(
+            ShadowRefusal(
+                requestID: requestID, attempt: attempt, stage: .hedge, reason: .concurrencyLimit,
+                part: "ConcurrencyLimiter", key: key, error: refusal),
+            by: ObjectIdentifier(self))
+        return nil
+    }
 }
 
 /// One attempt of one request: the key of what a part keeps for an attempt it let through until the attempt is

@@ -14,7 +14,8 @@ import Foundation
 /// still in flight, which the pacer subtracts). A request to a host with none left waits for the renewal, then goes
 /// on. When the server gave the quota's limit and window (`RateLimit-Policy`'s `q` and `w`, both above zero), each
 /// renewal begins a window with the limit; otherwise the host is not held after a renewal until a response says its
-/// quota again, so requests that waited together go together.
+/// quota again, so requests that waited together go together. A hedge (``Hedging``) starts only while its host has a
+/// request left: it never waits for a renewal.
 ///
 /// **Bounds.** ``maximumWait`` bounds a request's whole wait in the pacer: the time it waited, on the pacer's clock,
 /// summed over its attempts and the renewals each waited for. A request whose next wait would go past what is left of
@@ -42,7 +43,7 @@ import Foundation
 /// let pacer = RateLimitPacer()
 /// let session = Session(adapters: [pacer], retriers: [RetryPolicy()])
 /// ```
-public final class RateLimitPacer: RequestAdapter, AttemptObserver, HostAdmission {
+public final class RateLimitPacer: RequestAdapter, AttemptObserver, HostAdmission, HedgeGate {
     /// The default ``maximumWait``: 30 seconds, the preset's deadline.
     public static let defaultMaximumWait = Duration.seconds(30)
     /// The default ``maximumHold``: 60 seconds, the longest `Retry-After` that ``RetryAfter`` honours by default.
@@ -68,6 +69,19 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver, HostAdmissio
         /// Whether the host's quota can no longer hold a request by itself: renewed, with nothing in flight.
         func isAtRest(at now: Duration) -> Bool {
             renewedAt <= now && inFlight == 0
+        }
+
+        /// The host's quota at `now`: as it is before its renewal; once renewed, with the quota's limit and window
+        /// known, the window `now` falls in, which begins with the limit less the requests still in flight; `nil` once
+        /// renewed without them, when the host is not held until a response says its quota again.
+        func renewed(at now: Duration) -> Host? {
+            guard now >= renewedAt else { return self }
+            guard let limit, limit > 0, let window, window > .zero else { return nil }
+            var host = self
+            let windows = ((now - renewedAt) / window).rounded(.down) + 1
+            host.renewedAt += window * windows
+            host.remaining = max(limit - inFlight, 0)
+            return host
         }
     }
 
@@ -183,7 +197,7 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver, HostAdmissio
     /// - Throws: ``RateLimitQuotaSpent`` when the renewal is further away than what is left of ``maximumWait`` for the
     ///   request, or than its deadline; `CancellationError` when the task is cancelled while it waits.
     public func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
-        context.observe(self)
+        context.observeAndAdmitHedges(through: self)
         guard let key = keyFunction(request), !isUnseen(context) else { return request }
         guard try await pace(key, context: context) else { return request }
         // A later adapter that moves the request to another host has the session ask the pacer again, for that host.
@@ -272,16 +286,8 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver, HostAdmissio
             let attempt = context.flatMap { $0.isSettled ? nil : $0 }
             state.hosts.forgetIdle(steps: 1, isAtRest: { $0.isAtRest(at: now) })
             let taken = state.hosts.modify(key) { host -> Taken in
-                if now >= host.renewedAt {
-                    // Renewed. With the quota's limit and window known, a new window begins with the limit, less the
-                    // requests still in flight; otherwise the host is not held until a response says its quota again.
-                    guard let limit = host.limit, limit > 0, let window = host.window, window > .zero else {
-                        return .letGo
-                    }
-                    let windows = ((now - host.renewedAt) / window).rounded(.down) + 1
-                    host.renewedAt += window * windows
-                    host.remaining = max(limit - host.inFlight, 0)
-                }
+                guard let renewed = host.renewed(at: now) else { return .letGo }
+                host = renewed
                 guard host.remaining > 0 else { return .wait(host.renewedAt - now) }
                 host.remaining -= 1
                 if attempt != nil { host.inFlight += 1 }
@@ -334,6 +340,27 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver, HostAdmissio
     /// The key the pacer paces `request` by.
     func admissionKey(for request: URLRequest) -> String? {
         keyFunction(request)
+    }
+
+    /// Lets a hedge start only while its host has a request of its quota left: a hedge never waits for a renewal, whose
+    /// requests the request's own attempts and other requests need. The hedge is counted against the quota when it is
+    /// adapted, as any attempt is.
+    func admitHedge(_ request: URLRequest, of requestID: UUID, attempt: Int, roles: RegisteredRoles) -> (any Error)? {
+        guard let key = keyFunction(request) else { return nil }
+        if enforcement == .shadow, roles.ledger.isShadowed(attempt: attempt, for: ObjectIdentifier(self)) { return nil }
+        let now = clock.now()
+        let refusal = state.withLock { state -> RateLimitQuotaSpent? in
+            guard let host = state.hosts[key]?.renewed(at: now), host.remaining == 0 else { return nil }
+            return RateLimitQuotaSpent(key: key, renewedIn: host.renewedAt - now)
+        }
+        guard let refusal, enforcement == .shadow else { return refusal }
+        // In shadow mode the hedge starts, unseen by the pacer: it is not counted against the quota.
+        roles.ledger.refuseInShadow(
+            ShadowRefusal(
+                requestID: requestID, attempt: attempt, stage: .hedge, reason: .rateLimited, part: "RateLimitPacer",
+                key: key, error: refusal),
+            by: ObjectIdentifier(self))
+        return nil
     }
 
     /// What taking a request from a host's quota came to.

@@ -1,0 +1,166 @@
+import Foundation
+import ReboundTesting
+import Testing
+
+@testable import Rebound
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Hedges and the parts that hold room for attempts (a concurrency limiter's places, a pacer's quota, an adaptive rate
+/// limiter's tokens): a hedge starts only where there is room for it now, and never waits on the client for it.
+@Suite("Hedges and the parts that hold room", .timeLimit(.minutes(1)))
+struct HedgeRoomTests {
+    static let slow = URLRequest(url: URL(string: "https://api.example.com/slow")!)
+    static let prime = URLRequest(url: URL(string: "https://api.example.com/prime")!)
+
+    /// A part with no room left for a hedge of a request to api.example.com once that request's first attempt was
+    /// let through, after a priming request: a limiter of one place, a pacer to which the host said one request is left this minute, or an
+    /// adaptive rate limiter that paces the host (a 429) with one token in its bucket.
+    static func partWithRoomForOne(
+        _ part: String, clock: ManualClock, transport: ScriptedTransport, enforcement: Enforcement
+    ) async -> any RequestAdapter {
+        switch part {
+        case "limiter":
+            let limiter = ConcurrencyLimiter(
+                configuration: .init(limit: .fixed(1)), clock: clock, enforcement: enforcement)
+            // Sent like the others' priming request, so that the request's first attempt is the transport's second.
+            _ = try? await Session(transport: transport, adapters: [limiter], clock: clock).send(prime)
+            return limiter
+        case "pacer":
+            let pacer = RateLimitPacer(clock: clock, enforcement: enforcement)
+            _ = try? await Session(transport: transport, adapters: [pacer], clock: clock).send(prime)
+            return pacer
+        default:
+            let pacing = AdaptiveRateLimiter(clock: clock)
+            _ = try? await Session(transport: transport, adapters: [pacing], clock: clock).send(prime)
+            // The bucket fills at the lowest rate, half a token a second: one token in 2 s.
+            clock.advance(by: .seconds(2))
+            return pacing
+        }
+    }
+
+    /// What a hedged GET of /slow through `room` (after a budget) got, and what the observers heard of refusals, run on
+    /// a simulation: the first attempt answers "slow" after 1 s, any other "fast" at once. The clock passes the hedging
+    /// delay, then the first attempt's second, each once every task settled.
+    @available(macOS 15.0, iOS 18.0, macCatalyst 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *)
+    static func sendHedged(
+        through part: String, enforcement: Enforcement
+    ) async -> (response: Response?, transport: ScriptedTransport, spent: Bool, refusals: [ShadowRefusal]) {
+        let simulation = Simulation()
+        let clock = ManualClock()
+        return await simulation.run { [clock] in
+            // The priming request tells the host's state: a quota of one request left, or a 429 that has the host paced.
+            let transport = ScriptedTransport(clock: clock) { request, number in
+                guard request.url?.path != "/prime" else {
+                    return part == "rateLimiter"
+                        ? .status(429) : .response(headers: ["RateLimit-Remaining": "1", "RateLimit-Reset": "60"])
+                }
+                return number == 2 ? .response(body: "slow").delayed(by: .seconds(1)) : .response(body: "fast")
+            }
+            let room = await Self.partWithRoomForOne(part, clock: clock, transport: transport, enforcement: enforcement)
+            let budget = RetryBudget()
+            let before = budget.tokens(for: exampleURL)
+            let observed = ShadowEnforcementTests.ShadowRecorder()
+            let session = Session(
+                transport: transport, adapters: [budget, room], retriers: [RetryPolicy()], observers: [observed],
+                hedging: Hedging(delay: .milliseconds(100)), clock: clock)
+            let task = Task(executorPreference: simulation.executor) { try? await session.send(Self.slow) }
+            for step in [100, 1_000] {
+                await simulation.settle()
+                clock.advance(by: .milliseconds(step))
+            }
+            let response = await task.value
+            return (response, transport, budget.tokens(for: exampleURL) != before, observed.refusals)
+        }
+    }
+
+    @Test(
+        "A part with no room for a hedge starts none: the hedge takes no attempt number, spends no budget and waits for nothing",
+        arguments: ["limiter", "pacer", "rateLimiter"])
+    func noRoomNoHedge(part: String) async throws {
+        guard #available(macOS 15.0, iOS 18.0, macCatalyst 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *) else {
+            return
+        }
+        let (response, transport, spent, refusals) = await Self.sendHedged(through: part, enforcement: .enforced)
+
+        let attempts = try #require(response?.attempts)
+        #expect(response.map { String(decoding: $0.data, as: UTF8.self) } == "slow")
+        #expect(attempts.map(\.number) == [1], "the hedge took no attempt number: \(attempts)")
+        #expect(transport.requestCount == 2, "the priming request and the first attempt only")
+        #expect(!spent, "a hedge that did not start spends nothing")
+        #expect(refusals.isEmpty)
+    }
+
+    @Test(
+        "In shadow mode, a limiter or a pacer with no room for a hedge lets it start and tells the refusal it would have made",
+        arguments: ["limiter", "pacer"])
+    func noRoomInShadowStartsTheHedge(part: String) async throws {
+        guard #available(macOS 15.0, iOS 18.0, macCatalyst 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *) else {
+            return
+        }
+        let (response, _, spent, refusals) = await Self.sendHedged(through: part, enforcement: .shadow)
+
+        let attempts = try #require(response?.attempts)
+        #expect(response.map { String(decoding: $0.data, as: UTF8.self) } == "fast")
+        #expect(attempts.map(\.hedge) == [0, 1])
+        #expect(spent, "the budget paid for the hedge that was sent")
+        #expect(refusals.map(\.stage) == [.hedge])
+        #expect(refusals.first?.attempt == 2)
+        #expect(refusals.first?.reason == (part == "limiter" ? .concurrencyLimit : .rateLimited))
+    }
+
+    @Test(
+        "A hedge an adapter stops before it is sent is refunded, starts no other hedge and is told as a loser, not as a retry",
+        arguments: [false, true])
+    func aHedgeStoppedInAdaptEndsTheRoundsHedging(ratio: Bool) async throws {
+        let clock = ManualClock()
+        let budget =
+            ratio
+            ? RetryBudget(ratio: .init(percent: 0, window: .seconds(10), minimumRetriesPerSecond: 1), clock: clock)
+            : RetryBudget()
+        let before = budget.tokens(for: exampleURL)
+        // Lets the first attempt through and stops every other, as a part with no room for it would.
+        let stopped = Locked(0)
+        let stopsHedges = Adapter { request, context in
+            guard context.attempt == 1 else {
+                stopped.withLock { $0 += 1 }
+                throw TestError("no room")
+            }
+            return request
+        }
+        let recorder = AttemptLog()
+        let transport = ScriptedTransport(clock: clock) { _, number in
+            number == 1 ? .response(body: "slow").delayed(by: .seconds(1)) : .response(body: "fast")
+        }
+        let session = Session(
+            transport: transport, adapters: [budget, stopsHedges], retriers: [RetryPolicy()], observers: [recorder],
+            hedging: Hedging(delay: .milliseconds(100), maximumInFlight: 3, maximumAttempts: 3), clock: clock)
+        let task = Task { try await session.send(Self.slow) }
+        try await clock.waitForSleepers(2)
+        clock.advance(by: .milliseconds(100))
+        try await waitWhile { stopped.withLock { $0 } < 1 }
+        clock.advance(by: .seconds(1))
+        let response = try await task.value
+
+        #expect(String(decoding: response.data, as: UTF8.self) == "slow")
+        #expect(stopped.withLock { $0 } == 1, "no other hedge started")
+        #expect(transport.requestCount == 1)
+        #expect(response.attempts.map(\.hedge) == [1, 0])
+        #expect(recorder.told == ["#2 hedge 1 cancelled", "#1 hedge 0 succeeded"])
+        #expect(budget.tokens(for: exampleURL) == before, "a hedge never sent is refunded")
+        #expect(budget.requestsWithHedges == 0)
+    }
+}
+
+/// Hears every attempt's number, hedge and decision, in the order they are told.
+private final class AttemptLog: AttemptObserver {
+    private let entries = Locked<[String]>([])
+
+    func attemptDidFinish(_ outcome: AttemptOutcome) async {
+        entries.withLock { $0.append("#\(outcome.attempt.number) hedge \(outcome.attempt.hedge) \(outcome.decision)") }
+    }
+
+    var told: [String] { entries.withLock { $0 } }
+}
