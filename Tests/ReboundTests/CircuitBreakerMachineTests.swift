@@ -101,6 +101,26 @@ struct CircuitBreakerMachineTests {
         #expect(driver.state == .closed)
     }
 
+    @Test func aHalfOpenBreakerGrantsARetryOnlyToARequestWhoseTrialToldItNothingAndOnlyWhileATrialIsFree() {
+        var driver = Driver(Self.closingAfter(1))
+        func refusesRetry(retriesTrial: Bool) -> Bool {
+            var time = LazyTime { [now = driver.now] in now }
+            return driver.machine.refusalOfRetry(time: &time, retriesTrial: retriesTrial) != nil
+        }
+        #expect(!refusesRetry(retriesTrial: false), "closed: every retry is granted")
+        driver.call(.failure)
+        #expect(refusesRetry(retriesTrial: true), "open: no retry, whatever its trial")
+        driver.now = .seconds(1)
+        let trial = driver.admit()
+        #expect(trial != nil)
+        // The trial is out: no retry takes another's place, not even one whose own trial told nothing.
+        #expect(refusesRetry(retriesTrial: true))
+        driver.record(.ignored, trial!)
+        #expect(driver.state == .halfOpen)
+        #expect(refusesRetry(retriesTrial: false), "half-open: a retry keeps away from the fresh requests' trial")
+        #expect(!refusesRetry(retriesTrial: true), "the request whose trial told nothing may take it again")
+    }
+
     @Test func anIgnoredTrialNeitherCountsNorBreaksTheRun() {
         var driver = Driver(Self.closingAfter(2))
         driver.call(.failure)

@@ -207,6 +207,36 @@ struct OfflineRetrierTests {
         #expect(transport.requestCount == 2 * waiting + 1)
     }
 
+    @Test(
+        "A request whose trial found the device offline takes the half-open breaker's trial again when the network comes back",
+        arguments: ["breaker", "registry"])
+    func aTrialThatFoundTheDeviceOfflineIsTriedAgain(part: String) async throws {
+        let configuration = CircuitBreaker.Configuration(
+            tripCondition: .consecutiveFailures(1), breakDuration: .constant(.seconds(5)))
+        let single = CircuitBreaker(configuration: configuration, clock: clock)
+        let registry = CircuitBreakerRegistry(configuration: configuration, clock: clock)
+        // A 503 opens the breaker; once its break is over, the next request's trial finds the device offline, and its
+        // retry, once the network is back, succeeds.
+        let transport = ScriptedTransport(
+            [.status(503), .urlError(.notConnectedToInternet), .status(200)], clock: clock)
+        let session = session(transport, adapters: [part == "breaker" ? single : registry])
+        network.setConnected(true)
+        _ = try? await session.send(request())
+        let breaker = part == "breaker" ? single : try #require(registry.breakers.values.first)
+        #expect(breaker.state == .open)
+        clock.advance(by: .seconds(5))
+        network.setConnected(false)
+
+        let task = Task { try await session.send(request()) }
+        try await network.waitForWaits(1)
+        network.setConnected(true)
+        let response = try await task.value
+
+        #expect(response.statusCode == 200)
+        #expect(transport.requestCount == 3)
+        #expect(breaker.state == .closed, "the retry was the trial, and its success closed the breaker")
+    }
+
     @Test func invalidSettingsAreRejectedNamingThem() {
         #expect(
             throws: ConfigurationError(

@@ -259,12 +259,13 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
     ///
     /// The rule: a retry is sent only to a host the breaker trusts. While the breaker is open the retry would be
     /// refused, or would compete for the trial that a fresh request should take once the break is over; while it is
-    /// half-open its trials are taken or kept for fresh requests. A retry granted while the breaker is closed waits
-    /// its backoff, and if the breaker opens meanwhile the wait ends at once with the breaker's error: no caller sleeps a
-    /// backoff only to be refused at the end of it. A retry whose backoff ended while the breaker was still closed was
-    /// admitted then: if the breaker opens before the retry reaches it in the chain, it goes through all the same,
-    /// like an attempt let through just before the opening, and its outcome is not counted (unless the breaker was
-    /// forced open).
+    /// half-open its trials are taken or kept for fresh requests, of which a request whose trial told the breaker
+    /// nothing (the device's network was down, a later part stopped it) is one still: its retry takes a trial that is
+    /// free. A retry granted while the breaker is closed waits its backoff, and if the breaker opens meanwhile the wait
+    /// ends at once with the breaker's error: no caller sleeps a backoff only to be refused at the end of it. A retry
+    /// whose backoff ended while the breaker was still closed was admitted then: if the breaker opens before the retry
+    /// reaches it in the chain, it goes through all the same, like an attempt let through just before the opening, and
+    /// its outcome is not counted (unless the breaker was forced open).
     ///
     /// The failed attempt is counted first, here rather than when it is reported, so that the failure that trips the
     /// breaker refuses its own retry. A ``CircuitBreakerRegistry``'s breaker grants or refuses only retries to its own
@@ -296,7 +297,11 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
                     transitions: &transitions)
             }
             if elsewhere != nil { return nil }
-            if let refusal = refusalOfRetry(by: storage.machine, time: &time) { return refusal }
+            // A trial that told the breaker nothing gave its place back above: the request's retry may take it again.
+            let retriesTrial = permit?.trial != nil && verdict == .ignored
+            if let refusal = refusalOfRetry(by: storage.machine, time: &time, retriesTrial: retriesTrial) {
+                return refusal
+            }
             // Granted: the wait is kept so that an opening ends it (a zero delay has none to end). A breaker that did
             // not let the failed attempt through (one given only as a gate, or asked about a fallback) registers to
             // hear the request's end, which forgets the wait; one that did hears it already.
@@ -330,7 +335,7 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
     }
 
     /// Forgets a request's backoff wait, if it kept one.
-    fileprivate func forgetWait(of requestID: UUID) {
+    func forgetWait(of requestID: UUID) {
         storage.withLock { storage in
             if !storage.waits.isEmpty { storage.waits[requestID] = nil }
         }
@@ -375,9 +380,11 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
         return configuration.retryAfter.delay(for: head) ?? .zero
     }
 
-    /// The error that refuses a retry (or a hedge) now, unless `machine` is closed: the rule of ``admitRetry(_:dueTo:after:)``.
-    private func refusalOfRetry(by machine: CircuitBreakerMachine, time: inout LazyTime) -> CircuitBreakerOpenError? {
-        machine.refusalOfRetry(time: &time).map {
+    /// The error that refuses a retry (or a hedge) now, by the rule of ``admitRetry(_:dueTo:after:)``.
+    private func refusalOfRetry(by machine: CircuitBreakerMachine, time: inout LazyTime, retriesTrial: Bool = false)
+        -> CircuitBreakerOpenError?
+    {
+        machine.refusalOfRetry(time: &time, retriesTrial: retriesTrial).map {
             CircuitBreakerOpenError(key: key, state: machine.state, retryAfter: $0)
         }
     }
@@ -462,24 +469,8 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
     }
 }
 
-extension CircuitBreaker: AdaptsInPlace {
-    /// Admits the attempt as ``adapt(_:context:)`` does, leaving the request unchanged.
-    var adaptInPlace: Adapter.ModifyNowHandler? {
-        { [self] _, context in try admit(context) }
-    }
-}
-
-// The session tells a breaker how the attempts it let through end directly, without the observers' machinery: it
-// settles each at once and forgets the request's wait at its end.
-extension CircuitBreaker: AttemptAccountant {
-    func settle(_ attempt: Attempt, of requestID: UUID, ledger: RequestLedger, outcome: () -> AttemptOutcome) {
-        finish(attempt, ledger: ledger, outcome: outcome)
-    }
-
-    func requestEnded(_ requestID: UUID) {
-        forgetWait(of: requestID)
-    }
-
+// Before a hedge (see `HedgeGate`), as a part that settles its own attempts (`CircuitBreaker+Accounting.swift`).
+extension CircuitBreaker {
     /// Lets a hedge start only while the breaker is closed (the rule for retries): an open breaker refuses it at once,
     /// and a half-open one keeps its trials for fresh requests. The hedge takes its permit when it is adapted.
     func admitHedge(_ request: URLRequest, of requestID: UUID, attempt: Int, roles: RegisteredRoles) -> (any Error)? {

@@ -97,13 +97,16 @@ struct CircuitBreakerMachine: Sendable {
 
     /// Whether a retry is refused now: only a closed breaker grants retries. An open breaker would refuse the retry,
     /// or let it compete for a trial whose place a fresh request should have; a half-open one keeps its trials for
-    /// fresh requests. The refusal carries the time until the breaker lets a trial through (`nil` when forced open or
-    /// half-open), or there is no refusal at all.
-    func refusalOfRetry(time: inout LazyTime) -> Duration?? {
+    /// fresh requests, but for the retry of a request whose own trial told the breaker nothing (`retriesTrial`: the
+    /// device's network was down, a later part stopped it), which may take the trial again while one is free. The
+    /// refusal carries the time until the breaker lets a trial through (`nil` when forced open or half-open), or there
+    /// is no refusal at all.
+    func refusalOfRetry(time: inout LazyTime, retriesTrial: Bool = false) -> Duration?? {
         if admitsFreely { return nil }
         return switch phase {
         case .closed, .forcedClosed: nil
         case .open(let until): .some(max(until - time.now(), .zero))
+        case .halfOpen(let trials, _) where retriesTrial && trials.count < configuration.halfOpenTrialCalls: nil
         case .forcedOpen, .halfOpen: .some(nil)
         }
     }
