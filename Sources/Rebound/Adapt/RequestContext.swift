@@ -86,6 +86,25 @@ public struct RequestContext: Sendable {
         ledger?.admitted(by: part, attempt: attempt, under: key, at: url)
     }
 
+    /// Has the parts that admitted this attempt before the adapter that calls it give back, uncounted, what another
+    /// request may need while the attempt waits there (a limiter's place, a breaker's trial: the request a credential's
+    /// refresh sends to the same host); returns what they gave back, to take again with ``admitAgain(_:)`` after the
+    /// wait. Nothing for a context made outside a session.
+    func giveWay() -> InlineList<RequestLedger.Admission> {
+        var given = InlineList<RequestLedger.Admission>.none
+        for admission in ledger?.admissions(of: attempt) ?? .none
+        where admission.part.giveWay(self, admittedUnder: admission.key) {
+            given.append(admission)
+        }
+        return given
+    }
+
+    /// Has the parts that gave way while this attempt waited (``giveWay()``) admit it again, in the order they first
+    /// did, each waiting or throwing as its `adapt` would.
+    func admitAgain(_ given: InlineList<RequestLedger.Admission>) async throws {
+        for admission in given { try await admission.part.readmit(self, from: admission.key, to: admission.key) }
+    }
+
     /// Whether the request ended; `false` for a context made outside a session.
     var requestEnded: Bool { ledger?.requestEnded ?? false }
 

@@ -149,12 +149,16 @@ public final class AuthenticationInterceptor<A: Authenticator>: RequestIntercept
         guard var credential = found else { throw AuthenticationError.missingCredential }
         // A request the refresh itself sends never waits for that refresh, which would wait for it in turn.
         if credential.requiresRefresh || refreshing, !RunningRefreshes.current.contains(ObjectIdentifier(self)) {
+            // While it waits, the attempt holds nothing the refresh's own request to the same host may need (a place
+            // or a breaker's trial that parts before this one gave it): they have it back, and admit it again after.
+            let gaveWay = context.giveWay()
             if credential.requiresRefresh {
                 credential = try await refreshed(after: generation)
             } else {
                 // Sent now, the request would carry the credential being replaced, and likely come back with a 401.
                 credential = try await afterRunningRefresh()
             }
+            try await context.admitAgain(gaveWay)
         }
         authenticator.apply(credential, to: &request)
         // A part that moves the attempt to another origin (an endpoint group) takes this credential off again, even

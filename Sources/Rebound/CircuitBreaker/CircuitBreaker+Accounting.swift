@@ -23,3 +23,25 @@ extension CircuitBreaker: AttemptAccountant {
         forgetWait(of: requestID)
     }
 }
+
+// A breaker's trial is noted as an admission, so that an attempt that waits in a later adapter (for a credential's
+// refresh) gives the trial up meanwhile: the refresh's own request to the same host may need it.
+extension CircuitBreaker: HostAdmission {
+    /// The breaker's own key (empty without one): it admits every request under it, whatever its host.
+    func admissionKey(for request: URLRequest) -> String? {
+        key ?? ""
+    }
+
+    /// Gives back the permit the attempt holds, if any, and lets the attempt through again, or throws
+    /// ``CircuitBreakerOpenError``.
+    func readmit(_ context: RequestContext, from admitted: String, to key: String?) async throws {
+        giveBack(context)
+        if key != nil { try admit(context) }
+    }
+
+    /// Gives back, uncounted, the trial this breaker gave `context`'s attempt, if it holds one, while the attempt waits
+    /// in a later adapter.
+    func giveWay(_ context: RequestContext, admittedUnder key: String) -> Bool {
+        giveBack(context, trialOnly: true)
+    }
+}

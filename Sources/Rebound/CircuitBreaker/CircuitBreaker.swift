@@ -233,6 +233,10 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
                     return nil
                 }
                 if ledger.hold(permit, from: self, for: attempt) { storage.permitsOut += 1 }
+                // A trial is noted (by the registry, for a registry's), to be given up while a later adapter waits.
+                if permit.trial != nil, registry == nil {
+                    ledger.admitted(by: self, attempt: attempt, under: key ?? "", at: nil)
+                }
                 return nil
             case .rejected(let retryAfter):
                 return CircuitBreakerOpenError(key: key, state: storage.machine.state, retryAfter: retryAfter)
@@ -361,16 +365,22 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
         announce(transitions)
     }
 
-    /// Gives back, uncounted, the permit this breaker gave `context`'s attempt, if the request holds one: the attempt
-    /// goes to another host, whose breaker admits it instead (a trial taken is free again).
-    func giveBack(_ context: RequestContext) {
-        guard let ledger = context.ledger else { return }
-        let ((), transitions) = update { storage, time, transitions in
-            guard let permit = ledger.takePermit(of: self, for: context.attempt) else { return }
+    /// Gives back, uncounted, the permit this breaker gave `context`'s attempt, if the request holds one (only a trial,
+    /// when `trialOnly`): the attempt goes to another host, whose breaker admits it instead, or waits in a later adapter
+    /// (a trial taken is free again). Returns whether it gave one back.
+    @discardableResult
+    func giveBack(_ context: RequestContext, trialOnly: Bool = false) -> Bool {
+        guard let ledger = context.ledger else { return false }
+        let (gave, transitions) = update { storage, time, transitions -> Bool in
+            guard let permit = ledger.takePermit(of: self, for: context.attempt, trialOnly: trialOnly) else {
+                return false
+            }
             storage.permitsOut -= 1
             storage.machine.record(.ignored, permit: permit, time: &time, transitions: &transitions)
+            return true
         }
         announce(transitions)
+        return gave
     }
 
     /// How long a break that `attempt` starts lasts at least: what its response's `Retry-After` asks for, read only

@@ -290,6 +290,12 @@ extension CircuitBreakerRegistry: HostAdmission {
         keyFunction(request)
     }
 
+    /// Gives back, uncounted, the trial `key`'s breaker gave `context`'s attempt, if it holds one, while the attempt waits
+    /// in a later adapter (see ``CircuitBreaker/giveWay(_:admittedUnder:)``).
+    func giveWay(_ context: RequestContext, admittedUnder key: String) -> Bool {
+        table.withLock { $0[key] }?.giveWay(context, admittedUnder: key) ?? false
+    }
+
     /// Gives the permit of `admitted`'s breaker back uncounted, and lets the attempt through `key`'s breaker, or throws
     /// ``CircuitBreakerOpenError``.
     func readmit(_ context: RequestContext, from admitted: String, to key: String?) async throws {

@@ -41,11 +41,17 @@ protocol HostAdmission: AnyObject, Sendable {
     /// Whether the part holds something for an attempt only while it is in flight, to give back in
     /// ``attemptEnded(_:)``.
     var holdsWhileInFlight: Bool { get }
+    /// Gives back, uncounted, what the part took when it admitted `context`'s attempt under `key` that another request
+    /// may need while the attempt waits in a later adapter (a limiter's place, a breaker's trial: the request a
+    /// credential's refresh sends to the same host); returns whether it gave anything back, which ``readmit(_:from:to:)``
+    /// under the same key then takes again.
+    func giveWay(_ context: RequestContext, admittedUnder key: String) -> Bool
 }
 
 extension HostAdmission {
     func attemptEnded(_ context: RequestContext) {}
     var holdsWhileInFlight: Bool { false }
+    func giveWay(_ context: RequestContext, admittedUnder key: String) -> Bool { false }
 }
 
 /// The observers and gates an ``Interceptor`` was given, in one box that registers as a whole.

@@ -92,10 +92,16 @@ struct RequestLedger: Sendable {
         return withLedger { state in state.permits.contains { $0.isFor(holder, attempt: attempt) } }
     }
 
-    /// Takes the permit `part` gave `attempt` of the request, if it holds one: the attempt is settled.
-    func takePermit(of part: some AttemptAccountant, for attempt: Int) -> CircuitBreakerMachine.Permit? {
+    /// Takes the permit `part` gave `attempt` of the request, if it holds one (only if it is a trial, when
+    /// `trialOnly`): the attempt is settled, or gives its trial up while it waits.
+    func takePermit(
+        of part: some AttemptAccountant, for attempt: Int, trialOnly: Bool = false
+    ) -> CircuitBreakerMachine.Permit? {
         let holder = ObjectIdentifier(part)
-        return withLedger { state in state.permits.remove { $0.isFor(holder, attempt: attempt) }?.permit }
+        return withLedger { state in
+            state.permits.remove { $0.isFor(holder, attempt: attempt) && (!trialOnly || $0.permit.trial != nil) }?
+                .permit
+        }
     }
 
     /// Whether a breaker let an attempt of the request through so far.
@@ -112,6 +118,15 @@ struct RequestLedger: Sendable {
                 return
             }
             state.admissions.append(Admission(part: part, attempt: attempt, key: key, url: url))
+        }
+    }
+
+    /// The admissions of `attempt` noted so far, in the order they were noted, left noted.
+    func admissions(of attempt: Int) -> InlineList<Admission> {
+        withLedger { state in
+            var found = InlineList<Admission>.none
+            for admission in state.admissions where admission.attempt == attempt { found.append(admission) }
+            return found
         }
     }
 

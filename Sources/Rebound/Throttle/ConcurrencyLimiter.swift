@@ -425,6 +425,15 @@ extension ConcurrencyLimiter: HostAdmission {
         keyFunction(request)
     }
 
+    /// Gives back the place `context`'s attempt holds, teaching an adaptive limit nothing, while the attempt waits in a
+    /// later adapter: the request it waits for (a credential's refresh) may need it.
+    func giveWay(_ context: RequestContext, admittedUnder key: String) -> Bool {
+        let attempt = AttemptKey(requestID: context.requestID, attempt: context.attempt)
+        guard state.withLock({ $0.places[attempt] != nil }) else { return false }
+        giveBack(attempt, dropped: nil)
+        return true
+    }
+
     /// Gives back the place `context`'s attempt took of `admitted`'s host, teaching an adaptive limit nothing, and
     /// takes one of `key`'s host instead, waiting or throwing as ``adapt(_:context:)`` does.
     func readmit(_ context: RequestContext, from admitted: String, to key: String?) async throws {

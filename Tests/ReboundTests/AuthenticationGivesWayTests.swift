@@ -1,0 +1,110 @@
+import Foundation
+import Rebound
+import ReboundTesting
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// An `AuthenticationInterceptor` after parts that hold something for an attempt (a concurrency limiter's place, a
+/// half-open breaker's trial), whose refresh asks the token endpoint on the same host through the same session: while an
+/// attempt waits for the refresh, it holds nothing the refresh's own request needs.
+@Suite("AuthenticationInterceptor after parts that hold room", .timeLimit(.minutes(1)))
+struct AuthenticationGivesWayTests {
+    let clock = ManualClock()
+
+    /// A part before the interceptor with room for one attempt of api.example.com: a limiter of one place, or a breaker
+    /// (alone, or a registry's) made half-open by a 503, whose one trial the next request takes.
+    func partWithRoomForOne(_ part: String, transport: ScriptedTransport) async throws -> any RequestAdapter {
+        let configuration = CircuitBreaker.Configuration(
+            tripCondition: .consecutiveFailures(1), breakDuration: .constant(.seconds(5)))
+        let adapter: any RequestAdapter =
+            switch part {
+            case "limiter": ConcurrencyLimiter(configuration: .init(limit: .fixed(1)), clock: clock)
+            case "breaker": CircuitBreaker(configuration: configuration, clock: clock)
+            default: CircuitBreakerRegistry(configuration: configuration, clock: clock)
+            }
+        guard part != "limiter" else { return adapter }
+        _ = try? await Session(transport: transport, adapters: [adapter], clock: clock)
+            .send(URL(string: "https://api.example.com/down")!)
+        clock.advance(by: .seconds(5))
+        return adapter
+    }
+
+    @Test(
+        "A request that waits for a refresh gives its place or its trial to the refresh's own request, and takes it again after",
+        arguments: ["limiter", "breaker", "registry"])
+    func theRefreshsRequestGetsTheRoomTheWaitingRequestHeld(part: String) async throws {
+        let transport = ScriptedTransport(clock: clock) { request, _ in
+            switch request.url?.path {
+            case "/down": .status(503)
+            case "/token": .response(body: "2")
+            default: request.value(forHTTPHeaderField: "Authorization") == "Bearer 2" ? .status(200) : .status(401)
+            }
+        }
+        let room = try await partWithRoomForOne(part, transport: transport)
+        // The credential has expired: the first request's adapt refreshes it, through the same session.
+        let sending = Locked<Session?>(nil)
+        let authenticator = TokenAuthenticator { _ in
+            let session = try #require(sending.withLock { $0 })
+            let response = try await session.send(URL(string: "https://api.example.com/token")!)
+            return Token(value: try #require(Int(String(decoding: response.data, as: UTF8.self))))
+        }
+        let auth = AuthenticationInterceptor(
+            authenticator: authenticator, credential: Token(value: 1, expired: true), clock: clock)
+        let session = Session(transport: transport, adapters: [room], interceptor: auth, clock: clock)
+        sending.withLock { $0 = session }
+
+        let response = try await session.send(exampleURL)
+
+        #expect(response.attempts.map(\.statusCode) == [200])
+        #expect(transport.requests.map(\.url?.path).suffix(2) == ["/token", "/items"])
+        #expect(authenticator.refreshes.withLock { $0 } == 1)
+        switch room {
+        case let limiter as ConcurrencyLimiter:
+            #expect(limiter.placesHeld == 0)
+        case let breaker as CircuitBreaker:
+            #expect(breaker.state == .closed, "the token request was the trial, and closed the breaker")
+            #expect(breaker.permitsInFlight == 0)
+        case let registry as CircuitBreakerRegistry:
+            #expect(registry.breakers.values.map(\.state) == [.closed])
+            #expect(registry.breakers.values.allSatisfy { $0.permitsInFlight == 0 })
+        default:
+            Issue.record("unexpected part \(room)")
+        }
+    }
+
+    @Test("When the refresh's own request fails the trial it was given, the waiting request fails, holding nothing")
+    func aRefreshThatFailsTheTrialLeavesTheWaitingRequestHoldingNothing() async throws {
+        // The token endpoint fails too: the refresh's own request, which takes the trial, opens the breaker again.
+        let transport = ScriptedTransport(clock: clock) { request, _ in
+            switch request.url?.path {
+            case "/down", "/token": .status(503)
+            default: .status(200)
+            }
+        }
+        let breaker = try #require(try await partWithRoomForOne("breaker", transport: transport) as? CircuitBreaker)
+        let sending = Locked<Session?>(nil)
+        let authenticator = TokenAuthenticator { _ in
+            let session = try #require(sending.withLock { $0 })
+            _ = try await session.send(URL(string: "https://api.example.com/token")!)
+            return Token(value: 2)
+        }
+        let auth = AuthenticationInterceptor(
+            authenticator: authenticator, credential: Token(value: 1, expired: true), clock: clock)
+        let session = Session(transport: transport, adapters: [breaker], interceptor: auth, clock: clock)
+        sending.withLock { $0 = session }
+
+        let error = try await #require(throws: ReboundError.self) { try await session.send(exampleURL) }
+
+        guard case .adaptationFailed(let refreshError as ReboundError) = error.reason else {
+            Issue.record("reason: \(error.reason)")
+            return
+        }
+        #expect(refreshError.statusCode == 503, "the refresh failed on the token endpoint's answer")
+        #expect(transport.requests.map(\.url?.path).suffix(1) == ["/token"], "the request itself was never sent")
+        #expect(breaker.state == .open)
+        #expect(breaker.permitsInFlight == 0)
+    }
+}
