@@ -247,6 +247,34 @@ struct RateLimitPacerTests {
         _ = try await held.value
     }
 
+    @Test func anAttemptIsCountedInFlightOnlyUntilItsAnswerAndItsQuotaIsReadThen() async throws {
+        let pacer = RateLimitPacer(clock: clock)
+        // The first request's answer says 5 left, and its retrier takes 10 s to decide; the second's, sent meanwhile,
+        // says 1 left.
+        let transport = ScriptedTransport(clock: clock) { request, _ in
+            request.url?.path == "/slow-decision"
+                ? self.quota(5, resetsIn: 60, status: 503) : self.quota(1, resetsIn: 60)
+        }
+        let deciding = Retrier { [clock] _, _ in
+            try? await clock.sleep(for: .seconds(10))
+            return .doNotRetry
+        }
+        let session = Session(transport: transport, adapters: [pacer], retriers: [deciding], clock: clock)
+        let first = Task {
+            try await session.send(URLRequest(url: URL(string: "https://api.example.com/slow-decision")!))
+        }
+        try await clock.waitForSleepers(1)
+        _ = try await session.send(request())
+
+        // The first attempt has its answer: it is no longer in flight, so the 1 left is 1 left.
+        #expect(pacer.quota(for: "api.example.com")?.remaining == 1)
+        clock.advance(by: .seconds(10))
+        _ = try? await first.value
+        // Its answer was read when it came: the decision's end does not bring its older quota back.
+        #expect(pacer.quota(for: "api.example.com")?.remaining == 1)
+        #expect(pacer.requestsKept == 0)
+    }
+
     @Test func aRenewalPastTheMaximumWaitFailsTheRequestAtOnceWithoutSendingIt() async throws {
         let pacer = RateLimitPacer(maximumWait: .seconds(30), clock: clock)
         let transport = ScriptedTransport([quota(0, resetsIn: 45), .status(200)], clock: clock)

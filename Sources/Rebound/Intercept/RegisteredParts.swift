@@ -34,12 +34,12 @@ protocol HostAdmission: AnyObject, Sendable {
     /// attempt under `key` instead, waiting or throwing as its `adapt` would; with no key (a host the part lets through
     /// untouched), only gives back.
     func readmit(_ context: RequestContext, from admitted: String, to key: String?) async throws
-    /// `context`'s attempt, which the part admitted, got its answer (a response, after any redirects, or a failure):
-    /// a part that holds something only while the attempt is in flight gives it back now, before the retriers decide
-    /// what follows. The attempt is settled later, as every attempt is.
-    func attemptEnded(_ context: RequestContext)
+    /// `context`'s attempt, which the part admitted, got its answer (`response`, after any redirects, or a failure
+    /// without one): a part that holds something only while the attempt is in flight gives it back now, before the
+    /// retriers decide what follows. The attempt is settled later, as every attempt is.
+    func attemptEnded(_ context: RequestContext, response: ResponseHead?)
     /// Whether the part holds something for an attempt only while it is in flight, to give back in
-    /// ``attemptEnded(_:)``.
+    /// ``attemptEnded(_:response:)``.
     var holdsWhileInFlight: Bool { get }
     /// Gives back, uncounted, what the part took when it admitted `context`'s attempt under `key` that another request
     /// may need while the attempt waits in a later adapter (a limiter's place, a breaker's trial: the request a
@@ -49,7 +49,7 @@ protocol HostAdmission: AnyObject, Sendable {
 }
 
 extension HostAdmission {
-    func attemptEnded(_ context: RequestContext) {}
+    func attemptEnded(_ context: RequestContext, response: ResponseHead?) {}
     var holdsWhileInFlight: Bool { false }
     func giveWay(_ context: RequestContext, admittedUnder key: String) -> Bool { false }
 }

@@ -228,7 +228,7 @@ extension RequestPlan {
             for admission in ledger?.takeAdmissions(of: number) ?? .none where admission.part.holdsWhileInFlight {
                 holding.append(admission.part)
             }
-            for part in holding { part.attemptEnded(context) }
+            for part in holding { part.attemptEnded(context, response: nil) }
             return Self.failed(.adaptationFailed(error: error), sent: nil)
         }
         // From here the attempt is on the wire: its time there (``Attempt/timeOnWire``) counts from now.
@@ -251,7 +251,7 @@ extension RequestPlan {
                 beforeSending: session.transport.failedBeforeSending(error))
         }
         // The attempt is no longer in flight: a concurrency limiter's place goes back now, not once the retriers decided.
-        for part in holding { part.attemptEnded(context) }
+        for part in holding { part.attemptEnded(context, response: result.response) }
         return result
     }
 

@@ -354,7 +354,7 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
 
     /// Gives back the place of `context`'s attempt as it got its answer: the attempts waiting for one get it now,
     /// while the retriers decide what follows; the place is settled with the attempt (``settle(_:of:ledger:outcome:)``).
-    func attemptEnded(_ context: RequestContext) {
+    func attemptEnded(_ context: RequestContext, response: ResponseHead?) {
         let attempt = AttemptKey(requestID: context.requestID, attempt: context.attempt)
         let now = clock.now()
         let handed = state.withLock { state -> [Waiter] in

@@ -86,11 +86,14 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver, HostAdmissio
     }
 
     /// An attempt let through under a host's key until it ends: counted in flight against the host record numbered
-    /// `record`, or against none (`nil`) when the pacer knew no quota of the host; its response's quota is the key's.
+    /// `record`, or against none (`nil`) when the pacer knew no quota of the host, until its answer; its response's
+    /// quota is the key's.
     private struct Counted: Sendable {
         let attempt: Int
         let key: String
         let record: Int?
+        /// Whether the pacer heard the attempt's answer (and read its quota) as it came: its count in flight ended then.
+        var answered = false
     }
 
     /// What the pacer keeps of a request until it ends: only for a request it will hear the end of.
@@ -342,6 +345,9 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver, HostAdmissio
         keyFunction(request)
     }
 
+    /// An attempt is counted in flight only until its answer (``attemptEnded(_:response:)``).
+    var holdsWhileInFlight: Bool { true }
+
     /// Lets a hedge start only while its host has a request of its quota left: a hedge never waits for a renewal, whose
     /// requests the request's own attempts and other requests need. The hedge is counted against the quota when it is
     /// adapted, as any attempt is.
@@ -373,10 +379,10 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver, HostAdmissio
         case taken(record: Int)
     }
 
-    /// Ends the attempt's count against its host's quota, and reads the quota its response advertises, if any, as
-    /// the host's, less the requests still in flight, its renewal and window held at ``maximumHold``. The host is the
-    /// one the pacer counted the attempt against, whatever a later adapter changed; for an attempt it did not count,
-    /// the host the attempt was sent to.
+    /// Ends the attempt's count against its host's quota, and reads the quota its response advertises, if any, unless
+    /// the pacer heard both as the attempt's answer came (``attemptEnded(_:response:)``); the host is the one the
+    /// pacer counted the attempt against, whatever a later adapter changed, and for an attempt it did not count, the
+    /// host the attempt was sent to.
     public func attemptDidFinish(_ outcome: AttemptOutcome) async {
         let quota = outcome.responseHead.flatMap(RateLimitQuota.init)
         let sentTo = quota == nil ? nil : keyFunction(outcome.attempt.admittedRequest ?? outcome.request)
@@ -389,16 +395,44 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver, HostAdmissio
             // Taken and heard under one key, so that a pacer before an adapter that moves the request paces it.
             let takenFrom = state.requests[outcome.requestID]?.counted.first { $0.attempt == outcome.attempt.number }
             settle(&state, outcome.requestID, forgetting: false) { $0 == outcome.attempt.number }
-            guard let quota, let key = takenFrom?.key ?? sentTo else { return }
-            let kept = state.hosts[key]
-            let inFlight = kept?.inFlight ?? 0
-            let record = kept?.record ?? state.newRecord()
-            let heard = Host(
-                remaining: max(quota.remaining - inFlight, 0), renewedAt: now + min(quota.resetsIn, maximumHold),
-                limit: quota.limit, window: quota.window.map { min($0, maximumHold) }, inFlight: inFlight,
-                record: record)
-            state.hosts.update(key, make: { heard }, isAtRest: { $0.isAtRest(at: now) }) { $0 = heard }
+            guard takenFrom?.answered != true, let quota, let key = takenFrom?.key ?? sentTo else { return }
+            hear(quota, for: key, at: now, in: &state)
         }
+    }
+
+    /// Ends the count in flight of `context`'s attempt as its answer comes, and reads the quota its `response`
+    /// advertises then, if any, as its host's: the server's count of requests left includes the attempt already, and
+    /// its renewal counts from the answer, not from when the retriers have decided what follows.
+    func attemptEnded(_ context: RequestContext, response: ResponseHead?) {
+        let quota = response.flatMap(RateLimitQuota.init)
+        let now = clock.now()
+        state.withLock { state in
+            guard
+                let index = state.requests[context.requestID]?.counted.firstIndex(where: {
+                    $0.attempt == context.attempt && !$0.answered
+                }),
+                let counted = state.requests[context.requestID]?.counted[index]
+            else { return }
+            if let record = counted.record {
+                state.hosts.modify(counted.key) { host in
+                    if host.record == record { host.inFlight = max(host.inFlight - 1, 0) }
+                }
+            }
+            state.requests[context.requestID]?.counted[index].answered = true
+            if let quota { hear(quota, for: counted.key, at: now, in: &state) }
+        }
+    }
+
+    /// Keeps `quota`, heard at `now`, as `key`'s host's, less the requests still in flight, its renewal and window
+    /// held at ``maximumHold``.
+    private func hear(_ quota: RateLimitQuota, for key: String, at now: Duration, in state: inout State) {
+        let kept = state.hosts[key]
+        let inFlight = kept?.inFlight ?? 0
+        let record = kept?.record ?? state.newRecord()
+        let heard = Host(
+            remaining: max(quota.remaining - inFlight, 0), renewedAt: now + min(quota.resetsIn, maximumHold),
+            limit: quota.limit, window: quota.window.map { min($0, maximumHold) }, inFlight: inFlight, record: record)
+        state.hosts.update(key, make: { heard }, isAtRest: { $0.isAtRest(at: now) }) { $0 = heard }
     }
 
     /// Ends the counts of the request's attempts still counted (one that never heard its end, cancelled say), and
@@ -417,7 +451,8 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver, HostAdmissio
     ) {
         guard var request = state.requests.removeValue(forKey: requestID) else { return }
         for counted in request.counted where matches(counted.attempt) {
-            guard let record = counted.record else { continue }
+            // An attempt whose answer was heard ended its count in flight then.
+            guard let record = counted.record, !counted.answered else { continue }
             state.hosts.modify(counted.key) { host in
                 if host.record == record { host.inFlight = max(host.inFlight - 1, 0) }
             }
