@@ -380,9 +380,8 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver, HostAdmissio
     }
 
     /// Ends the attempt's count against its host's quota, and reads the quota its response advertises, if any, unless
-    /// the pacer heard both as the attempt's answer came (``attemptEnded(_:response:)``); the host is the one the
-    /// pacer counted the attempt against, whatever a later adapter changed, and for an attempt it did not count, the
-    /// host the attempt was sent to.
+    /// the pacer heard both as the attempt's answer came; the host is the one the pacer counted the attempt against,
+    /// whatever a later adapter changed, and for an attempt it did not count, the host the attempt was sent to.
     public func attemptDidFinish(_ outcome: AttemptOutcome) async {
         let quota = outcome.responseHead.flatMap(RateLimitQuota.init)
         let sentTo = quota == nil ? nil : keyFunction(outcome.attempt.admittedRequest ?? outcome.request)
