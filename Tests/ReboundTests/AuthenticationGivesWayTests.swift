@@ -75,6 +75,55 @@ struct AuthenticationGivesWayTests {
         }
     }
 
+    @Test("A request that gave its place way waits for one again after the refresh, though the limiter has no queue")
+    func aRequestThatGaveItsPlaceWayWaitsForOneAgain() async throws {
+        let limiter = ConcurrencyLimiter(
+            configuration: .init(limit: .fixed(1), maximumQueued: 0, queueTimeout: .seconds(5)), clock: clock)
+        let transport = ScriptedTransport(clock: clock) { request, _ in
+            switch request.url?.path {
+            case "/token": .response(body: "2")
+            case "/other": .status(200).delayed(by: .seconds(1))
+            default: request.value(forHTTPHeaderField: "Authorization") == "Bearer 2" ? .status(200) : .status(401)
+            }
+        }
+        // The refresh asks the token endpoint through the same session, then takes a second on a clock of its own.
+        let refreshClock = ManualClock()
+        let sending = Locked<Session?>(nil)
+        let authenticator = TokenAuthenticator { _ in
+            let session = try #require(sending.withLock { $0 })
+            let response = try await session.send(URL(string: "https://api.example.com/token")!)
+            try await refreshClock.sleep(for: .seconds(1))
+            return Token(value: try #require(Int(String(decoding: response.data, as: UTF8.self))))
+        }
+        let auth = AuthenticationInterceptor(
+            authenticator: authenticator, credential: Token(value: 1, expired: true), clock: clock)
+        let session = Session(transport: transport, adapters: [limiter], interceptor: auth, clock: clock)
+        sending.withLock { $0 = session }
+
+        let ended = Locked(false)
+        let task = Task {
+            defer { ended.withLock { $0 = true } }
+            return try await session.send(exampleURL)
+        }
+        try await refreshClock.waitForSleepers(1)
+        // While the refresh runs, another request to the host, without the interceptor, takes the place for a second.
+        let other = Task {
+            try await Session(transport: transport, adapters: [limiter], clock: clock)
+                .send(URL(string: "https://api.example.com/other")!)
+        }
+        try await clock.waitForSleepers(1)
+        refreshClock.advance(by: .seconds(1))
+        // The request comes back for its place and, the host at its limit, waits for it.
+        try await waitWhile { limiter.snapshot(for: "api.example.com").queued == 0 && !ended.withLock { $0 } }
+        #expect(!ended.withLock { $0 }, "the request waits for a place, not refused for want of a queue")
+        clock.advance(by: .seconds(1))
+        let response = try await task.value
+        _ = try await other.value
+
+        #expect(response.attempts.map(\.statusCode) == [200])
+        #expect(limiter.placesHeld == 0)
+    }
+
     @Test("When the refresh's own request fails the trial it was given, the waiting request fails, holding nothing")
     func aRefreshThatFailsTheTrialLeavesTheWaitingRequestHoldingNothing() async throws {
         // The token endpoint fails too: the refresh's own request, which takes the trial, opens the breaker again.

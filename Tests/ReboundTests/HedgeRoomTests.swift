@@ -112,9 +112,74 @@ struct HedgeRoomTests {
     }
 
     @Test(
+        "A hedge whose room went to another request while an earlier adapter held it is refused, not queued or paced",
+        arguments: ["limiter", "pacer"])
+    func aHedgeNeverWaitsForRoomInAdapt(part: String) async throws {
+        guard #available(macOS 15.0, iOS 18.0, macCatalyst 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *) else {
+            return
+        }
+        let simulation = Simulation()
+        let clock = ManualClock()
+        let (queued, waits, attempts) = await simulation.run { [clock] () -> (Int?, Int, [Int]) in
+            // Two places (or two requests of the quota), and a queue the hedge could wait in.
+            let limiter = ConcurrencyLimiter(
+                configuration: .init(limit: .fixed(2), maximumQueued: 5, queueTimeout: .seconds(30)), clock: clock)
+            let pacer = RateLimitPacer(clock: clock)
+            let transport = ScriptedTransport(clock: clock) { request, number in
+                switch request.url?.path {
+                case "/prime": .response(headers: ["RateLimit-Remaining": "2", "RateLimit-Reset": "5"])
+                case "/other": .status(200).delayed(by: .seconds(10))
+                default: number <= 2 ? .response(body: "slow").delayed(by: .seconds(1)) : .response(body: "fast")
+                }
+            }
+            let room: any RequestAdapter = part == "limiter" ? limiter : pacer
+            if part == "pacer" {
+                _ = try? await Session(transport: transport, adapters: [pacer], clock: clock).send(Self.prime)
+            }
+            // Holds the hedge back before it reaches the part, until the gate opens.
+            let gate = Gate()
+            let holdsTheHedge = Adapter { request, context in
+                if context.attempt == 2 { await gate.wait() }
+                return request
+            }
+            let session = Session(
+                transport: transport, adapters: [holdsTheHedge, room], retriers: [RetryPolicy()],
+                hedging: Hedging(delay: .milliseconds(100)), clock: clock)
+            let hedged = Task(executorPreference: simulation.executor) { try? await session.send(Self.slow) }
+            await simulation.settle()
+            clock.advance(by: .milliseconds(100))
+            await simulation.settle()
+            // The hedge was let start with room left, and waits at the gate; another request takes that room.
+            let other = Task(executorPreference: simulation.executor) {
+                try? await session.send(URLRequest(url: URL(string: "https://api.example.com/other")!))
+            }
+            await simulation.settle()
+            await gate.open()
+            await simulation.settle()
+            let queued = part == "limiter" ? limiter.snapshot(for: "api.example.com").queued : nil
+            // A wait for the renewal, about 5 s away: longer than the first attempt's second, shorter than /other's ten.
+            let waits = clock.sleeps.filter { $0 > .seconds(1) && $0 < .seconds(10) }.count
+            clock.advance(by: .seconds(1))
+            await simulation.settle()
+            let response = await hedged.value
+            clock.advance(by: .seconds(10))
+            _ = await other.value
+            return (queued, waits, response?.attempts.map(\.hedge) ?? [])
+        }
+
+        #expect(attempts == [1, 0], "the hedge was refused, then the first attempt answered")
+        if part == "limiter" { #expect(queued == 0, "the hedge did not queue") }
+        #expect(waits == 0, "the hedge did not wait for the quota's renewal")
+    }
+
+    @Test(
         "A hedge an adapter stops before it is sent is refunded, starts no other hedge and is told as a loser, not as a retry",
         arguments: [false, true])
     func aHedgeStoppedInAdaptEndsTheRoundsHedging(ratio: Bool) async throws {
+        guard #available(macOS 15.0, iOS 18.0, macCatalyst 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *) else {
+            return
+        }
+        let simulation = Simulation()
         let clock = ManualClock()
         let budget =
             ratio
@@ -137,17 +202,23 @@ struct HedgeRoomTests {
         let session = Session(
             transport: transport, adapters: [budget, stopsHedges], retriers: [RetryPolicy()], observers: [recorder],
             hedging: Hedging(delay: .milliseconds(100), maximumInFlight: 3, maximumAttempts: 3), clock: clock)
-        let task = Task { try await session.send(Self.slow) }
-        try await clock.waitForSleepers(2)
-        clock.advance(by: .milliseconds(100))
-        try await waitWhile { stopped.withLock { $0 } < 1 }
-        clock.advance(by: .seconds(1))
-        let response = try await task.value
+        let (toldMidRound, response) = await simulation.run { [clock] () -> ([String], Response?) in
+            let task = Task(executorPreference: simulation.executor) { try? await session.send(Self.slow) }
+            await simulation.settle()
+            clock.advance(by: .milliseconds(100))
+            await simulation.settle()
+            // The hedge was stopped and its failure handled, while the first attempt is still in flight.
+            let toldMidRound = recorder.told
+            clock.advance(by: .seconds(1))
+            await simulation.settle()
+            return (toldMidRound, await task.value)
+        }
 
-        #expect(String(decoding: response.data, as: UTF8.self) == "slow")
+        #expect(toldMidRound.isEmpty, "a hedge stopped before it was sent is not told as a retry")
+        #expect(response.map { String(decoding: $0.data, as: UTF8.self) } == "slow")
         #expect(stopped.withLock { $0 } == 1, "no other hedge started")
         #expect(transport.requestCount == 1)
-        #expect(response.attempts.map(\.hedge) == [1, 0])
+        #expect(response?.attempts.map(\.hedge) == [1, 0])
         #expect(recorder.told == ["#2 hedge 1 cancelled", "#1 hedge 0 succeeded"])
         #expect(budget.tokens(for: exampleURL) == before, "a hedge never sent is refunded")
         #expect(budget.requestsWithHedges == 0)

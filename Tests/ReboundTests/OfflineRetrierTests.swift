@@ -237,6 +237,29 @@ struct OfflineRetrierTests {
         #expect(breaker.state == .closed, "the retry was the trial, and its success closed the breaker")
     }
 
+    @Test("A retry after a backoff takes the half-open breaker's trial as it is sent; its success closes the breaker")
+    func aTrialRetriedAfterABackoffIsTheTrialAgain() async throws {
+        let breaker = CircuitBreaker(
+            configuration: .init(tripCondition: .consecutiveFailures(1), breakDuration: .constant(.seconds(5))),
+            clock: clock)
+        let transport = ScriptedTransport(
+            [.status(503), .urlError(.notConnectedToInternet), .status(200)], clock: clock)
+        _ = try? await Session(transport: transport, adapters: [breaker], clock: clock).send(request())
+        clock.advance(by: .seconds(5))
+        // The trial finds the device offline; the retry policy retries it after its backoff.
+        let session = Session(transport: transport, adapters: [breaker], retriers: [RetryPolicy()], clock: clock)
+
+        let task = Task { try await session.send(request()) }
+        try await clock.waitForSleepers(1)
+        #expect(breaker.state == .halfOpen)
+        clock.advance(by: .seconds(1))
+        let response = try await task.value
+
+        #expect(response.attempts.map(\.statusCode) == [nil, 200])
+        #expect(breaker.state == .closed, "the retry was the trial")
+        #expect(breaker.permitsInFlight == 0)
+    }
+
     @Test func invalidSettingsAreRejectedNamingThem() {
         #expect(
             throws: ConfigurationError(

@@ -105,6 +105,10 @@ public struct RequestContext: Sendable {
         for admission in given { try await admission.part.readmit(self, from: admission.key, to: admission.key) }
     }
 
+    /// Whether this attempt is a hedge, which never waits on the client for room (a limiter's place, a pacer's
+    /// renewal); `false` for a context made outside a session.
+    var isHedge: Bool { ledger?.isHedge(attempt) ?? false }
+
     /// Whether the request ended; `false` for a context made outside a session.
     var requestEnded: Bool { ledger?.requestEnded ?? false }
 

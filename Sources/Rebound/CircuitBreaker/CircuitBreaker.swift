@@ -306,10 +306,10 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
             if let refusal = refusalOfRetry(by: storage.machine, time: &time, retriesTrial: retriesTrial) {
                 return refusal
             }
-            // Granted: the wait is kept so that an opening ends it (a zero delay has none to end). A breaker that did
-            // not let the failed attempt through (one given only as a gate, or asked about a fallback) registers to
-            // hear the request's end, which forgets the wait; one that did hears it already.
-            if delay > .zero, let wait = request.backoffWait {
+            // Granted while closed: the wait is kept so that an opening ends it (a zero delay has none to end; a retry
+            // granted half-open takes a trial as it is sent). A breaker that did not let the failed attempt through (a
+            // gate only, or asked about a fallback) registers to hear the request's end, which forgets the wait.
+            if delay > .zero, storage.machine.state != .halfOpen, let wait = request.backoffWait {
                 storage.grants += 1
                 let shadow = ledger.flatMap {
                     enforcement == .shadow ? ShadowRetry(ledger: $0, attempt: attempt.number) : nil

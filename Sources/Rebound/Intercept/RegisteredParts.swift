@@ -62,3 +62,10 @@ final class RoleGroup: Sendable {
         self.roles = roles
     }
 }
+
+/// One attempt of one request: the key of what a part keeps for an attempt it let through until the attempt is
+/// settled (a concurrency limiter's place, given back with the attempt's answer and settled with it).
+struct AttemptKey: Hashable, Sendable {
+    let requestID: UUID
+    let attempt: Int
+}

@@ -203,6 +203,11 @@ struct RequestLedger: Sendable {
         withLedger { $0.hedges.append(number) }
     }
 
+    /// Whether attempt `number` started as a hedge.
+    func isHedge(_ number: Int) -> Bool {
+        withLedger { $0.hedges.contains { $0 == number } }
+    }
+
     /// Forgets what parts in shadow mode noted of hedge `number`, which a gate refused: it never starts, and the
     /// request's next attempt takes its number, so a refusal of it not told yet would name another attempt.
     func hedgeRefused(_ number: Int) {

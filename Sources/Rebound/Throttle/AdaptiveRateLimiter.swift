@@ -13,7 +13,7 @@ import Foundation
 /// response that is not a throttle lets it grow again, slowly near the rate of the last throttle and faster away from
 /// it, never above twice the rate of responses the client measures (averaged over half-second buckets). The rate
 /// never falls below half a request a second, and the bucket holds at most a second's worth (at least one token). A
-/// hedge (``Hedging``) starts only while its host is not paced or has a token: it never waits for one.
+/// hedge (``Hedging``) starts only while its host is not paced or has a token, so that it does not wait for one.
 ///
 /// Unlike ``AdaptiveThrottle``, it rejects nothing: an attempt waits for its token, for as long as the request's
 /// deadline allows, and a task cancelled while it waits ends with `CancellationError`.
@@ -252,8 +252,8 @@ extension AdaptiveRateLimiter: AttemptAccountant {
 
     func requestEnded(_ requestID: UUID) {}
 
-    /// Lets a hedge start only while its host is not paced or has a token in its bucket: a hedge never waits for a
-    /// token, which the request's own attempts and other requests need. The hedge takes its token when it is adapted,
+    /// Lets a hedge start only while its host is not paced or has a token in its bucket, so that a hedge does not wait
+    /// for a token, which the request's own attempts and other requests need. The hedge takes its token when it is adapted,
     /// as any attempt does.
     func admitHedge(_ request: URLRequest, of requestID: UUID, attempt: Int, roles: RegisteredRoles) -> (any Error)? {
         guard let key = keyFunction(request) else { return nil }

@@ -60,3 +60,15 @@ extension ConcurrencyLimiter {
         }
     }
 }
+
+extension ConcurrencyLimiter {
+    /// One host's places now: a pure read, for a gauge.
+    public struct Snapshot: Sendable, Equatable {
+        /// The attempts allowed in flight.
+        public let limit: Int
+        /// The attempts in flight.
+        public let inFlight: Int
+        /// The attempts waiting for a place.
+        public let queued: Int
+    }
+}

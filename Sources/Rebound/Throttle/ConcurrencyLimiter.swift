@@ -37,15 +37,6 @@ import Foundation
 /// let session = Session(adapters: [limiter], retriers: [RetryPolicy()])
 /// ```
 public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
-    /// One host's places now: a pure read, for a gauge.
-    public struct Snapshot: Sendable, Equatable {
-        /// The attempts allowed in flight.
-        public let limit: Int
-        /// The attempts in flight.
-        public let inFlight: Int
-        /// The attempts waiting for a place.
-        public let queued: Int
-    }
 
     /// An attempt's place: its host, when it took it, and how many were in flight then (itself included).
     private struct Place: Sendable {
@@ -160,7 +151,8 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
     /// Takes one of the host's places for the attempt, waiting in its queue if there is room there, and registers
     /// through the context to give it back when the attempt ends; throws ``ConcurrencyLimitExceeded`` when the host has
     /// no place and no room in its queue, or the wait times out, and `CancellationError` when the task is cancelled
-    /// while it waits. In shadow mode it never waits, and throws nothing.
+    /// while it waits. A hedge never waits: it is refused when the host has no place. In shadow mode it never waits, and
+    /// throws nothing.
     public func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
         guard let key = keyFunction(request) else { return request }
         // A context that cannot register would never give its place back: such an attempt goes through unlimited.
@@ -183,9 +175,11 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
     /// Takes one of `key`'s places for `context`'s attempt, waiting in the host's queue if there is room there; throws
     /// as ``adapt(_:context:)`` does. Returns whether the attempt holds a place (in shadow mode, one refused goes on
     /// without one).
-    private func takePlace(of key: String, for context: RequestContext, ledger: RequestLedger) async throws -> Bool {
+    private func takePlace(
+        of key: String, for context: RequestContext, ledger: RequestLedger, returning: Bool = false
+    ) async throws -> Bool {
         let attempt = AttemptKey(requestID: context.requestID, attempt: context.attempt)
-        switch take(key, for: attempt) {
+        switch take(key, for: attempt, returning: returning) {
         case .taken:
             return true
         case .refused(let error):
@@ -197,7 +191,13 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
                 by: ObjectIdentifier(self))
             return false
         case .mustWait:
-            try await wait(key, for: attempt)
+            // A hedge never queues: the room it found when it was let start went to another request meanwhile.
+            if context.isHedge {
+                let host = snapshot(for: key)
+                throw ConcurrencyLimitExceeded(
+                    key: key, limitHit: .inFlight, limit: host.limit, inFlight: host.inFlight, queued: host.queued)
+            }
+            try await wait(key, for: attempt, returning: returning)
             return true
         }
     }
@@ -210,7 +210,7 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
 
     /// Takes a place at once if there is one (or lets an abandoned attempt through without one), else says whether the
     /// attempt may wait.
-    private func take(_ key: String, for attempt: AttemptKey) -> Taking {
+    private func take(_ key: String, for attempt: AttemptKey, returning: Bool) -> Taking {
         let now = clock.now()
         return state.withLock { state in
             // A cancelled attempt (abandoned at its deadline, whose end may have been told already) takes no place:
@@ -218,16 +218,19 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
             if Task.isCancelled { return .taken }
             // A breaker-like part held twice is asked twice for one attempt: it already has its place.
             if state.places[attempt] != nil { return .taken }
-            return admission(key, for: attempt, now: now, in: &state)
+            return admission(key, for: attempt, returning: returning, now: now, in: &state)
         }
     }
 
     /// Gives `attempt` a place of `key`'s host if one is free and nobody waits for one; otherwise refuses it when the
     /// queue has no room, or says it may wait.
-    private func admission(_ key: String, for attempt: AttemptKey, now: Duration, in state: inout State) -> Taking {
+    private func admission(
+        _ key: String, for attempt: AttemptKey, returning: Bool, now: Duration, in state: inout State
+    ) -> Taking {
         let limit = configuration.limit
-        // A limiter in shadow mode queues nobody: it judges as with no queue.
-        let maximumQueued = enforcement == .shadow ? 0 : configuration.maximumQueued
+        // A limiter in shadow mode queues nobody: it judges as with no queue. An attempt that gave its place way while
+        // it waited in a later adapter may wait for one again, whatever the queue's size.
+        let maximumQueued = enforcement == .shadow ? 0 : returning ? Int.max : configuration.maximumQueued
         // The place's count of attempts in flight, when the attempt took one.
         let (taking, inFlight) = state.hosts.update(
             key, make: { Host(limit: LimitState(limit), lastActive: now) }, isAtRest: { $0.hasSatIdle(at: now) },
@@ -254,7 +257,7 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
 
     /// Waits in `key`'s queue until a place is handed over, the queue timeout passes, the task is cancelled or the
     /// attempt is settled.
-    private func wait(_ key: String, for attempt: AttemptKey) async throws {
+    private func wait(_ key: String, for attempt: AttemptKey, returning: Bool) async throws {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let now = clock.now()
@@ -263,7 +266,7 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
                     // Cancelled before it queued: the cancellation handler found nothing to end, and the attempt may
                     // have been settled already, so it must not wait for a place nobody would give back.
                     if Task.isCancelled { return nil }
-                    let taking = admission(key, for: attempt, now: now, in: &state)
+                    let taking = admission(key, for: attempt, returning: returning, now: now, in: &state)
                     if case .mustWait = taking {
                         state.hosts.modify(key) {
                             $0.queue.append(Waiter(continuation: continuation, timer: nil), key: attempt)
@@ -328,7 +331,9 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
     /// Settles the place of `attempt`, if it holds one, teaching an adaptive limit whether the attempt says the host is
     /// overloaded (`dropped` is `true`), keeping up (`false`) or nothing (`nil`), and, unless the attempt gave it back
     /// with its answer already, hands the freed place to the first waiter; an attempt still waiting leaves the queue.
-    private func giveBack(_ attempt: AttemptKey, dropped: Bool?) {
+    /// Returns whether the attempt held a place.
+    @discardableResult
+    private func giveBack(_ attempt: AttemptKey, dropped: Bool?) -> Bool {
         let now = clock.now()
         let handed: [Waiter]? = state.withLock { state in
             guard let place = state.places.removeValue(forKey: attempt) else { return nil }
@@ -347,9 +352,11 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
         }
         guard let handed else {
             // No place: the attempt may still be waiting for one (settled at its deadline, say).
-            return endWait(of: attempt, with: .cancelled)
+            endWait(of: attempt, with: .cancelled)
+            return false
         }
         resume(handed)
+        return true
     }
 
     /// Gives back the place of `context`'s attempt as it got its answer: the attempts waiting for one get it now,
@@ -428,10 +435,7 @@ extension ConcurrencyLimiter: HostAdmission {
     /// Gives back the place `context`'s attempt holds, teaching an adaptive limit nothing, while the attempt waits in a
     /// later adapter: the request it waits for (a credential's refresh) may need it.
     func giveWay(_ context: RequestContext, admittedUnder key: String) -> Bool {
-        let attempt = AttemptKey(requestID: context.requestID, attempt: context.attempt)
-        guard state.withLock({ $0.places[attempt] != nil }) else { return false }
-        giveBack(attempt, dropped: nil)
-        return true
+        giveBack(AttemptKey(requestID: context.requestID, attempt: context.attempt), dropped: nil)
     }
 
     /// Gives back the place `context`'s attempt took of `admitted`'s host, teaching an adaptive limit nothing, and
@@ -442,7 +446,8 @@ extension ConcurrencyLimiter: HostAdmission {
         // Held twice, the limiter is asked once per admission it noted: a place of `key` taken already is kept.
         if let key, state.withLock({ $0.places[attempt]?.key == key }) { return }
         giveBack(attempt, dropped: nil)
-        if let key { _ = try await takePlace(of: key, for: context, ledger: ledger) }
+        // Under the key it was admitted under, the attempt gave its place way (``giveWay(_:admittedUnder:)``).
+        if let key { _ = try await takePlace(of: key, for: context, ledger: ledger, returning: key == admitted) }
     }
 }
 
@@ -487,11 +492,4 @@ extension ConcurrencyLimiter: AttemptAccountant {
             by: ObjectIdentifier(self))
         return nil
     }
-}
-
-/// One attempt of one request: the key of what a part keeps for an attempt it let through until the attempt is
-/// settled (a concurrency limiter's place, given back with the attempt's answer and settled with it).
-struct AttemptKey: Hashable, Sendable {
-    let requestID: UUID
-    let attempt: Int
 }

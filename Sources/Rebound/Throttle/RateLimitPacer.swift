@@ -250,7 +250,10 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver, HostAdmissio
             let left = maximumWait - (heard == nil ? waitedHere : hold.waited)
             // A renewal past the request's deadline would be waited for in vain: the request ends now.
             let longest = context.timeLeft.map { min($0, left) } ?? left
-            guard hold.wait <= longest else { throw RateLimitQuotaSpent(key: key, renewedIn: hold.wait) }
+            // A hedge never waits for a renewal: the request it found left when it was let start went to another.
+            guard hold.wait <= longest, !context.isHedge else {
+                throw RateLimitQuotaSpent(key: key, renewedIn: hold.wait)
+            }
             let start = clock.now()
             do {
                 try await clock.sleep(hold.wait)
