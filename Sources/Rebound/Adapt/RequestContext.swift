@@ -100,9 +100,15 @@ public struct RequestContext: Sendable {
     }
 
     /// Has the parts that gave way while this attempt waited (``giveWay()``) admit it again, in the order they first
-    /// did, each waiting or throwing as its `adapt` would.
-    func admitAgain(_ given: InlineList<RequestLedger.Admission>) async throws {
-        for admission in given { try await admission.part.readmit(self, from: admission.key, to: admission.key) }
+    /// did, each under the host `request` (the attempt as it is now) goes to, waiting or throwing as its `adapt` would;
+    /// an admission whose host a later adapter changed is noted under the new one.
+    func admitAgain(_ given: InlineList<RequestLedger.Admission>, for request: URLRequest) async throws {
+        for admission in given {
+            // A host the part lets through untouched: nothing to take again.
+            guard let key = admission.part.admissionKey(for: request) else { continue }
+            try await admission.part.admitAgain(self, under: key)
+            if key != admission.key { ledger?.move(admission, to: key, at: request.url) }
+        }
     }
 
     /// Whether this attempt is a hedge, which never waits on the client for room (a limiter's place, a pacer's

@@ -158,7 +158,7 @@ public final class AuthenticationInterceptor<A: Authenticator>: RequestIntercept
                 // Sent now, the request would carry the credential being replaced, and likely come back with a 401.
                 credential = try await afterRunningRefresh()
             }
-            try await context.admitAgain(gaveWay)
+            try await context.admitAgain(gaveWay, for: request)
         }
         authenticator.apply(credential, to: &request)
         // A part that moves the attempt to another origin (an endpoint group) takes this credential off again, even
@@ -187,6 +187,9 @@ public final class AuthenticationInterceptor<A: Authenticator>: RequestIntercept
         guard let (found, generation) = current, let credential = found else { return .doNotRetry }
         // Sent with an older credential: the current one may well work, and needs no refresh.
         guard authenticator.isRequest(sent, authenticatedWith: credential) else { return .retry }
+        // A half-open breaker's trial that got the 401 is counted now: the refresh's own request to the same host may
+        // need the trial's place.
+        request.settleTrials()
         do {
             _ = try await refreshed(after: generation)
             return .retry

@@ -22,6 +22,13 @@ extension CircuitBreaker: AttemptAccountant {
     func requestEnded(_ requestID: UUID) {
         forgetWait(of: requestID)
     }
+
+    /// Counts `attempt` now if this breaker gave it a trial: its verdict is known, and the trial's place goes to the
+    /// next call, the request a credential's refresh sends to the same host included.
+    func settleTrial(_ attempt: Attempt, of requestID: UUID, ledger: RequestLedger, outcome: () -> AttemptOutcome) {
+        guard ledger.holdsPermit(of: self, for: attempt.number, trialOnly: true) else { return }
+        finish(attempt, ledger: ledger, outcome: outcome)
+    }
 }
 
 // A breaker's trial is noted as an admission, so that an attempt that waits in a later adapter (for a credential's
@@ -43,5 +50,10 @@ extension CircuitBreaker: HostAdmission {
     /// in a later adapter.
     func giveWay(_ context: RequestContext, admittedUnder key: String) -> Bool {
         giveBack(context, trialOnly: true)
+    }
+
+    /// Lets `context`'s attempt, which gave its trial way, through again, or throws ``CircuitBreakerOpenError``.
+    func admitAgain(_ context: RequestContext, under key: String) async throws {
+        try admit(context)
     }
 }

@@ -296,6 +296,12 @@ extension CircuitBreakerRegistry: HostAdmission {
         table.withLock { $0[key] }?.giveWay(context, admittedUnder: key) ?? false
     }
 
+    /// Lets `context`'s attempt, which gave its trial way, through `key`'s breaker again, or throws
+    /// ``CircuitBreakerOpenError``.
+    func admitAgain(_ context: RequestContext, under key: String) async throws {
+        try breaker(for: key).admit(context)
+    }
+
     /// Gives the permit of `admitted`'s breaker back uncounted, and lets the attempt through `key`'s breaker, or throws
     /// ``CircuitBreakerOpenError``.
     func readmit(_ context: RequestContext, from admitted: String, to key: String?) async throws {

@@ -21,6 +21,14 @@ protocol AttemptAccountant: RetryGate, HedgeGate, AnyObject, Sendable {
     /// Forgets whatever it keeps for the request that ended; not called for a request that succeeded at its first
     /// attempt, so a part may keep something for a request only once it granted it a retry.
     func requestEnded(_ requestID: UUID)
+    /// Settles `attempt` now if the part gave it a trial (a half-open breaker's), as the retry's gates would later:
+    /// asked before a retrier waits for something that may need the same host (a credential's refresh), which the
+    /// trial's place is then free for. `outcome` builds the attempt's ``AttemptOutcome``, as for ``settle``.
+    func settleTrial(_ attempt: Attempt, of requestID: UUID, ledger: RequestLedger, outcome: () -> AttemptOutcome)
+}
+
+extension AttemptAccountant {
+    func settleTrial(_ attempt: Attempt, of requestID: UUID, ledger: RequestLedger, outcome: () -> AttemptOutcome) {}
 }
 
 /// A part that admits an attempt under its host's key in `adapt`, and admits it again under the host it is sent to when
@@ -43,15 +51,19 @@ protocol HostAdmission: AnyObject, Sendable {
     var holdsWhileInFlight: Bool { get }
     /// Gives back, uncounted, what the part took when it admitted `context`'s attempt under `key` that another request
     /// may need while the attempt waits in a later adapter (a limiter's place, a breaker's trial: the request a
-    /// credential's refresh sends to the same host); returns whether it gave anything back, which ``readmit(_:from:to:)``
-    /// under the same key then takes again.
+    /// credential's refresh sends to the same host); returns whether it gave anything back, which
+    /// ``admitAgain(_:under:)`` then takes again.
     func giveWay(_ context: RequestContext, admittedUnder key: String) -> Bool
+    /// Takes again, under `key` (the host the attempt goes to now), what the part gave back when `context`'s attempt
+    /// gave way, waiting or throwing as its `adapt` would, a limiter's queue whatever its size.
+    func admitAgain(_ context: RequestContext, under key: String) async throws
 }
 
 extension HostAdmission {
     func attemptEnded(_ context: RequestContext, response: ResponseHead?) {}
     var holdsWhileInFlight: Bool { false }
     func giveWay(_ context: RequestContext, admittedUnder key: String) -> Bool { false }
+    func admitAgain(_ context: RequestContext, under key: String) async throws {}
 }
 
 /// The observers and gates an ``Interceptor`` was given, in one box that registers as a whole.

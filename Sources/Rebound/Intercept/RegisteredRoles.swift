@@ -267,6 +267,9 @@ struct RegisteredRoles: Sendable {
         }
     }
 
+    /// The parts that settle their own attempts, registered so far, in the order they registered.
+    var accountants: InlineList<any AttemptAccountant> { withRoles { $0.accountants } }
+
     /// The parts asked before a hedge starts, registered so far: those that settle their attempts (a throttle, a
     /// breaker, a limiter), in the order they registered, then the pacers, then the budgets, which spend for it.
     var hedgeGates: [any HedgeGate] {

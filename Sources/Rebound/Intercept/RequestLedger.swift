@@ -86,10 +86,12 @@ struct RequestLedger: Sendable {
         }
     }
 
-    /// Whether `part` holds a permit for `attempt` of the request.
-    func holdsPermit(of part: some AttemptAccountant, for attempt: Int) -> Bool {
+    /// Whether `part` holds a permit for `attempt` of the request (a trial, when `trialOnly`).
+    func holdsPermit(of part: some AttemptAccountant, for attempt: Int, trialOnly: Bool = false) -> Bool {
         let holder = ObjectIdentifier(part)
-        return withLedger { state in state.permits.contains { $0.isFor(holder, attempt: attempt) } }
+        return withLedger { state in
+            state.permits.contains { $0.isFor(holder, attempt: attempt) && (!trialOnly || $0.permit.trial != nil) }
+        }
     }
 
     /// Takes the permit `part` gave `attempt` of the request, if it holds one (only if it is a trial, when
@@ -127,6 +129,17 @@ struct RequestLedger: Sendable {
             var found = InlineList<Admission>.none
             for admission in state.admissions where admission.attempt == attempt { found.append(admission) }
             return found
+        }
+    }
+
+    /// Notes `admission` under `key`, at `url`, in its place: the attempt gave way and was admitted again under the host
+    /// a later adapter moved it to.
+    func move(_ admission: Admission, to key: String, at url: URL?) {
+        let moved = Admission(part: admission.part, attempt: admission.attempt, key: key, url: url)
+        withLedger { state in
+            state.admissions.replace(
+                where: { $0.part === admission.part && $0.attempt == admission.attempt && $0.key == admission.key },
+                with: moved)
         }
     }
 

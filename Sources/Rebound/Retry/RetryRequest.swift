@@ -84,6 +84,20 @@ public struct RetryRequest: Sendable {
         roles?.placement(of: attempt)
     }
 
+    /// Has the half-open breakers that gave the failed attempt a trial count it now, as the retry's gates would later:
+    /// a retrier calls it before it waits for something that may need the same host (a credential's refresh), which the
+    /// trial's place is then free for.
+    func settleTrials() {
+        guard let roles, let attempt = attempts.last else { return }
+        for part in roles.accountants {
+            part.settleTrial(attempt, of: requestID, ledger: roles.ledger) {
+                AttemptOutcome(
+                    requestID: requestID, label: label, original: original, attempt: attempt, data: data,
+                    decision: .retry(after: .zero), endpoint: placement(of: attempt))
+            }
+        }
+    }
+
     /// The request's backoff wait, which a breaker that grants a retry keeps to end it early; `nil` outside a session
     /// and for a request no breaker let through.
     var backoffWait: BackoffWait? { storage.value.backoffWait }

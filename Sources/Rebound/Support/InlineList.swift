@@ -45,6 +45,15 @@ struct InlineList<Element: Sendable>: Sequence, Sendable {
         return rest.remove(at: index)
     }
 
+    /// Replaces the first element that satisfies `predicate` with `replacement`, in its place; nothing if none does.
+    mutating func replace(where predicate: (borrowing Element) -> Bool, with replacement: Element) {
+        if let first, predicate(first) {
+            self.first = replacement
+        } else if let index = rest.firstIndex(where: { predicate($0) }) {
+            rest[index] = replacement
+        }
+    }
+
     func makeIterator() -> Iterator { Iterator(list: self) }
 
     /// Reads the first element, then the rest in order.

@@ -236,7 +236,8 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
             key, make: { Host(limit: LimitState(limit), lastActive: now) }, isAtRest: { $0.hasSatIdle(at: now) },
             mayMakeRoom: { $0.isIdle }
         ) { host -> (Taking, Int?) in
-            if host.inFlight < host.limit.current, host.queue.isEmpty {
+            // In shadow mode, an attempt back from giving way, which enforced would wait for a place, takes one.
+            if host.inFlight < host.limit.current && host.queue.isEmpty || returning && enforcement == .shadow {
                 host.inFlight += 1
                 host.lastActive = now
                 return (.taken, host.inFlight)
@@ -432,10 +433,15 @@ extension ConcurrencyLimiter: HostAdmission {
         keyFunction(request)
     }
 
-    /// Gives back the place `context`'s attempt holds, teaching an adaptive limit nothing, while the attempt waits in a
-    /// later adapter: the request it waits for (a credential's refresh) may need it.
+    /// Gives back the place `context`'s attempt holds, uncounted, while it waits for a later adapter (a refresh).
     func giveWay(_ context: RequestContext, admittedUnder key: String) -> Bool {
         giveBack(AttemptKey(requestID: context.requestID, attempt: context.attempt), dropped: nil)
+    }
+
+    /// Takes a place of `key`'s host again for the attempt that gave its place way, waiting whatever the queue's size.
+    func admitAgain(_ context: RequestContext, under key: String) async throws {
+        guard let ledger = context.ledger else { return }
+        _ = try await takePlace(of: key, for: context, ledger: ledger, returning: true)
     }
 
     /// Gives back the place `context`'s attempt took of `admitted`'s host, teaching an adaptive limit nothing, and
@@ -446,8 +452,7 @@ extension ConcurrencyLimiter: HostAdmission {
         // Held twice, the limiter is asked once per admission it noted: a place of `key` taken already is kept.
         if let key, state.withLock({ $0.places[attempt]?.key == key }) { return }
         giveBack(attempt, dropped: nil)
-        // Under the key it was admitted under, the attempt gave its place way (``giveWay(_:admittedUnder:)``).
-        if let key { _ = try await takePlace(of: key, for: context, ledger: ledger, returning: key == admitted) }
+        if let key { _ = try await takePlace(of: key, for: context, ledger: ledger) }
     }
 }
 

@@ -326,21 +326,40 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver, HostAdmissio
     /// Gives back, uncounted, the request `context`'s attempt took from `admitted`'s quota, and paces the attempt by
     /// `key`'s quota instead: a later adapter moved it to that host.
     func readmit(_ context: RequestContext, from admitted: String, to key: String?) async throws {
+        giveBack(context, from: admitted)
+        if let key { _ = try await pace(key, context: context) }
+    }
+
+    /// Gives back, uncounted, the request `context`'s attempt took of `key`'s quota while the attempt waits in a later
+    /// adapter: the request it waits for (a credential's refresh) may need it.
+    func giveWay(_ context: RequestContext, admittedUnder key: String) -> Bool {
+        giveBack(context, from: key)
+    }
+
+    /// Paces `context`'s attempt, which gave its request of the quota way, by `key`'s quota again.
+    func admitAgain(_ context: RequestContext, under key: String) async throws {
+        _ = try await pace(key, context: context)
+    }
+
+    /// Gives back, uncounted, the request `context`'s attempt took from `admitted`'s quota, if it took one; returns
+    /// whether it did.
+    @discardableResult
+    private func giveBack(_ context: RequestContext, from admitted: String) -> Bool {
         state.withLock { state in
             guard
                 let index = state.requests[context.requestID]?.counted.lastIndex(where: {
                     $0.attempt == context.attempt && $0.key == admitted
                 }),
                 let counted = state.requests[context.requestID]?.counted.remove(at: index)
-            else { return }
-            guard let record = counted.record else { return }
+            else { return false }
+            guard let record = counted.record else { return true }
             state.hosts.modify(admitted) { host in
                 guard host.record == record else { return }
                 host.inFlight = max(host.inFlight - 1, 0)
                 host.remaining += 1
             }
+            return true
         }
-        if let key { _ = try await pace(key, context: context) }
     }
 
     /// The key the pacer paces `request` by.
@@ -470,24 +489,4 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver, HostAdmissio
 
     /// How many hosts the pacer keeps a quota for; for tests that check idle hosts are forgotten.
     package var hostsKept: Int { state.withLock { $0.hosts.count } }
-}
-
-/// Why a ``RateLimitPacer`` did not send a request: its host's quota is spent until further away than the pacer waits,
-/// or than the request's deadline.
-public struct RateLimitQuotaSpent: Error, Sendable, Equatable, CustomStringConvertible {
-    /// The host's key.
-    public let key: String
-    /// How long until the quota is renewed.
-    public let renewedIn: Duration
-
-    /// Creates the error; pacers create these, and test code may too.
-    public init(key: String, renewedIn: Duration) {
-        self.key = key
-        self.renewedIn = renewedIn
-    }
-
-    /// For example `rate limit quota for api.example.com spent: renewed in 45 s`.
-    public var description: String {
-        "rate limit quota for \(key) spent: renewed in \(renewedIn.logDescription)"
-    }
 }

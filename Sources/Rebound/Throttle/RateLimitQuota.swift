@@ -282,3 +282,23 @@ struct StructuredList {
         String(decoding: bytes, as: UTF8.self)
     }
 }
+
+/// Why a ``RateLimitPacer`` did not send a request: its host's quota is spent until further away than the pacer waits,
+/// or than the request's deadline.
+public struct RateLimitQuotaSpent: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The host's key.
+    public let key: String
+    /// How long until the quota is renewed.
+    public let renewedIn: Duration
+
+    /// Creates the error; pacers create these, and test code may too.
+    public init(key: String, renewedIn: Duration) {
+        self.key = key
+        self.renewedIn = renewedIn
+    }
+
+    /// For example `rate limit quota for api.example.com spent: renewed in 45 s`.
+    public var description: String {
+        "rate limit quota for \(key) spent: renewed in \(renewedIn.logDescription)"
+    }
+}
