@@ -237,6 +237,35 @@ struct AuthenticationGivesWayTests {
         #expect(limiter.placesHeld == 0)
     }
 
+    @Test("A hedge a 401 starts while another attempt is in flight costs the budget no more than a retry after a 401")
+    func aHedgeInPlaceOfARetryAfterA401IsFree() async throws {
+        let budget = RetryBudget()
+        let before = try #require(budget.tokens(for: exampleURL))
+        // The first attempt answers its 401 after a second; the hedge started at 100 ms gets one at once, which the
+        // interceptor retries after a refresh: the next hedge, with the new credential, wins.
+        let transport = ScriptedTransport(clock: clock) { request, number in
+            if request.value(forHTTPHeaderField: "Authorization") == "Bearer 2" { return .status(200) }
+            return number == 1 ? .status(401).delayed(by: .seconds(1)) : .status(401)
+        }
+        let auth = AuthenticationInterceptor(
+            authenticator: TokenAuthenticator(), credential: Token(value: 1), clock: clock)
+        let session = Session(
+            transport: transport, adapters: [budget], interceptor: auth,
+            hedging: Hedging(delay: .milliseconds(100), maximumAttempts: 3), clock: clock)
+
+        let task = Task { try await session.send(exampleURL) }
+        try await clock.waitForSleepers(2)
+        clock.advance(by: .milliseconds(100))
+        let response = try await task.value
+
+        #expect(response.attempts.map(\.hedge) == [1, 0, 2])
+        #expect(response.attempts.last?.statusCode == 200)
+        // The hedge the delay started is charged as any hedge, less the token the request's success gives back; the one
+        // in place of the 401's retry is not.
+        let hedgeCost = RetryBudget.Configuration.default.retryCost
+        #expect(budget.tokens(for: exampleURL) == before - hedgeCost + 1)
+    }
+
     @Test("When the refresh's own request fails the trial it was given, the waiting request fails, holding nothing")
     func aRefreshThatFailsTheTrialLeavesTheWaitingRequestHoldingNothing() async throws {
         // The token endpoint fails too: the refresh's own request, which takes the trial, opens the breaker again.

@@ -426,8 +426,12 @@ extension RetryBudget: HedgeGate {
     /// Spends one retry's cost from the host's budget for a hedge, or refuses it with ``RetryBudgetExhausted``; the
     /// cost is refunded if the hedge's attempt ends without being sent (a later adapter stopped it, or
     /// the round ended first), so a hedge is charged only when it reaches the wire.
-    func admitHedge(_ request: URLRequest, of requestID: UUID, attempt: Int, roles: RegisteredRoles) -> (any Error)? {
+    func admitHedge(
+        _ request: URLRequest, of requestID: UUID, attempt: Int, after failed: Attempt?, roles: RegisteredRoles
+    ) -> (any Error)? {
         guard let key = keyFunction(request) else { return nil }
+        // In place of a retry after a 401 or a failure of the device's own network, which costs nothing: nor does it.
+        if let failed, failed.statusCode == 401 || failed.accountedFailure == .deviceNetwork { return nil }
         let cost = ratio != nil ? 1 : configuration.retryCost
         let now = now()
         let denial = state.withLock { state -> RetryBudgetExhausted? in

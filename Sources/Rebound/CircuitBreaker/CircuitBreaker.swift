@@ -479,16 +479,16 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
     }
 }
 
-// Before a hedge (see `HedgeGate`), as a part that settles its own attempts (`CircuitBreaker+Accounting.swift`).
 extension CircuitBreaker {
     /// Lets a hedge start only while the breaker is closed (the rule for retries): an open breaker refuses it at once,
     /// and a half-open one keeps its trials for fresh requests. The hedge takes its permit when it is adapted.
-    func admitHedge(_ request: URLRequest, of requestID: UUID, attempt: Int, roles: RegisteredRoles) -> (any Error)? {
+    func admitHedge(
+        _ request: URLRequest, of requestID: UUID, attempt: Int, after failed: Attempt?, roles: RegisteredRoles
+    ) -> (any Error)? {
         if enforcement == .shadow, roles.ledger.isShadowed(attempt: attempt, for: shadowIdentity) { return nil }
-        // A registry's breaker has no say over a hedge that goes to another key (another endpoint of a group): the
-        // registry's breaker of that key decides.
+        // A hedge to another key (another endpoint of a group) is for the registry's breaker of that key to decide.
         if let elsewhere = registry?.breaker(for: request, otherThan: key) {
-            return elsewhere.admitHedge(request, of: requestID, attempt: attempt, roles: roles)
+            return elsewhere.admitHedge(request, of: requestID, attempt: attempt, after: failed, roles: roles)
         }
         var time = LazyTime(now)
         let refusal = storage.withLock { refusalOfRetry(by: $0.machine, time: &time) }

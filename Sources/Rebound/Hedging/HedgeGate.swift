@@ -12,14 +12,19 @@ import Foundation
 /// so that whatever forwards `adapt` keeps it; a gate of the user's own is asked about retries only.
 protocol HedgeGate: AnyObject, Sendable {
     /// Returns `nil` to let attempt `attempt` of request `requestID` start as a hedge, or why it must not; `request` is
-    /// the last request of the round handed to the transport, `roles` the request's registrations (a part that spends
-    /// for a hedge registers there to hear whether the hedge was sent).
-    func admitHedge(_ request: URLRequest, of requestID: UUID, attempt: Int, roles: RegisteredRoles) -> (any Error)?
+    /// the last request of the round handed to the transport, `failed` the failure whose retry the hedge is, when a
+    /// failure the retriers would retry starts it (a budget charges a hedge after a 401 no more than such a retry),
+    /// `roles` the request's registrations (a part that spends for a hedge registers there to hear whether it was sent).
+    func admitHedge(
+        _ request: URLRequest, of requestID: UUID, attempt: Int, after failed: Attempt?, roles: RegisteredRoles
+    ) -> (any Error)?
 }
 
 extension AttemptAccountant {
     /// A part that settles its attempts lets every hedge start unless it says otherwise.
-    func admitHedge(_ request: URLRequest, of requestID: UUID, attempt: Int, roles: RegisteredRoles) -> (any Error)? {
+    func admitHedge(
+        _ request: URLRequest, of requestID: UUID, attempt: Int, after failed: Attempt?, roles: RegisteredRoles
+    ) -> (any Error)? {
         nil
     }
 }

@@ -90,6 +90,8 @@ struct HedgingExecutor {
         var due = hedgeDelay == .zero
         // No hedge starts before the time a failure asked for, as the chain's retry policies read it.
         var quietUntil: Duration?
+        // The failure the retriers would retry whose retry the next hedge is, when one starts it.
+        var retrying: Attempt?
         // What ends the round; `nil` when the task was cancelled (the stream then ends).
         var ending: HedgeRound.Ending?
         rounds: for await report in reports {
@@ -180,7 +182,10 @@ struct HedgingExecutor {
                     if let request = result.request { round.target = request }
                     // The request goes on at once with the attempts in flight, and the next hedge if it may start.
                     await tell(attempt: number, data: failed.data, decision: .retry(after: .zero), of: round)
-                    if result.delay != nil { due = true }
+                    if result.delay != nil {
+                        due = true
+                        retrying = round.records.last { $0.attempt.number == number }?.attempt
+                    }
                 }
             }
             // A hedge may start once its delay passed and the newest attempt was sent, while the settings and the
@@ -201,7 +206,8 @@ struct HedgingExecutor {
                 continue
             }
             let number = round.attemptsMade + 1
-            guard admitsHedge(sent, number: number) else {
+            defer { retrying = nil }
+            guard admitsHedge(sent, number: number, after: retrying) else {
                 // The hedge does not start: the learner has it back.
                 if let learning { learning.learner.hedgeNotStarted(for: learning.key) }
                 // Not a request to repeat, or a gate refused: no more hedges in this round.
@@ -250,16 +256,19 @@ struct HedgingExecutor {
         return number
     }
 
-    /// Whether attempt `number` may start as a hedge of `sent`, the newest request of the round: a request that may
-    /// be repeated, let through by every hedge gate registered (a throttle, a breaker, a budget), in order.
-    func admitsHedge(_ sent: URLRequest, number: Int) -> Bool {
+    /// Whether attempt `number` may start as a hedge of `sent`, the newest request of the round, in place of the retry
+    /// of `failed` if a failure started it: a request that may be repeated, let through by every hedge gate registered
+    /// (a throttle, a breaker, a limiter, a pacer, a budget), in order.
+    func admitsHedge(_ sent: URLRequest, number: Int, after failed: Attempt?) -> Bool {
         guard plan.mayBeRepeated(sent) else { return false }
         guard let roles = plan.registered else { return true }
         // A hedge an endpoint group sends to another endpoint is judged as going there (a per-host gate by the
         // endpoint's host).
         let hedge = roles.router?.destination(ofHedge: sent, number: number, of: plan.requestID) ?? sent
         for gate in roles.hedgeGates {
-            guard gate.admitHedge(hedge, of: plan.requestID, attempt: number, roles: roles) != nil else { continue }
+            guard gate.admitHedge(hedge, of: plan.requestID, attempt: number, after: failed, roles: roles) != nil else {
+                continue
+            }
             // The hedge never starts, and the next attempt takes its number: what a part in shadow mode hid of it goes,
             // and so does the endpoint a group picked for it.
             roles.ledger.hedgeRefused(number)

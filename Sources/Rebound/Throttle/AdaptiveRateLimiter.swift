@@ -255,7 +255,9 @@ extension AdaptiveRateLimiter: AttemptAccountant {
     /// Lets a hedge start only while its host is not paced or has a token in its bucket, so that a hedge does not wait
     /// for a token, which the request's own attempts and other requests need. The hedge takes its token when it is adapted,
     /// as any attempt does.
-    func admitHedge(_ request: URLRequest, of requestID: UUID, attempt: Int, roles: RegisteredRoles) -> (any Error)? {
+    func admitHedge(
+        _ request: URLRequest, of requestID: UUID, attempt: Int, after failed: Attempt?, roles: RegisteredRoles
+    ) -> (any Error)? {
         guard let key = keyFunction(request) else { return nil }
         let now = clock.now().seconds
         let hasToken = state.withLock { state -> Bool in

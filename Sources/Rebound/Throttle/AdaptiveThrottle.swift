@@ -422,7 +422,9 @@ extension AdaptiveThrottle: AttemptAccountant {
     /// Draws for a hedge as for a request, before it starts: a hedge the throttle would reject is not started (and is
     /// counted as a rejected request, as any), and one drawn for is not drawn for again when it is adapted (no attempt
     /// after the first is).
-    func admitHedge(_ request: URLRequest, of requestID: UUID, attempt: Int, roles: RegisteredRoles) -> (any Error)? {
+    func admitHedge(
+        _ request: URLRequest, of requestID: UUID, attempt: Int, after failed: Attempt?, roles: RegisteredRoles
+    ) -> (any Error)? {
         guard let key = keyFunction(request), !isUnseen(attempt, ledger: roles.ledger) else { return nil }
         let now = now()
         let rejection = state.withLock { state in

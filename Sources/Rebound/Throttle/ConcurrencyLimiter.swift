@@ -475,20 +475,20 @@ extension ConcurrencyLimiter: AttemptAccountant {
     func requestEnded(_ requestID: UUID) {}
 
     /// Lets a hedge start only while its host has a place free and nobody waits for one: a hedge is extra load, which a
-    /// host at its limit does not get, and it never queues behind other requests. The hedge takes its place when it is
-    /// adapted, as any attempt does.
-    func admitHedge(_ request: URLRequest, of requestID: UUID, attempt: Int, roles: RegisteredRoles) -> (any Error)? {
+    /// host at its limit does not get. The hedge takes its place when it is adapted, as any attempt does.
+    func admitHedge(
+        _ request: URLRequest, of requestID: UUID, attempt: Int, after failed: Attempt?, roles: RegisteredRoles
+    ) -> (any Error)? {
         guard let key = keyFunction(request) else { return nil }
         if enforcement == .shadow, roles.ledger.isShadowed(attempt: attempt, for: ObjectIdentifier(self)) { return nil }
-        let refusal = state.withLock { state -> ConcurrencyLimitExceeded? in
-            guard let host = state.hosts[key], host.inFlight >= host.limit.current || !host.queue.isEmpty else {
-                return nil
-            }
-            return ConcurrencyLimitExceeded(
-                key: key, limitHit: .inFlight, limit: host.limit.current, inFlight: host.inFlight,
-                queued: host.queue.count)
+        let full = state.withLock { state in
+            state.hosts[key].map { $0.inFlight >= $0.limit.current || !$0.queue.isEmpty } ?? false
         }
-        guard let refusal, enforcement == .shadow else { return refusal }
+        guard full else { return nil }
+        let host = snapshot(for: key)
+        let refusal = ConcurrencyLimitExceeded(
+            key: key, limitHit: .inFlight, limit: host.limit, inFlight: host.inFlight, queued: host.queued)
+        guard enforcement == .shadow else { return refusal }
         // In shadow mode the hedge starts, unseen by the limiter: it takes no place.
         roles.ledger.refuseInShadow(
             ShadowRefusal(

@@ -373,7 +373,9 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver, HostAdmissio
     /// Lets a hedge start only while its host has a request of its quota left: a hedge never waits for a renewal, whose
     /// requests the request's own attempts and other requests need. The hedge is counted against the quota when it is
     /// adapted, as any attempt is.
-    func admitHedge(_ request: URLRequest, of requestID: UUID, attempt: Int, roles: RegisteredRoles) -> (any Error)? {
+    func admitHedge(
+        _ request: URLRequest, of requestID: UUID, attempt: Int, after failed: Attempt?, roles: RegisteredRoles
+    ) -> (any Error)? {
         guard let key = keyFunction(request) else { return nil }
         if enforcement == .shadow, roles.ledger.isShadowed(attempt: attempt, for: ObjectIdentifier(self)) { return nil }
         let now = clock.now()
