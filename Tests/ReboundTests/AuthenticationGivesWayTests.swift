@@ -170,7 +170,8 @@ struct AuthenticationGivesWayTests {
             try await Session(transport: transport, adapters: [limiter], clock: clock)
                 .send(URL(string: "https://api.example.com/other")!)
         }
-        try await clock.waitForSleepers(1)
+        // The interceptor's refresh timeout sleeps on the same clock: the place taken says the other request is in.
+        try await waitWhile { limiter.snapshot(for: "api.example.com").inFlight == 0 }
         refreshClock.advance(by: .seconds(1))
         if enforcement == .enforced {
             // The request comes back for its place and, the host at its limit, waits for it.
@@ -223,7 +224,8 @@ struct AuthenticationGivesWayTests {
             try await Session(transport: transport, adapters: [limiter], clock: clock)
                 .send(URL(string: "https://api.example.com/other")!)
         }
-        try await clock.waitForSleepers(1)
+        // The interceptor's refresh timeout sleeps on the same clock: the place taken says the other request is in.
+        try await waitWhile { limiter.snapshot(for: "api.example.com").inFlight == 0 }
         refreshClock.advance(by: .seconds(1))
         // Admitted again under b.example.com, where a place is free, the request goes at once.
         try await waitWhile { !ended.withLock { $0 } && limiter.snapshot(for: "api.example.com").queued == 0 }

@@ -88,7 +88,7 @@ public struct RequestContext: Sendable {
 
     /// Has the parts that admitted this attempt before the adapter that calls it give back, uncounted, what another
     /// request may need while the attempt waits there (a limiter's place, a breaker's trial: the request a credential's
-    /// refresh sends to the same host); returns what they gave back, to take again with ``admitAgain(_:)`` after the
+    /// refresh sends to the same host); returns what they gave back, to take again with ``admitAgain(_:for:)`` after the
     /// wait. Nothing for a context made outside a session.
     func giveWay() -> InlineList<RequestLedger.Admission> {
         var given = InlineList<RequestLedger.Admission>.none
@@ -106,7 +106,7 @@ public struct RequestContext: Sendable {
         for admission in given {
             // A host the part lets through untouched: nothing to take again.
             guard let key = admission.part.admissionKey(for: request) else { continue }
-            try await admission.part.admitAgain(self, under: key)
+            try await admission.part.admitAgain(self, under: key, admittedUnder: admission.key)
             if key != admission.key { ledger?.move(admission, to: key, at: request.url) }
         }
     }

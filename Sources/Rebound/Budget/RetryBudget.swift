@@ -424,8 +424,9 @@ extension RetryBudget: AdaptsInPlace {
 // Before a hedge: a hedge spends from the host's budget as a retry does.
 extension RetryBudget: HedgeGate {
     /// Spends one retry's cost from the host's budget for a hedge, or refuses it with ``RetryBudgetExhausted``; the
-    /// cost is refunded if the hedge's attempt ends without being sent (a later adapter stopped it, or
-    /// the round ended first), so a hedge is charged only when it reaches the wire.
+    /// cost is refunded if the hedge's attempt ends without being sent (a later adapter stopped it, or the round ended
+    /// first), so a hedge is charged only when it reaches the wire. A hedge that stands for the retry of a 401 or of a
+    /// failure of the device's own network (`failed`) is free, as that retry would be.
     func admitHedge(
         _ request: URLRequest, of requestID: UUID, attempt: Int, after failed: Attempt?, roles: RegisteredRoles
     ) -> (any Error)? {

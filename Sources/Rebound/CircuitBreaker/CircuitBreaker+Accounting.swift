@@ -13,7 +13,7 @@ extension CircuitBreaker: AdaptsInPlace {
 
 // The session tells a breaker how the attempts it let through end directly, without the observers' machinery: it
 // settles each at once and forgets the request's wait at its end. It is asked before a hedge as well
-// (`admitHedge(_:of:attempt:roles:)`, beside the breaker's rule for retries).
+// (`admitHedge(_:of:attempt:after:roles:)`, beside the breaker's rule for retries).
 extension CircuitBreaker: AttemptAccountant {
     func settle(_ attempt: Attempt, of requestID: UUID, ledger: RequestLedger, outcome: () -> AttemptOutcome) {
         finish(attempt, ledger: ledger, outcome: outcome)
@@ -23,11 +23,15 @@ extension CircuitBreaker: AttemptAccountant {
         forgetWait(of: requestID)
     }
 
-    /// Counts `attempt` now if this breaker gave it a trial: its verdict is known, and the trial's place goes to the
-    /// next call, the request a credential's refresh sends to the same host included.
+    /// Counts `attempt` now if this breaker gave it a trial that tells it something: its verdict is known, and the
+    /// trial's place goes to the next call, the request a credential's refresh sends to the same host included. A trial
+    /// that told it nothing (a `classify` that ignores a 401) stays held, so that the retry is asked for as after any
+    /// such trial, and may take a trial again (see ``admitRetry(_:dueTo:after:)``).
     func settleTrial(_ attempt: Attempt, of requestID: UUID, ledger: RequestLedger, outcome: () -> AttemptOutcome) {
         guard ledger.holdsPermit(of: self, for: attempt.number, trialOnly: true) else { return }
-        finish(attempt, ledger: ledger, outcome: outcome)
+        let verdict = configuration.verdict(for: attempt, outcome: outcome)
+        guard verdict != .ignored else { return }
+        finish(attempt, ledger: ledger, verdict: verdict, outcome: outcome)
     }
 }
 
@@ -53,7 +57,7 @@ extension CircuitBreaker: HostAdmission {
     }
 
     /// Lets `context`'s attempt, which gave its trial way, through again, or throws ``CircuitBreakerOpenError``.
-    func admitAgain(_ context: RequestContext, under key: String) async throws {
+    func admitAgain(_ context: RequestContext, under key: String, admittedUnder admitted: String) async throws {
         try admit(context)
     }
 }

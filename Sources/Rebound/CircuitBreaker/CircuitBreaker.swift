@@ -345,14 +345,14 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
         }
     }
 
-    /// Counts `attempt` if this breaker let it through (its outcome, which `outcome` builds, is asked for only by a
-    /// configuration's own `classify`), taking its permit from the request's ledger.
-    func finish(_ attempt: Attempt, ledger: RequestLedger, outcome: () -> AttemptOutcome) {
+    /// Counts `attempt` if this breaker let it through, as `verdict` says, or (`nil`) as its outcome says, which
+    /// `outcome` builds for a configuration's own `classify` only, taking its permit from the request's ledger.
+    func finish(_ attempt: Attempt, ledger: RequestLedger, verdict: Verdict? = nil, outcome: () -> AttemptOutcome) {
         // A `classify` of the caller's own is asked only about an attempt still to count (one whose failure was
         // counted when its retry was asked for is not asked about again), outside the lock.
         let number = attempt.number
-        if !configuration.classifiesByDefault, !ledger.holdsPermit(of: self, for: number) { return }
-        let verdict = configuration.verdict(for: attempt, outcome: outcome)
+        if verdict == nil, !configuration.classifiesByDefault, !ledger.holdsPermit(of: self, for: number) { return }
+        let verdict = verdict ?? configuration.verdict(for: attempt, outcome: outcome)
         let (openAtLeast, timeOnWire) = (openAtLeast(after: verdict, of: attempt), attempt.timeOnWire)
         // The permit is taken under the breaker's lock, which `admit` holds while the request takes it.
         let ((), transitions) = update { storage, time, transitions in

@@ -298,7 +298,7 @@ extension CircuitBreakerRegistry: HostAdmission {
 
     /// Lets `context`'s attempt, which gave its trial way, through `key`'s breaker again, or throws
     /// ``CircuitBreakerOpenError``.
-    func admitAgain(_ context: RequestContext, under key: String) async throws {
+    func admitAgain(_ context: RequestContext, under key: String, admittedUnder admitted: String) async throws {
         try breaker(for: key).admit(context)
     }
 

@@ -20,13 +20,13 @@
 ///
 /// **Load.** A hedge is extra load on a host that may be slow because it is loaded. Before each hedge the session asks
 /// the request's ``RetryBudget`` (a hedge spends from it as a retry does, and gets it back if it is never sent; an
-/// empty budget: no hedge), its ``CircuitBreaker`` (anything but closed: no hedge), its ``AdaptiveThrottle`` (a
-/// hedge is drawn for as a request is), and its ``ConcurrencyLimiter``, ``RateLimitPacer`` and
-/// ``AdaptiveRateLimiter`` (no place, request of the quota or token free now: no hedge, so that a hedge does not wait
-/// on the client); the limits before the budget, so a refused hedge costs nothing and takes no attempt number. The
-/// first refusal ends the hedging of that round, and gates of your own are asked about retries only. Retries and
-/// hedges together never exceed ``maximumAttempts``: ``RetryPolicy`` counts hedges among the attempts before a retry
-/// too.
+/// empty budget: no hedge, but for one in place of a free retry), its ``CircuitBreaker`` (anything but closed: no
+/// hedge), its ``AdaptiveThrottle`` (a hedge is drawn for as a request is), and its ``ConcurrencyLimiter``,
+/// ``RateLimitPacer`` and ``AdaptiveRateLimiter`` (no place, request of the quota or token free now: no hedge, so that
+/// a hedge does not wait on the client); the limits before the budget, so a refused hedge costs nothing and takes no
+/// attempt number. The first refusal ends the hedging of that round, and gates of your own are asked about retries
+/// only. Retries and hedges together never exceed ``maximumAttempts``: ``RetryPolicy`` counts hedges among the attempts
+/// before a retry too.
 ///
 /// **What is reported.** Every attempt is recorded and told to the observers, with its ``Attempt/hedge`` number. An
 /// attempt that lost to another is told with ``AttemptDecision/cancelled``; one that failed while others were still in

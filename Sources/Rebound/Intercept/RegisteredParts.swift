@@ -55,15 +55,16 @@ protocol HostAdmission: AnyObject, Sendable {
     /// ``admitAgain(_:under:)`` then takes again.
     func giveWay(_ context: RequestContext, admittedUnder key: String) -> Bool
     /// Takes again, under `key` (the host the attempt goes to now), what the part gave back when `context`'s attempt
-    /// gave way, waiting or throwing as its `adapt` would, a limiter's queue whatever its size.
-    func admitAgain(_ context: RequestContext, under key: String) async throws
+    /// gave way under `admitted`, waiting or throwing as its `adapt` would (a limiter's queue whatever its size, under
+    /// the same key).
+    func admitAgain(_ context: RequestContext, under key: String, admittedUnder admitted: String) async throws
 }
 
 extension HostAdmission {
     func attemptEnded(_ context: RequestContext, response: ResponseHead?) {}
     var holdsWhileInFlight: Bool { false }
     func giveWay(_ context: RequestContext, admittedUnder key: String) -> Bool { false }
-    func admitAgain(_ context: RequestContext, under key: String) async throws {}
+    func admitAgain(_ context: RequestContext, under key: String, admittedUnder admitted: String) async throws {}
 }
 
 /// The observers and gates an ``Interceptor`` was given, in one box that registers as a whole.

@@ -438,10 +438,10 @@ extension ConcurrencyLimiter: HostAdmission {
         giveBack(AttemptKey(requestID: context.requestID, attempt: context.attempt), dropped: nil)
     }
 
-    /// Takes a place of `key`'s host again for the attempt that gave its place way, waiting whatever the queue's size.
-    func admitAgain(_ context: RequestContext, under key: String) async throws {
+    /// Takes a place again for the attempt that gave its place way, waiting whatever the queue's size if still `admitted`'s.
+    func admitAgain(_ context: RequestContext, under key: String, admittedUnder admitted: String) async throws {
         guard let ledger = context.ledger else { return }
-        _ = try await takePlace(of: key, for: context, ledger: ledger, returning: true)
+        _ = try await takePlace(of: key, for: context, ledger: ledger, returning: key == admitted)
     }
 
     /// Gives back the place `context`'s attempt took of `admitted`'s host, teaching an adaptive limit nothing, and

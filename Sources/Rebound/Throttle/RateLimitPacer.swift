@@ -337,7 +337,7 @@ public final class RateLimitPacer: RequestAdapter, AttemptObserver, HostAdmissio
     }
 
     /// Paces `context`'s attempt, which gave its request of the quota way, by `key`'s quota again.
-    func admitAgain(_ context: RequestContext, under key: String) async throws {
+    func admitAgain(_ context: RequestContext, under key: String, admittedUnder admitted: String) async throws {
         _ = try await pace(key, context: context)
     }
 
