@@ -62,11 +62,7 @@ struct AuthenticationGivesWayTests {
         let room = try await partWithRoomForOne(part, transport: transport)
         // The credential has expired: the first request's adapt refreshes it, through the same session.
         let sending = Locked<Session?>(nil)
-        let authenticator = TokenAuthenticator { _ in
-            let session = try #require(sending.withLock { $0 })
-            let response = try await session.send(URL(string: "https://api.example.com/token")!)
-            return Token(value: try #require(Int(String(decoding: response.data, as: UTF8.self))))
-        }
+        let authenticator = askingTheTokenEndpoint(through: sending)
         let auth = AuthenticationInterceptor(
             authenticator: authenticator, credential: Token(value: 1, expired: true), clock: clock)
         let session = Session(transport: transport, adapters: [room], interceptor: auth, clock: clock)
@@ -109,11 +105,7 @@ struct AuthenticationGivesWayTests {
         // The credential looks valid, but the server has revoked it: the trial gets a 401, and the refresh asks the
         // token endpoint through the same session.
         let sending = Locked<Session?>(nil)
-        let authenticator = TokenAuthenticator { _ in
-            let session = try #require(sending.withLock { $0 })
-            let response = try await session.send(URL(string: "https://api.example.com/token")!)
-            return Token(value: try #require(Int(String(decoding: response.data, as: UTF8.self))))
-        }
+        let authenticator = askingTheTokenEndpoint(through: sending)
         let auth = AuthenticationInterceptor(authenticator: authenticator, credential: Token(value: 1), clock: clock)
         let session = Session(transport: transport, adapters: [breaker], interceptor: auth, clock: clock)
         sending.withLock { $0 = session }
@@ -146,12 +138,7 @@ struct AuthenticationGivesWayTests {
         // The refresh asks the token endpoint through the same session, then takes a second on a clock of its own.
         let refreshClock = ManualClock()
         let sending = Locked<Session?>(nil)
-        let authenticator = TokenAuthenticator { _ in
-            let session = try #require(sending.withLock { $0 })
-            let response = try await session.send(URL(string: "https://api.example.com/token")!)
-            try await refreshClock.sleep(for: .seconds(1))
-            return Token(value: try #require(Int(String(decoding: response.data, as: UTF8.self))))
-        }
+        let authenticator = askingTheTokenEndpoint(through: sending) { try await refreshClock.sleep(for: .seconds(1)) }
         let auth = AuthenticationInterceptor(
             authenticator: authenticator, credential: Token(value: 1, expired: true), clock: clock)
         let observed = ShadowEnforcementTests.ShadowRecorder()
@@ -279,11 +266,7 @@ struct AuthenticationGivesWayTests {
         }
         let breaker = try #require(try await partWithRoomForOne("breaker", transport: transport) as? CircuitBreaker)
         let sending = Locked<Session?>(nil)
-        let authenticator = TokenAuthenticator { _ in
-            let session = try #require(sending.withLock { $0 })
-            _ = try await session.send(URL(string: "https://api.example.com/token")!)
-            return Token(value: 2)
-        }
+        let authenticator = askingTheTokenEndpoint(through: sending)
         let auth = AuthenticationInterceptor(
             authenticator: authenticator, credential: Token(value: 1, expired: true), clock: clock)
         let session = Session(transport: transport, adapters: [breaker], interceptor: auth, clock: clock)

@@ -50,6 +50,20 @@ private func slowRefresh(taking duration: Duration, on clock: ManualClock, faili
     }
 }
 
+/// An authenticator whose refresh asks the token endpoint, https://api.example.com/token, through the session `sending`
+/// holds (the interceptor's own, set once it is made), waits for `afterAsking`, then takes the new token's value from
+/// the answer's body.
+func askingTheTokenEndpoint(
+    through sending: Locked<Session?>, afterAsking: @escaping @Sendable () async throws -> Void = {}
+) -> TokenAuthenticator {
+    TokenAuthenticator { _ in
+        let session = try #require(sending.withLock { $0 })
+        let response = try await session.send(URL(string: "https://api.example.com/token")!)
+        try await afterAsking()
+        return Token(value: try #require(Int(String(decoding: response.data, as: UTF8.self))))
+    }
+}
+
 @Suite("AuthenticationInterceptor", .timeLimit(.minutes(5)))
 struct AuthenticationInterceptorTests {
     let clock = ManualClock()
@@ -315,11 +329,7 @@ struct AuthenticationInterceptorTests {
     @Test func aRequestTheRefreshSendsThroughTheInterceptorIsNotHeldBackForIt() async throws {
         // The refresh asks the token endpoint, on the credential's host, through the same session and interceptor.
         let sending = Locked<Session?>(nil)
-        let authenticator = TokenAuthenticator { _ in
-            let session = try #require(sending.withLock { $0 })
-            let response = try await session.send(URL(string: "https://api.example.com/token")!)
-            return Token(value: try #require(Int(String(decoding: response.data, as: UTF8.self))))
-        }
+        let authenticator = askingTheTokenEndpoint(through: sending)
         let auth = AuthenticationInterceptor(authenticator: authenticator, credential: Token(value: 1), clock: clock)
         let transport = ScriptedTransport(clock: clock) { request, _ in
             if request.url?.path == "/token" { return .response(body: "2") }

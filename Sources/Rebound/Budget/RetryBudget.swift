@@ -199,6 +199,13 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
     /// How many requests hold hedges not yet settled; for tests that check nothing is kept.
     package var requestsWithHedges: Int { state.withLock { $0.hedges.count } }
 
+    /// Whether the retry of `failed`, whose response had `status`, costs nothing: after a 401 (a retry with a refreshed
+    /// credential) or a failure of the device's own network (the host saw nothing), neither says anything about the
+    /// host's health.
+    private static func retryIsFree(status: Int?, failed: Attempt?) -> Bool {
+        status == 401 || failed?.accountedFailure == .deviceNetwork
+    }
+
     /// Takes the retry's cost from the request's budget, or denies the retry with ``RetryBudgetExhausted``.
     ///
     /// A retry after a 401 is never charged nor denied: it retries with a refreshed credential and says nothing about
@@ -208,9 +215,7 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
     /// once it is back.
     public func admitRetry(_ request: RetryRequest, dueTo error: ReboundError, after delay: Duration) -> (any Error)? {
         guard let key = keyFunction(request.admittedRequest) else { return nil }
-        if request.responseHead?.statusCode == 401 { return nil }
-        // The device had no network: the host saw nothing, and a retry once the network is back costs it nothing.
-        if request.attempts.last?.accountedFailure == .deviceNetwork { return nil }
+        if Self.retryIsFree(status: request.responseHead?.statusCode, failed: request.attempts.last) { return nil }
         let failed = request.attempts.count
         let failedWasSent = request.attempts.last?.request != nil
         // A ratio budget counts retries; a token bucket charges a timeout's and a throttled request's retry their own.
@@ -431,8 +436,8 @@ extension RetryBudget: HedgeGate {
         _ request: URLRequest, of requestID: UUID, attempt: Int, after failed: Attempt?, roles: RegisteredRoles
     ) -> (any Error)? {
         guard let key = keyFunction(request) else { return nil }
-        // In place of a retry after a 401 or a failure of the device's own network, which costs nothing: nor does it.
-        if let failed, failed.statusCode == 401 || failed.accountedFailure == .deviceNetwork { return nil }
+        // In place of a retry that costs nothing, the hedge costs nothing either.
+        if let failed, Self.retryIsFree(status: failed.statusCode, failed: failed) { return nil }
         let cost = ratio != nil ? 1 : configuration.retryCost
         let now = now()
         let denial = state.withLock { state -> RetryBudgetExhausted? in

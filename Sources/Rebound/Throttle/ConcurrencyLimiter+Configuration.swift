@@ -72,3 +72,13 @@ extension ConcurrencyLimiter {
         public let queued: Int
     }
 }
+
+extension ConcurrencyLimiter {
+    /// The refusal of a hedge that finds `key`'s host with no place free, with the host's places now: a hedge never
+    /// queues.
+    func noPlace(for key: String) -> ConcurrencyLimitExceeded {
+        let host = snapshot(for: key)
+        return ConcurrencyLimitExceeded(
+            key: key, limitHit: .inFlight, limit: host.limit, inFlight: host.inFlight, queued: host.queued)
+    }
+}

@@ -192,11 +192,7 @@ public final class ConcurrencyLimiter: RequestAdapter, RetryGate {
             return false
         case .mustWait:
             // A hedge never queues: the room it found when it was let start went to another request meanwhile.
-            if context.isHedge {
-                let host = snapshot(for: key)
-                throw ConcurrencyLimitExceeded(
-                    key: key, limitHit: .inFlight, limit: host.limit, inFlight: host.inFlight, queued: host.queued)
-            }
+            if context.isHedge { throw noPlace(for: key) }
             try await wait(key, for: attempt, returning: returning)
             return true
         }
@@ -485,9 +481,7 @@ extension ConcurrencyLimiter: AttemptAccountant {
             state.hosts[key].map { $0.inFlight >= $0.limit.current || !$0.queue.isEmpty } ?? false
         }
         guard full else { return nil }
-        let host = snapshot(for: key)
-        let refusal = ConcurrencyLimitExceeded(
-            key: key, limitHit: .inFlight, limit: host.limit, inFlight: host.inFlight, queued: host.queued)
+        let refusal = noPlace(for: key)
         guard enforcement == .shadow else { return refusal }
         // In shadow mode the hedge starts, unseen by the limiter: it takes no place.
         roles.ledger.refuseInShadow(
