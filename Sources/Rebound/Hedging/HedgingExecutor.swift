@@ -44,8 +44,8 @@ struct HedgingExecutor {
 
     /// Runs one hedged round and returns its attempts and the result the request goes on with, recorded last: the
     /// winner, the failure that ended the round (with the retriers' answer if they were asked already), or what ended
-    /// it (cancellation, the deadline). Every other attempt of the round is recorded, settled and told to the
-    /// observers before it, a loser with ``AttemptDecision/cancelled``.
+    /// it (cancellation, the deadline). Every other attempt of the round is recorded before it, and settled and told to
+    /// the observers as a loser, with ``AttemptDecision/cancelled``, before the round returns.
     ///
     /// The round starts its first attempt. When `delay` passes with no answer after the newest attempt handed its
     /// request to the transport, and at once after a failure the retriers would retry while others are in flight (once
@@ -180,8 +180,14 @@ struct HedgingExecutor {
                     break rounds
                 } else {
                     if let request = result.request { round.target = request }
-                    // The request goes on at once with the attempts in flight, and the next hedge if it may start.
-                    await tell(attempt: number, data: failed.data, decision: .retry(after: .zero), of: round)
+                    // The request goes on at once with the attempts in flight, and the next hedge if it may start:
+                    // the parts settle this one, and the observers hear of a retry without delay.
+                    let report = RequestMachine.Report(
+                        attempt: number, data: failed.data, elapsed: clock.now() - atStart.time.start)
+                    let recorded = round.records.lazy.map(\.attempt)
+                    if let outcome = plan.settle(report, decision: .retry(after: .zero), of: recorded) {
+                        await plan.tell(outcome)
+                    }
                     if result.delay != nil {
                         due = true
                         retrying = round.records.last { $0.attempt.number == number }?.attempt
@@ -220,7 +226,14 @@ struct HedgingExecutor {
             unsent = start(round.target ?? atStart.nextBase, hedge: hedges, in: &round)
             due = hedgeDelay == .zero
         }
-        let result = await end(round, with: ending)
+        let (result, losers) = end(round, with: ending)
+        // The parts settle the losers, and the observers hear of them, before the request goes on with the attempt
+        // that ended the round.
+        for loser in losers {
+            if let outcome = plan.settle(loser, decision: .cancelled, of: result.records.lazy.map(\.attempt)) {
+                await plan.tell(outcome)
+            }
+        }
         // A round won by an answer teaches how long the host took to give it: from the round's first attempt reaching
         // the transport to the winner's end, whichever attempt won.
         if let learning, case .success = result.result.kind, let winner = result.records.last?.attempt,
@@ -279,39 +292,33 @@ struct HedgingExecutor {
         return true
     }
 
-    /// Has the parts settle attempt `number`, recorded by `round`, and tells the observers, with `decision`: a loser's
-    /// (``AttemptDecision/cancelled``), or a retry without delay for a failure while others are in flight.
-    func tell(
-        attempt number: Int, data: Data?, decision: AttemptDecision, of round: HedgeRound
-    ) async {
-        let now = plan.session.clock.now()
-        let report = RequestMachine.Report(attempt: number, data: data, elapsed: now - atStart.time.start)
-        if let outcome = plan.settle(report, decision: decision, of: round.records.lazy.map(\.attempt)) {
-            await plan.tell(outcome)
-        }
-    }
-
-    /// Ends a round with `ending`: cancels the tasks still running (whatever they report later is dropped), then
-    /// records each attempt in flight as cancelled, settles it and tells the observers (a failure whose question is
-    /// unanswered too, as a loser), and returns the round's records with the result of the attempt that ends the
-    /// round, recorded after them (with the retriers' answer about it, if any). With no ending (the task was
+    /// Ends a round with `ending`: cancels the attempts still in flight, the questions still unanswered and the timer,
+    /// and ends the stream, which drops whatever they report later; records each attempt it cancelled (sent if it
+    /// handed its request over); and returns the round's records with the result of the attempt that ends the round,
+    /// recorded after them (with the retriers' answer about it, if any), and the reports of the losers: the failures
+    /// whose question is unanswered, then the attempts it cancelled, each by number. With no ending (the task was
     /// cancelled), the newest attempt in flight is the one the request goes on with, recorded last.
-    private func end(_ round: HedgeRound, with ending: HedgeRound.Ending?) async
-        -> RoundResult
-    {
+    private func end(_ round: HedgeRound, with ending: HedgeRound.Ending?) -> (RoundResult, [RequestMachine.Report]) {
         var round = round
-        var losers = round.end()
-        let newest = ending == nil ? losers.popLast() : nil
+        for attempt in round.inFlight.values { attempt.task.cancel() }
+        for question in round.asking.values { question.task?.cancel() }
+        round.timer?.task.cancel()
+        round.reporter.finish()
         let clock = plan.session.clock
-        let unneeded = round.asking.mapValues(\.failed).merging(round.declined) { asked, _ in asked }
-        for (number, failed) in unneeded.sorted(by: { $0.key < $1.key }) {
-            await tell(attempt: number, data: failed.data, decision: .cancelled, of: round)
+        let handoffs = round.handoffs.withLock { $0 }
+        var cancelled = round.inFlight.sorted { $0.key < $1.key }.map { number, attempt in
+            (number, attempt, AttemptResult(.cancelled, sent: handoffs[number]?.request, sentAt: handoffs[number]?.at))
         }
-        for (number, loser, cancelled) in losers {
+        let newest = ending == nil ? cancelled.popLast() : nil
+        let unneeded = round.asking.mapValues(\.failed).merging(round.declined) { asked, _ in asked }
+        var losers = unneeded.sorted { $0.key < $1.key }.map { number, failed in
+            RequestMachine.Report(attempt: number, data: failed.data, elapsed: clock.now() - atStart.time.start)
+        }
+        for (number, loser, result) in cancelled {
+            let now = clock.now()
             round.records.append(
-                RequestMachine.Recorded(
-                    cancelled, number: number, since: loser.start, now: clock.now(), hedge: loser.hedge))
-            await tell(attempt: number, data: nil, decision: .cancelled, of: round)
+                RequestMachine.Recorded(result, number: number, since: loser.start, now: now, hedge: loser.hedge))
+            losers.append(RequestMachine.Report(attempt: number, data: nil, elapsed: now - atStart.time.start))
         }
         let result: AttemptResult
         var answer: RequestMachine.RetriersAnswer?
@@ -334,7 +341,114 @@ struct HedgingExecutor {
                 result = .cancelledBeforeSending
             }
         }
-        return RoundResult(records: round.records, result: result, answer: answer, target: round.target)
+        return (RoundResult(records: round.records, result: result, answer: answer, target: round.target), losers)
+    }
+}
+
+/// What a hedged round keeps while its loop (`HedgingExecutor.execute()`) runs: the attempts in flight, the questions
+/// to the retriers still unanswered and the hedging timer, each a task of its own that reports through one stream,
+/// which the loop reads in the order the reports came; the attempts that ended, recorded for the machine; the failures
+/// the retriers declined for the attempts made; and the request a retrier moved the request to.
+///
+/// The tasks are unstructured (started through `Spawn`, like a race's), so that the loop goes on at once when an
+/// attempt wins, even if a loser ignores cancellation: the round's end cancels the loser and ends the stream, and the
+/// loser's report, if it ever comes, is dropped. The loop alone reads and changes a round; only the handoffs are written by
+/// the attempts' tasks.
+struct HedgeRound {
+    /// What the round's loop hears, in the order it happened.
+    enum Report: Sendable {
+        /// Attempt `number` handed `request` to the transport.
+        case sent(number: Int, request: URLRequest)
+        /// Attempt `number` ended.
+        case finished(number: Int, result: AttemptResult)
+        /// The retriers answered about attempt `number`'s failure: `.answered`, or how the question ended without one.
+        case answered(number: Int, answer: RequestMachine.RetriersAnswer)
+        /// Timer `timer` fired: the hedging delay, or the quiet a failure asked for, passed.
+        case tick(timer: Int)
+    }
+
+    /// An attempt in flight: which hedge of the round it is (0 for the first attempt), when it started, and its task.
+    struct InFlight {
+        let hedge: Int
+        let start: Duration
+        let task: Task<Void, Never>
+    }
+
+    /// What ends a round.
+    enum Ending {
+        /// Attempt `number` came to `result` at `at`, which ends the round (a success, cancellation, the deadline, or
+        /// the last attempt in flight failing); not recorded yet.
+        case finished(Int, InFlight, AttemptResult, at: Duration)
+        /// The retriers' question about attempt `number`'s failure, recorded when they were asked, ended the round:
+        /// with their `answer` (a response no retrier would retry), or cut by the deadline or cancellation.
+        case decided(Int, AttemptResult, answer: RequestMachine.RetriersAnswer)
+    }
+
+    /// Where the round's tasks report.
+    let reporter: AsyncStream<Report>.Continuation
+    /// The attempts in flight, by number.
+    var inFlight: [Int: InFlight] = [:]
+    /// The failures the retriers are asked about, by number, until they answer, with the task that asks them (`nil`
+    /// for a failure that is never retried, answered at once).
+    var asking: [Int: (failed: AttemptResult, task: Task<Void, Never>?)] = [:]
+    /// The round's attempts that ended, in the order the round recorded them: the machine adds them to its records when
+    /// the round ends.
+    var records: [RequestMachine.Recorded] = []
+    /// The request a retrier moved the request to mid-round (`retryWithRequest`): the next hedges start from it, and so
+    /// does the request's next attempt after the round.
+    var target: URLRequest?
+    /// The failures the retriers declined for the attempts the request made (a retry limit, a repeated failure), or
+    /// would retry with no attempt left in the hedging settings, while others were in flight, by number: told as
+    /// losers when the round ends.
+    var declined: [Int: AttemptResult] = [:]
+    /// The timer set last, if it has not fired: a tick of any other is dropped.
+    var timer: (id: Int, task: Task<Void, Never>)?
+    /// How many timers were set, which numbers the next.
+    private var timers = 0
+    /// How many attempts the request recorded before the round.
+    let recordedBefore: Int
+    /// What each attempt handed to the transport, and when; written from the attempts' tasks as they hand it over,
+    /// so that a loser's record says whether it was sent, even when the round ended before its report was read.
+    let handoffs = Locked<[Int: Handoff]>([:])
+
+    /// A round whose tasks report to `reporter`, of a request that recorded `recordedBefore` attempts before it.
+    init(reporter: AsyncStream<Report>.Continuation, recordedBefore: Int) {
+        self.reporter = reporter
+        self.recordedBefore = recordedBefore
+    }
+
+    /// How many attempts the request made so far, ended or in flight: the number of the one started last.
+    var attemptsMade: Int { recordedBefore + records.count + inFlight.count }
+
+    /// Moves the record of attempt `number` after every other: the attempt that ends the round, recorded when the
+    /// retriers were asked about it, goes after the attempts the round cancelled, as the one the request goes on with.
+    mutating func moveLast(attempt number: Int) {
+        guard let index = records.lastIndex(where: { $0.attempt.number == number }) else { return }
+        records.append(records.remove(at: index))
+    }
+
+    /// Sets a timer that reports ``Report/tick(timer:)`` after `delay` on `clock`, in place of the one set before;
+    /// with no delay, only stops the one set before.
+    mutating func setTimer(after delay: Duration?, clock: SessionClock) {
+        timer?.task.cancel()
+        timer = nil
+        guard let delay else { return }
+        timers += 1
+        let (id, reporter) = (timers, reporter)
+        let task = Spawn.task {
+            do {
+                try await clock.sleep(delay)
+            } catch {
+                return  // Cancelled: the round ended, or the timer was replaced.
+            }
+            reporter.yield(.tick(timer: id))
+        }
+        timer = (id, task)
+    }
+
+    /// What attempt `number` handed to the transport and when, if it did.
+    func handoff(of number: Int) -> Handoff? {
+        handoffs.withLock { $0[number] }
     }
 }
 

@@ -196,7 +196,10 @@ struct RequestMachine {
             return decide(after: result, answer: nil, admittedByBreaker: admittedByBreaker, now: now)
 
         case (.roundEnded(let round, let admittedByBreaker), .attempting):
-            for recorded in round.records { record(recorded) }
+            for recorded in round.records {
+                if let sent = recorded.failedRequest { lastSentRequest = sent }
+                attempts.append(recorded.attempt)
+            }
             if let target = round.target { base = target }
             return decide(after: round.result, answer: round.answer, admittedByBreaker: admittedByBreaker, now: now)
 
@@ -250,12 +253,6 @@ struct RequestMachine {
     private mutating func record(_ result: AttemptResult, number: Int, since start: Duration, now: Duration) {
         if let sent = result.failedRequest { lastSentRequest = sent }
         attempts.append(Attempt(recording: result, number: number, since: start, now: now))
-    }
-
-    /// Adds `recorded`, one of a hedged round's records, to the request's records.
-    private mutating func record(_ recorded: Recorded) {
-        if let sent = recorded.failedRequest { lastSentRequest = sent }
-        attempts.append(recorded.attempt)
     }
 
     /// The request the next attempt's adapters start from: the one a retrier handed over, or the caller's.
