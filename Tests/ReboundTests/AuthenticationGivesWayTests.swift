@@ -255,6 +255,41 @@ struct AuthenticationGivesWayTests {
         #expect(budget.tokens(for: exampleURL) == before - hedgeCost + 1)
     }
 
+    @Test("In the preset, the request after a host's outage refreshes through the trial it gives way, and both succeed")
+    func inThePresetTheRefreshTakesTheTrialTheWaitingRequestGaveWay() async throws {
+        let transport = ScriptedTransport(clock: clock) { request, _ in
+            switch request.url?.path {
+            case "/down": .status(503)
+            case "/token": .response(body: "2")
+            default: request.value(forHTTPHeaderField: "Authorization") == "Bearer 2" ? .status(200) : .status(401)
+            }
+        }
+        // The README's pairing: the preset with the interceptor. Five failures open the host's breaker, for at most
+        // half a second.
+        let resilience = Resilience(clock: clock, random: .seeded(7), deadline: .seconds(30))
+        let tripping = Session(transport: transport, adapters: resilience.adapters, clock: clock)
+        for _ in 0..<5 { _ = try? await tripping.send(URL(string: "https://api.example.com/down")!) }
+        let breakers = Array(resilience.breakers.breakers.values)
+        #expect(breakers.map(\.state) == [.open])
+        clock.advance(by: .milliseconds(500))
+        // The credential has expired: the request that takes the trial refreshes it, through the same session.
+        let sending = Locked<Session?>(nil)
+        let authenticator = askingTheTokenEndpoint(through: sending)
+        let auth = AuthenticationInterceptor(
+            authenticator: authenticator, credential: Token(value: 1, expired: true), clock: clock)
+        let session = Session(transport: transport, resilience: resilience, interceptor: auth, clock: clock)
+        sending.withLock { $0 = session }
+
+        let response = try await session.send(exampleURL)
+
+        #expect(response.attempts.map(\.statusCode) == [200])
+        #expect(transport.requests.map(\.url?.path).suffix(2) == ["/token", "/items"])
+        #expect(authenticator.refreshes.withLock { $0 } == 1)
+        #expect(breakers.map(\.state) == [.closed], "the token request was the trial, and closed the breaker")
+        #expect(breakers.allSatisfy { $0.permitsInFlight == 0 })
+        #expect(resilience.throttle.grantsKept == 0)
+    }
+
     @Test("When the refresh's own request fails the trial it was given, the waiting request fails, holding nothing")
     func aRefreshThatFailsTheTrialLeavesTheWaitingRequestHoldingNothing() async throws {
         // The token endpoint fails too: the refresh's own request, which takes the trial, opens the breaker again.
