@@ -352,8 +352,8 @@ struct HedgingExecutor {
 ///
 /// The tasks are unstructured (started through `Spawn`, like a race's), so that the loop goes on at once when an
 /// attempt wins, even if a loser ignores cancellation: the round's end cancels the loser and ends the stream, and the
-/// loser's report, if it ever comes, is dropped. The loop alone reads and changes a round; only the handoffs are written by
-/// the attempts' tasks.
+/// loser's report, if it ever comes, is dropped. The loop alone reads and changes a round; only the handoffs are
+/// written by the attempts' tasks.
 struct HedgeRound {
     /// What the round's loop hears, in the order it happened.
     enum Report: Sendable {
