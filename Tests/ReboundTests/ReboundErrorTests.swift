@@ -82,10 +82,10 @@ struct ReboundErrorTests {
     }
 
     /// Three attempts, the last of which failed with `failure`.
-    private static func attempts(last failure: ReboundError.Reason) -> [Attempt] {
-        (1...3).map {
+    private static func attempts(last failure: ReboundError.Reason, count: Int = 3) -> [Attempt] {
+        (1...count).map {
             Attempt(
-                number: $0, request: nil, response: nil, failure: $0 == 3 ? failure : .unacceptableStatusCode(503),
+                number: $0, request: nil, response: nil, failure: $0 == count ? failure : .unacceptableStatusCode(503),
                 duration: .zero)
         }
     }
@@ -127,6 +127,23 @@ struct ReboundErrorTests {
                 + expected)
         #expect(error.localizedDescription == error.description)
         #expect(!error.description.contains("\n"))
+    }
+
+    @Test func anotherRequestsErrorItWrapsIsSetOffInBrackets() {
+        // An authenticator's refresh asked the token endpoint, which failed: the request's adapter failed with it.
+        let token = URLRequest(url: URL(string: "https://auth.example.com/token?client_secret=SECRET")!)
+        let refresh = ReboundError(
+            reason: .unacceptableStatusCode(503), originalRequest: token,
+            attempts: Self.attempts(last: .unacceptableStatusCode(503), count: 1))
+        let error = ReboundError(
+            reason: .adaptationFailed(error: refresh), originalRequest: request(),
+            attempts: Self.attempts(last: .adaptationFailed(error: refresh), count: 1))
+
+        #expect(
+            error.description
+                == "GET https://api.example.com/items: attempt 1 failed with adapter failed: "
+                + "[GET https://auth.example.com/token?client_secret=<redacted>: attempt 1 failed with status 503; "
+                + "not retried (1 attempt)]; not retried (1 attempt)")
     }
 
     @Test func theRetriersErrorAndTheOpenBreakerAreReachableDirectly() {

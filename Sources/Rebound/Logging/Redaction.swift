@@ -156,10 +156,12 @@ public struct Redaction: Sendable {
 extension Redaction {
     /// How the library prints an error it wraps, in descriptions and log lines: a `URLError` (or an error that carries
     /// a failing URL, as Foundation's do) as its domain and code only, since its own description prints the URL, query
-    /// included; any other error as it describes itself. The error itself stays untouched where code asks for it.
+    /// included; a ``ReboundError`` (another request's, as an authenticator's refresh that failed) in brackets, so
+    /// that where its line ends and the wrapping one goes on reads plainly; any other error as it describes itself. The
+    /// error itself stays untouched where code asks for it.
     static func describe(_ error: any Error) -> String {
         if let urlError = error as? URLError { return urlError.code.logDescription }
-        if error is ReboundError { return String(describing: error) }
+        if error is ReboundError { return "[\(error)]" }
         let bridged = error as NSError
         let urlKeys = [NSURLErrorFailingURLErrorKey, "NSErrorFailingURLStringKey"]
         if urlKeys.contains(where: { bridged.userInfo[$0] != nil }) {
