@@ -223,6 +223,97 @@ struct HedgeRoomTests {
         #expect(budget.tokens(for: exampleURL) == before, "a hedge never sent is refunded")
         #expect(budget.requestsWithHedges == 0)
     }
+
+    /// How the retriers answer the first attempt's 503 in ``aHedgeThatNeverLeftIsNotTheRoundsLastWord(answer:)``.
+    enum FirstAnswer: String, CaseIterable, CustomTestStringConvertible {
+        /// A retry, at once (the policy's answer comes before the hedge is refused).
+        case retry
+        /// A retry, after the hedge is refused (a retrier that takes its time, as one that refreshes a credential).
+        case slowRetry
+        /// No retry: the policy's limit is reached.
+        case limitReached
+
+        var testDescription: String { rawValue }
+    }
+
+    @Test(
+        "A hedge refused when it reaches the limiter, the last attempt in flight, leaves the request going on as without hedging",
+        arguments: FirstAnswer.allCases)
+    func aHedgeThatNeverLeftIsNotTheRoundsLastWord(answer: FirstAnswer) async throws {
+        guard #available(macOS 15.0, iOS 18.0, macCatalyst 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *) else {
+            return
+        }
+        let simulation = Simulation()
+        let clock = ManualClock()
+        let limiter = ConcurrencyLimiter(
+            configuration: .init(limit: .fixed(2), maximumQueued: 5, queueTimeout: .seconds(30)), clock: clock)
+        // A hedge takes 50 ms to reach the limiter (an adapter that waits, as one whose credential is refreshing):
+        // meanwhile other requests take the limiter's places.
+        let slowForHedges = Adapter { request, context in
+            if context.attempt > 1 { try await clock.sleep(for: .milliseconds(50)) }
+            return request
+        }
+        let itemsAsked = Locked(0)
+        let transport = ScriptedTransport(clock: clock) { request, _ in
+            if request.url?.path == "/other" { return .status(200).delayed(by: .seconds(5)) }
+            let asked = itemsAsked.withLock { count in
+                count += 1
+                return count
+            }
+            return asked == 1 ? .status(503).delayed(by: .milliseconds(120)) : .status(200)
+        }
+        let policy = RetryPolicy(retryLimit: answer == .limitReached ? 0 : 2, backoff: .constant(.seconds(1)))
+        let slowly = Retrier { request, error in
+            try? await clock.sleep(for: .milliseconds(100))
+            return await policy.retry(request, dueTo: error)
+        }
+        let recorder = AttemptLog()
+        let session = Session(
+            transport: transport, adapters: [slowForHedges, limiter],
+            retriers: [answer == .slowRetry ? slowly : policy],
+            observers: [recorder], hedging: Hedging(delay: .milliseconds(100)), clock: clock)
+        let others = Session(transport: transport, adapters: [limiter], clock: clock)
+        let other = URLRequest(url: URL(string: "https://api.example.com/other")!)
+        let outcome = await simulation.run { [clock] () -> Result<Response, any Error> in
+            let task = Task(executorPreference: simulation.executor) { () -> Result<Response, any Error> in
+                do { return .success(try await session.send(exampleURL)) } catch { return .failure(error) }
+            }
+            var taking: [Task<Void, Never>] = []
+            // 100 ms: the hedge starts, with a place free, and another request takes it; 120 ms: the first attempt's
+            // 503 gives its place back, which a third request takes; 150 ms: the hedge reaches the limiter.
+            for step in [100, 20, 30] {
+                await simulation.settle()
+                clock.advance(by: .milliseconds(step))
+                await simulation.settle()
+                if step != 30 {
+                    taking.append(Task(executorPreference: simulation.executor) { _ = try? await others.send(other) })
+                }
+            }
+            while let next = clock.nextDeadline {
+                clock.advance(to: next)
+                await simulation.settle()
+            }
+            for request in taking { await request.value }
+            return await task.value
+        }
+
+        #expect(limiter.placesHeld == 0)
+        switch answer {
+        case .retry, .slowRetry:
+            // The retry the hedge was to be is sent as without hedging: at once, waiting for a place.
+            let response = try outcome.get()
+            #expect(response.attempts.map(\.statusCode) == [503, nil, 200])
+            #expect(response.attempts.map(\.hedge) == [0, 1, 0])
+            #expect(
+                recorder.told == ["#1 hedge 0 retry in 0 ms", "#2 hedge 1 retry in 0 ms", "#3 hedge 0 succeeded"])
+        case .limitReached:
+            // The request ends with the failure the policy declined, not with the hedge's refusal.
+            let error = try #require(throws: ReboundError.self) { try outcome.get() }
+            #expect(error.statusCode == 503)
+            #expect(error.stopReason == .retryLimit)
+            #expect(recorder.told.first == "#2 hedge 1 cancelled")
+        }
+    }
 }
 
 /// Hears every attempt's number, hedge and decision, in the order they are told.

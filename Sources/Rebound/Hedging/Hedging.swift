@@ -7,7 +7,8 @@
 /// zero starts them all at once. The first acceptable response wins and the others are cancelled; a response that no
 /// retrier would retry (a 404, say) ends them all and the request with it. An attempt that fails in a way the retriers
 /// would retry starts the next hedge at once, if one may start; when the last attempt in flight fails, the request goes
-/// on as without hedging: the retriers' delay, then a retry, itself hedged. The retriers are asked about a failure while
+/// on as without hedging: the retriers' delay, then a retry, itself hedged (a hedge a part refused before it was sent is
+/// not that failure: the round goes on as though it had not started). The retriers are asked about a failure while
 /// the other attempts stay in flight (a slow retrier never holds back an answer that came meanwhile), and a 429 or 503
 /// whose `Retry-After` asks for a delay starts no new hedge before that time (its `retry-after-ms` too, and no new hedge
 /// of the round after an `x-should-retry: false`, where the chain's retry policies read them).

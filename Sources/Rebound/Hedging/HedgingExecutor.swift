@@ -109,12 +109,18 @@ struct HedgingExecutor {
                     if !due { round.setTimer(after: hedgeDelay, clock: clock) }
                 }
                 newestSent = request
+                // The request went on: a retry the retriers granted is taken up by this attempt.
+                round.owesRetry = false
             case .finished(let number, let result):
                 guard let attempt = round.inFlight.removeValue(forKey: number) else { continue }
                 if number == unsent { unsent = nil }
                 let now = clock.now()
-                guard case .failure(let reason) = result.kind, !round.inFlight.isEmpty else {
-                    // A success, cancellation, the deadline, or the last attempt in flight failing: the round is over.
+                // A success, cancellation, the deadline, or the last attempt in flight failing ends the round; but not a
+                // hedge refused before it was sent (a part had no room for it when it reached it, a breaker opened):
+                // the round goes on without it, as though it had not started.
+                guard case .failure(let reason) = result.kind,
+                    !round.inFlight.isEmpty || (attempt.hedge > 0 && result.sent == nil && reason.isNonRetryable)
+                else {
                     ending = .finished(number, attempt, result, at: now)
                     break rounds
                 }
@@ -172,7 +178,7 @@ struct HedgingExecutor {
                 if noAttemptFollows {
                     // The attempts in flight go on, no new hedge starts, and this one is told as a loser when the
                     // round ends.
-                    round.declined[number] = failed
+                    round.declined[number] = (failed, result)
                     stopped = true
                 } else if result.delay == nil {
                     // A response no retrier would retry is the answer: it ends them all.
@@ -188,11 +194,17 @@ struct HedgingExecutor {
                     if let outcome = plan.settle(report, decision: .retry(after: .zero), of: recorded) {
                         await plan.tell(outcome)
                     }
+                    round.owesRetry = true
                     if result.delay != nil {
                         due = true
                         retrying = round.records.last { $0.attempt.number == number }?.attempt
                     }
                 }
+            }
+            // Nothing in flight and no question open: the last attempt was a hedge that never left.
+            if round.inFlight.isEmpty, round.asking.isEmpty {
+                ending = round.endingWithNothingInFlight()
+                break rounds
             }
             // A hedge may start once its delay passed and the newest attempt was sent, while the settings and the
             // time left allow another attempt.
@@ -310,7 +322,8 @@ struct HedgingExecutor {
             (number, attempt, AttemptResult(.cancelled, sent: handoffs[number]?.request, sentAt: handoffs[number]?.at))
         }
         let newest = ending == nil ? cancelled.popLast() : nil
-        let unneeded = round.asking.mapValues(\.failed).merging(round.declined) { asked, _ in asked }
+        let declined = round.declined.mapValues(\.failed)
+        let unneeded = round.asking.mapValues(\.failed).merging(declined) { asked, _ in asked }
         var losers = unneeded.sorted { $0.key < $1.key }.map { number, failed in
             RequestMachine.Report(attempt: number, data: failed.data, elapsed: clock.now() - atStart.time.start)
         }
@@ -400,7 +413,10 @@ struct HedgeRound {
     /// The failures the retriers declined for the attempts the request made (a retry limit, a repeated failure), or
     /// would retry with no attempt left in the hedging settings, while others were in flight, by number: told as
     /// losers when the round ends.
-    var declined: [Int: AttemptResult] = [:]
+    var declined: [Int: (failed: AttemptResult, answer: RetryResult)] = [:]
+    /// Whether the retriers granted a retry mid-round that no attempt sent since took up: the request went on with
+    /// the attempts in flight, and the next hedge, which may never leave.
+    var owesRetry = false
     /// The timer set last, if it has not fired: a tick of any other is dropped.
     var timer: (id: Int, task: Task<Void, Never>)?
     /// How many timers were set, which numbers the next.
@@ -444,6 +460,24 @@ struct HedgeRound {
             reporter.yield(.tick(timer: id))
         }
         timer = (id, task)
+    }
+
+    /// How a round ends with nothing in flight and no question open, its last attempt a hedge that never left (told as
+    /// a loser otherwise): as though the hedge had not started. The request retries at once when the retriers granted
+    /// a retry that no attempt sent since took up (the hedge was to be it), the hedge then the attempt it goes on
+    /// from; otherwise it goes on with the newest failure they declined, one that was sent before one that was not.
+    mutating func endingWithNothingInFlight() -> Ending {
+        let newest = declined.max { $0.key < $1.key }
+        let chosen =
+            owesRetry
+            ? newest
+            : declined.filter { $0.value.failed.sent != nil }.max { $0.key < $1.key } ?? newest
+        guard let (number, declinedOne) = chosen else {
+            preconditionFailure("a round with nothing in flight and no question open declined its last attempt")
+        }
+        declined[number] = nil
+        let answer: RetryResult = owesRetry ? .retry : declinedOne.answer
+        return .decided(number, declinedOne.failed, answer: .answered(answer))
     }
 
     /// What attempt `number` handed to the transport and when, if it did.
