@@ -232,6 +232,8 @@ struct HedgeRoomTests {
         case slowRetry
         /// No retry: the policy's limit is reached.
         case limitReached
+        /// None: the caller cancels the request while the retrier takes its time.
+        case cancelled
 
         var testDescription: String { rawValue }
     }
@@ -270,7 +272,7 @@ struct HedgeRoomTests {
         let recorder = AttemptLog()
         let session = Session(
             transport: transport, adapters: [slowForHedges, limiter],
-            retriers: [answer == .slowRetry ? slowly : policy],
+            retriers: [answer == .slowRetry || answer == .cancelled ? slowly : policy],
             observers: [recorder], hedging: Hedging(delay: .milliseconds(100)), clock: clock)
         let others = Session(transport: transport, adapters: [limiter], clock: clock)
         let other = URLRequest(url: URL(string: "https://api.example.com/other")!)
@@ -289,6 +291,13 @@ struct HedgeRoomTests {
                     taking.append(Task(executorPreference: simulation.executor) { _ = try? await others.send(other) })
                 }
             }
+            if answer == .cancelled {
+                // The hedge was refused; the retrier still decides about the first attempt's 503.
+                clock.advance(by: .milliseconds(10))
+                await simulation.settle()
+                task.cancel()
+                await simulation.settle()
+            }
             while let next = clock.nextDeadline {
                 clock.advance(to: next)
                 await simulation.settle()
@@ -300,18 +309,25 @@ struct HedgeRoomTests {
         #expect(limiter.placesHeld == 0)
         switch answer {
         case .retry, .slowRetry:
-            // The retry the hedge was to be is sent as without hedging: at once, waiting for a place.
+            // The hedge is a loser, and the request goes on with the first attempt's failure as without hedging: the
+            // policy's backoff, then a retry, which waits for a place.
             let response = try outcome.get()
-            #expect(response.attempts.map(\.statusCode) == [503, nil, 200])
-            #expect(response.attempts.map(\.hedge) == [0, 1, 0])
-            #expect(
-                recorder.told == ["#1 hedge 0 retry in 0 ms", "#2 hedge 1 retry in 0 ms", "#3 hedge 0 succeeded"])
+            #expect(response.attempts.map(\.statusCode) == [nil, 503, 200])
+            #expect(response.attempts.map(\.hedge) == [1, 0, 0])
+            #expect(recorder.told == ["#2 hedge 1 cancelled", "#1 hedge 0 retry in 1 s", "#3 hedge 0 succeeded"])
         case .limitReached:
             // The request ends with the failure the policy declined, not with the hedge's refusal.
             let error = try #require(throws: ReboundError.self) { try outcome.get() }
             #expect(error.statusCode == 503)
             #expect(error.stopReason == .retryLimit)
-            #expect(recorder.told.first == "#2 hedge 1 cancelled")
+            #expect(error.attempts.map(\.statusCode) == [nil, 503])
+            #expect(recorder.told == ["#2 hedge 1 cancelled", "#1 hedge 0 failed"])
+        case .cancelled:
+            // Each attempt is told once: the first attempt's failure, whose question the request no longer needs, as
+            // a loser, then the newest, with the request's cancellation.
+            #expect(throws: CancellationError.self) { try outcome.get() }
+            #expect(recorder.told == ["#1 hedge 0 cancelled", "#2 hedge 1 cancelled"])
+            #expect(itemsAsked.withLock { $0 } == 1)
         }
     }
 }

@@ -109,8 +109,8 @@ struct HedgingExecutor {
                     if !due { round.setTimer(after: hedgeDelay, clock: clock) }
                 }
                 newestSent = request
-                // The request went on: a retry the retriers granted is taken up by this attempt.
-                round.owesRetry = false
+                // The request goes on with an attempt sent: the retries granted meanwhile are told.
+                await tellGranted(in: &round)
             case .finished(let number, let result):
                 guard let attempt = round.inFlight.removeValue(forKey: number) else { continue }
                 if number == unsent { unsent = nil }
@@ -187,14 +187,10 @@ struct HedgingExecutor {
                 } else {
                     if let request = result.request { round.target = request }
                     // The request goes on at once with the attempts in flight, and the next hedge if it may start:
-                    // the parts settle this one, and the observers hear of a retry without delay.
-                    let report = RequestMachine.Report(
-                        attempt: number, data: failed.data, elapsed: clock.now() - atStart.time.start)
-                    let recorded = round.records.lazy.map(\.attempt)
-                    if let outcome = plan.settle(report, decision: .retry(after: .zero), of: recorded) {
-                        await plan.tell(outcome)
-                    }
-                    round.owesRetry = true
+                    // told so as soon as an attempt in flight was sent (not one still in an adapter, which may never
+                    // leave).
+                    round.granted[number] = (failed, result)
+                    if round.inFlight.keys.contains(where: { $0 != unsent }) { await tellGranted(in: &round) }
                     if result.delay != nil {
                         due = true
                         retrying = round.records.last { $0.attempt.number == number }?.attempt
@@ -281,6 +277,21 @@ struct HedgingExecutor {
         return number
     }
 
+    /// Has the parts settle the failures whose retry the retriers granted mid-round, and tells the observers of each,
+    /// in order, as retried without delay: the request went on with the attempts in flight.
+    func tellGranted(in round: inout HedgeRound) async {
+        let clock = plan.session.clock
+        for (number, granted) in round.granted.sorted(by: { $0.key < $1.key }) {
+            let report = RequestMachine.Report(
+                attempt: number, data: granted.failed.data, elapsed: clock.now() - atStart.time.start)
+            let recorded = round.records.lazy.map(\.attempt)
+            if let outcome = plan.settle(report, decision: .retry(after: .zero), of: recorded) {
+                await plan.tell(outcome)
+            }
+        }
+        round.granted = [:]
+    }
+
     /// Whether attempt `number` may start as a hedge of `sent`, the newest request of the round, in place of the retry
     /// of `failed` if a failure started it: a request that may be repeated, let through by every hedge gate registered
     /// (a throttle, a breaker, a limiter, a pacer, a budget), in order.
@@ -316,13 +327,25 @@ struct HedgingExecutor {
         for question in round.asking.values { question.task?.cancel() }
         round.timer?.task.cancel()
         round.reporter.finish()
+        var ending = ending
+        if ending == nil, round.inFlight.isEmpty {
+            // Cancelled while the round waited with nothing in flight (a hedge never left): the request ends with its
+            // newest failure, no loser then.
+            let open = round.asking.mapValues(\.failed).merging(
+                round.declined.merging(round.granted) { declined, _ in declined }.mapValues(\.failed)
+            ) { asked, _ in asked }
+            if let (number, failed) = open.max(by: { $0.key < $1.key }) {
+                (round.asking[number], round.declined[number], round.granted[number]) = (nil, nil, nil)
+                ending = .decided(number, failed, answer: .cancelled)
+            }
+        }
         let clock = plan.session.clock
         let handoffs = round.handoffs.withLock { $0 }
         var cancelled = round.inFlight.sorted { $0.key < $1.key }.map { number, attempt in
             (number, attempt, AttemptResult(.cancelled, sent: handoffs[number]?.request, sentAt: handoffs[number]?.at))
         }
         let newest = ending == nil ? cancelled.popLast() : nil
-        let declined = round.declined.mapValues(\.failed)
+        let declined = round.declined.merging(round.granted) { declined, _ in declined }.mapValues(\.failed)
         let unneeded = round.asking.mapValues(\.failed).merging(declined) { asked, _ in asked }
         var losers = unneeded.sorted { $0.key < $1.key }.map { number, failed in
             RequestMachine.Report(attempt: number, data: failed.data, elapsed: clock.now() - atStart.time.start)
@@ -355,134 +378,6 @@ struct HedgingExecutor {
             }
         }
         return (RoundResult(records: round.records, result: result, answer: answer, target: round.target), losers)
-    }
-}
-
-/// What a hedged round keeps while its loop (`HedgingExecutor.execute()`) runs: the attempts in flight, the questions
-/// to the retriers still unanswered and the hedging timer, each a task of its own that reports through one stream,
-/// which the loop reads in the order the reports came; the attempts that ended, recorded for the machine; the failures
-/// the retriers declined for the attempts made; and the request a retrier moved the request to.
-///
-/// The tasks are unstructured (started through `Spawn`, like a race's), so that the loop goes on at once when an
-/// attempt wins, even if a loser ignores cancellation: the round's end cancels the loser and ends the stream, and the
-/// loser's report, if it ever comes, is dropped. The loop alone reads and changes a round; only the handoffs are
-/// written by the attempts' tasks.
-struct HedgeRound {
-    /// What the round's loop hears, in the order it happened.
-    enum Report: Sendable {
-        /// Attempt `number` handed `request` to the transport.
-        case sent(number: Int, request: URLRequest)
-        /// Attempt `number` ended.
-        case finished(number: Int, result: AttemptResult)
-        /// The retriers answered about attempt `number`'s failure: `.answered`, or how the question ended without one.
-        case answered(number: Int, answer: RequestMachine.RetriersAnswer)
-        /// Timer `timer` fired: the hedging delay, or the quiet a failure asked for, passed.
-        case tick(timer: Int)
-    }
-
-    /// An attempt in flight: which hedge of the round it is (0 for the first attempt), when it started, and its task.
-    struct InFlight {
-        let hedge: Int
-        let start: Duration
-        let task: Task<Void, Never>
-    }
-
-    /// What ends a round.
-    enum Ending {
-        /// Attempt `number` came to `result` at `at`, which ends the round (a success, cancellation, the deadline, or
-        /// the last attempt in flight failing); not recorded yet.
-        case finished(Int, InFlight, AttemptResult, at: Duration)
-        /// The retriers' question about attempt `number`'s failure, recorded when they were asked, ended the round:
-        /// with their `answer` (a response no retrier would retry), or cut by the deadline or cancellation.
-        case decided(Int, AttemptResult, answer: RequestMachine.RetriersAnswer)
-    }
-
-    /// Where the round's tasks report.
-    let reporter: AsyncStream<Report>.Continuation
-    /// The attempts in flight, by number.
-    var inFlight: [Int: InFlight] = [:]
-    /// The failures the retriers are asked about, by number, until they answer, with the task that asks them (`nil`
-    /// for a failure that is never retried, answered at once).
-    var asking: [Int: (failed: AttemptResult, task: Task<Void, Never>?)] = [:]
-    /// The round's attempts that ended, in the order the round recorded them: the machine adds them to its records when
-    /// the round ends.
-    var records: [RequestMachine.Recorded] = []
-    /// The request a retrier moved the request to mid-round (`retryWithRequest`): the next hedges start from it, and so
-    /// does the request's next attempt after the round.
-    var target: URLRequest?
-    /// The failures the retriers declined for the attempts the request made (a retry limit, a repeated failure), or
-    /// would retry with no attempt left in the hedging settings, while others were in flight, by number: told as
-    /// losers when the round ends.
-    var declined: [Int: (failed: AttemptResult, answer: RetryResult)] = [:]
-    /// Whether the retriers granted a retry mid-round that no attempt sent since took up: the request went on with
-    /// the attempts in flight, and the next hedge, which may never leave.
-    var owesRetry = false
-    /// The timer set last, if it has not fired: a tick of any other is dropped.
-    var timer: (id: Int, task: Task<Void, Never>)?
-    /// How many timers were set, which numbers the next.
-    private var timers = 0
-    /// How many attempts the request recorded before the round.
-    let recordedBefore: Int
-    /// What each attempt handed to the transport, and when; written from the attempts' tasks as they hand it over,
-    /// so that a loser's record says whether it was sent, even when the round ended before its report was read.
-    let handoffs = Locked<[Int: Handoff]>([:])
-
-    /// A round whose tasks report to `reporter`, of a request that recorded `recordedBefore` attempts before it.
-    init(reporter: AsyncStream<Report>.Continuation, recordedBefore: Int) {
-        self.reporter = reporter
-        self.recordedBefore = recordedBefore
-    }
-
-    /// How many attempts the request made so far, ended or in flight: the number of the one started last.
-    var attemptsMade: Int { recordedBefore + records.count + inFlight.count }
-
-    /// Moves the record of attempt `number` after every other: the attempt that ends the round, recorded when the
-    /// retriers were asked about it, goes after the attempts the round cancelled, as the one the request goes on with.
-    mutating func moveLast(attempt number: Int) {
-        guard let index = records.lastIndex(where: { $0.attempt.number == number }) else { return }
-        records.append(records.remove(at: index))
-    }
-
-    /// Sets a timer that reports ``Report/tick(timer:)`` after `delay` on `clock`, in place of the one set before;
-    /// with no delay, only stops the one set before.
-    mutating func setTimer(after delay: Duration?, clock: SessionClock) {
-        timer?.task.cancel()
-        timer = nil
-        guard let delay else { return }
-        timers += 1
-        let (id, reporter) = (timers, reporter)
-        let task = Spawn.task {
-            do {
-                try await clock.sleep(delay)
-            } catch {
-                return  // Cancelled: the round ended, or the timer was replaced.
-            }
-            reporter.yield(.tick(timer: id))
-        }
-        timer = (id, task)
-    }
-
-    /// How a round ends with nothing in flight and no question open, its last attempt a hedge that never left (told as
-    /// a loser otherwise): as though the hedge had not started. The request retries at once when the retriers granted
-    /// a retry that no attempt sent since took up (the hedge was to be it), the hedge then the attempt it goes on
-    /// from; otherwise it goes on with the newest failure they declined, one that was sent before one that was not.
-    mutating func endingWithNothingInFlight() -> Ending {
-        let newest = declined.max { $0.key < $1.key }
-        let chosen =
-            owesRetry
-            ? newest
-            : declined.filter { $0.value.failed.sent != nil }.max { $0.key < $1.key } ?? newest
-        guard let (number, declinedOne) = chosen else {
-            preconditionFailure("a round with nothing in flight and no question open declined its last attempt")
-        }
-        declined[number] = nil
-        let answer: RetryResult = owesRetry ? .retry : declinedOne.answer
-        return .decided(number, declinedOne.failed, answer: .answered(answer))
-    }
-
-    /// What attempt `number` handed to the transport and when, if it did.
-    func handoff(of number: Int) -> Handoff? {
-        handoffs.withLock { $0[number] }
     }
 }
 

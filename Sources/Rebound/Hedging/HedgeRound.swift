@@ -1,0 +1,127 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// What a hedged round keeps while its loop (`HedgingExecutor.execute()`) runs: the attempts in flight, the questions
+/// to the retriers still unanswered and the hedging timer, each a task of its own that reports through one stream,
+/// which the loop reads in the order the reports came; the attempts that ended, recorded for the machine; the failures
+/// the retriers declined for the attempts made; and the request a retrier moved the request to.
+///
+/// The tasks are unstructured (started through `Spawn`, like a race's), so that the loop goes on at once when an
+/// attempt wins, even if a loser ignores cancellation: the round's end cancels the loser and ends the stream, and the
+/// loser's report, if it ever comes, is dropped. The loop alone reads and changes a round; only the handoffs are
+/// written by the attempts' tasks.
+struct HedgeRound {
+    /// What the round's loop hears, in the order it happened.
+    enum Report: Sendable {
+        /// Attempt `number` handed `request` to the transport.
+        case sent(number: Int, request: URLRequest)
+        /// Attempt `number` ended.
+        case finished(number: Int, result: AttemptResult)
+        /// The retriers answered about attempt `number`'s failure: `.answered`, or how the question ended without one.
+        case answered(number: Int, answer: RequestMachine.RetriersAnswer)
+        /// Timer `timer` fired: the hedging delay, or the quiet a failure asked for, passed.
+        case tick(timer: Int)
+    }
+
+    /// An attempt in flight: which hedge of the round it is (0 for the first attempt), when it started, and its task.
+    struct InFlight {
+        let hedge: Int
+        let start: Duration
+        let task: Task<Void, Never>
+    }
+
+    /// What ends a round.
+    enum Ending {
+        /// Attempt `number` came to `result` at `at`, which ends the round (a success, cancellation, the deadline, or
+        /// the last attempt in flight failing); not recorded yet.
+        case finished(Int, InFlight, AttemptResult, at: Duration)
+        /// The retriers' question about attempt `number`'s failure, recorded when they were asked, ended the round:
+        /// with their `answer` (a response no retrier would retry), or cut by the deadline or cancellation.
+        case decided(Int, AttemptResult, answer: RequestMachine.RetriersAnswer)
+    }
+
+    /// Where the round's tasks report.
+    let reporter: AsyncStream<Report>.Continuation
+    /// The attempts in flight, by number.
+    var inFlight: [Int: InFlight] = [:]
+    /// The failures the retriers are asked about, by number, until they answer, with the task that asks them (`nil`
+    /// for a failure that is never retried, answered at once).
+    var asking: [Int: (failed: AttemptResult, task: Task<Void, Never>?)] = [:]
+    /// The round's attempts that ended, in the order the round recorded them: the machine adds them to its records when
+    /// the round ends.
+    var records: [RequestMachine.Recorded] = []
+    /// The request a retrier moved the request to mid-round (`retryWithRequest`): the next hedges start from it, and so
+    /// does the request's next attempt after the round.
+    var target: URLRequest?
+    /// The failures the retriers declined for the attempts the request made (a retry limit, a repeated failure), or
+    /// would retry with no attempt left in the hedging settings, while others were in flight, by number: told as
+    /// losers when the round ends.
+    var declined: [Int: (failed: AttemptResult, answer: RetryResult)] = [:]
+    /// The failures whose retry the retriers granted while others were in flight, by number, until the request goes on
+    /// with an attempt that was sent: told then as retried without delay, or as losers when the round ends first.
+    var granted: [Int: (failed: AttemptResult, answer: RetryResult)] = [:]
+    /// The timer set last, if it has not fired: a tick of any other is dropped.
+    var timer: (id: Int, task: Task<Void, Never>)?
+    /// How many timers were set, which numbers the next.
+    private var timers = 0
+    /// How many attempts the request recorded before the round.
+    let recordedBefore: Int
+    /// What each attempt handed to the transport, and when; written from the attempts' tasks as they hand it over,
+    /// so that a loser's record says whether it was sent, even when the round ended before its report was read.
+    let handoffs = Locked<[Int: Handoff]>([:])
+
+    /// A round whose tasks report to `reporter`, of a request that recorded `recordedBefore` attempts before it.
+    init(reporter: AsyncStream<Report>.Continuation, recordedBefore: Int) {
+        self.reporter = reporter
+        self.recordedBefore = recordedBefore
+    }
+
+    /// How many attempts the request made so far, ended or in flight: the number of the one started last.
+    var attemptsMade: Int { recordedBefore + records.count + inFlight.count }
+
+    /// Moves the record of attempt `number` after every other: the attempt that ends the round, recorded when the
+    /// retriers were asked about it, goes after the attempts the round cancelled, as the one the request goes on with.
+    mutating func moveLast(attempt number: Int) {
+        guard let index = records.lastIndex(where: { $0.attempt.number == number }) else { return }
+        records.append(records.remove(at: index))
+    }
+
+    /// Sets a timer that reports ``Report/tick(timer:)`` after `delay` on `clock`, in place of the one set before;
+    /// with no delay, only stops the one set before.
+    mutating func setTimer(after delay: Duration?, clock: SessionClock) {
+        timer?.task.cancel()
+        timer = nil
+        guard let delay else { return }
+        timers += 1
+        let (id, reporter) = (timers, reporter)
+        let task = Spawn.task {
+            do {
+                try await clock.sleep(delay)
+            } catch {
+                return  // Cancelled: the round ended, or the timer was replaced.
+            }
+            reporter.yield(.tick(timer: id))
+        }
+        timer = (id, task)
+    }
+
+    /// How a round ends with nothing in flight and no question open, its last attempt a hedge that never left (told as
+    /// a loser): as though the hedge had not started, with the newest failure the round sent and the retriers' answer
+    /// about it (a retry they granted, or a failure they declined), or else the newest they declined.
+    mutating func endingWithNothingInFlight() -> Ending {
+        let sent = (granted.merging(declined.filter { $0.value.failed.sent != nil }) { granted, _ in granted })
+        guard let (number, chosen) = sent.max(by: { $0.key < $1.key }) ?? declined.max(by: { $0.key < $1.key }) else {
+            preconditionFailure("a round with nothing in flight and no question open declined its last attempt")
+        }
+        (granted[number], declined[number]) = (nil, nil)
+        return .decided(number, chosen.failed, answer: .answered(chosen.answer))
+    }
+
+    /// What attempt `number` handed to the transport and when, if it did.
+    func handoff(of number: Int) -> Handoff? {
+        handoffs.withLock { $0[number] }
+    }
+}
