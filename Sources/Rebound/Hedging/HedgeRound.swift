@@ -39,7 +39,8 @@ struct HedgeRound {
         /// the last attempt in flight failing); not recorded yet.
         case finished(Int, InFlight, AttemptResult, at: Duration)
         /// The retriers' question about attempt `number`'s failure, recorded when they were asked, ended the round:
-        /// with their `answer` (a response no retrier would retry), or cut by the deadline or cancellation.
+        /// with their `answer` (a response no retrier would retry, or any answer once nothing is in flight after a
+        /// hedge that never left), or cut by the deadline or cancellation.
         case decided(Int, AttemptResult, answer: RequestMachine.RetriersAnswer)
     }
 
@@ -109,11 +110,15 @@ struct HedgeRound {
     }
 
     /// How a round ends with nothing in flight and no question open, its last attempt a hedge that never left (told as
-    /// a loser): as though the hedge had not started, with the newest failure the round sent and the retriers' answer
-    /// about it (a retry they granted, or a failure they declined), or else the newest they declined.
+    /// a loser; it keeps its number): as though the hedge had not started, with the failure the round recorded last of
+    /// those it sent and the retriers' answer about it (a retry they granted, or a failure they declined), or else
+    /// with the last it recorded.
     mutating func endingWithNothingInFlight() -> Ending {
-        let sent = (granted.merging(declined.filter { $0.value.failed.sent != nil }) { granted, _ in granted })
-        guard let (number, chosen) = sent.max(by: { $0.key < $1.key }) ?? declined.max(by: { $0.key < $1.key }) else {
+        let answered = granted.merging(declined) { granted, _ in granted }
+        let sent = records.last { answered[$0.attempt.number]?.failed.sent != nil }
+        guard let number = (sent ?? records.last { answered[$0.attempt.number] != nil })?.attempt.number,
+            let chosen = answered[number]
+        else {
             preconditionFailure("a round with nothing in flight and no question open declined its last attempt")
         }
         (granted[number], declined[number]) = (nil, nil)

@@ -52,10 +52,12 @@ struct HedgingExecutor {
     /// the newest attempt was handed over), it starts a hedge, if the settings, the request and the hedge gates allow,
     /// and not before the time a failure's `Retry-After` asked for (or its `retry-after-ms`, or never again after its
     /// `x-should-retry: false`, where the chain's retry policies read them). A success wins; a failure with a response
-    /// that no retrier would retry ends the round; so does the last attempt in flight failing. A failure the retriers
-    /// decline for the attempts the request made (a retry limit, a repeated failure), or decline with no response (a
-    /// part refused the attempt before it was sent, a lost connection they do not retry), starts no new hedge, and the
-    /// attempts in flight go on.
+    /// that no retrier would retry ends the round; so does the last attempt in flight failing, unless it is a hedge
+    /// that never left (a part refused it before it was sent): the round then waits for the questions still open and
+    /// ends as though the hedge had not started, with the newest failure it sent and the retriers' answer about it. A
+    /// failure the retriers decline for the attempts the request made (a retry limit, a repeated failure), or decline
+    /// with no response (a part refused the attempt before it was sent, a lost connection they do not retry), starts no
+    /// new hedge, and the attempts in flight go on.
     ///
     /// The retriers are asked about a failure while others are in flight in a task of their own: the round goes on
     /// meanwhile, so a slow retrier (a token refresh, the offline retrier's wait) never holds back an answer that
@@ -110,7 +112,7 @@ struct HedgingExecutor {
                 }
                 newestSent = request
                 // The request goes on with an attempt sent: the retries granted meanwhile are told.
-                await tellGranted(in: &round)
+                if !round.granted.isEmpty { await tellGranted(in: &round) }
             case .finished(let number, let result):
                 guard let attempt = round.inFlight.removeValue(forKey: number) else { continue }
                 if number == unsent { unsent = nil }
@@ -140,6 +142,9 @@ struct HedgingExecutor {
                 if reason.isNonRetryable {
                     round.asking[number] = (result, nil)
                     reporter.yield(.answered(number: number, answer: .answered(.doNotRetry)))
+                    // Declined with no response: no new hedge starts after it (see `noAttemptFollows`), not even
+                    // before that answer is read.
+                    if result.response == nil { stopped = true }
                 } else {
                     let question = atStart.question(
                         about: result, failingFor: reason, plan: plan, after: round.records)
@@ -334,7 +339,9 @@ struct HedgingExecutor {
             let open = round.asking.mapValues(\.failed).merging(
                 round.declined.merging(round.granted) { declined, _ in declined }.mapValues(\.failed)
             ) { asked, _ in asked }
-            if let (number, failed) = open.max(by: { $0.key < $1.key }) {
+            if let number = round.records.last(where: { open[$0.attempt.number] != nil })?.attempt.number,
+                let failed = open[number]
+            {
                 (round.asking[number], round.declined[number], round.granted[number]) = (nil, nil, nil)
                 ending = .decided(number, failed, answer: .cancelled)
             }
