@@ -330,6 +330,44 @@ struct HedgeRoomTests {
             #expect(itemsAsked.withLock { $0 } == 1)
         }
     }
+
+    @Test("A retry granted while the only attempt in flight waits in an adapter is told once that attempt is sent")
+    func aRetryIsToldWhenAnAttemptCarriesIt() async throws {
+        guard #available(macOS 15.0, iOS 18.0, macCatalyst 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *) else {
+            return
+        }
+        let simulation = Simulation()
+        let clock = ManualClock()
+        // The hedge takes 50 ms to reach the transport; the first attempt's 503 comes while it waits.
+        let slowForHedges = Adapter { request, context in
+            if context.attempt > 1 { try await clock.sleep(for: .milliseconds(50)) }
+            return request
+        }
+        let transport = ScriptedTransport(clock: clock) { _, number in
+            number == 1 ? .status(503).delayed(by: .milliseconds(120)) : .status(200)
+        }
+        let recorder = AttemptLog()
+        let session = Session(
+            transport: transport, adapters: [slowForHedges], retriers: [RetryPolicy()], observers: [recorder],
+            hedging: Hedging(delay: .milliseconds(100)), clock: clock)
+        let (toldWhileTheHedgeWaits, response) = await simulation.run { [clock] () -> ([String], Response?) in
+            let task = Task(executorPreference: simulation.executor) { try? await session.send(exampleURL) }
+            for step in [100, 20, 10] {
+                await simulation.settle()
+                clock.advance(by: .milliseconds(step))
+            }
+            await simulation.settle()
+            let told = recorder.told
+            clock.advance(by: .milliseconds(20))
+            await simulation.settle()
+            return (told, await task.value)
+        }
+
+        #expect(toldWhileTheHedgeWaits.isEmpty, "no attempt sent carries the retry yet")
+        // Once the hedge was sent, the retry also started the next hedge, which the hedge's 200 then cancelled.
+        #expect(response?.attempts.map(\.statusCode) == [503, nil, 200])
+        #expect(recorder.told == ["#1 hedge 0 retry in 0 ms", "#3 hedge 2 cancelled", "#2 hedge 1 succeeded"])
+    }
 }
 
 /// Hears every attempt's number, hedge and decision, in the order they are told.
