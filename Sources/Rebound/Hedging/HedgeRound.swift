@@ -121,8 +121,20 @@ struct HedgeRound {
         else {
             preconditionFailure("a round with nothing in flight and no question open declined its last attempt")
         }
-        (granted[number], declined[number]) = (nil, nil)
+        forget(number)
         return .decided(number, chosen.failed, answer: .answered(chosen.answer))
+    }
+
+    /// The failures the round recorded and has not told yet, by number: those whose question is open, and those whose
+    /// answer (declined, or a retry granted) waits for the round's end or for an attempt sent.
+    var untold: [Int: AttemptResult] {
+        let answered = declined.merging(granted) { declined, _ in declined }.mapValues(\.failed)
+        return asking.mapValues(\.failed).merging(answered) { asked, _ in asked }
+    }
+
+    /// Drops attempt `number` from the failures not told yet: the round ends with it.
+    mutating func forget(_ number: Int) {
+        (asking[number], declined[number], granted[number]) = (nil, nil, nil)
     }
 
     /// What attempt `number` handed to the transport and when, if it did.

@@ -336,13 +336,11 @@ struct HedgingExecutor {
         if ending == nil, round.inFlight.isEmpty {
             // Cancelled while the round waited with nothing in flight (a hedge never left): the request ends with its
             // newest failure, no loser then.
-            let open = round.asking.mapValues(\.failed).merging(
-                round.declined.merging(round.granted) { declined, _ in declined }.mapValues(\.failed)
-            ) { asked, _ in asked }
-            if let number = round.records.last(where: { open[$0.attempt.number] != nil })?.attempt.number,
-                let failed = open[number]
+            let untold = round.untold
+            if let number = round.records.last(where: { untold[$0.attempt.number] != nil })?.attempt.number,
+                let failed = untold[number]
             {
-                (round.asking[number], round.declined[number], round.granted[number]) = (nil, nil, nil)
+                round.forget(number)
                 ending = .decided(number, failed, answer: .cancelled)
             }
         }
@@ -352,9 +350,7 @@ struct HedgingExecutor {
             (number, attempt, AttemptResult(.cancelled, sent: handoffs[number]?.request, sentAt: handoffs[number]?.at))
         }
         let newest = ending == nil ? cancelled.popLast() : nil
-        let declined = round.declined.merging(round.granted) { declined, _ in declined }.mapValues(\.failed)
-        let unneeded = round.asking.mapValues(\.failed).merging(declined) { asked, _ in asked }
-        var losers = unneeded.sorted { $0.key < $1.key }.map { number, failed in
+        var losers = round.untold.sorted { $0.key < $1.key }.map { number, failed in
             RequestMachine.Report(attempt: number, data: failed.data, elapsed: clock.now() - atStart.time.start)
         }
         for (number, loser, result) in cancelled {
