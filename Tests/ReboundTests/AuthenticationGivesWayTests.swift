@@ -46,6 +46,19 @@ struct AuthenticationGivesWayTests {
         return adapter
     }
 
+    /// Starts a request to api.example.com/other through `limiter` alone, and returns once it holds the host's place (a
+    /// place taken says it is in: the interceptor's refresh timeout sleeps on the same clock).
+    func anotherRequestTakesThePlace(
+        of limiter: ConcurrencyLimiter, through transport: ScriptedTransport
+    ) async throws -> Task<Response, any Error> {
+        let other = Task { [clock] in
+            try await Session(transport: transport, adapters: [limiter], clock: clock)
+                .send(URL(string: "https://api.example.com/other")!)
+        }
+        try await waitWhile { limiter.snapshot(for: "api.example.com").inFlight == 0 }
+        return other
+    }
+
     @Test(
         "A request that waits for a refresh gives its place or its trial to the refresh's own request, and takes it again after",
         arguments: ["limiter", "pacer", "breaker", "registry"])
@@ -153,12 +166,7 @@ struct AuthenticationGivesWayTests {
         }
         try await refreshClock.waitForSleepers(1)
         // While the refresh runs, another request to the host, without the interceptor, takes the place for a second.
-        let other = Task {
-            try await Session(transport: transport, adapters: [limiter], clock: clock)
-                .send(URL(string: "https://api.example.com/other")!)
-        }
-        // The interceptor's refresh timeout sleeps on the same clock: the place taken says the other request is in.
-        try await waitWhile { limiter.snapshot(for: "api.example.com").inFlight == 0 }
+        let other = try await anotherRequestTakesThePlace(of: limiter, through: transport)
         refreshClock.advance(by: .seconds(1))
         if enforcement == .enforced {
             // The request comes back for its place and, the host at its limit, waits for it.
@@ -207,12 +215,7 @@ struct AuthenticationGivesWayTests {
         }
         try await refreshClock.waitForSleepers(1)
         // While the refresh runs, another request takes api.example.com's one place for ten seconds.
-        let other = Task {
-            try await Session(transport: transport, adapters: [limiter], clock: clock)
-                .send(URL(string: "https://api.example.com/other")!)
-        }
-        // The interceptor's refresh timeout sleeps on the same clock: the place taken says the other request is in.
-        try await waitWhile { limiter.snapshot(for: "api.example.com").inFlight == 0 }
+        let other = try await anotherRequestTakesThePlace(of: limiter, through: transport)
         refreshClock.advance(by: .seconds(1))
         // Admitted again under b.example.com, where a place is free, the request goes at once.
         try await waitWhile { !ended.withLock { $0 } && limiter.snapshot(for: "api.example.com").queued == 0 }

@@ -41,6 +41,15 @@ struct HedgeRoomTests {
         }
     }
 
+    /// An adapter that holds every attempt after the first for 50 ms on `clock`, as one whose credential is refreshing
+    /// holds a hedge.
+    static func slowForHedges(on clock: ManualClock) -> Adapter {
+        Adapter { request, context in
+            if context.attempt > 1 { try await clock.sleep(for: .milliseconds(50)) }
+            return request
+        }
+    }
+
     /// What a hedged GET of /slow through `room` (after a budget) got, and what the observers heard of refusals, run on
     /// a simulation: the first attempt answers "slow" after 1 s, any other "fast" at once. The clock passes the hedging
     /// delay, then the first attempt's second, each once every task settled.
@@ -249,12 +258,8 @@ struct HedgeRoomTests {
         let clock = ManualClock()
         let limiter = ConcurrencyLimiter(
             configuration: .init(limit: .fixed(2), maximumQueued: 5, queueTimeout: .seconds(30)), clock: clock)
-        // A hedge takes 50 ms to reach the limiter (an adapter that waits, as one whose credential is refreshing):
-        // meanwhile other requests take the limiter's places.
-        let slowForHedges = Adapter { request, context in
-            if context.attempt > 1 { try await clock.sleep(for: .milliseconds(50)) }
-            return request
-        }
+        // A hedge takes 50 ms to reach the limiter: meanwhile other requests take the limiter's places.
+        let slowForHedges = Self.slowForHedges(on: clock)
         let itemsAsked = Locked(0)
         let transport = ScriptedTransport(clock: clock) { request, _ in
             if request.url?.path == "/other" { return .status(200).delayed(by: .seconds(5)) }
@@ -339,10 +344,7 @@ struct HedgeRoomTests {
         let simulation = Simulation()
         let clock = ManualClock()
         // The hedge takes 50 ms to reach the transport; the first attempt's 503 comes while it waits.
-        let slowForHedges = Adapter { request, context in
-            if context.attempt > 1 { try await clock.sleep(for: .milliseconds(50)) }
-            return request
-        }
+        let slowForHedges = Self.slowForHedges(on: clock)
         let transport = ScriptedTransport(clock: clock) { _, number in
             number == 1 ? .status(503).delayed(by: .milliseconds(120)) : .status(200)
         }
