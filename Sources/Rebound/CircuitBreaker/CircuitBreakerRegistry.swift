@@ -34,9 +34,8 @@ public final class CircuitBreakerRegistry: RequestAdapter {
     public let enforcement: Enforcement
 
     private let keyFunction: KeyFunction
-    private let makeBreaker: @Sendable (String) -> CircuitBreaker
-    /// The breakers by key; a breaker back at rest is at rest (see `HostTable`).
-    private let table: Locked<HostTable<CircuitBreaker>>
+    /// The breakers by key, and how a new one is made.
+    private let shelf: Shelf
     private let broadcast: Broadcast<CircuitBreaker.Transition>
 
     /// Creates an empty registry.
@@ -57,26 +56,53 @@ public final class CircuitBreakerRegistry: RequestAdapter {
         onTransition: (@Sendable (CircuitBreaker.Transition) -> Void)? = nil, maximumHosts: Int = 10_000
     ) where C.Duration == Duration {
         HostTable<CircuitBreaker>.trapIfInvalid(maximumHosts, owner: "CircuitBreakerRegistry")
-        self.table = Locked(HostTable(capacity: maximumHosts))
         let broadcast = Broadcast<CircuitBreaker.Transition>()
         let link = Link(key: key)
         self.configuration = configuration
         self.enforcement = enforcement
         self.keyFunction = key
         self.broadcast = broadcast
-        self.makeBreaker = { key in
+        self.shelf = Shelf(capacity: maximumHosts) { key in
             CircuitBreaker(
                 key: key, configuration: configuration, clock: clock, enforcement: enforcement, relay: broadcast,
                 registry: link, onTransition: onTransition)
         }
-        link.attach(self)
+        link.attach(shelf)
+    }
+
+    /// The registry's breakers by key, with how a new one is made: an object of its own, which the breakers reach
+    /// weakly through their `Link`, so that the registry, which every attempt through it holds, is never the target
+    /// of a weak reference (the runtime would then count each hold on a side table).
+    final class Shelf: Sendable {
+        /// The breakers by key; a breaker back at rest is at rest (see `HostTable`).
+        let table: Locked<HostTable<CircuitBreaker>>
+        private let makeBreaker: @Sendable (String) -> CircuitBreaker
+
+        init(capacity: Int, makeBreaker: @escaping @Sendable (String) -> CircuitBreaker) {
+            self.table = Locked(HostTable(capacity: capacity))
+            self.makeBreaker = makeBreaker
+        }
+
+        /// The breaker for `key`, made closed if there is none yet; `sweeping` moves the table's hand a step after it
+        /// (a request's admission does, so that breakers gone idle are forgotten though no new host comes; a read does
+        /// not).
+        func breaker(for key: String, sweeping: Bool) -> CircuitBreaker {
+            table.withLock { table in
+                // The registry's lock, then a breaker's, to ask whether it is at rest: a breaker never takes the
+                // registry's lock.
+                let breaker = table.update(key, make: { makeBreaker(key) }, isAtRest: { $0.isAtRest }) { $0 }
+                // After the update, which marked the breaker used: the step never drops the breaker just taken.
+                if sweeping { table.forgetIdle(steps: 1, isAtRest: { $0.isAtRest }) }
+                return breaker
+            }
+        }
     }
 
     /// How a registry's breaker reaches the breaker of another key, for a retry that moves there: through the
-    /// registry, held weakly (the registry holds the breakers).
+    /// registry's shelf, held weakly (the shelf holds the breakers).
     final class Link: Sendable {
         private struct Weak: Sendable {
-            weak var registry: CircuitBreakerRegistry?
+            weak var shelf: Shelf?
         }
 
         private let key: KeyFunction
@@ -86,15 +112,15 @@ public final class CircuitBreakerRegistry: RequestAdapter {
             self.key = key
         }
 
-        func attach(_ registry: CircuitBreakerRegistry) {
-            home.withLock { $0.registry = registry }
+        func attach(_ shelf: Shelf) {
+            home.withLock { $0.shelf = shelf }
         }
 
         /// The breaker of `request`'s key, when it has one other than `key`; `nil` otherwise, or once the registry is
         /// gone.
         func breaker(for request: URLRequest, otherThan key: String?) -> CircuitBreaker? {
             guard let other = self.key(request), other != key else { return nil }
-            return home.withLock { $0.registry }?.breaker(for: other)
+            return home.withLock { $0.shelf }?.breaker(for: other, sweeping: false)
         }
     }
 
@@ -226,20 +252,7 @@ public final class CircuitBreakerRegistry: RequestAdapter {
 
     /// The breaker for `key`, created closed if there is none yet (or the registry forgot it).
     public func breaker(for key: String) -> CircuitBreaker {
-        breaker(for: key, sweeping: false)
-    }
-
-    /// The breaker for `key`; `sweeping` moves the table's hand a step after it (a request's admission does, so that
-    /// breakers gone idle are forgotten though no new host comes; a read does not).
-    private func breaker(for key: String, sweeping: Bool) -> CircuitBreaker {
-        table.withLock { table in
-            // The registry's lock, then a breaker's, to ask whether it is at rest: a breaker never takes the
-            // registry's lock.
-            let breaker = table.update(key, make: { makeBreaker(key) }, isAtRest: { $0.isAtRest }) { $0 }
-            // After the update, which marked the breaker used: the step never drops the breaker just taken.
-            if sweeping { table.forgetIdle(steps: 1, isAtRest: { $0.isAtRest }) }
-            return breaker
-        }
+        shelf.breaker(for: key, sweeping: false)
     }
 
     /// The key the registry files a request to `request`'s host under; `nil` for a request it lets through.
@@ -249,12 +262,12 @@ public final class CircuitBreakerRegistry: RequestAdapter {
 
     /// The breaker for `key` if the registry keeps one, without making one or marking it used: a read.
     func existingBreaker(for key: String) -> CircuitBreaker? {
-        table.withLock { $0[key] }
+        shelf.table.withLock { $0[key] }
     }
 
     /// The breakers the registry keeps, by key.
     public var breakers: [String: CircuitBreaker] {
-        table.withLock { $0.all }
+        shelf.table.withLock { $0.all }
     }
 
     /// A stream of every transition of every breaker from now on; it ends when the registry is released.
@@ -280,7 +293,7 @@ public final class CircuitBreakerRegistry: RequestAdapter {
     /// that moves the attempt to another host has the session ask the registry again, for that host's breaker.
     private func admit(_ request: URLRequest, context: RequestContext) throws(CircuitBreakerOpenError) {
         guard let key = keyFunction(request) else { return }
-        try breaker(for: key, sweeping: true).admit(context)
+        try shelf.breaker(for: key, sweeping: true).admit(context)
         context.admitted(by: self, under: key, at: request.url)
     }
 }
@@ -293,7 +306,7 @@ extension CircuitBreakerRegistry: HostAdmission {
     /// Gives back, uncounted, the trial `key`'s breaker gave `context`'s attempt, if it holds one, while the attempt waits
     /// in a later adapter (see ``CircuitBreaker/giveWay(_:admittedUnder:)``).
     func giveWay(_ context: RequestContext, admittedUnder key: String) -> Bool {
-        table.withLock { $0[key] }?.giveWay(context, admittedUnder: key) ?? false
+        shelf.table.withLock { $0[key] }?.giveWay(context, admittedUnder: key) ?? false
     }
 
     /// Lets `context`'s attempt, which gave its trial way, through `key`'s breaker again, or throws
@@ -305,7 +318,7 @@ extension CircuitBreakerRegistry: HostAdmission {
     /// Gives the permit of `admitted`'s breaker back uncounted, and lets the attempt through `key`'s breaker, or throws
     /// ``CircuitBreakerOpenError``.
     func readmit(_ context: RequestContext, from admitted: String, to key: String?) async throws {
-        table.withLock { $0[admitted] }?.giveBack(context)
+        shelf.table.withLock { $0[admitted] }?.giveBack(context)
         if let key { try breaker(for: key).admit(context) }
     }
 }
