@@ -116,7 +116,8 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
     /// Creates a budget that lets retries be a share of each host's traffic over a sliding window.
     ///
     /// - Parameters:
-    ///   - ratio: The share, the window and the floor; ``Ratio/default`` (10 % over 10 s, plus 1 retry a second).
+    ///   - ratio: The share, the window and the floor, for example ``Ratio/default`` (10 % over 10 s, plus 1 retry a
+    ///     second).
     ///   - key: Picks a request's budget, or `nil` for a request whose retries are not limited;
     ///     ``CircuitBreakerRegistry/hostKey(for:)`` by default.
     ///   - clock: The clock the window slides on; `ContinuousClock` by default.

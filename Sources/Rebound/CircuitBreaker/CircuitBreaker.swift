@@ -10,7 +10,8 @@ import Foundation
 /// - **Closed** (the start): every request goes through. Each attempt's outcome is counted, without any wiring: the
 ///   breaker registers through the context when it admits an attempt, and the session has it settle the attempt as
 ///   soon as its fate is decided, before any ``AttemptObserver`` hears of it (a failure whose retry the breaker is
-///   asked to grant is counted earlier, when it is asked: ``admitRetry(_:dueTo:after:)``). When the
+///   asked to grant is counted earlier, when it is asked: ``admitRetry(_:dueTo:after:)``; a half-open trial that got a
+///   401 whose retrier waits for a credential's refresh is counted before that wait). When the
 ///   ``Configuration/tripCondition`` holds (5 failures in a row by default) it opens.
 /// - **Open**: requests fail at once, before reaching the network, with ``CircuitBreakerOpenError``, which says when
 ///   the breaker will try again. No retrier is asked about that error and it is not counted as another failure.

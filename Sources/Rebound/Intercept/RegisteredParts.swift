@@ -52,7 +52,7 @@ protocol HostAdmission: AnyObject, Sendable {
     /// Gives back, uncounted, what the part took when it admitted `context`'s attempt under `key` that another request
     /// may need while the attempt waits in a later adapter (a limiter's place, a breaker's trial: the request a
     /// credential's refresh sends to the same host); returns whether it gave anything back, which
-    /// ``admitAgain(_:under:)`` then takes again.
+    /// ``admitAgain(_:under:admittedUnder:)`` then takes again.
     func giveWay(_ context: RequestContext, admittedUnder key: String) -> Bool
     /// Takes again, under `key` (the host the attempt goes to now), what the part gave back when `context`'s attempt
     /// gave way under `admitted`, waiting or throwing as its `adapt` would (a limiter's queue whatever its size, under

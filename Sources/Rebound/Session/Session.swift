@@ -83,7 +83,7 @@ public final class Session: Sendable {
     /// Creates a session.
     ///
     /// - Parameters:
-    /// - transport: Sends each attempt; a new ``URLSessionHTTPTransport`` (with a `URLSession` of its own) by default.
+    ///   - transport: Sends each attempt; a new ``URLSessionHTTPTransport`` (with a `URLSession` of its own) by default.
     ///     Sessions that should share connections share one transport.
     ///   - adapters: Adapt every request, first, in order; none by default.
     ///   - retriers: Are asked about every failed attempt, first, in order; none by default.
