@@ -433,6 +433,67 @@ struct CircuitBreakerRegistryTests {
         #expect(transport.requestCount == 1)
     }
 
+    /// A registry and an adapter that sends every attempt to b, in either order, and a retrier that moves the request:
+    /// the retry goes where the adapters send it, so the breaker of the host the failed attempt went to judges it.
+    private func movedRetry(
+        to target: String, tripsAfter failures: Int, registryFirst: Bool
+    ) -> (CircuitBreakerRegistry, ScriptedTransport, Session) {
+        let registry = CircuitBreakerRegistry(
+            configuration: .init(tripCondition: .consecutiveFailures(failures), openDuration: .seconds(30)),
+            clock: clock)
+        let toB = Adapter.modifying { request, _ in request.url = URL(string: "https://b.example.com/x")! }
+        let transport = ScriptedTransport { _, number in number == 1 ? .status(503) : .status(200) }
+        let moved = {
+            var moved = URLRequest(url: URL(string: target)!)
+            moved.setValue("2", forHTTPHeaderField: "X-Try")
+            return moved
+        }()
+        let mover = Retrier { request, _ in
+            request.retryCount == 0 ? .retryWithRequest(moved, delay: .seconds(1)) : .doNotRetry
+        }
+        let session = Session(
+            transport: transport,
+            interceptor: Interceptor(adapters: registryFirst ? [registry, toB] : [toB, registry], retriers: [mover]),
+            clock: clock)
+        return (registry, transport, session)
+    }
+
+    @Test(
+        "After an adapter that sends every attempt to b, a moved retry whose failure opened b's breaker is refused at once",
+        arguments: ["https://a.example.com/x", "https://c.example.com/x"], [true, false])
+    func aMovedRetryIsRefusedByTheOpenBreakerOfTheHostItGoesTo(target: String, registryFirst: Bool) async throws {
+        let (registry, transport, session) = movedRetry(to: target, tripsAfter: 1, registryFirst: registryFirst)
+
+        let error = await #expect(throws: ReboundError.self) {
+            try await session.send(URL(string: "https://a.example.com/x")!)
+        }
+
+        // Refused by b's open breaker when the retry was asked for: no backoff slept, nothing more sent, and no
+        // breaker made for a host no attempt goes to.
+        #expect(error?.circuitBreakerOpenError?.key == "b.example.com")
+        #expect(transport.requestCount == 1)
+        #expect(clock.sleeps.isEmpty)
+        #expect(Set(registry.breakers.keys).isSubset(of: ["a.example.com", "b.example.com"]))
+    }
+
+    @Test("After an adapter that sends every attempt to b, a retry moved to a host whose breaker is open still goes")
+    func aMovedRetryIsNotJudgedByTheBreakerOfAHostItNeverGoesTo() async throws {
+        // The adapter first: the registry sees each attempt where it goes (a registry before it would refuse the
+        // retry's attempt under c, in `adapt`, before the adapter moves it).
+        let (registry, transport, session) = movedRetry(
+            to: "https://c.example.com/x", tripsAfter: 3, registryFirst: false)
+        registry.breaker(for: "c.example.com").forceOpen()
+
+        let waiting = Task { try await session.send(URL(string: "https://a.example.com/x")!) }
+        try await waitForSleep(of: .seconds(1), on: clock)
+        clock.advance(by: .seconds(1))
+
+        #expect(try await waiting.value.statusCode == 200)
+        #expect(transport.requests.map(\.url?.host) == ["b.example.com", "b.example.com"])
+        #expect(transport.requests.last?.value(forHTTPHeaderField: "X-Try") == "2")
+        #expect(registry.breaker(for: "b.example.com").permitsInFlight == 0)
+    }
+
     /// Each request holds the permits its attempts were given, one per breaker and attempt, until the attempt is
     /// settled: two breakers in one chain, and retries, each count exactly the attempts they let through.
     @Test func twoBreakersInOneChainEachCountTheAttemptsTheyLetThrough() async throws {

@@ -292,7 +292,10 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
         let openAtLeast = openAtLeast(after: verdict, of: attempt)
         // A registry's breaker has no say over a retry that moves to another key (a fallback host): the registry's
         // breaker of that key decides. Found before this breaker's lock is taken (the key function is the caller's).
-        let elsewhere = request.retryTarget.flatMap { registry?.breaker(for: $0, otherThan: key) }
+        let elsewhere = request.retryTarget.flatMap {
+            registry?.breaker(
+                forRetryTo: $0, from: request.retrySource, admitted: request.admittedRequest, otherThan: key)
+        }
         let (refusal, transitions) = update { storage, time, transitions -> CircuitBreakerOpenError? in
             let permit = ledger?.takePermit(of: self, for: attempt.number)
             if let permit {

@@ -10,7 +10,9 @@ import Foundation
 /// URL's host, with the port when the URL names one), so one failing upstream trips its own breaker and no other.
 /// Requests whose key is `nil` go through untouched. A retry that moves to another host (`.retryWithRequest`, a
 /// fallback) is that host's breaker's to grant or refuse, not the failing host's: an open breaker of the failing host
-/// does not stop its fallback, and an open breaker of the fallback refuses the retry at once.
+/// does not stop its fallback, and an open breaker of the fallback refuses the retry at once. Where an adapter sends
+/// attempts to another host than their request names, a moved retry's host is not known before its adapters run: it is
+/// judged by the breaker of the host the failed attempt went to.
 ///
 /// The registry is a class whose table is behind a lock; every breaker it creates has the registry's configuration
 /// and clock. Share one instance between sessions to share the breakers. It forgets the breaker of a host that was not
@@ -121,6 +123,21 @@ public final class CircuitBreakerRegistry: RequestAdapter {
         func breaker(for request: URLRequest, otherThan key: String?) -> CircuitBreaker? {
             guard let other = self.key(request), other != key else { return nil }
             return home.withLock { $0.shelf }?.breaker(for: other, sweeping: false)
+        }
+
+        /// The breaker that decides about a retry whose adapters start from `target`, where the failed attempt's
+        /// started from `source` and were adapted to `admitted`, when it is another than the breaker of `key`; `nil`
+        /// when that one decides. The retry goes to `target`'s host, unless an adapter sent the failed attempt to
+        /// another host than `source` named: where a retry goes is then not known before its adapters run, and it is
+        /// taken to go where the failed attempt went (its attempt is admitted under the host it goes to, as every
+        /// attempt is). With no `source`, `target` is where the retry goes.
+        func breaker(
+            forRetryTo target: URLRequest, from source: URLRequest?, admitted: URLRequest, otherThan key: String?
+        ) -> CircuitBreaker? {
+            let admittedKey = source == nil ? nil : self.key(admitted)
+            let moved = source.map { self.key($0) != admittedKey } ?? false
+            guard let destination = moved ? admittedKey : self.key(target), destination != key else { return nil }
+            return home.withLock { $0.shelf }?.breaker(for: destination, sweeping: false)
         }
     }
 

@@ -36,6 +36,7 @@ public struct RetryRequest: Sendable {
         let roles: RegisteredRoles?
         let backoffWait: BackoffWait?
         var retryTarget: URLRequest? = nil
+        var retrySource: URLRequest? = nil
     }
 
     private let storage: Box<Fields>
@@ -102,14 +103,23 @@ public struct RetryRequest: Sendable {
     /// and for a request no breaker let through.
     var backoffWait: BackoffWait? { storage.value.backoffWait }
 
-    /// The request the retry's adapters start from, when a retrier moved the request (`.retryWithRequest`, a fallback
-    /// host) now or before; `nil` when the retry starts from the caller's request, as every retry does without one.
+    /// Where the retry goes, when it does not start from the caller's request: the request its adapters start from,
+    /// when a retrier moved the request (`.retryWithRequest`, a fallback host) now or before, or the endpoint an
+    /// ``EndpointGroup`` sends it to; `nil` when the retry starts from the caller's request, as every retry does
+    /// without one.
     var retryTarget: URLRequest? { storage.value.retryTarget }
 
-    /// This retry request, as the gates are asked about a retry that starts from `target`.
-    func retrying(to target: URLRequest) -> RetryRequest {
+    /// The request the failed attempt's adapters started from, when ``retryTarget`` is a request the retry's adapters
+    /// start from too: a per-host part compares the two, as the adapters have not run on the target yet. `nil` when the
+    /// target is where the retry goes (an endpoint a group chose).
+    var retrySource: URLRequest? { storage.value.retrySource }
+
+    /// This retry request, as the gates are asked about a retry that goes to `target`, or whose adapters start from
+    /// `target` where the failed attempt's started from `source`.
+    func retrying(to target: URLRequest, from source: URLRequest? = nil) -> RetryRequest {
         var fields = storage.value
         fields.retryTarget = target
+        fields.retrySource = source
         return RetryRequest(storage: Box(fields))
     }
 

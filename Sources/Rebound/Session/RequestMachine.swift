@@ -378,7 +378,8 @@ struct RequestMachine {
         }
         // The gates are told where a retry goes when it does not start from the caller's request (a fallback host), so
         // that a host's breaker decides only about retries to its host.
-        let retry = (result.request ?? base).map { question.request.retrying(to: $0) } ?? question.request
+        let retry =
+            (result.request ?? base).map { question.request.retrying(to: $0, from: nextBase) } ?? question.request
         phase = .admitting(question, delay: delay, target: result.request)
         return .askGates(retry, dueTo: error, delay: delay)
     }
