@@ -1092,6 +1092,38 @@ extension HedgingTests {
         #expect(transport.requests.count == 2)
     }
 
+    @Test("The quiet a hedge's Retry-After asked for holds the retry after the round, too")
+    func retryAfterOnAHedgeHoldsTheRetryAfterTheRound() async throws {
+        let clock = ManualClock()
+        let log = Log()
+        // The first attempt fails with a 500 after 1 s; the hedge at 0.1 s gets a 503 asking for 30 s of quiet.
+        let transport = scripted(clock, log: log) { number in
+            switch number {
+            case 1: (.seconds(1), .status(500))
+            case 2: (.zero, .response(status: 503, headers: ["Retry-After": "30"], body: Data()))
+            default: (.zero, .response(body: "fast"))
+            }
+        }
+        let session = Session(
+            transport: transport, retriers: [RetryPolicy(backoff: .constant(.milliseconds(500)))],
+            hedging: Hedging(delay: .milliseconds(100), maximumInFlight: 3, maximumAttempts: 5), clock: clock)
+        let task = try await sendPastTheDelay(session, clock)
+        try await waitFor("#2 answered", in: log)
+        // The policy would retry the 503 after the 30 s it asked for: no hedge until then, and a timer waits for it.
+        try await waitForSleep(of: .seconds(30), on: clock)
+        clock.advance(by: .milliseconds(900))
+
+        // The round ended on the 500, whose retry the policy wants after 0.5 s: it waits until 30.1 s instead.
+        try await waitForSleep(of: .milliseconds(29_100), on: clock)
+        #expect(transport.requests.count == 2)
+        clock.advance(by: .milliseconds(29_100))
+        let response = try await task.value
+
+        #expect(String(decoding: response.data, as: UTF8.self) == "fast")
+        #expect(response.attempts.map(\.number) == [2, 1, 3])
+        #expect(response.attempts[1].retryDelay == .milliseconds(29_100))
+    }
+
     @Test("With the preset, x-should-retry: false on a hedge ends the round, naming the rule")
     func thePresetEndsARoundTheServerDeclined() async throws {
         let clock = ManualClock()

@@ -57,6 +57,10 @@ struct HedgeRound {
     /// The request a retrier moved the request to mid-round (`retryWithRequest`): the next hedges start from it, and so
     /// does the request's next attempt after the round.
     var target: URLRequest?
+    /// The time, on the session's clock, before which the round's failures asked that no attempt start (a 429's or
+    /// 503's `Retry-After`, as the chain's retry policies read it): no hedge starts before it, nor the request's retry
+    /// after the round.
+    var quietUntil: Duration?
     /// The failures the retriers declined for the attempts the request made (a retry limit, a repeated failure), or
     /// would retry with no attempt left in the hedging settings, while others were in flight, by number: told as
     /// losers when the round ends.

@@ -15,21 +15,24 @@ struct HedgingExecutor {
     /// What a round ends with: its attempts, in the order it recorded them (failures while others were in flight as
     /// each ended, then the losers, then the one the request goes on with), that last one's result, how the retriers'
     /// question about it ended if the round asked them already (their answer, or the deadline or cancellation that
-    /// cut it), and the request a retrier moved the request to meanwhile, if any.
+    /// cut it), the request a retrier moved the request to meanwhile, if any, and the time before which its failures
+    /// asked that no attempt start, if they did.
     final class RoundResult {
         let records: [RequestMachine.Recorded]
         let result: AttemptResult
         let answer: RequestMachine.RetriersAnswer?
         let target: URLRequest?
+        let quietUntil: Duration?
 
         init(
             records: [RequestMachine.Recorded], result: AttemptResult, answer: RequestMachine.RetriersAnswer?,
-            target: URLRequest?
+            target: URLRequest?, quietUntil: Duration?
         ) {
             self.records = records
             self.result = result
             self.answer = answer
             self.target = target
+            self.quietUntil = quietUntil
         }
     }
 
@@ -90,8 +93,6 @@ struct HedgingExecutor {
         // The delay before the next hedge counts from when the newest attempt reached the transport: time it spent
         // waiting on the client (for a concurrency limiter's place, say) is not the server being slow.
         var due = hedgeDelay == .zero
-        // No hedge starts before the time a failure asked for, as the chain's retry policies read it.
-        var quietUntil: Duration?
         // The failure the retriers would retry whose retry the next hedge is, when one starts it.
         var retrying: Attempt?
         // What ends the round; `nil` when the task was cancelled (the stream then ends).
@@ -131,7 +132,7 @@ struct HedgingExecutor {
                         result, number: number, since: attempt.start, now: now, hedge: attempt.hedge))
                 if let head = result.response {
                     if let asked = plan.askedDelay(by: head), asked > .zero {
-                        quietUntil = Swift.max(quietUntil ?? now, now + asked)
+                        round.quietUntil = Swift.max(round.quietUntil ?? now, now + asked)
                     }
                     // The server asked for no retry: no new hedge either.
                     if plan.asksNoRetry(head) { stopped = true }
@@ -213,7 +214,7 @@ struct HedgingExecutor {
                 round.attemptsMade < hedging.maximumAttempts, !Task.isCancelled,
                 atStart.time.hasTimeLeft(now: clock.now())
             else { continue }
-            if let quietUntil, case let now = clock.now(), now < quietUntil {
+            if let quietUntil = round.quietUntil, case let now = clock.now(), now < quietUntil {
                 // Asked to wait: the next hedge may start once the time asked for has passed.
                 round.setTimer(after: quietUntil - now, clock: clock)
                 due = false
@@ -380,7 +381,9 @@ struct HedgingExecutor {
                 result = .cancelledBeforeSending
             }
         }
-        return (RoundResult(records: round.records, result: result, answer: answer, target: round.target), losers)
+        let roundResult = RoundResult(
+            records: round.records, result: result, answer: answer, target: round.target, quietUntil: round.quietUntil)
+        return (roundResult, losers)
     }
 }
 

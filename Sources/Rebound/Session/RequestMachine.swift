@@ -110,6 +110,9 @@ struct RequestMachine {
     struct Question {
         let request: RetryRequest
         let error: ReboundError
+        /// The time before which a failure of the hedged round that ended with this one asked that no attempt start
+        /// (a 503's `Retry-After` on a hedge), which a retry of the same request waits for too; `nil` when none asked.
+        var quietUntil: Duration?
 
         /// The question about `failed`, an attempt of `plan`'s request that failed for `reason`, recorded last of
         /// `attempts`; `lastRequest` is the last request a failed attempt sent, and `backoffWait` the request's.
@@ -201,7 +204,11 @@ struct RequestMachine {
                 attempts.append(recorded.attempt)
             }
             if let target = round.target { base = target }
-            return decide(after: round.result, answer: round.answer, admittedByBreaker: admittedByBreaker, now: now)
+            // The quiet a failure of the round asked for holds the retry of the same request; one a retrier moved
+            // mid-round goes to another host than the one that asked.
+            return decide(
+                after: round.result, answer: round.answer, admittedByBreaker: admittedByBreaker,
+                quietUntil: round.target == nil ? round.quietUntil : nil, now: now)
 
         case (.retriersAnswered(.answered(let result)), .deciding(let question)):
             return decide(question, after: result, now: now)
@@ -309,9 +316,11 @@ struct RequestMachine {
         return .attempt(request, number: number, limit: time.limits?.limit(of: .attempt, now: now))
     }
 
-    /// What follows an attempt, recorded last, that came to `result`.
+    /// What follows an attempt, recorded last, that came to `result`; `quietUntil` is the time before which a failure of
+    /// the hedged round it ended asked that no attempt start.
     private mutating func decide(
-        after result: AttemptResult, answer: RetriersAnswer?, admittedByBreaker: Bool, now: Duration
+        after result: AttemptResult, answer: RetriersAnswer?, admittedByBreaker: Bool, quietUntil: Duration? = nil,
+        now: Duration
     ) -> Action {
         switch result.kind {
         case .success:
@@ -324,7 +333,8 @@ struct RequestMachine {
             // The first question of a request a breaker let through makes its backoff wait, which the breaker keeps
             // when it grants the retry, so that its opening ends the wait.
             if backoffWait == nil, admittedByBreaker { backoffWait = BackoffWait() }
-            let question = Question(about: result, failingFor: reason, in: self)
+            var question = Question(about: result, failingFor: reason, in: self)
+            question.quietUntil = quietUntil
             phase = .deciding(question)
             // A hedged round asked already: what came of its question is the retriers' answer, never asked again.
             if let answer { return handle(.retriersAnswered(answer), now: now) }
@@ -338,7 +348,7 @@ struct RequestMachine {
     /// or a gate refuses it, or the failure the request ends with.
     private mutating func decide(_ question: Question, after result: RetryResult, now: Duration) -> Action {
         let error = question.error
-        guard let delay = result.delay else {
+        guard let chosen = result.delay else {
             let ending: ReboundError =
                 switch result {
                 // Stopping with the very failure the retriers were asked about ends the request with it, unwrapped.
@@ -351,6 +361,10 @@ struct RequestMachine {
                 }
             return finish(.failed(ending), reporting: error.data, now: now)
         }
+        // A retry of the same request waits, too, until the time a failure of the hedged round asked for (a 503's
+        // `Retry-After` on a hedge, which the retriers were not asked about last): no attempt starts before it.
+        let quiet = result.request == nil ? question.quietUntil.map { $0 - now } ?? .zero : .zero
+        let delay = Swift.max(chosen, quiet)
         // Retries and hedges together stay within the hedging settings' attempts, for a request that may be repeated,
         // judged as a retry sends it: as adapted, before any redirect.
         if let hedging = plan.hedging, attempts.count >= hedging.maximumAttempts,
@@ -370,7 +384,8 @@ struct RequestMachine {
         // ends after it.
         if time.end != nil {
             let asked =
-                result.request == nil ? error.responseHead.flatMap(plan.askedDelay(by:)) ?? .zero : .zero
+                result.request == nil
+                ? Swift.max(error.responseHead.flatMap(plan.askedDelay(by:)) ?? .zero, quiet) : .zero
             if !time.allows(Swift.max(delay, asked), from: now) {
                 let rule: StopReason = time.allows(asked, from: now) ? .deadline : .retryAfterPastDeadline
                 return finish(.failed(deadlineExceeded(after: error, stoppedBy: rule)), reporting: error.data, now: now)
