@@ -37,6 +37,7 @@ public struct RetryRequest: Sendable {
         let backoffWait: BackoffWait?
         var retryTarget: URLRequest? = nil
         var retrySource: URLRequest? = nil
+        var quietUntil: Duration? = nil
     }
 
     private let storage: Box<Fields>
@@ -113,6 +114,18 @@ public struct RetryRequest: Sendable {
     /// start from too: a per-host part compares the two, as the adapters have not run on the target yet. `nil` when the
     /// target is where the retry goes (an endpoint a group chose).
     var retrySource: URLRequest? { storage.value.retrySource }
+
+    /// The time, on the session's clock, before which a failure of the hedged round that ended with the failed attempt
+    /// asked that no attempt start (a 503's `Retry-After` on a hedge): a retry of the same request waits for it too.
+    /// `nil` when none asked.
+    var quietUntil: Duration? { storage.value.quietUntil }
+
+    /// This retry request, for a failure that ended a hedged round in which another asked for quiet until `time`.
+    func quiet(until time: Duration) -> RetryRequest {
+        var fields = storage.value
+        fields.quietUntil = time
+        return RetryRequest(storage: Box(fields))
+    }
 
     /// This retry request, as the gates are asked about a retry that goes to `target`, or whose adapters start from
     /// `target` where the failed attempt's started from `source`.

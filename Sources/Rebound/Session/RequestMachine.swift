@@ -108,11 +108,8 @@ struct RequestMachine {
 
     /// What the retriers are asked about a failed attempt.
     struct Question {
-        let request: RetryRequest
+        var request: RetryRequest
         let error: ReboundError
-        /// The time before which a failure of the hedged round that ended with this one asked that no attempt start
-        /// (a 503's `Retry-After` on a hedge), which a retry of the same request waits for too; `nil` when none asked.
-        var quietUntil: Duration?
 
         /// The question about `failed`, an attempt of `plan`'s request that failed for `reason`, recorded last of
         /// `attempts`; `lastRequest` is the last request a failed attempt sent, and `backoffWait` the request's.
@@ -334,7 +331,7 @@ struct RequestMachine {
             // when it grants the retry, so that its opening ends the wait.
             if backoffWait == nil, admittedByBreaker { backoffWait = BackoffWait() }
             var question = Question(about: result, failingFor: reason, in: self)
-            question.quietUntil = quietUntil
+            if let quietUntil { question.request = question.request.quiet(until: quietUntil) }
             phase = .deciding(question)
             // A hedged round asked already: what came of its question is the retriers' answer, never asked again.
             if let answer { return handle(.retriersAnswered(answer), now: now) }
@@ -363,7 +360,7 @@ struct RequestMachine {
         }
         // A retry of the same request waits, too, until the time a failure of the hedged round asked for (a 503's
         // `Retry-After` on a hedge, which the retriers were not asked about last): no attempt starts before it.
-        let quiet = result.request == nil ? question.quietUntil.map { $0 - now } ?? .zero : .zero
+        let quiet = result.request == nil ? question.request.quietUntil.map { $0 - now } ?? .zero : .zero
         let delay = Swift.max(chosen, quiet)
         // Retries and hedges together stay within the hedging settings' attempts, for a request that may be repeated,
         // judged as a retry sends it: as adapted, before any redirect.
