@@ -975,62 +975,6 @@ extension HedgingTests {
         #expect(questions.withLock { $0 } == (hedgesHoldBack ? [[2], [2, 1]] : [[2]]))
     }
 
-    /// A session whose retrier moves the request to b.example.com at the first failure, hedging every 100 ms, with
-    /// `gate` in front; on a.example.com the first attempt answers "slow a" at 1 s and every other a 503 at once,
-    /// with `fields`, and b answers "from b".
-    private func movedMidRound(
-        behind gate: any RequestAdapter, fields: [String: String] = [:], clock: ManualClock
-    ) -> (ScriptedTransport, Session) {
-        let transport = ScriptedTransport(clock: clock) { request, index in
-            if request.url?.host == "b.example.com" { return .response(body: "from b") }
-            return index == 1
-                ? .response(body: "slow a").delayed(by: .seconds(1)) : .response(status: 503, headers: fields)
-        }
-        let toB = Retrier { _, _ in
-            .retryWithRequest(URLRequest(url: URL(string: "https://b.example.com/items")!), delay: .zero)
-        }
-        let session = Session(
-            transport: transport, adapters: [gate], retriers: [toB],
-            hedging: Hedging(delay: .milliseconds(100), maximumInFlight: 3, maximumAttempts: 4), clock: clock)
-        return (transport, session)
-    }
-
-    @Test(
-        "After a retrier moves the request mid-round, the hedge gates judge the next hedge where it goes: a host a's quota no longer holds"
-    )
-    func aHedgeAfterAMoveIsJudgedByTheHostItGoesTo() async throws {
-        let clock = ManualClock()
-        // a's 503 says its quota is spent for 20 s; b has none known.
-        let (transport, session) = movedMidRound(
-            behind: RateLimitPacer(clock: clock), fields: ["RateLimit": "\"d\";r=0;t=20"], clock: clock)
-
-        let task = try await sendPastTheDelay(
-            session, clock, URLRequest(url: URL(string: "https://a.example.com/items")!))
-        let response = try await task.value
-
-        #expect(String(decoding: response.data, as: UTF8.self) == "from b")
-        #expect(transport.requests.map(\.url?.host) == ["a.example.com", "a.example.com", "b.example.com"])
-    }
-
-    @Test("After a retrier moves the request mid-round, an open breaker of the host it goes to starts no hedge there")
-    func aHedgeAfterAMoveIsRefusedByTheOpenBreakerOfTheHostItGoesTo() async throws {
-        let clock = ManualClock()
-        let registry = CircuitBreakerRegistry(clock: clock)
-        registry.breaker(for: "b.example.com").forceOpen()
-        let (transport, session) = movedMidRound(behind: registry, clock: clock)
-
-        let task = try await sendPastTheDelay(
-            session, clock, URLRequest(url: URL(string: "https://a.example.com/items")!))
-        try await waitWhile { clock.pendingSleepCount > 1 }
-        clock.advance(by: .milliseconds(900))
-        let response = try await task.value
-
-        // No hedge started for b: none took an attempt number, and the slow first attempt won.
-        #expect(String(decoding: response.data, as: UTF8.self) == "slow a")
-        #expect(transport.requests.map(\.url?.host) == ["a.example.com", "a.example.com"])
-        #expect(response.attempts.map(\.number) == [2, 1])
-    }
-
     @Test("A hedge that fails like the round before stops new hedges, and the slow attempt in flight still wins")
     func aRepeatedFailureInALaterRoundLetsTheAttemptInFlightGoOn() async {
         guard #available(macOS 15.0, iOS 18.0, macCatalyst 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *) else {

@@ -85,11 +85,7 @@ struct HedgingExecutor {
         let first = start(roundBase, hedge: 0, in: &round)
         // The newest attempt until it hands its request to the transport: no hedge starts before that.
         var unsent: Int? = first
-        // The newest request handed to the transport by an attempt that started from where the next hedge starts: the
-        // hedge gates judge the hedge as going there. After a retrier moved the request mid-round, and until an
-        // attempt from its new request is sent (numbered `fromTarget` or later), they judge the new request itself.
         var newestSent: URLRequest?
-        var fromTarget = 1
         var hedges = 0
         // No delay: no hedge in this round.
         var stopped = delay == nil
@@ -115,7 +111,7 @@ struct HedgingExecutor {
                     unsent = nil
                     if !due { round.setTimer(after: hedgeDelay, clock: clock) }
                 }
-                if number >= fromTarget { newestSent = request }
+                newestSent = request
                 // The request goes on with an attempt sent: the retries granted meanwhile are told.
                 if !round.granted.isEmpty { await tellGranted(in: &round) }
             case .finished(let number, let result):
@@ -195,9 +191,7 @@ struct HedgingExecutor {
                     ending = .decided(number, failed, answer: answer)
                     break rounds
                 } else {
-                    if let request = result.request {
-                        (round.target, newestSent, fromTarget) = (request, nil, round.attemptsMade + 1)
-                    }
+                    if let request = result.request { round.target = request }
                     // The request goes on at once with the attempts in flight, and the next hedge if it may start:
                     // told so as soon as an attempt in flight was sent (not one still in an adapter, which may never
                     // leave).
@@ -216,8 +210,7 @@ struct HedgingExecutor {
             }
             // A hedge may start once its delay passed and the newest attempt was sent, while the settings and the
             // time left allow another attempt.
-            guard due, unsent == nil, !stopped, let sent = newestSent ?? round.target,
-                round.inFlight.count < hedging.maximumInFlight,
+            guard due, unsent == nil, !stopped, let sent = newestSent, round.inFlight.count < hedging.maximumInFlight,
                 round.attemptsMade < hedging.maximumAttempts, !Task.isCancelled,
                 atStart.time.hasTimeLeft(now: clock.now())
             else { continue }
