@@ -289,6 +289,8 @@ struct RequestMachineTests {
             return
         }
         #expect(retry.retryTarget?.url == fallback.url)
+        // Where the failed attempt started from, for a per-host part to compare with where it went.
+        #expect(retry.retrySource?.url == exampleURL && !retry.movedMidRound)
         _ = machine.handle(.gatesAnswered(refusal: nil), now: .zero)
         guard case .attempt(let next, number: 2, _) = machine.handle(.backoffEnded(.slept), now: .seconds(1)) else {
             Issue.record("the next attempt follows the backoff")
@@ -344,6 +346,9 @@ struct RequestMachineTests {
         }
         #expect(retry.attempts.map(\.number) == [1])
         #expect(retry.retryTarget?.url == fallback.url)
+        // Moved mid-round: the failed attempt may have started from either request, so none is named as its source,
+        // and the fallback's breaker judges the retry.
+        #expect(retry.movedMidRound && retry.retrySource == nil)
         _ = machine.handle(.gatesAnswered(refusal: nil), now: .milliseconds(70))
         guard case .hedgedRound(let next) = machine.handle(.backoffEnded(.slept), now: .seconds(2)) else {
             Issue.record("the next round follows the backoff")

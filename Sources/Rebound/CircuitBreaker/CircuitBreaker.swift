@@ -11,8 +11,8 @@ import Foundation
 ///   breaker registers through the context when it admits an attempt, and the session has it settle the attempt as
 ///   soon as its fate is decided, before any ``AttemptObserver`` hears of it (a failure whose retry the breaker is
 ///   asked to grant is counted earlier, when it is asked: ``admitRetry(_:dueTo:after:)``; a half-open trial that got a
-///   401 whose retrier waits for a credential's refresh is counted before that wait). When the
-///   ``Configuration/tripCondition`` holds (5 failures in a row by default) it opens.
+///   401 whose retrier waits for a refresh, before that wait). When ``Configuration/tripCondition`` holds (5 failures in
+///   a row by default) it opens.
 /// - **Open**: requests fail at once, before reaching the network, with ``CircuitBreakerOpenError``, which says when
 ///   the breaker will try again. No retrier is asked about that error and it is not counted as another failure.
 /// - **Half-open**, once the break has passed (``Configuration/breakDuration``: 0.25–0.5 s at first, growing up to
@@ -24,8 +24,7 @@ import Foundation
 ///
 /// It is also each admitted request's ``RetryGate``: a retry that would find the breaker open when its backoff ends is
 /// refused at once with ``CircuitBreakerOpenError``, nothing slept; a backoff under way when the breaker opens ends at
-/// once with that error; and a retry whose backoff ended before the opening goes through (see
-/// ``admitRetry(_:dueTo:after:)``).
+/// once with that error; and a retry whose backoff ended before the opening goes through (``admitRetry(_:dueTo:after:)``).
 ///
 /// When the failure that opens the breaker carries a `Retry-After` (on 429 or 503 by default), the breaker stays open
 /// at least that long; so does a `retry-after-ms` where its configuration's ``Configuration/retryAfter`` reads it.
@@ -290,12 +289,9 @@ public final class CircuitBreaker: RequestAdapter, AttemptObserver, RetryGate {
                 endpoint: request.placement(of: attempt))
         }
         let openAtLeast = openAtLeast(after: verdict, of: attempt)
-        // A registry's breaker has no say over a retry that moves to another key (a fallback host): the registry's
-        // breaker of that key decides. Found before this breaker's lock is taken (the key function is the caller's).
-        let elsewhere = request.retryTarget.flatMap {
-            registry?.breaker(
-                forRetryTo: $0, from: request.retrySource, admitted: request.admittedRequest, otherThan: key)
-        }
+        // A retry that moves to another key (a fallback host) is the registry's breaker of that key's to decide; found
+        // before this breaker's lock is taken (the key function is the caller's).
+        let elsewhere = registry?.breaker(forRetry: request, otherThan: key)
         let (refusal, transitions) = update { storage, time, transitions -> CircuitBreakerOpenError? in
             let permit = ledger?.takePermit(of: self, for: attempt.number)
             if let permit {

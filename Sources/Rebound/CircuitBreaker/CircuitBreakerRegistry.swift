@@ -125,17 +125,19 @@ public final class CircuitBreakerRegistry: RequestAdapter {
             return home.withLock { $0.shelf }?.breaker(for: other, sweeping: false)
         }
 
-        /// The breaker that decides about a retry whose adapters start from `target`, where the failed attempt's
-        /// started from `source` and were adapted to `admitted`, when it is another than the breaker of `key`; `nil`
-        /// when that one decides. The retry goes to `target`'s host, unless an adapter sent the failed attempt to
-        /// another host than `source` named: where a retry goes is then not known before its adapters run, and it is
-        /// taken to go where the failed attempt went (its attempt is admitted under the host it goes to, as every
-        /// attempt is). With no `source`, `target` is where the retry goes.
-        func breaker(
-            forRetryTo target: URLRequest, from source: URLRequest?, admitted: URLRequest, otherThan key: String?
-        ) -> CircuitBreaker? {
-            let admittedKey = source == nil ? nil : self.key(admitted)
-            let moved = source.map { self.key($0) != admittedKey } ?? false
+        /// The breaker that decides about `request`'s retry, whose adapters start from its target, when it is another
+        /// than the breaker of `key`; `nil` when that one decides, or the retry has no target. The retry goes to its
+        /// target's host, unless an adapter sent the failed attempt to another host than the request its adapters
+        /// started from (the retry's source) named: where a retry goes is then not known before its adapters run, and
+        /// it is taken to go where the failed attempt went (its attempt is admitted under the host it goes to, as every
+        /// attempt is). With no source (a mid-round move left it unknown, or the target is an endpoint a group chose),
+        /// the target is where the retry goes.
+        func breaker(forRetry request: RetryRequest, otherThan key: String?) -> CircuitBreaker? {
+            guard let target = request.retryTarget else { return nil }
+            let (source, admitted) = (request.retrySource, request.attempts.last?.admittedRequest)
+            // A failed attempt that no adapter saw through (it failed in one) was sent nowhere: not moved.
+            let admittedKey = source == nil ? nil : admitted.flatMap(self.key)
+            let moved = source.map { admitted != nil && self.key($0) != admittedKey } ?? false
             guard let destination = moved ? admittedKey : self.key(target), destination != key else { return nil }
             return home.withLock { $0.shelf }?.breaker(for: destination, sweeping: false)
         }

@@ -38,6 +38,7 @@ public struct RetryRequest: Sendable {
         var retryTarget: URLRequest? = nil
         var retrySource: URLRequest? = nil
         var quietUntil: Duration? = nil
+        var movedMidRound = false
     }
 
     private let storage: Box<Fields>
@@ -120,10 +121,15 @@ public struct RetryRequest: Sendable {
     /// `nil` when none asked.
     var quietUntil: Duration? { storage.value.quietUntil }
 
-    /// This retry request, for a failure that ended a hedged round in which another asked for quiet until `time`.
-    func quiet(until time: Duration) -> RetryRequest {
+    /// Whether a retrier moved the request during the hedged round the failed attempt ended, which may then have started
+    /// from the request before the move or after it.
+    var movedMidRound: Bool { storage.value.movedMidRound }
+
+    /// This retry request, for a failure that ended a hedged round in which another asked for quiet until `time`, or
+    /// a retrier moved the request.
+    func after(round time: Duration?, movedMidRound: Bool) -> RetryRequest {
         var fields = storage.value
-        fields.quietUntil = time
+        (fields.quietUntil, fields.movedMidRound) = (time, movedMidRound)
         return RetryRequest(storage: Box(fields))
     }
 

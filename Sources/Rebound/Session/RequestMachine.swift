@@ -202,10 +202,11 @@ struct RequestMachine {
             }
             if let target = round.target { base = target }
             // The quiet a failure of the round asked for holds the retry of the same request; one a retrier moved
-            // mid-round goes to another host than the one that asked.
+            // mid-round goes to another host than the one that asked, and the round's last attempt may have started
+            // from either request.
             return decide(
                 after: round.result, answer: round.answer, admittedByBreaker: admittedByBreaker,
-                quietUntil: round.target == nil ? round.quietUntil : nil, now: now)
+                quietUntil: round.target == nil ? round.quietUntil : nil, movedMidRound: round.target != nil, now: now)
 
         case (.retriersAnswered(.answered(let result)), .deciding(let question)):
             return decide(question, after: result, now: now)
@@ -314,10 +315,11 @@ struct RequestMachine {
     }
 
     /// What follows an attempt, recorded last, that came to `result`; `quietUntil` is the time before which a failure of
-    /// the hedged round it ended asked that no attempt start.
+    /// the hedged round it ended asked that no attempt start, and `movedMidRound` whether a retrier moved the request
+    /// during that round.
     private mutating func decide(
         after result: AttemptResult, answer: RetriersAnswer?, admittedByBreaker: Bool, quietUntil: Duration? = nil,
-        now: Duration
+        movedMidRound: Bool = false, now: Duration
     ) -> Action {
         switch result.kind {
         case .success:
@@ -331,7 +333,9 @@ struct RequestMachine {
             // when it grants the retry, so that its opening ends the wait.
             if backoffWait == nil, admittedByBreaker { backoffWait = BackoffWait() }
             var question = Question(about: result, failingFor: reason, in: self)
-            if let quietUntil { question.request = question.request.quiet(until: quietUntil) }
+            if quietUntil != nil || movedMidRound {
+                question.request = question.request.after(round: quietUntil, movedMidRound: movedMidRound)
+            }
             phase = .deciding(question)
             // A hedged round asked already: what came of its question is the retriers' answer, never asked again.
             if let answer { return handle(.retriersAnswered(answer), now: now) }
@@ -389,9 +393,10 @@ struct RequestMachine {
             }
         }
         // The gates are told where a retry goes when it does not start from the caller's request (a fallback host), so
-        // that a host's breaker decides only about retries to its host.
-        let retry =
-            (result.request ?? base).map { question.request.retrying(to: $0, from: nextBase) } ?? question.request
+        // that a host's breaker decides only about retries to its host; and where the failed attempt started from,
+        // unless a move mid-round leaves that unknown.
+        let source = question.request.movedMidRound ? nil : nextBase
+        let retry = (result.request ?? base).map { question.request.retrying(to: $0, from: source) } ?? question.request
         phase = .admitting(question, delay: delay, target: result.request)
         return .askGates(retry, dueTo: error, delay: delay)
     }
