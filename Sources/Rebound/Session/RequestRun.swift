@@ -140,9 +140,10 @@ extension RequestPlan {
     /// The first refusal of `retry` by the gates: the session's and the request's, then those that registered.
     func refusal(of retry: RetryRequest, dueTo error: ReboundError, after delay: Duration) -> (any Error)? {
         // A retry an endpoint group sends to another endpoint is judged as going there (a per-host part by the
-        // endpoint's host), as a retry a retrier moved to another request is; a retrier's target wins.
+        // endpoint's host), as a retry a retrier moved to another request is; a retrier's target wins, and is judged
+        // as the host it names: the group, not the host the failed attempt went to, picks where it goes.
         var retry = retry
-        if retry.retryTarget == nil, let router = registered?.router, let target = router.destination(ofRetry: retry) {
+        if let router = registered?.router, let target = retry.retryTarget ?? router.destination(ofRetry: retry) {
             retry = retry.retrying(to: target)
         }
         for gate in roles.gates + registeredGates {
