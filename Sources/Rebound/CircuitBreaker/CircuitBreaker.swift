@@ -10,9 +10,9 @@ import Foundation
 /// - **Closed** (the start): every request goes through. Each attempt's outcome is counted, without any wiring: the
 ///   breaker registers through the context when it admits an attempt, and the session has it settle the attempt as
 ///   soon as its fate is decided, before any ``AttemptObserver`` hears of it (a failure whose retry the breaker is
-///   asked to grant is counted earlier, when it is asked: ``admitRetry(_:dueTo:after:)``; a half-open trial that got a
-///   401 whose retrier waits for a refresh, before that wait). When ``Configuration/tripCondition`` holds (5 failures in
-///   a row by default) it opens.
+///   asked to grant is counted when it is asked, ``admitRetry(_:dueTo:after:)``; a half-open trial that got a 401
+///   whose retrier waits for a refresh, before that wait). When ``Configuration/tripCondition`` holds (5 failures in a
+///   row by default) it opens.
 /// - **Open**: requests fail at once, before reaching the network, with ``CircuitBreakerOpenError``, which says when
 ///   the breaker will try again. No retrier is asked about that error and it is not counted as another failure.
 /// - **Half-open**, once the break has passed (``Configuration/breakDuration``: 0.25–0.5 s at first, growing up to
@@ -23,8 +23,8 @@ import Foundation
 ///   reported within ``Configuration/trialTimeout``.
 ///
 /// It is also each admitted request's ``RetryGate``: a retry that would find the breaker open when its backoff ends is
-/// refused at once with ``CircuitBreakerOpenError``, nothing slept; a backoff under way when the breaker opens ends at
-/// once with that error; and a retry whose backoff ended before the opening goes through (``admitRetry(_:dueTo:after:)``).
+/// refused at once with ``CircuitBreakerOpenError``, nothing slept; a backoff under way when the breaker opens ends
+/// then, with that error; a retry whose backoff ended before the opening goes through (``admitRetry(_:dueTo:after:)``).
 ///
 /// When the failure that opens the breaker carries a `Retry-After` (on 429 or 503 by default), the breaker stays open
 /// at least that long; so does a `retry-after-ms` where its configuration's ``Configuration/retryAfter`` reads it.

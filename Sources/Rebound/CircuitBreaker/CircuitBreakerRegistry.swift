@@ -134,11 +134,14 @@ public final class CircuitBreakerRegistry: RequestAdapter {
         /// the target is where the retry goes.
         func breaker(forRetry request: RetryRequest, otherThan key: String?) -> CircuitBreaker? {
             guard let target = request.retryTarget else { return nil }
-            let (source, admitted) = (request.retrySource, request.attempts.last?.admittedRequest)
+            var destination = self.key(target)
             // A failed attempt that no adapter saw through (it failed in one) was sent nowhere: not moved.
-            let admittedKey = source == nil ? nil : admitted.flatMap(self.key)
-            let moved = source.map { admitted != nil && self.key($0) != admittedKey } ?? false
-            guard let destination = moved ? admittedKey : self.key(target), destination != key else { return nil }
+            if let source = request.retrySource, let admitted = request.attempts.last?.admittedRequest,
+                case let sentTo = self.key(admitted), sentTo != self.key(source)
+            {
+                destination = sentTo
+            }
+            guard let destination, destination != key else { return nil }
             return home.withLock { $0.shelf }?.breaker(for: destination, sweeping: false)
         }
     }

@@ -42,11 +42,12 @@ public final class Resilience: Sendable {
     /// The retry budget; by default retries are at most 10% of each host's requests over 10 s, plus one a second.
     public let budget: RetryBudget
     /// The retry policy; by default Alamofire's (2 retries of idempotent requests after 408, 500, 502, 503 and 504, a
-    /// 429 with `Retry-After`, and 18 transient `URLError` codes, 0.5 s × 2ⁿ) with full jitter (each delay is drawn in `0 ..< 0.5 × 2ⁿ` s), no third attempt after
-    /// two that failed the same way (``RetryPolicy/stopsAfterRepeatedFailure``), the server's own signals read
-    /// beside `Retry-After` (``RetryAfter/Signals/all``: `retry-after-ms`, and `x-should-retry`, which it obeys), and
-    /// up to 2 retries of any method, POST included, after an attempt that never reached the server
-    /// (``RetryPolicy/unsentRetryLimit``: a refused connection, a DNS failure, a failed TLS handshake).
+    /// 429 with `Retry-After`, and 18 transient `URLError` codes, 0.5 s × 2ⁿ) with full jitter (each delay is drawn in
+    /// `0 ..< 0.5 × 2ⁿ` s), no third attempt after two that failed the same way
+    /// (``RetryPolicy/stopsAfterRepeatedFailure``), the server's own signals read beside `Retry-After`
+    /// (``RetryAfter/Signals/all``: `retry-after-ms`, and `x-should-retry`, which it obeys), and up to 2 retries of any
+    /// method, POST included, after an attempt that never reached the server (``RetryPolicy/unsentRetryLimit``: a
+    /// refused connection, a DNS failure, a failed TLS handshake).
     public let retryPolicy: RetryPolicy
     /// The total time limit of each request, all attempts and backoffs included; 30 s by default.
     public let deadline: Duration?

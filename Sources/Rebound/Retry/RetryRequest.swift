@@ -121,8 +121,8 @@ public struct RetryRequest: Sendable {
     /// `nil` when none asked.
     var quietUntil: Duration? { storage.value.quietUntil }
 
-    /// Whether a retrier moved the request during the hedged round the failed attempt ended, which may then have started
-    /// from the request before the move or after it.
+    /// Whether a retrier moved the request during the hedged round the failed attempt ended, which may then have
+    /// started from the request before the move or after it.
     var movedMidRound: Bool { storage.value.movedMidRound }
 
     /// This retry request, for a failure that ended a hedged round in which another asked for quiet until `time`, or
