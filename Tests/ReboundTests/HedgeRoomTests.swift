@@ -50,6 +50,27 @@ struct HedgeRoomTests {
         }
     }
 
+    /// Sends a request (`send`) on `simulation`, moving `clock` by each of `steps` once every task settled; returns what
+    /// `recorder` was told after the last step, and the response once the clock moved `rest` more.
+    @available(macOS 15.0, iOS 18.0, macCatalyst 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *)
+    fileprivate static func send(
+        on simulation: Simulation, clock: ManualClock, steps: [Duration], reading recorder: AttemptLog,
+        then rest: Duration, _ send: @escaping @Sendable () async -> Response?
+    ) async -> ([String], Response?) {
+        await simulation.run { () -> ([String], Response?) in
+            let task = Task(executorPreference: simulation.executor) { await send() }
+            for step in steps {
+                await simulation.settle()
+                clock.advance(by: step)
+            }
+            await simulation.settle()
+            let told = recorder.told
+            clock.advance(by: rest)
+            await simulation.settle()
+            return (told, await task.value)
+        }
+    }
+
     /// What a hedged GET of /slow through `room` (after a budget) got, and what the observers heard of refusals, run on
     /// a simulation: the first attempt answers "slow" after 1 s, any other "fast" at once. The clock passes the hedging
     /// delay, then the first attempt's second, each once every task settled.
@@ -211,17 +232,10 @@ struct HedgeRoomTests {
         let session = Session(
             transport: transport, adapters: [budget, stopsHedges], retriers: [RetryPolicy()], observers: [recorder],
             hedging: Hedging(delay: .milliseconds(100), maximumInFlight: 3, maximumAttempts: 3), clock: clock)
-        let (toldMidRound, response) = await simulation.run { [clock] () -> ([String], Response?) in
-            let task = Task(executorPreference: simulation.executor) { try? await session.send(Self.slow) }
-            await simulation.settle()
-            clock.advance(by: .milliseconds(100))
-            await simulation.settle()
-            // The hedge was stopped and its failure handled, while the first attempt is still in flight.
-            let toldMidRound = recorder.told
-            clock.advance(by: .seconds(1))
-            await simulation.settle()
-            return (toldMidRound, await task.value)
-        }
+        // Read once the hedge was stopped and its failure handled, while the first attempt is still in flight.
+        let (toldMidRound, response) = await Self.send(
+            on: simulation, clock: clock, steps: [.milliseconds(100)], reading: recorder, then: .seconds(1)
+        ) { try? await session.send(Self.slow) }
 
         #expect(toldMidRound.isEmpty, "a hedge stopped before it was sent is not told as a retry")
         #expect(response.map { String(decoding: $0.data, as: UTF8.self) } == "slow")
@@ -352,18 +366,10 @@ struct HedgeRoomTests {
         let session = Session(
             transport: transport, adapters: [slowForHedges], retriers: [RetryPolicy()], observers: [recorder],
             hedging: Hedging(delay: .milliseconds(100)), clock: clock)
-        let (toldWhileTheHedgeWaits, response) = await simulation.run { [clock] () -> ([String], Response?) in
-            let task = Task(executorPreference: simulation.executor) { try? await session.send(exampleURL) }
-            for step in [100, 20, 10] {
-                await simulation.settle()
-                clock.advance(by: .milliseconds(step))
-            }
-            await simulation.settle()
-            let told = recorder.told
-            clock.advance(by: .milliseconds(20))
-            await simulation.settle()
-            return (told, await task.value)
-        }
+        let (toldWhileTheHedgeWaits, response) = await Self.send(
+            on: simulation, clock: clock, steps: [.milliseconds(100), .milliseconds(20), .milliseconds(10)],
+            reading: recorder, then: .milliseconds(20)
+        ) { try? await session.send(exampleURL) }
 
         #expect(toldWhileTheHedgeWaits.isEmpty, "no attempt sent carries the retry yet")
         // Once the hedge was sent, the retry also started the next hedge, which the hedge's 200 then cancelled.
