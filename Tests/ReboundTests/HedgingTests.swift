@@ -975,6 +975,113 @@ extension HedgingTests {
         #expect(questions.withLock { $0 } == (hedgesHoldBack ? [[2], [2, 1]] : [[2]]))
     }
 
+    /// A session whose retrier moves the request to b.example.com at the first failure (keeping its method), hedging
+    /// every 100 ms, with `adapters` in front; on a.example.com (or any host starting with "a") the first attempt
+    /// answers "slow a" at 1 s and every other a 503 at once, with `fields`, and a host starting with "b" answers
+    /// "from b".
+    private func movedMidRound(
+        behind adapters: [any RequestAdapter], fields: [String: String] = [:], observers: [any AttemptObserver] = [],
+        clock: ManualClock
+    ) -> (ScriptedTransport, Session) {
+        let transport = ScriptedTransport(clock: clock) { request, index in
+            if request.url?.host?.hasPrefix("b") == true { return .response(body: "from b") }
+            return index == 1
+                ? .response(body: "slow a").delayed(by: .seconds(1)) : .response(status: 503, headers: fields)
+        }
+        let toB = Retrier { request, _ in
+            var moved = URLRequest(url: URL(string: "https://b.example.com/items")!)
+            moved.httpMethod = request.request.httpMethod
+            return .retryWithRequest(moved, delay: .zero)
+        }
+        let session = Session(
+            transport: transport, adapters: adapters, retriers: [toB], observers: observers,
+            hedging: Hedging(delay: .milliseconds(100), maximumInFlight: 3, maximumAttempts: 4), clock: clock)
+        return (transport, session)
+    }
+
+    // Were the hedge judged by a's spent quota, the request would wait for the slow first attempt on a clock nothing
+    // moves, and so would the test, until its time limit cancels the wait for the hedge.
+    @Test(
+        "After a retrier moves the request mid-round, the next hedge is judged where it goes: a's spent quota holds none",
+        .timeLimit(.minutes(1)))
+    func aHedgeAfterAMoveIsJudgedByTheHostItGoesTo() async throws {
+        let clock = ManualClock()
+        // a's 503 says its quota is spent for 20 s; b has none known.
+        let (transport, session) = movedMidRound(
+            behind: [RateLimitPacer(clock: clock)], fields: ["RateLimit": "\"d\";r=0;t=20"], clock: clock)
+
+        let task = try await sendPastTheDelay(
+            session, clock, URLRequest(url: URL(string: "https://a.example.com/items")!))
+        try await waitWhile { transport.requests.count < 3 }
+        let response = try await task.value
+
+        #expect(String(decoding: response.data, as: UTF8.self) == "from b")
+        #expect(transport.requests.map(\.url?.host) == ["a.example.com", "a.example.com", "b.example.com"])
+    }
+
+    @Test("After a retrier moves the request mid-round, an open breaker of the host it goes to starts no hedge there")
+    func aHedgeAfterAMoveIsRefusedByTheOpenBreakerOfTheHostItGoesTo() async throws {
+        let clock = ManualClock()
+        let registry = CircuitBreakerRegistry(clock: clock)
+        registry.breaker(for: "b.example.com").forceOpen()
+        let recorder = HedgeRecorder()
+        let (transport, session) = movedMidRound(behind: [registry], observers: [recorder], clock: clock)
+
+        let task = try await sendPastTheDelay(
+            session, clock, URLRequest(url: URL(string: "https://a.example.com/items")!))
+        try await waitWhile { clock.pendingSleepCount > 1 }
+        clock.advance(by: .milliseconds(900))
+        let response = try await task.value
+
+        // No hedge started for b (none was refused in its adapters, where it would have taken an attempt number), and
+        // the slow first attempt won.
+        #expect(String(decoding: response.data, as: UTF8.self) == "slow a")
+        #expect(transport.requests.map(\.url?.host) == ["a.example.com", "a.example.com"])
+        #expect(response.attempts.map(\.number) == [2, 1])
+        #expect(Set(recorder.attempts.map { String($0.prefix(2)) }) == ["#1", "#2"])
+    }
+
+    @Test("After a mid-round move, a POST is still hedged with the key the adapters gave it, to the host it goes to")
+    func aPostMovedMidRoundIsHedgedWithItsIdempotencyKey() async throws {
+        let clock = ManualClock()
+        let registry = CircuitBreakerRegistry(clock: clock)
+        // a's breaker is open to retries once its 503 counted: only the move lets a hedge start.
+        let (transport, session) = movedMidRound(behind: [IdempotencyKeyAdapter(), registry], clock: clock)
+        var post = URLRequest(url: URL(string: "https://a.example.com/items")!)
+        post.httpMethod = "POST"
+
+        let task = try await sendPastTheDelay(session, clock, post)
+        let response = try await task.value
+
+        #expect(String(decoding: response.data, as: UTF8.self) == "from b")
+        #expect(transport.requests.map(\.url?.host) == ["a.example.com", "a.example.com", "b.example.com"])
+        #expect(transport.requests.allSatisfy { $0.httpMethod == "POST" })
+        #expect(transport.requests.allSatisfy { $0.value(forHTTPHeaderField: "Idempotency-Key") != nil })
+    }
+
+    @Test("After a mid-round move behind an adapter that moves every host, the hedge is judged where the last one went")
+    func aHedgeAfterAMoveBehindAHostRewriterIsJudgedWhereTheLastAttemptWent() async throws {
+        let clock = ManualClock()
+        let registry = CircuitBreakerRegistry(clock: clock)
+        // The request's own spelling of b is never sent to: its breaker, open, says nothing about b-eu.
+        registry.breaker(for: "b.example.com").forceOpen()
+        let toEurope = Adapter.modifying { request, _ in
+            guard let url = request.url, var parts = URLComponents(url: url, resolvingAgainstBaseURL: false),
+                let host = parts.host
+            else { return }
+            parts.host = host.replacingOccurrences(of: ".example.com", with: "-eu.example.com")
+            request.url = parts.url
+        }
+        let (transport, session) = movedMidRound(behind: [toEurope, registry], clock: clock)
+
+        let task = try await sendPastTheDelay(
+            session, clock, URLRequest(url: URL(string: "https://a.example.com/items")!))
+        let response = try await task.value
+
+        #expect(String(decoding: response.data, as: UTF8.self) == "from b")
+        #expect(transport.requests.map(\.url?.host) == ["a-eu.example.com", "a-eu.example.com", "b-eu.example.com"])
+    }
+
     @Test("A hedge that fails like the round before stops new hedges, and the slow attempt in flight still wins")
     func aRepeatedFailureInALaterRoundLetsTheAttemptInFlightGoOn() async {
         guard #available(macOS 15.0, iOS 18.0, macCatalyst 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *) else {

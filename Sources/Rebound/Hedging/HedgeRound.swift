@@ -26,11 +26,20 @@ struct HedgeRound {
         case tick(timer: Int)
     }
 
-    /// An attempt in flight: which hedge of the round it is (0 for the first attempt), when it started, and its task.
+    /// An attempt in flight: which hedge of the round it is (0 for the first attempt), the request its adapters start
+    /// from, when it started, and its task.
     struct InFlight {
         let hedge: Int
+        let base: URLRequest
         let start: Duration
         let task: Task<Void, Never>
+    }
+
+    /// The newest request the round handed to the transport: attempt `number`'s, adapted from `base`.
+    struct Sent {
+        let number: Int
+        let request: URLRequest
+        let base: URLRequest
     }
 
     /// What ends a round.
@@ -57,6 +66,8 @@ struct HedgeRound {
     /// The request a retrier moved the request to mid-round (`retryWithRequest`): the next hedges start from it, and so
     /// does the request's next attempt after the round.
     var target: URLRequest?
+    /// The number of the first attempt that starts from `target`.
+    var firstFromTarget = 1
     /// The time, on the session's clock, before which the round's failures asked that no attempt start (a 429's or
     /// 503's `Retry-After`, as the chain's retry policies read it): no hedge starts before it, nor the request's retry
     /// after the round.
@@ -111,6 +122,22 @@ struct HedgeRound {
             reporter.yield(.tick(timer: id))
         }
         timer = (id, task)
+    }
+
+    /// The request the hedge gates judge the round's next hedge by: the newest request handed to the transport, which
+    /// carries what the adapters gave it (an idempotency key). After a retrier moved the request mid-round, and until
+    /// an attempt from the new request was sent, the hedge starts from that request: it is judged as going to the new
+    /// request's host, with its method. Unless an adapter sent the newest attempt to another host than its own request
+    /// named: where the hedge goes is then not known before its adapters run, and it is judged as going where that
+    /// attempt went, as a moved retry is by a registry's breakers.
+    func hedgeToJudge(after sent: Sent) -> URLRequest {
+        guard let target, sent.number < firstFromTarget,
+            CircuitBreakerRegistry.hostKey(for: sent.request) == CircuitBreakerRegistry.hostKey(for: sent.base)
+        else { return sent.request }
+        var judged = sent.request
+        judged.url = target.url
+        judged.httpMethod = target.httpMethod
+        return judged
     }
 
     /// How a round ends with nothing in flight and no question open, its last attempt a hedge that never left (told as

@@ -85,7 +85,7 @@ struct HedgingExecutor {
         let first = start(roundBase, hedge: 0, in: &round)
         // The newest attempt until it hands its request to the transport: no hedge starts before that.
         var unsent: Int? = first
-        var newestSent: URLRequest?
+        var newestSent: HedgeRound.Sent?
         var hedges = 0
         // No delay: no hedge in this round.
         var stopped = delay == nil
@@ -111,7 +111,9 @@ struct HedgingExecutor {
                     unsent = nil
                     if !due { round.setTimer(after: hedgeDelay, clock: clock) }
                 }
-                newestSent = request
+                if let base = round.inFlight[number]?.base {
+                    newestSent = HedgeRound.Sent(number: number, request: request, base: base)
+                }
                 // The request goes on with an attempt sent: the retries granted meanwhile are told.
                 if !round.granted.isEmpty { await tellGranted(in: &round) }
             case .finished(let number, let result):
@@ -191,7 +193,9 @@ struct HedgingExecutor {
                     ending = .decided(number, failed, answer: answer)
                     break rounds
                 } else {
-                    if let request = result.request { round.target = request }
+                    if let request = result.request {
+                        (round.target, round.firstFromTarget) = (request, round.attemptsMade + 1)
+                    }
                     // The request goes on at once with the attempts in flight, and the next hedge if it may start:
                     // told so as soon as an attempt in flight was sent (not one still in an adapter, which may never
                     // leave).
@@ -227,7 +231,7 @@ struct HedgingExecutor {
             }
             let number = round.attemptsMade + 1
             defer { retrying = nil }
-            guard admitsHedge(sent, number: number, after: retrying) else {
+            guard admitsHedge(round.hedgeToJudge(after: sent), number: number, after: retrying) else {
                 // The hedge does not start: the learner has it back.
                 if let learning { learning.learner.hedgeNotStarted(for: learning.key) }
                 // Not a request to repeat, or a gate refused: no more hedges in this round.
@@ -279,7 +283,7 @@ struct HedgingExecutor {
                 }
             reporter.yield(.finished(number: number, result: result))
         }
-        round.inFlight[number] = HedgeRound.InFlight(hedge: hedge, start: attemptStart, task: task)
+        round.inFlight[number] = HedgeRound.InFlight(hedge: hedge, base: base, start: attemptStart, task: task)
         return number
     }
 
@@ -298,9 +302,9 @@ struct HedgingExecutor {
         round.granted = [:]
     }
 
-    /// Whether attempt `number` may start as a hedge of `sent`, the newest request of the round, in place of the retry
-    /// of `failed` if a failure started it: a request that may be repeated, let through by every hedge gate registered
-    /// (a throttle, a breaker, a limiter, a pacer, a budget), in order.
+    /// Whether attempt `number` may start as a hedge judged as `sent` (``HedgeRound/hedgeToJudge(after:)``), in place of
+    /// the retry of `failed` if a failure started it: a request that may be repeated, let through by every hedge gate
+    /// registered (a throttle, a breaker, a limiter, a pacer, a budget), in order.
     func admitsHedge(_ sent: URLRequest, number: Int, after failed: Attempt?) -> Bool {
         guard plan.mayBeRepeated(sent) else { return false }
         guard let roles = plan.registered else { return true }
