@@ -14,8 +14,9 @@ protocol RetryRouter: AnyObject, Sendable {
     /// retry's attempt then takes, if it is still in rotation); `nil` when the part does not route the request.
     func destination(ofRetry request: RetryRequest) -> URLRequest?
 
-    /// The request hedge `number` of request `requestID` will be sent as, `sent` being the newest request of its round,
-    /// under the endpoint picked for it (which the hedge's attempt then takes, if it is still in rotation); `nil` when
+    /// The request hedge `number` of request `requestID` will be sent as, `sent` being the request the hedge gates judge
+    /// it by (the newest request of its round, or the one a retrier moved the request to mid-round), under the endpoint
+    /// picked for it (which the hedge's attempt then takes, if it is still in rotation); `nil` when
     /// the part does not route the request.
     func destination(ofHedge sent: URLRequest, number: Int, of requestID: UUID) -> URLRequest?
 
