@@ -68,10 +68,9 @@ struct HedgeRound {
     private(set) var target: URLRequest?
     /// The number of the first attempt that starts from `target`.
     private(set) var firstFromTarget = 1
-    /// The time, on the session's clock, before which the failures of the request the next attempt starts from asked
-    /// that no attempt start (a 429's or 503's `Retry-After`, as the chain's retry policies read it): no hedge starts
-    /// before it, nor the request's retry after the round. Once a retrier moved the request, only the failures of
-    /// attempts from the new request count: the others' host is not where the next attempt goes.
+    /// The time, on the session's clock, before which the round's failures asked that no attempt start (a 429's or
+    /// 503's `Retry-After`, as the chain's retry policies read it): no hedge starts before it, nor the request's retry
+    /// after the round.
     private(set) var quietUntil: Duration?
     /// The failures the retriers declined for the attempts the request made (a retry limit, a repeated failure), or
     /// would retry with no attempt left in the hedging settings, while others were in flight, by number: told as
@@ -126,22 +125,20 @@ struct HedgeRound {
     }
 
     /// Moves the request to `request`, which the retriers gave for a failure while others were in flight: the next
-    /// attempt starts from it, and the quiet the other host asked for holds it back no longer.
+    /// attempt starts from it.
     mutating func move(to request: URLRequest) {
-        (target, firstFromTarget, quietUntil) = (request, attemptsMade + 1, nil)
+        (target, firstFromTarget) = (request, attemptsMade + 1)
     }
 
-    /// Notes that attempt `number`'s failure, at `now`, asked that no attempt start for `asked`: it holds back the next
-    /// attempt unless the request moved away from the request that attempt started from.
-    mutating func noteQuiet(_ asked: Duration, askedBy number: Int, now: Duration) {
-        guard target == nil || number >= firstFromTarget else { return }
+    /// Notes that a failure, at `now`, asked that no attempt start for `asked`.
+    mutating func noteQuiet(_ asked: Duration, now: Duration) {
         quietUntil = Swift.max(quietUntil ?? now, now + asked)
     }
 
     /// The request the hedge gates judge the round's next hedge by: the newest request handed to the transport. After a
     /// retrier moved the request mid-round, and until an attempt from the new request was sent, the hedge starts from
-    /// that request: it is judged as the new request with the header fields the adapters gave the newest attempt (an
-    /// idempotency key), as going to its host. Unless an adapter sent the newest attempt to another host than its own
+    /// that request: it is judged as the new request, with the header fields of the newest attempt it does not set (the
+    /// idempotency key the adapters gave it), as going to its host. Unless an adapter sent the newest attempt to another host than its own
     /// request named and no endpoint group (`routed`) did: where the hedge goes is then not known before its adapters
     /// run, and it is judged as going where that attempt went.
     func hedgeToJudge(after sent: Sent, routed: Bool) -> URLRequest {
@@ -150,9 +147,8 @@ struct HedgeRound {
             CircuitBreakerRegistry.hostKey(for: sent.request) != CircuitBreakerRegistry.hostKey(for: sent.base)
         if movedByAdapter, !routed { return sent.request }
         var judged = target
-        for (name, value) in sent.request.allHTTPHeaderFields ?? [:]
-        where sent.base.value(forHTTPHeaderField: name) != value {
-            judged.setValue(value, forHTTPHeaderField: name)
+        for (name, value) in sent.request.allHTTPHeaderFields ?? [:] {
+            if judged.value(forHTTPHeaderField: name) == nil { judged.setValue(value, forHTTPHeaderField: name) }
         }
         return judged
     }

@@ -15,8 +15,8 @@ struct HedgingExecutor {
     /// What a round ends with: its attempts, in the order it recorded them (failures while others were in flight as
     /// each ended, then the losers, then the one the request goes on with), that last one's result, how the retriers'
     /// question about it ended if the round asked them already (their answer, or the deadline or cancellation that
-    /// cut it), the request a retrier moved the request to meanwhile, if any, and the time before which the failures of
-    /// the request the next attempt starts from asked that no attempt start, if they did.
+    /// cut it), the request a retrier moved the request to meanwhile, if any, and the time before which its failures
+    /// asked that no attempt start, if they did.
     final class RoundResult {
         let records: [RequestMachine.Recorded]
         let result: AttemptResult
@@ -134,7 +134,7 @@ struct HedgingExecutor {
                         result, number: number, since: attempt.start, now: now, hedge: attempt.hedge))
                 if let head = result.response {
                     if let asked = plan.askedDelay(by: head), asked > .zero {
-                        round.noteQuiet(asked, askedBy: number, now: now)
+                        round.noteQuiet(asked, now: now)
                     }
                     // The server asked for no retry: no new hedge either.
                     if plan.asksNoRetry(head) { stopped = true }
@@ -229,7 +229,8 @@ struct HedgingExecutor {
             }
             let number = round.attemptsMade + 1
             defer { retrying = nil }
-            let routed = plan.registered?.router != nil
+            // An endpoint group that placed the newest attempt moved it knowingly: no unknown host rewriter.
+            let routed = plan.registered?.router?.placement(of: sent.request) != nil
             guard admitsHedge(round.hedgeToJudge(after: sent, routed: routed), number: number, after: retrying) else {
                 // The hedge does not start: the learner has it back.
                 if let learning { learning.learner.hedgeNotStarted(for: learning.key) }

@@ -201,11 +201,12 @@ struct RequestMachine {
                 attempts.append(recorded.attempt)
             }
             if let target = round.target { base = target }
-            // The quiet the round's failures asked for holds the retry of the request the next attempt starts from
-            // (after a move mid-round, only the quiet the new request's attempts asked for).
+            // The quiet a failure of the round asked for holds the retry of the same request; one a retrier moved
+            // mid-round goes to another host than the one that asked, and the round's last attempt may have started
+            // from either request.
             return decide(
                 after: round.result, answer: round.answer, admittedByBreaker: admittedByBreaker,
-                quietUntil: round.quietUntil, movedMidRound: round.target != nil, now: now)
+                quietUntil: round.target == nil ? round.quietUntil : nil, movedMidRound: round.target != nil, now: now)
 
         case (.retriersAnswered(.answered(let result)), .deciding(let question)):
             return decide(question, after: result, now: now)
