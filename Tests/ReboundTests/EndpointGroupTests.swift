@@ -125,6 +125,39 @@ struct EndpointGroupTests {
         return (session, transport)
     }
 
+    /// The request names us, but the group sends its first attempt to eu, the first endpoint in rotation: a choice of
+    /// the group's, not a host rewriter the registry behind it must guess about.
+    @Test("A retry moved out of the group is judged by the breaker of the host it goes to, and refused at once")
+    func aRetryMovedOutOfTheGroupIsJudgedByTheBreakerWhereItGoes() async throws {
+        let clock = ManualClock()
+        let group = EndpointGroup(endpoints: [.init(Self.eu), .init(Self.us)], clock: clock)
+        let registry = CircuitBreakerRegistry(clock: clock)
+        registry.breaker(for: "fallback.example.com").forceOpen()
+        let transport = ScriptedTransport(clock: clock) { _, _ in .status(503) }
+        let fallback = URLRequest(url: URL(string: "https://fallback.example.com/v2/charges")!)
+        let mover = Retrier { request, _ in
+            request.retryCount == 0 ? .retryWithRequest(fallback, delay: .seconds(1)) : .doNotRetry
+        }
+        let session = Session(transport: transport, adapters: [group, registry], retriers: [mover], clock: clock)
+
+        let finished = Locked(false)
+        let task = Task {
+            defer { finished.withLock { $0 = true } }
+            return try await session.send(URL(string: "https://us.api.example.com:8443/v2/charges")!)
+        }
+        // A retry judged by another breaker than the fallback's would sleep its backoff: the wait ends then too, and
+        // the clock lets the request go on.
+        try await waitWhile { !finished.withLock { $0 } && clock.pendingSleepCount == 0 }
+        clock.advance(by: .seconds(1))
+        let error = await #expect(throws: ReboundError.self) { try await task.value }
+
+        // Refused by the fallback's open breaker when the retry was asked for: no backoff slept, nothing more sent.
+        #expect(transport.requests.map { $0.url?.host } == ["eu.api.example.com"])
+        #expect(error?.circuitBreakerOpenError?.key == "fallback.example.com")
+        #expect(clock.sleeps.isEmpty)
+        #expect(group.requestsKept == 0 && group.attemptsInFlight == 0)
+    }
+
     @Test func aRetryGoesToAnotherEndpointWithItsPathQueryAndFragment() async throws {
         let clock = ManualClock()
         let group = EndpointGroup(endpoints: [.init(Self.eu), .init(Self.us)], clock: clock)
