@@ -975,6 +975,15 @@ extension HedgingTests {
         #expect(questions.withLock { $0 } == (hedgesHoldBack ? [[2], [2, 1]] : [[2]]))
     }
 
+    /// An adapter that sends every attempt to the European twin of its host: x.example.com to x-eu.example.com.
+    private static let toEurope = Adapter.modifying { request, _ in
+        guard let url = request.url, var parts = URLComponents(url: url, resolvingAgainstBaseURL: false),
+            let host = parts.host, !host.contains("-eu.")
+        else { return }
+        parts.host = host.replacingOccurrences(of: ".example.com", with: "-eu.example.com")
+        request.url = parts.url
+    }
+
     /// A session whose retrier moves the request to `target`, or else to b.example.com keeping its method, at every
     /// failure, hedging every 100 ms, with `adapters` in front; on a.example.com (or any host starting with "a") the
     /// first attempt answers "slow a" at 1 s and every other a 503 at once, with `fields`, and a host starting with "b"
@@ -1082,20 +1091,64 @@ extension HedgingTests {
         #expect(transport.requests.last?.value(forHTTPHeaderField: "Idempotency-Key") == "order-7")
     }
 
+    // An endpoint group whose endpoints the rewriter's hosts fall under did not make the move: judged as above, the
+    // hedge starts; judged as going to b.example.com, whose open breaker refuses it, the test waits until its time limit.
+    @Test(
+        "Behind a host rewriter whose hosts an endpoint group then routes, the hedge after a move is judged where the last one went",
+        .timeLimit(.minutes(1)))
+    func aHedgeAfterAMoveBehindARewriterAndAGroupIsJudgedWhereTheLastAttemptWent() async throws {
+        let clock = ManualClock()
+        let registry = CircuitBreakerRegistry(clock: clock)
+        registry.breaker(for: "b.example.com").forceOpen()
+        let group = EndpointGroup(
+            endpoints: [
+                .init(URL(string: "https://e1-eu.example.com/v1")!),
+                .init(URL(string: "https://e2-eu.example.com/v1")!),
+            ], clock: clock)
+        let (transport, session) = movedMidRound(behind: [Self.toEurope, group, registry], clock: clock)
+
+        let task = try await sendPastTheDelay(
+            session, clock, URLRequest(url: URL(string: "https://e1.example.com/v1/items")!))
+        try await waitWhile { transport.requests.count < 3 }
+        let response = try await task.value
+
+        #expect(String(decoding: response.data, as: UTF8.self) == "from b")
+        #expect(transport.requests.last?.url?.host == "b-eu.example.com")
+        #expect(group.attemptsInFlight == 0)
+    }
+
+    @Test(
+        "A POST whose caller keyed it, moved mid-round to a POST without a key, is not hedged there",
+        .timeLimit(.minutes(1)))
+    func aKeyedPostMovedToAnUnkeyedOneIsNotHedged() async throws {
+        let clock = ManualClock()
+        var unkeyed = URLRequest(url: URL(string: "https://b.example.com/orders")!)
+        unkeyed.httpMethod = "POST"
+        let recorder = HedgeRecorder()
+        let (transport, session) = movedMidRound(behind: [], observers: [recorder], to: unkeyed, clock: clock)
+        var post = URLRequest(url: URL(string: "https://a.example.com/orders")!)
+        post.httpMethod = "POST"
+        post.setValue("order-7", forHTTPHeaderField: "Idempotency-Key")
+
+        let task = try await sendPastTheDelay(session, clock, post)
+        // The hedge's failure was granted its retry at b: the round judged the next hedge before it read any other
+        // report, so before the first attempt can answer.
+        try await waitWhile { !recorder.attempts.contains { $0.hasPrefix("#2") } }
+        clock.advance(by: .milliseconds(900))
+        let response = try await task.value
+
+        // The key was the caller's, on the old request: a hedge from the new one would have gone out without one.
+        #expect(String(decoding: response.data, as: UTF8.self) == "slow a")
+        #expect(transport.requests.map(\.url?.host) == ["a.example.com", "a.example.com"])
+    }
+
     @Test("After a mid-round move behind an adapter that moves every host, the hedge is judged where the last one went")
     func aHedgeAfterAMoveBehindAHostRewriterIsJudgedWhereTheLastAttemptWent() async throws {
         let clock = ManualClock()
         let registry = CircuitBreakerRegistry(clock: clock)
         // The request's own spelling of b is never sent to: its breaker, open, says nothing about b-eu.
         registry.breaker(for: "b.example.com").forceOpen()
-        let toEurope = Adapter.modifying { request, _ in
-            guard let url = request.url, var parts = URLComponents(url: url, resolvingAgainstBaseURL: false),
-                let host = parts.host
-            else { return }
-            parts.host = host.replacingOccurrences(of: ".example.com", with: "-eu.example.com")
-            request.url = parts.url
-        }
-        let (transport, session) = movedMidRound(behind: [toEurope, registry], clock: clock)
+        let (transport, session) = movedMidRound(behind: [Self.toEurope, registry], clock: clock)
 
         let task = try await sendPastTheDelay(
             session, clock, URLRequest(url: URL(string: "https://a.example.com/items")!))

@@ -137,8 +137,8 @@ struct HedgeRound {
 
     /// The request the hedge gates judge the round's next hedge by: the newest request handed to the transport. After a
     /// retrier moved the request mid-round, and until an attempt from the new request was sent, the hedge starts from
-    /// that request: it is judged as the new request, with the header fields of the newest attempt it does not set (the
-    /// idempotency key the adapters gave it), as going to its host. Unless an adapter sent the newest attempt to another host than its own
+    /// that request: it is judged as the new request, with the header fields the adapters gave the newest attempt that it
+    /// does not set (an idempotency key an adapter added), as going to its host. Unless an adapter sent the newest attempt to another host than its own
     /// request named and no endpoint group (`routed`) did: where the hedge goes is then not known before its adapters
     /// run, and it is judged as going where that attempt went.
     func hedgeToJudge(after sent: Sent, routed: Bool) -> URLRequest {
@@ -147,8 +147,11 @@ struct HedgeRound {
             CircuitBreakerRegistry.hostKey(for: sent.request) != CircuitBreakerRegistry.hostKey(for: sent.base)
         if movedByAdapter, !routed { return sent.request }
         var judged = target
-        for (name, value) in sent.request.allHTTPHeaderFields ?? [:] {
-            if judged.value(forHTTPHeaderField: name) == nil { judged.setValue(value, forHTTPHeaderField: name) }
+        // What the adapters gave the newest attempt they give the hedge too; a field the caller wrote on the old request
+        // (its own idempotency key) the new request does not carry.
+        for (name, value) in sent.request.allHTTPHeaderFields ?? [:]
+        where sent.base.value(forHTTPHeaderField: name) != value && judged.value(forHTTPHeaderField: name) == nil {
+            judged.setValue(value, forHTTPHeaderField: name)
         }
         return judged
     }

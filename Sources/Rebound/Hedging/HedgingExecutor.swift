@@ -229,8 +229,9 @@ struct HedgingExecutor {
             }
             let number = round.attemptsMade + 1
             defer { retrying = nil }
-            // An endpoint group that placed the newest attempt moved it knowingly: no unknown host rewriter.
-            let routed = plan.registered?.router?.placement(of: sent.request) != nil
+            // An endpoint group that routed the newest attempt's request moved it knowingly: no unknown host rewriter.
+            let router = plan.registered?.router
+            let routed = router?.placement(of: sent.request) != nil && router?.placement(of: sent.base) != nil
             guard admitsHedge(round.hedgeToJudge(after: sent, routed: routed), number: number, after: retrying) else {
                 // The hedge does not start: the learner has it back.
                 if let learning { learning.learner.hedgeNotStarted(for: learning.key) }
