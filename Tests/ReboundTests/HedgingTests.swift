@@ -1117,15 +1117,45 @@ extension HedgingTests {
         #expect(group.attemptsInFlight == 0)
     }
 
+    // The adapter keys PATCH, not POST: the hedge is judged with the key it gave the PATCH, and its own request, a POST
+    // its adapters give no key, is not sent.
     @Test(
-        "A POST whose caller keyed it, moved mid-round to a POST without a key, is not hedged there",
+        "A hedge whose adapted request may not be repeated is not sent, though the request it was judged by may",
         .timeLimit(.minutes(1)))
-    func aKeyedPostMovedToAnUnkeyedOneIsNotHedged() async throws {
+    func aHedgeWhoseAdaptedRequestMayNotBeRepeatedIsNotSent() async throws {
+        let clock = ManualClock()
+        var unkeyed = URLRequest(url: URL(string: "https://b.example.com/orders")!)
+        unkeyed.httpMethod = "POST"
+        // The requests as the adapters leave them, the hedge's among them.
+        let adapted = Locked<[URLRequest]>([])
+        let noting = Adapter.modifying { request, _ in adapted.withLock { $0.append(request) } }
+        let (transport, session) = movedMidRound(
+            behind: [IdempotencyKeyAdapter(methods: [.patch]), noting], to: unkeyed, clock: clock)
+        var patch = URLRequest(url: URL(string: "https://a.example.com/orders/7")!)
+        patch.httpMethod = "PATCH"
+
+        let task = try await sendPastTheDelay(session, clock, patch)
+        // The hedge to b was adapted (and, with nothing left to await, refused or sent at once); then the first
+        // attempt answers.
+        try await waitWhile { adapted.withLock { $0.count } < 3 }
+        clock.advance(by: .milliseconds(900))
+        let response = try await task.value
+
+        #expect(String(decoding: response.data, as: UTF8.self) == "slow a")
+        #expect(transport.requests.map(\.httpMethod) == ["PATCH", "PATCH"])
+        #expect(adapted.withLock { $0.last?.httpMethod } == "POST")
+    }
+
+    @Test(
+        "A POST whose caller keyed it, moved mid-round to a POST without a key, is not hedged there, behind a host rewriter too",
+        .timeLimit(.minutes(1)), arguments: [false, true])
+    func aKeyedPostMovedToAnUnkeyedOneIsNotHedged(behindARewriter: Bool) async throws {
         let clock = ManualClock()
         var unkeyed = URLRequest(url: URL(string: "https://b.example.com/orders")!)
         unkeyed.httpMethod = "POST"
         let recorder = HedgeRecorder()
-        let (transport, session) = movedMidRound(behind: [], observers: [recorder], to: unkeyed, clock: clock)
+        let (transport, session) = movedMidRound(
+            behind: behindARewriter ? [Self.toEurope] : [], observers: [recorder], to: unkeyed, clock: clock)
         var post = URLRequest(url: URL(string: "https://a.example.com/orders")!)
         post.httpMethod = "POST"
         post.setValue("order-7", forHTTPHeaderField: "Idempotency-Key")
@@ -1139,7 +1169,8 @@ extension HedgingTests {
 
         // The key was the caller's, on the old request: a hedge from the new one would have gone out without one.
         #expect(String(decoding: response.data, as: UTF8.self) == "slow a")
-        #expect(transport.requests.map(\.url?.host) == ["a.example.com", "a.example.com"])
+        let a = behindARewriter ? "a-eu.example.com" : "a.example.com"
+        #expect(transport.requests.map(\.url?.host) == [a, a])
     }
 
     @Test("After a mid-round move behind an adapter that moves every host, the hedge is judged where the last one went")

@@ -137,15 +137,13 @@ struct HedgeRound {
 
     /// The request the hedge gates judge the round's next hedge by: the newest request handed to the transport. After a
     /// retrier moved the request mid-round, and until an attempt from the new request was sent, the hedge starts from
-    /// that request: it is judged as the new request, with the header fields the adapters gave the newest attempt that it
-    /// does not set (an idempotency key an adapter added), as going to its host. Unless an adapter sent the newest attempt to another host than its own
-    /// request named and no endpoint group (`routed`) did: where the hedge goes is then not known before its adapters
-    /// run, and it is judged as going where that attempt went.
+    /// that request: it is judged as the new request, with the header fields the adapters gave the newest attempt that
+    /// it does not set (an idempotency key an adapter added), as going to its host; or, where an adapter sent the
+    /// newest attempt to another host than its own request named (and not an endpoint group that routes that request,
+    /// `routed`), as going where that attempt went, its host not being known before its adapters run. The hedge is sent
+    /// only if its own adapted request may be repeated (`RequestPlan.attempt(_:number:sending:onSend:repeatedOnly:)`).
     func hedgeToJudge(after sent: Sent, routed: Bool) -> URLRequest {
         guard let target, sent.number < firstFromTarget else { return sent.request }
-        let movedByAdapter =
-            CircuitBreakerRegistry.hostKey(for: sent.request) != CircuitBreakerRegistry.hostKey(for: sent.base)
-        if movedByAdapter, !routed { return sent.request }
         var judged = target
         // What the adapters gave the newest attempt they give the hedge too; a field the caller wrote on the old request
         // (its own idempotency key) the new request does not carry.
@@ -153,6 +151,9 @@ struct HedgeRound {
         where sent.base.value(forHTTPHeaderField: name) != value && judged.value(forHTTPHeaderField: name) == nil {
             judged.setValue(value, forHTTPHeaderField: name)
         }
+        let movedByAdapter =
+            CircuitBreakerRegistry.hostKey(for: sent.request) != CircuitBreakerRegistry.hostKey(for: sent.base)
+        if movedByAdapter, !routed { judged.url = sent.request.url }
         return judged
     }
 

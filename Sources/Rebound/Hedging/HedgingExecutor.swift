@@ -278,9 +278,9 @@ struct HedgingExecutor {
             }
             let result =
                 if let limit {
-                    await plan.attempt(base, number: number, within: limit, onSend: onSend)
+                    await plan.attempt(base, number: number, within: limit, onSend: onSend, repeatedOnly: hedge > 0)
                 } else {
-                    await plan.attempt(base, number: number, onSend: onSend)
+                    await plan.attempt(base, number: number, onSend: onSend, repeatedOnly: hedge > 0)
                 }
             reporter.yield(.finished(number: number, result: result))
         }
@@ -303,9 +303,9 @@ struct HedgingExecutor {
         round.granted = [:]
     }
 
-    /// Whether attempt `number` may start as a hedge judged as `sent` (``HedgeRound/hedgeToJudge(after:)``), in place of
-    /// the retry of `failed` if a failure started it: a request that may be repeated, let through by every hedge gate
-    /// registered (a throttle, a breaker, a limiter, a pacer, a budget), in order.
+    /// Whether attempt `number` may start as a hedge judged as `sent` (``HedgeRound/hedgeToJudge(after:routed:)``), in
+    /// place of the retry of `failed` if a failure started it: a request that may be repeated, let through by every
+    /// hedge gate registered (a throttle, a breaker, a limiter, a pacer, a budget), in order.
     func admitsHedge(_ sent: URLRequest, number: Int, after failed: Attempt?) -> Bool {
         guard plan.mayBeRepeated(sent) else { return false }
         guard let roles = plan.registered else { return true }

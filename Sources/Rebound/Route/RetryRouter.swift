@@ -14,10 +14,9 @@ protocol RetryRouter: AnyObject, Sendable {
     /// retry's attempt then takes, if it is still in rotation); `nil` when the part does not route the request.
     func destination(ofRetry request: RetryRequest) -> URLRequest?
 
-    /// The request hedge `number` of request `requestID` will be sent as, `sent` being the request the hedge gates judge
-    /// it by (the newest request of its round, or the one a retrier moved the request to mid-round), under the endpoint
-    /// picked for it (which the hedge's attempt then takes, if it is still in rotation); `nil` when
-    /// the part does not route the request.
+    /// The request hedge `number` of request `requestID` will be sent as, `sent` being what the round judges the hedge
+    /// as before its adapters run (`HedgeRound.hedgeToJudge(after:routed:)`), under the endpoint picked for it (which
+    /// the hedge's attempt then takes, if it is still in rotation); `nil` when the part does not route the request.
     func destination(ofHedge sent: URLRequest, number: Int, of requestID: UUID) -> URLRequest?
 
     /// Forgets the endpoint picked for hedge `number` of request `requestID`, which a gate refused: it never starts.

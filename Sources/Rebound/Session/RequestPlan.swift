@@ -151,11 +151,12 @@ final class RequestPlan: Sendable {
 extension RequestPlan {
     /// Runs one attempt within `limit` (``RequestTime/Limits/limit(of:now:)``); the attempt is cancelled when its time
     /// runs out, and the request goes on at once even if the attempt ignores cancellation (its result is then dropped).
-    /// `onSend` hears the request handed to the transport (a hedged round's attempts report it).
+    /// `onSend` hears the request handed to the transport (a hedged round's attempts report it); a hedge
+    /// (`repeatedOnly`) is sent only if its adapted request may be repeated.
     @inline(never)
     func attempt(
         _ base: consuming URLRequest, number: Int, within limit: TimeLimit,
-        onSend: (@Sendable (Handoff) -> Void)? = nil
+        onSend: (@Sendable (Handoff) -> Void)? = nil, repeatedOnly: Bool = false
     ) async -> AttemptResult {
         if limit.duration <= .zero { return .deadlineReached }
         // What the attempt handed to the transport before its time ran out: a sent attempt is recorded as sent (a
@@ -163,7 +164,10 @@ extension RequestPlan {
         let sending = Locked<Handoff?>(nil)
         let base = consume base
         let kind: AttemptResult.Kind
-        switch await within(limit, { await self.attempt(base, number: number, sending: sending, onSend: onSend) }) {
+        let run: @Sendable () async -> AttemptResult = {
+            await self.attempt(base, number: number, sending: sending, onSend: onSend, repeatedOnly: repeatedOnly)
+        }
+        switch await within(limit, run) {
         case .finished(let result): return result
         case .limitReached:
             kind = if case .deadline = limit { .deadlineReached } else { AttemptResult.attemptTimeoutReached.kind }
@@ -186,10 +190,11 @@ extension RequestPlan {
     }
 
     /// Adapts `base`, sends and validates once; notes in `sending`, and tells `onSend`, the request it hands to the
-    /// transport and when.
+    /// transport and when. A hedge (`repeatedOnly`) whose adapted request may not be repeated (a POST its adapters gave
+    /// no idempotency key) is not sent: the round judged it by another request than the one it sends.
     func attempt(
         _ base: consuming URLRequest, number: Int, sending: Locked<Handoff?>? = nil,
-        onSend: (@Sendable (Handoff) -> Void)? = nil
+        onSend: (@Sendable (Handoff) -> Void)? = nil, repeatedOnly: Bool = false
     ) async -> AttemptResult {
         let context = RequestContext(
             requestID: requestID, attempt: number, label: label, roles: registered, maximumAttempts: maximumAttempts)
@@ -222,6 +227,7 @@ extension RequestPlan {
             } else {
                 adapted = base
             }
+            if repeatedOnly, !mayBeRepeated(adapted) { throw HedgeNotRepeatable() }
         } catch {
             // Admissions not yet checked are dropped: the attempt is not sent, and what it holds while in flight goes
             // back now, before the retriers decide about the failure.
