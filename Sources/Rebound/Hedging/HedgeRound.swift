@@ -139,20 +139,22 @@ struct HedgeRound {
     /// retrier moved the request mid-round, and until an attempt from the new request was sent, the hedge starts from
     /// that request: it is judged as the new request, with the header fields the adapters gave the newest attempt that
     /// it does not set (an idempotency key an adapter added), as going to its host; or, where an adapter sent the
-    /// newest attempt to another host than its own request named (and not an endpoint group that routes that request,
-    /// `routed`), as going where that attempt went, its host not being known before its adapters run. The hedge is sent
-    /// only if its own adapted request may be repeated (`RequestPlan.attempt(_:number:sending:onSend:repeatedOnly:)`).
-    func hedgeToJudge(after sent: Sent, routed: Bool) -> URLRequest {
+    /// newest attempt to another host than its own request named (and not the endpoint group `router`, which routes
+    /// that request and so moved it knowingly), as going where that attempt went, its host not being known before its
+    /// adapters run. The hedge is sent only if its own adapted request may be repeated
+    /// (`RequestPlan.attempt(_:number:sending:onSend:repeatedOnly:)`).
+    func hedgeToJudge(after sent: Sent, router: (any RetryRouter)?) -> URLRequest {
         guard let target, sent.number < firstFromTarget else { return sent.request }
         var judged = target
-        // What the adapters gave the newest attempt they give the hedge too; a field the caller wrote on the old request
-        // (its own idempotency key) the new request does not carry.
+        // What the adapters gave the newest attempt they give the hedge too; a field the caller wrote on the old
+        // request (its own idempotency key) the new request does not carry.
         for (name, value) in sent.request.allHTTPHeaderFields ?? [:]
         where sent.base.value(forHTTPHeaderField: name) != value && judged.value(forHTTPHeaderField: name) == nil {
             judged.setValue(value, forHTTPHeaderField: name)
         }
         let movedByAdapter =
             CircuitBreakerRegistry.hostKey(for: sent.request) != CircuitBreakerRegistry.hostKey(for: sent.base)
+        let routed = router.map { $0.placement(of: sent.request) != nil && $0.placement(of: sent.base) != nil } ?? false
         if movedByAdapter, !routed { judged.url = sent.request.url }
         return judged
     }

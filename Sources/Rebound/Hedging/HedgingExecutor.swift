@@ -229,10 +229,8 @@ struct HedgingExecutor {
             }
             let number = round.attemptsMade + 1
             defer { retrying = nil }
-            // An endpoint group that routed the newest attempt's request moved it knowingly: no unknown host rewriter.
-            let router = plan.registered?.router
-            let routed = router?.placement(of: sent.request) != nil && router?.placement(of: sent.base) != nil
-            guard admitsHedge(round.hedgeToJudge(after: sent, routed: routed), number: number, after: retrying) else {
+            let judged = round.hedgeToJudge(after: sent, router: plan.registered?.router)
+            guard admitsHedge(judged, number: number, after: retrying) else {
                 // The hedge does not start: the learner has it back.
                 if let learning { learning.learner.hedgeNotStarted(for: learning.key) }
                 // Not a request to repeat, or a gate refused: no more hedges in this round.
@@ -303,7 +301,7 @@ struct HedgingExecutor {
         round.granted = [:]
     }
 
-    /// Whether attempt `number` may start as a hedge judged as `sent` (``HedgeRound/hedgeToJudge(after:routed:)``), in
+    /// Whether attempt `number` may start as a hedge judged as `sent` (``HedgeRound/hedgeToJudge(after:router:)``), in
     /// place of the retry of `failed` if a failure started it: a request that may be repeated, let through by every
     /// hedge gate registered (a throttle, a breaker, a limiter, a pacer, a budget), in order.
     func admitsHedge(_ sent: URLRequest, number: Int, after failed: Attempt?) -> Bool {
