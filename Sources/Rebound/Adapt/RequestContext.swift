@@ -47,8 +47,9 @@ public struct RequestContext: Sendable {
     }
 
     /// What parts hold and noted of the request's attempts, in the same record as its registrations; `nil` for a
-    /// context made outside a session.
-    var ledger: RequestLedger? { roles?.ledger }
+    /// context made outside a session. (Unwrapped with `map`: the optional chain `roles?.ledger` copies `roles` through
+    /// its type's metadata, at run time.)
+    var ledger: RequestLedger? { roles.map { $0.ledger } }
 
     /// How many retries came before this attempt: `attempt - 1`.
     public var retryCount: Int { attempt - 1 }

@@ -163,24 +163,32 @@ public final class CircuitBreakerRegistry: RequestAdapter {
         var string = string
         return string.withUTF8 { bytes -> String? in
             let (colon, slash) = (UInt8(ascii: ":"), UInt8(ascii: "/"))
-            guard let schemeEnd = bytes.firstIndex(of: colon), schemeEnd > 0, schemeEnd + 2 < bytes.count,
-                bytes[schemeEnd + 1] == slash, bytes[schemeEnd + 2] == slash
-            else { return nil }
-            // A scheme: a letter, then letters, digits, `+`, `-` or `.` (a URL without one, whose first colon is in
-            // its path or query, is not this spelling).
-            func isLetter(_ byte: UInt8) -> Bool {
-                (byte | 0x20) >= UInt8(ascii: "a") && (byte | 0x20) <= UInt8(ascii: "z")
+            func isLetter(_ byte: UInt8) -> Bool { (byte | 0x20) &- UInt8(ascii: "a") < 26 }
+            func isDigit(_ byte: UInt8) -> Bool { byte &- UInt8(ascii: "0") < 10 }
+            // A scheme, a letter and then letters, digits, `+`, `-` or `.`, followed by `://` (a URL without one, whose
+            // first colon is in its path or query, is not this spelling).
+            guard let first = bytes.first, isLetter(first) else { return nil }
+            var schemeEnd = 1
+            while schemeEnd < bytes.count, bytes[schemeEnd] != colon {
+                let byte = bytes[schemeEnd]
+                let isSymbol = byte == UInt8(ascii: "+") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
+                guard isLetter(byte) || isDigit(byte) || isSymbol else { return nil }
+                schemeEnd += 1
             }
-            guard isLetter(bytes[0]),
-                bytes[1..<schemeEnd].allSatisfy({
-                    isLetter($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: "+")
-                        || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".")
-                })
-            else { return nil }
+            guard schemeEnd + 2 < bytes.count, bytes[schemeEnd + 1] == slash, bytes[schemeEnd + 2] == slash else {
+                return nil
+            }
             let start = schemeEnd + 3
             var (end, portColon, inBrackets, colonInBrackets) = (start, Int?.none, false, false)
             while end < bytes.count {
                 let byte = bytes[end]
+                // Most of a host is letters, digits, dots and hyphens, which need no other look before a port.
+                if portColon == nil,
+                    isLetter(byte) || isDigit(byte) || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "-")
+                {
+                    end += 1
+                    continue
+                }
                 if byte == slash || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#") { break }
                 if byte == UInt8(ascii: "@") || byte == UInt8(ascii: "%") || byte >= 0x80 { return nil }
                 if byte == UInt8(ascii: "[") {
@@ -198,7 +206,7 @@ public final class CircuitBreakerRegistry: RequestAdapter {
                 } else if byte == colon {
                     guard portColon == nil else { return nil }
                     portColon = end
-                } else if portColon != nil, !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) {
+                } else if portColon != nil, !isDigit(byte) {
                     return nil
                 }
                 end += 1
@@ -211,14 +219,15 @@ public final class CircuitBreakerRegistry: RequestAdapter {
             guard hostEnd > start, !inBrackets, bytes[start] != UInt8(ascii: "[") || colonInBrackets, portDigits <= 5,
                 portDigits < 2 || bytes[hostEnd + 1] != UInt8(ascii: "0")
             else { return nil }
-            let length = hostEnd - start + (portDigits > 0 ? 1 + portDigits : 0)
+            let hostLength = hostEnd - start
+            let length = hostLength + (portDigits > 0 ? 1 + portDigits : 0)
             return String(unsafeUninitializedCapacity: length) { key in
-                for index in 0..<length {
+                // The host in lower case, then the colon and the port's digits as they are.
+                for index in 0..<hostLength {
                     let byte = bytes[start + index]
-                    // The host in lower case; the colon and the port's digits as they are.
-                    let isCapital = start + index < hostEnd && (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
-                    key[index] = isCapital ? byte + 32 : byte
+                    key[index] = byte &- UInt8(ascii: "A") < 26 ? byte | 0x20 : byte
                 }
+                for index in hostLength..<length { key[index] = bytes[start + index] }
                 return length
             }
         }

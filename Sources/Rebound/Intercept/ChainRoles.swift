@@ -1,11 +1,11 @@
 /// The observers and gates a session or a request was given explicitly (`observers:`, `gates:`), or an ``Interceptor``
 /// holds, kept with the identities of their class instances so that a part that also registers through the context
-/// is told once.
+/// is told once. One object, which every request of the session or interceptor that made it shares.
 ///
 /// No role is ever found by looking at a part's type: a part plays the role of the list it is given in, and any other
 /// role it registers through the context of the calls it gets (``RegisteredRoles``). That is what keeps every role
 /// behind a wrapper: a wrapper that forwards the call it was placed for forwards the registrations too.
-struct ChainRoles: Sendable {
+final class ChainRoles: Sendable {
     let observers: [any AttemptObserver]
     let gates: [any RetryGate]
 

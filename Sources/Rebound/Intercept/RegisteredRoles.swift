@@ -143,7 +143,9 @@ struct RegisteredRoles: Sendable {
         // Not a gate a second time: the lists hold it as one, or it registered as one (an `Interceptor`'s gates).
         let gate = Key(object: object, role: .gate)
         let isGate = !state.chain.holdsGate(object) && !state.registrations.holds(gate)
-        add(.accountant(part, isGate: isGate), as: key, to: &state)
+        state.registrations.append(Registration(key: key, entry: .accountant(part, isGate: isGate)))
+        state.accountants.append(part)
+        if isGate { state.gateCount += 1 }
     }
 
     func add(scope: some CredentialScope) {
@@ -207,10 +209,8 @@ struct RegisteredRoles: Sendable {
         case .validator: state.validatorCount += 1
         case .observer: state.observerCount += 1
         case .gate: state.gateCount += 1
-        case .accountant(let part, let isGate):
-            state.accountants.append(part)
-            if isGate { state.gateCount += 1 }
-        default: break
+        // Accountants are added by `add(accountant:to:)` alone, which counts them.
+        case .accountant, .scope, .retrier, .group: break
         }
         return true
     }
@@ -297,6 +297,6 @@ extension InlineList where Element == RegisteredRoles.Registration {
         // which reads its payload's layout through the runtime each time.
         if count == 0 { return false }
         if first?.key == key { return true }
-        return count > 1 && rest.contains { $0.key == key }
+        return count > 1 && rest?.contains { $0.key == key } == true
     }
 }

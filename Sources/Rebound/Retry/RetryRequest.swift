@@ -79,7 +79,7 @@ public struct RetryRequest: Sendable {
     var roles: RegisteredRoles? { storage.value.roles }
 
     /// The request's ledger, in the same record as its registrations; `nil` when the request keeps none.
-    var ledger: RequestLedger? { storage.value.roles?.ledger }
+    var ledger: RequestLedger? { storage.value.roles.map { $0.ledger } }  // See `RequestContext.ledger`.
 
     /// The endpoint an ``EndpointGroup`` sent `attempt` to, as an outcome a part builds of it names it; `nil` when no
     /// group routed the request.

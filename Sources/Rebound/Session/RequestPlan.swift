@@ -32,12 +32,14 @@ final class RequestPlan: Sendable {
 
     /// The plan of a request sent through `session`, with what the request did not set of its own (each left empty or
     /// `nil`) resolved against the session's; makes its registrations if a part may register through its contexts.
+    /// The parts the request may bring are borrowed: the plan copies only those it keeps, and most requests bring none.
     init(
         session: Session, original: consuming OriginalRequest, label: String? = nil,
-        adapters: [any RequestAdapter] = [], retriers: [any RequestRetrier] = [],
-        interceptor: (any RequestInterceptor)? = nil, observers: [any AttemptObserver] = [],
-        gates: [any RetryGate] = [], validator: (any ResponseValidator)? = nil, deadline: Duration? = nil,
-        attemptTimeout: Duration? = nil, redirectHandler: (any RedirectHandler)? = nil, hedging: Hedging? = nil
+        adapters: borrowing [any RequestAdapter] = [], retriers: borrowing [any RequestRetrier] = [],
+        interceptor: borrowing (any RequestInterceptor)? = nil, observers: borrowing [any AttemptObserver] = [],
+        gates: borrowing [any RetryGate] = [], validator: borrowing (any ResponseValidator)? = nil,
+        deadline: Duration? = nil, attemptTimeout: Duration? = nil,
+        redirectHandler: borrowing (any RedirectHandler)? = nil, hedging: borrowing Hedging? = nil
     ) {
         if let attemptTimeout { Session.check(attemptTimeout: attemptTimeout) }
         // Most requests bring nothing of their own: then none of the existentials above is touched (compared with
@@ -52,8 +54,8 @@ final class RequestPlan: Sendable {
                     session: session,
                     requestInterceptor: Session.chain(adapters: adapters, retriers: retriers, interceptor: interceptor),
                     requestRoles: observers.isEmpty && gates.isEmpty
-                        ? nil : ChainRoles(observers: observers, gates: gates),
-                    validator: validator, redirectHandler: redirectHandler)
+                        ? nil : ChainRoles(observers: copy observers, gates: copy gates),
+                    validator: copy validator, redirectHandler: copy redirectHandler)
             }
         let deadline = deadline ?? session.deadline
         self.session = session
@@ -62,7 +64,7 @@ final class RequestPlan: Sendable {
         self.own = own
         self.deadline = deadline
         self.attemptTimeout = attemptTimeout ?? session.attemptTimeout
-        self.hedging = (hedging ?? session.hedging).flatMap { $0.hedges ? $0 : nil }
+        self.hedging = (copy hedging ?? session.hedging).flatMap { $0.hedges ? $0 : nil }
         let deadlineTimer = deadline.map { DeadlineTimer(end: session.clock.now() + $0, clock: session.clock) }
         self.deadlineTimer = deadlineTimer
         // Registrations are kept where a part may register or read the time left before the deadline (a pacer that
@@ -102,7 +104,7 @@ final class RequestPlan: Sendable {
 
     /// What parts hold and noted of the request's attempts, in the same record as its registrations; `nil` when it
     /// keeps none.
-    var ledger: RequestLedger? { registered?.ledger }
+    var ledger: RequestLedger? { registered.map { $0.ledger } }  // See `RequestContext.ledger`.
 
     /// The gates registered so far that the chain does not hold: asked after the chain's.
     var registeredGates: [any RetryGate] { registered?.gates ?? [] }

@@ -2,7 +2,9 @@
 /// allocates nothing. A value: a copy is a snapshot, which elements appended later do not change.
 struct InlineList<Element: Sendable>: Sequence, Sendable {
     private(set) var first: Element?
-    private(set) var rest: [Element] = []
+    /// The elements after the first, in an array made when a second one comes: a list of one has none, so that copying
+    /// or dropping it touches no array.
+    private(set) var rest: [Element]?
     /// How many elements it holds: what `isEmpty` and `append` read, rather than asking the optional `first`.
     private(set) var count = 0
 
@@ -11,15 +13,15 @@ struct InlineList<Element: Sendable>: Sequence, Sendable {
 
     var isEmpty: Bool { count == 0 }
 
-    mutating func append(_ element: Element) {
+    mutating func append(_ element: consuming Element) {
         count += 1
         if count == 1 {
-            first = element
-        } else if rest.isEmpty {
+            first = consume element
+        } else if rest == nil {
             // An array of one, made as a literal is (appending to an empty array takes a slower, colder path).
             rest = [element]
         } else {
-            rest.append(element)
+            rest!.append(element)
         }
     }
 
@@ -27,6 +29,7 @@ struct InlineList<Element: Sendable>: Sequence, Sendable {
     func contains(where predicate: (borrowing Element) -> Bool) -> Bool {
         if count == 0 { return false }
         if let first, predicate(first) { return true }
+        guard let rest else { return false }
         for index in rest.indices where predicate(rest[index]) { return true }
         return false
     }
@@ -37,20 +40,20 @@ struct InlineList<Element: Sendable>: Sequence, Sendable {
         guard let first else { return nil }
         if predicate(first) {
             count -= 1
-            self.first = rest.isEmpty ? nil : rest.removeFirst()
+            self.first = rest?.isEmpty == false ? rest!.removeFirst() : nil
             return first
         }
-        guard let index = rest.firstIndex(where: { predicate($0) }) else { return nil }
+        guard let index = rest?.firstIndex(where: { predicate($0) }) else { return nil }
         count -= 1
-        return rest.remove(at: index)
+        return rest!.remove(at: index)
     }
 
     /// Replaces the first element that satisfies `predicate` with `replacement`, in its place; nothing if none does.
     mutating func replace(where predicate: (borrowing Element) -> Bool, with replacement: Element) {
         if let first, predicate(first) {
             self.first = replacement
-        } else if let index = rest.firstIndex(where: { predicate($0) }) {
-            rest[index] = replacement
+        } else if let index = rest?.firstIndex(where: { predicate($0) }) {
+            rest![index] = replacement
         }
     }
 
@@ -70,9 +73,9 @@ struct InlineList<Element: Sendable>: Sequence, Sendable {
                 index = 0
                 return list.first
             }
-            guard index < list.rest.count else { return nil }
+            guard index < list.rest?.count ?? 0 else { return nil }
             defer { index += 1 }
-            return list.rest[index]
+            return list.rest![index]
         }
     }
 }
