@@ -144,6 +144,33 @@ struct HostTableTests {
         #expect(table.count <= 8)
     }
 
+    /// The table finds the host changed last again without looking its key up; a host removed, or another moved into its
+    /// slot, or a table that shrank below that slot, leaves the right entry found, or none.
+    @Test func aHostChangedAgainIsItsOwnEntryWhateverMovedSince() {
+        var table = HostTable<Int>(capacity: 100)
+        add(5, value: 1, to: &table)
+        #expect(table.modify("host1") { value -> Int in
+            value += 10
+            return value
+        } == 11)
+        #expect(table.modify("host1") { $0 } == 11)  // found again in the slot it was found in
+        // The last host moves into the removed one's slot, the one the table found last.
+        table.remove("host1")
+        #expect(table.modify("host1") { $0 } == nil)
+        #expect(table.modify("host4") { value -> Int in
+            value += 100
+            return value
+        } == 101)
+        #expect(table["host4"] == 101)
+        // Fewer hosts than the slot found last.
+        table.remove("host3")
+        table.remove("host2")
+        table.remove("host4")
+        #expect(table.modify("host4") { $0 } == nil)
+        #expect(table.modify("host0") { $0 } == 1)
+        #expect(table.count == 1)
+    }
+
     @Test func theHandLooksAtTheHostThatTakesADroppedOnesPlaceNext() {
         var table = HostTable<Int>(capacity: 100)
         for index in 0..<5 { table.update("host\(index)", make: { index }, isAtRest: { _ in false }) { _ in } }

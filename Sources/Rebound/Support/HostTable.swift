@@ -48,6 +48,9 @@ struct HostTable<Value: Sendable>: Sendable {
     private var entries: [Entry] = []
     /// Where each key's entry sits in `entries`.
     private var slots: [String: Int] = [:]
+    /// The slot of the host last changed: most requests go where the one before went, whose entry is found again by
+    /// comparing its key rather than by looking it up. A hint, checked against the entry's key before it is used.
+    private var lastSlot = 0
     private var hand = 0
     /// When ``forgetIdle(at:every:isAtRest:)`` last dropped every host at rest, on the part's clock.
     private var lastSweep: Duration?
@@ -101,7 +104,13 @@ struct HostTable<Value: Sendable>: Sendable {
 
     /// Changes the state of `key`'s host in place if it is kept, and marks it used; `nil` if it is not.
     mutating func modify<Result>(_ key: String, _ body: (inout Value) -> Result) -> Result? {
-        guard let slot = slots[key] else { return nil }
+        let slot: Int
+        if lastSlot < entries.count, entries[lastSlot].key == key {
+            slot = lastSlot
+        } else {
+            guard let found = slots[key] else { return nil }
+            (slot, lastSlot) = (found, found)
+        }
         // In place, through the array's element: the entry's value is not copied.
         return entries[slot].use(body)
     }
