@@ -149,18 +149,20 @@ struct HostTableTests {
     @Test func aHostChangedAgainIsItsOwnEntryWhateverMovedSince() {
         var table = HostTable<Int>(capacity: 100)
         add(5, value: 1, to: &table)
-        #expect(table.modify("host1") { value -> Int in
+        let changed = table.modify("host1") { value -> Int in
             value += 10
             return value
-        } == 11)
+        }
+        #expect(changed == 11)
         #expect(table.modify("host1") { $0 } == 11)  // found again in the slot it was found in
         // The last host moves into the removed one's slot, the one the table found last.
         table.remove("host1")
         #expect(table.modify("host1") { $0 } == nil)
-        #expect(table.modify("host4") { value -> Int in
+        let moved = table.modify("host4") { value -> Int in
             value += 100
             return value
-        } == 101)
+        }
+        #expect(moved == 101)
         #expect(table["host4"] == 101)
         // Fewer hosts than the slot found last.
         table.remove("host3")
