@@ -328,6 +328,10 @@ extension RequestLedger {
 
     /// What the parts and the observers hear of an attempt the session settles.
     struct Settlement {
+        /// What they hear of an attempt of a request that keeps no ledger: no part settles it, and no observer
+        /// registered.
+        static let nobody = Settlement(accountants: .none, hasObservers: false, untold: [])
+
         /// The parts that settle their own attempts, in the order they registered: a snapshot, which registrations
         /// made later do not change, and reading it allocates nothing.
         let accountants: InlineList<any AttemptAccountant>

@@ -292,8 +292,7 @@ extension RequestPlan {
             AttemptResult(kind, sent: sent, firstHop: firstHop, response: response, data: data, sentAt: sentAt)
         }
         if let reason = validation.check(response, data, context) { return result(.failure(reason)) }
-        for registration in registered?.withValidators ?? .none {
-            guard case .validator(let validator) = registration.entry else { continue }
+        for validator in registered?.validators ?? [] {
             if let reason = validator.reason(for: response, data: data, context: context) {
                 return result(.failure(reason))
             }

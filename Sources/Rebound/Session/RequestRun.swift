@@ -177,13 +177,15 @@ extension RequestPlan {
     /// observers are to be told of it, with `decision` and, when it is ``AttemptDecision/failed``, the `error` the
     /// request ends with; `nil` when no observer is to be told, or nothing is reported.
     func settle(
-        _ report: RequestMachine.Report?, decision: AttemptDecision, error: ReboundError? = nil,
+        _ report: consuming RequestMachine.Report?, decision: AttemptDecision, error: ReboundError? = nil,
         of attempts: some BidirectionalCollection<Attempt>, endsRequest: Bool = false
     ) -> AttemptOutcome? {
-        let settlement = ledger?.settling(attempt: report?.attempt, endsRequest: endsRequest)
+        let ledger = ledger
+        let settlement = ledger.map { $0.settling(attempt: report?.attempt, endsRequest: endsRequest) } ?? .nobody
         // Nothing reported, or no part or observer to tell: the attempt's record is not read.
-        let anyoneHears = settlement.map { !$0.accountants.isEmpty || $0.hasObservers } == true || listsObservers
-        guard let report, anyoneHears else { return nil }
+        guard let report, !settlement.accountants.isEmpty || settlement.hasObservers || listsObservers else {
+            return nil
+        }
         guard let attempt = attempts.last(where: { $0.number == report.attempt }) else {
             preconditionFailure("attempt \(report.attempt) is reported before it is recorded")
         }
@@ -196,16 +198,17 @@ extension RequestPlan {
                 shadowRefusals: shadowRefusals.isEmpty ? [] : shadowRefusals.map { $0.with(label: label) },
                 endpoint: registered?.placement(of: attempt))
         }
-        guard let registered, let settlement else { return listsObservers ? outcome([]) : nil }
         // The outcome, built once, for the first part that reads it (a breaker with a `classify` of its own) and the
         // observers.
         var built: AttemptOutcome?
-        for part in settlement.accountants {
-            part.settle(attempt, of: requestID, ledger: registered.ledger) {
-                if let built { return built }
-                let made = outcome(settlement.untold)
-                built = made
-                return made
+        if let ledger {
+            for part in settlement.accountants {
+                part.settle(attempt, of: requestID, ledger: ledger) {
+                    if let built { return built }
+                    let made = outcome(settlement.untold)
+                    built = made
+                    return made
+                }
             }
         }
         guard listsObservers || settlement.hasObservers else { return nil }
