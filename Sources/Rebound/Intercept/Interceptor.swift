@@ -116,13 +116,11 @@ public struct Interceptor: RequestInterceptor, AdaptsInPlace {
     /// Does what ``adapt(_:context:)`` does, in place, when every adapter adapts in place; `nil` otherwise.
     var adaptInPlace: Adapter.ModifyNowHandler? {
         guard steps.allSatisfy({ $0.now != nil }) else { return nil }
-        // The steps' closures are read where they are stored: kept in an array of their own, each call would go
-        // through a thunk.
+        // The steps' closures are called where they are stored, in place (kept in an array of their own, each call would
+        // go through a thunk; bound to a local, each would be copied first).
         return { [group, steps] request, context in
             if let group { context.register(group) }
-            for step in steps {
-                if let modify = step.now { try modify(&request, context) }
-            }
+            for index in steps.indices { try steps[index].now?(&request, context) }
         }
     }
 

@@ -181,8 +181,9 @@ struct RequestMachine {
 
     // MARK: Events
 
-    /// The next action after `event`, which happened `now` on the session's clock: the machine's one entry.
-    mutating func handle(_ event: Event, now: Duration) -> Action {
+    /// The next action after `event`, which happened `now` on the session's clock: the machine's one entry. The event
+    /// is consumed: the machine keeps what it needs of it.
+    mutating func handle(_ event: consuming Event, now: Duration) -> Action {
         switch (event, phase) {
         case (.start(let first), .attempting(1, _)) where attempts.isEmpty:
             return nextAttempt(from: first, now: now)
