@@ -3,7 +3,7 @@ import Foundation
 /// Makes request identifiers: version-4-format UUIDs, unique within the process and unpredictable, as `UUID()`'s are.
 ///
 /// `UUID()` reads the system's random source on every call, which would be the largest part of an empty session's own
-/// work per request. Here a counter goes through SipHash-2-4 under a secret key drawn once per process from the
+/// work per request. Here a counter goes through SipHash-2-4 (its 128-bit output) under a secret key drawn once per process from the
 /// system's secure random source (two values, one per half): each identifier is arithmetic only, and without the key
 /// no identifier can be computed from others. That matters because identifiers leave the process: an
 /// ``IdempotencyKeyAdapter`` sends them to servers, and servers that do not scope idempotency keys per client must
@@ -21,8 +21,7 @@ enum RequestIDs {
             state.counter &+= 1
             return (state.function, state.counter)
         }
-        var high = function(counter, 0)
-        var low = function(counter, 1)
+        var (high, low) = function.wide(counter)
         // RFC 9562 version 4 and variant 10 bits.
         high = (high & ~0xF000) | 0x4000
         low = (low & ~(0xC000_0000_0000_0000 as UInt64)) | 0x8000_0000_0000_0000
