@@ -14,13 +14,29 @@ import SideBySide
 // Contenders: `plain` (URLSession's `data(for:)`, the five headers set by hand), `transport`
 // (`URLSessionHTTPTransport()` called directly), `session` and `url` (a bare `Session`, sent a request or a URL), and
 // every chain the other tools know by name (`contenderInterceptor(named:)`: `adapters`, `breaker`, `realistic`, …),
-// sent what they send (a URL for the chains whose adapters set the headers).
+// sent what they send (a URL for the chains whose adapters set the headers). `memory:` before a session or a chain
+// (`memory:realistic`) sends through `InMemoryTransport` instead of `URLSessionHTTPTransport()`: what Rebound itself
+// executes, a count that repeats to within a few instructions, for comparing builds.
 
 ChildServer.serveIfAsked(routes: installBenchmarkRoutes)
 
+/// A transport that answers every request at once with the same 200 and no body, without a socket.
+struct InMemoryTransport: HTTPTransport {
+    let head: ResponseHead
+
+    init(answering url: URL) {
+        head = ResponseHead(
+            HTTPURLResponse(url: url, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: ["Content-Length": "0"])!)
+    }
+
+    func exchange(_ request: URLRequest) async throws -> (Data, ResponseHead) { (Data(), head) }
+}
+
 /// The requests of one contender, ended with `exit(1)` and a message at the first failure (an instruction count of
 /// failed requests means nothing).
-func run(_ contender: String, count: Int) async {
+func run(_ named: String, count: Int) async {
+    let inMemory = named.hasPrefix("memory:")
+    let contender = inMemory ? String(named.dropFirst("memory:".count)) : named
     do {
         let url = try ChildServer.url().appendingPathComponent("ok")
         let transport = URLSessionHTTPTransport()
@@ -29,7 +45,13 @@ func run(_ contender: String, count: Int) async {
         guard interceptor != nil || ["plain", "transport", "session", "url"].contains(contender) else {
             throw BenchmarkError("unknown contender \(contender)")
         }
-        let session = Session(transport: transport, interceptor: interceptor)
+        guard !inMemory || !["plain", "transport"].contains(contender) else {
+            throw BenchmarkError("\(named): only a session or a chain sends in memory")
+        }
+        let session =
+            inMemory
+            ? Session(transport: InMemoryTransport(answering: url), interceptor: interceptor)
+            : Session(transport: transport, interceptor: interceptor)
         // Chosen once, so that the loop does the same work for every contender besides the request itself (a name
         // compared on every request would count as the contender's).
         let send: () async throws -> Int
@@ -52,7 +74,7 @@ func run(_ contender: String, count: Int) async {
             guard status == 200 else { throw BenchmarkError("status \(status)") }
         }
     } catch {
-        FileHandle.standardError.write(Data("ReboundInstructions \(contender): \(error)\n".utf8))
+        FileHandle.standardError.write(Data("ReboundInstructions \(named): \(error)\n".utf8))
         exit(1)
     }
 }
