@@ -249,16 +249,12 @@ struct RegisteredRoles: Sendable {
         return router.placement(of: sent)
     }
 
-    /// The validators registered so far, in order: none, without a look at the registrations, when none registered (the
-    /// common case, read on every response).
-    var validators: [any ResponseValidator] {
-        withRoles { state in
-            guard state.validatorCount > 0 else { return [] }
-            return state.registrations.compactMap { registration in
-                if case .validator(let validator) = registration.entry { validator } else { nil }
-            }
-        }
-    }
+    /// Whether any validator registered so far: read on every response, where the common answer, no, spares a snapshot
+    /// of the registrations.
+    var hasValidators: Bool { withRoles { $0.validatorCount > 0 } }
+
+    /// The registrations to look through for validators: none when no validator registered.
+    var withValidators: Registrations { withRoles { $0.validatorCount == 0 ? .none : $0.registrations } }
 
     /// Whether any gate the lists do not hold registered so far.
     var hasGates: Bool { withRoles { $0.gateCount > 0 } }

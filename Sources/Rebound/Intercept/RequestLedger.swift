@@ -330,7 +330,7 @@ extension RequestLedger {
     struct Settlement {
         /// What they hear of an attempt of a request that keeps no ledger: no part settles it, and no observer
         /// registered.
-        static let nobody = Settlement(accountants: .none, hasObservers: false, untold: [])
+        static var nobody: Settlement { Settlement(accountants: .none, hasObservers: false, untold: []) }
 
         /// The parts that settle their own attempts, in the order they registered: a snapshot, which registrations
         /// made later do not change, and reading it allocates nothing.

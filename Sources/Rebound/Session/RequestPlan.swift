@@ -292,9 +292,12 @@ extension RequestPlan {
             AttemptResult(kind, sent: sent, firstHop: firstHop, response: response, data: data, sentAt: sentAt)
         }
         if let reason = validation.check(response, data, context) { return result(.failure(reason)) }
-        for validator in registered?.validators ?? [] {
-            if let reason = validator.reason(for: response, data: data, context: context) {
-                return result(.failure(reason))
+        if let registered, registered.hasValidators {
+            for registration in registered.withValidators {
+                guard case .validator(let validator) = registration.entry else { continue }
+                if let reason = validator.reason(for: response, data: data, context: context) {
+                    return result(.failure(reason))
+                }
             }
         }
         return result(.success)

@@ -180,7 +180,7 @@ extension RequestPlan {
         _ report: consuming RequestMachine.Report?, decision: AttemptDecision, error: ReboundError? = nil,
         of attempts: some BidirectionalCollection<Attempt>, endsRequest: Bool = false
     ) -> AttemptOutcome? {
-        let ledger = ledger
+        // A request keeps a ledger exactly when it keeps registrations (`registered`).
         let settlement = ledger.map { $0.settling(attempt: report?.attempt, endsRequest: endsRequest) } ?? .nobody
         // Nothing reported, or no part or observer to tell: the attempt's record is not read.
         guard let report, !settlement.accountants.isEmpty || settlement.hasObservers || listsObservers else {

@@ -48,8 +48,8 @@ struct HostTable<Value: Sendable>: Sendable {
     private var entries: [Entry] = []
     /// Where each key's entry sits in `entries`.
     private var slots: [String: Int] = [:]
-    /// The slot of the host last changed: most requests go where the one before went, whose entry is found again by
-    /// comparing its key rather than by looking it up. A hint, checked against the entry's key before it is used.
+    /// The slot of the host last found or added: most requests go where the one before went, whose entry is found again
+    /// by comparing its key rather than by looking it up. A hint, checked against the entry's key before it is used.
     private var lastSlot = 0
     private var hand = 0
     /// When ``forgetIdle(at:every:isAtRest:)`` last dropped every host at rest, on the part's clock.
@@ -99,7 +99,8 @@ struct HostTable<Value: Sendable>: Sendable {
     ) -> Result {
         if let result = modify(key, body) { return result }
         add(key, make(), isAtRest: isAtRest, mayMakeRoom: mayMakeRoom)
-        return entries[entries.count - 1].use(body)
+        lastSlot = entries.count - 1
+        return entries[lastSlot].use(body)
     }
 
     /// Changes the state of `key`'s host in place if it is kept, and marks it used; `nil` if it is not.

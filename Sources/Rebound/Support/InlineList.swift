@@ -2,8 +2,8 @@
 /// allocates nothing. A value: a copy is a snapshot, which elements appended later do not change.
 struct InlineList<Element: Sendable>: Sequence, Sendable {
     private(set) var first: Element?
-    /// The elements after the first, in an array made when a second one comes: a list of one has none, so that copying
-    /// or dropping it touches no array.
+    /// The elements after the first, in an array made when a second one comes: a list that never held two has none, so
+    /// that copying or dropping it touches no array (`count` says how many elements there are).
     private(set) var rest: [Element]?
     /// How many elements it holds: what `isEmpty` and `append` read, rather than asking the optional `first`.
     private(set) var count = 0

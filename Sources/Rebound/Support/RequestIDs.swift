@@ -3,9 +3,9 @@ import Foundation
 /// Makes request identifiers: version-4-format UUIDs, unique within the process and unpredictable, as `UUID()`'s are.
 ///
 /// `UUID()` reads the system's random source on every call, which would be the largest part of an empty session's own
-/// work per request. Here a counter goes through SipHash-2-4 (its 128-bit output) under a secret key drawn once per process from the
-/// system's secure random source (two values, one per half): each identifier is arithmetic only, and without the key
-/// no identifier can be computed from others. That matters because identifiers leave the process: an
+/// work per request. Here a counter goes through SipHash-2-4, one call of its 128-bit output for the two halves, under
+/// a secret key drawn once per process from the system's secure random source: each identifier is arithmetic only,
+/// and without the key no identifier can be computed from others. That matters because identifiers leave the process: an
 /// ``IdempotencyKeyAdapter`` sends them to servers, and servers that do not scope idempotency keys per client must
 /// not be able to guess the next one (the Idempotency-Key draft's security considerations). A bijection of the
 /// counter without a secret key would not do: it can be undone from a single identifier.

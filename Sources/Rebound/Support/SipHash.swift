@@ -20,7 +20,8 @@ struct SipHash24: Sendable {
         self.init(k0: generator.next(), k1: generator.next())
     }
 
-    /// The function's value for `message`.
+    /// The function's value for `message`. (Request ids take `wide(_ word:)`; this and the byte-wise `wide` are
+    /// what the reference vectors check.)
     func callAsFunction(_ message: some Collection<UInt8>) -> UInt64 {
         var (state, lastWord) = absorbing(message, wide: false)
         return state.finish(lastWord: lastWord)
