@@ -18,6 +18,17 @@ private func slowRefresh(taking duration: Duration, on clock: ManualClock) -> To
     }
 }
 
+/// Forwards both requirements of `RequestInterceptor`, and nothing else: a wrapper written as a user would.
+private struct ForwardingInterceptor: RequestInterceptor {
+    let wrapped: any RequestInterceptor
+    func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
+        try await wrapped.adapt(request, context: context)
+    }
+    func retry(_ request: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
+        await wrapped.retry(request, dueTo: error)
+    }
+}
+
 @Suite("AuthenticationInterceptor after parts that hold room", .timeLimit(.minutes(1)))
 struct AuthenticationGivesWayTests {
     let clock = ManualClock()
@@ -59,10 +70,12 @@ struct AuthenticationGivesWayTests {
         return other
     }
 
+    /// Behind forwarding wrappers (`wrapped`), the part and the interceptor give way and take the room again through the
+    /// context they are handed, as given.
     @Test(
         "A request that waits for a refresh gives its place or its trial to the refresh's own request, and takes it again after",
-        arguments: ["limiter", "pacer", "breaker", "registry"])
-    func theRefreshsRequestGetsTheRoomTheWaitingRequestHeld(part: String) async throws {
+        arguments: ["limiter", "pacer", "breaker", "registry"], Wrapping.allCases)
+    func theRefreshsRequestGetsTheRoomTheWaitingRequestHeld(part: String, wrapping: Wrapping) async throws {
         let transport = ScriptedTransport(clock: clock) { request, _ in
             switch request.url?.path {
             case "/down": .status(503)
@@ -78,7 +91,14 @@ struct AuthenticationGivesWayTests {
         let authenticator = askingTheTokenEndpoint(through: sending)
         let auth = AuthenticationInterceptor(
             authenticator: authenticator, credential: Token(value: 1, expired: true), clock: clock)
-        let session = Session(transport: transport, adapters: [room], interceptor: auth, clock: clock)
+        let session =
+            switch wrapping {
+            case .unwrapped: Session(transport: transport, adapters: [room], interceptor: auth, clock: clock)
+            case .wrapped:
+                Session(
+                    transport: transport, adapters: [ForwardingAdapter(wrapped: room)],
+                    interceptor: ForwardingInterceptor(wrapped: auth), clock: clock)
+            }
         sending.withLock { $0 = session }
 
         let response = try await session.send(exampleURL)
