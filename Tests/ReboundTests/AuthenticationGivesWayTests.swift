@@ -18,17 +18,6 @@ private func slowRefresh(taking duration: Duration, on clock: ManualClock) -> To
     }
 }
 
-/// Forwards both requirements of `RequestInterceptor`, and nothing else: a wrapper written as a user would.
-private struct ForwardingInterceptor: RequestInterceptor {
-    let wrapped: any RequestInterceptor
-    func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
-        try await wrapped.adapt(request, context: context)
-    }
-    func retry(_ request: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
-        await wrapped.retry(request, dueTo: error)
-    }
-}
-
 @Suite("AuthenticationInterceptor after parts that hold room", .timeLimit(.minutes(1)))
 struct AuthenticationGivesWayTests {
     let clock = ManualClock()

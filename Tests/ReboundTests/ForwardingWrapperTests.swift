@@ -17,17 +17,6 @@ private struct ForwardingRetrier: RequestRetrier {
     }
 }
 
-/// Forwards both requirements of `RequestInterceptor`.
-private struct ForwardingInterceptor: RequestInterceptor {
-    let wrapped: any RequestInterceptor
-    func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
-        try await wrapped.adapt(request, context: context)
-    }
-    func retry(_ request: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
-        await wrapped.retry(request, dueTo: error)
-    }
-}
-
 /// Whether a built-in is tried as given or behind a user's forwarding wrapper.
 enum Wrapping: String, CaseIterable, CustomTestStringConvertible {
     case unwrapped, wrapped

@@ -140,6 +140,17 @@ struct ForwardingAdapter: RequestAdapter {
     }
 }
 
+/// Forwards both requirements of `RequestInterceptor`, and nothing else: a wrapper written as a user would.
+struct ForwardingInterceptor: RequestInterceptor {
+    let wrapped: any RequestInterceptor
+    func adapt(_ request: consuming URLRequest, context: RequestContext) async throws -> URLRequest {
+        try await wrapped.adapt(request, context: context)
+    }
+    func retry(_ request: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
+        await wrapped.retry(request, dueTo: error)
+    }
+}
+
 /// Lets other tasks run while `condition` holds, checking it between turns.
 ///
 /// - Throws: `CancellationError` when the task is cancelled first (a test past its time limit), so that a wait that
