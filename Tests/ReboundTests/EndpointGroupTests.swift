@@ -172,6 +172,117 @@ struct EndpointGroupTests {
         #expect(group.requestsKept == 0 && group.attemptsInFlight == 0)
     }
 
+    /// eu answers 503 asking for two minutes of quiet; every other host answers 200.
+    static func askingForQuiet<C: Clock>(_ clock: C) -> ScriptedTransport where C.Duration == Duration {
+        ScriptedTransport(clock: clock) { request, _ in
+            request.url?.host == "eu.api.example.com"
+                ? .response(status: 503, headers: ["Retry-After": "120"]) : .status(200)
+        }
+    }
+
+    @Test(
+        arguments: [
+            ("https://us.example.com/v2/x", nil),
+            ("https://eu.example.com/backup/x", Duration.seconds(60)),
+        ] as [(String, Duration?)])
+    func retryPolicyHonoursRetryAfterOnlyForARetryToTheHostThatAskedForIt(destination: String, honoured: Duration?)
+        async
+    {
+        let sent = URLRequest(url: URL(string: "https://eu.example.com/v2/x")!)
+        let policy = RetryPolicy(backoff: .constant(.seconds(1)))
+        for status in [503, 429] {
+            let head = ResponseHead(
+                url: sent.url!, statusCode: status, headerFields: [(name: "Retry-After", value: "120")])
+            let attempt = Attempt(
+                number: 1, request: sent, responseHead: head, failure: .unacceptableStatusCode(status),
+                duration: .zero)
+            let failed = RetryRequest(
+                requestID: UUID(), label: nil, original: .request(sent), lastRequest: sent, responseHead: head,
+                data: nil, attempts: [attempt], roles: nil, backoffWait: nil)
+            let error = ReboundError(
+                reason: .unacceptableStatusCode(status), original: .request(sent), lastRequest: sent,
+                responseHead: head, data: nil, attempts: [attempt])
+            // An endpoint group's retry to another host waits the backoff; a 429 that said when to come back is still
+            // retried there.
+            let routed = failed.routed(to: URLRequest(url: URL(string: destination)!))
+            #expect(await policy.retry(routed, dueTo: error).delay == honoured ?? .seconds(1))
+            #expect(await policy.retry(failed, dueTo: error).delay == .seconds(60))
+        }
+    }
+
+    @Test(
+        "A retry to another endpoint waits its backoff, not the Retry-After the failed endpoint asked for",
+        .timeLimit(.minutes(1)))
+    func aRetryToAnotherEndpointIsNotHeldByTheQuietTheFailedOneAskedFor() async throws {
+        for deadline in [nil, .seconds(10)] as [Duration?] {
+            let clock = ManualClock()
+            let group = EndpointGroup(endpoints: [.init(Self.eu), .init(Self.us)], clock: clock)
+            let transport = Self.askingForQuiet(clock)
+            let session = Session(
+                transport: transport, adapters: [group], retriers: [RetryPolicy(backoff: .zero)], deadline: deadline,
+                clock: clock)
+
+            // Neither held for the 60 s the policy honours at most (the clock is never advanced), nor stopped by the
+            // deadline's rule: us never asked to wait.
+            let finished = Locked(false)
+            let task = Task {
+                defer { finished.withLock { $0 = true } }
+                return try await session.send(Self.charges)
+            }
+            try await waitWhile { !finished.withLock { $0 } && clock.pendingSleepCount <= (deadline == nil ? 0 : 1) }
+            task.cancel()
+            let response = try await task.value
+
+            #expect(transport.requests.map { $0.url?.host } == ["eu.api.example.com", "us.api.example.com"])
+            #expect(response.attempts[0].retryDelay == .zero)
+            #expect(group.requestsKept == 0 && group.attemptsInFlight == 0)
+        }
+    }
+
+    @Test(
+        "With the preset and its deadline, a request fails over after its backoff though the endpoint asked for more",
+        .timeLimit(.minutes(1)))
+    func withThePresetARequestFailsOverThoughTheFailedEndpointAskedForMoreThanTheDeadline() async throws {
+        let clock = ManualClock()
+        let resilience = Resilience(clock: clock, random: .seeded(3), deadline: .seconds(30))
+        let group = EndpointGroup(
+            endpoints: [.init(Self.eu), .init(Self.us)], breakers: resilience.breakers, clock: clock)
+        let transport = Self.askingForQuiet(clock)
+        let session = Session(transport: transport, resilience: resilience, endpointGroup: group, clock: clock)
+
+        let finished = Locked(false)
+        let task = Task {
+            defer { finished.withLock { $0 = true } }
+            return try await session.send(Self.charges)
+        }
+        // The deadline's timer and the backoff: the backoff is the preset's (below 0.5 s), then us answers.
+        try await waitWhile { !finished.withLock { $0 } && clock.pendingSleepCount < 2 }
+        clock.advance(by: .milliseconds(500))
+        let response = try await task.value
+
+        #expect(response.attempts.map { $0.request?.url?.host } == ["eu.api.example.com", "us.api.example.com"])
+        #expect(response.attempts[0].retryDelay.map { $0 <= .milliseconds(500) } == true)
+    }
+
+    @Test("A retry the group leaves on the endpoint that asked for quiet still waits for it, within the deadline")
+    func aRetryThatStaysOnTheEndpointThatAskedForQuietStillHonoursIt() async throws {
+        let clock = ManualClock()
+        let breakers = CircuitBreakerRegistry(clock: clock)
+        let group = EndpointGroup(endpoints: [.init(Self.eu), .init(Self.us)], breakers: breakers, clock: clock)
+        let transport = Self.askingForQuiet(clock)
+        let session = Session(
+            transport: transport, adapters: [group, breakers], retriers: [RetryPolicy(backoff: .zero)],
+            deadline: .seconds(10), clock: clock)
+        // us out of rotation: the retry would go to eu again, which asked for two minutes.
+        breakers.breaker(for: "us.api.example.com:8443").forceOpen()
+
+        let error = await #expect(throws: ReboundError.self) { try await session.send(Self.charges) }
+
+        #expect(error?.stopReason == .retryAfterPastDeadline)
+        #expect(transport.requests.map { $0.url?.host } == ["eu.api.example.com"])
+        #expect(group.requestsKept == 0 && group.attemptsInFlight == 0)
+    }
+
     @Test func anEndpointThatKeepsFailingIsEjectedThenTriedAgain() async throws {
         let clock = ManualClock()
         let ejections = Locked<[EndpointGroup.Ejection]>([])

@@ -331,7 +331,8 @@ public struct RetryPolicy: RequestRetrier {
     /// ``RetryResult/doNotRetryBecause(_:)`` for one it would retry but for ``StopReason/serverAskedNoRetry``,
     /// ``StopReason/retryLimit`` or ``StopReason/repeatedFailure``. The delay is the response's honoured
     /// `Retry-After` if it has one (held near the backoff's delay when ``RetryAfter/maximumOverBackoff`` is set), else
-    /// the backoff's: ``throttlingBackoff`` after a 429 when it is set, ``backoff`` otherwise. A response whose
+    /// the backoff's: ``throttlingBackoff`` after a 429 when it is set, ``backoff`` otherwise, also when an
+    /// ``EndpointGroup`` sends the retry to another host than the one that asked for the delay. A response whose
     /// `x-should-retry: true` asks for the retry (where ``retryAfter`` reads it) is waited for as long as it asks
     /// whatever its status. An attempt that failed before it was sent is retried after the backoff's delay whatever
     /// the method, while ``unsentRetryLimit`` allows, and those retries are not counted against ``retryLimit``.
@@ -359,11 +360,14 @@ public struct RetryPolicy: RequestRetrier {
         {
             return .doNotRetryBecause(.repeatedFailure)
         }
+        // The delay the server asked for is its host's: a retry that an endpoint group sends to another host waits
+        // the backoff's delay instead.
+        let asked = request.leavesAnsweringHost ? nil : retryAfterDelay
         // The server's delay as it is draws no jitter; held near the backoff, it needs the backoff's delay.
-        if let retryAfterDelay, retryAfter.maximumOverBackoff == nil { return .retryWithDelay(retryAfterDelay) }
+        if let asked, retryAfter.maximumOverBackoff == nil { return .retryWithDelay(asked) }
         let backoffDelay = backoffDelay(for: request)
         // The header was read above: held near the backoff's delay, not read again.
-        return .retryWithDelay(retryAfterDelay.map { retryAfter.held($0, backoff: backoffDelay) } ?? backoffDelay)
+        return .retryWithDelay(asked.map { retryAfter.held($0, backoff: backoffDelay) } ?? backoffDelay)
     }
 
     /// The backoff's delay before the next retry of `request`: ``throttlingBackoff``'s after a 429 when it is set,

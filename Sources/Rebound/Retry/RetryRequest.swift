@@ -37,6 +37,7 @@ public struct RetryRequest: Sendable {
         let backoffWait: BackoffWait?
         var retryTarget: URLRequest? = nil
         var retrySource: URLRequest? = nil
+        var destination: URLRequest? = nil
         var quietUntil: Duration? = nil
         var movedMidRound = false
     }
@@ -115,6 +116,26 @@ public struct RetryRequest: Sendable {
     /// start from too: a per-host part compares the two, as the adapters have not run on the target yet. `nil` when the
     /// target is where the retry goes (an endpoint a group chose).
     var retrySource: URLRequest? { storage.value.retrySource }
+
+    /// The request the retry will be sent as, when an ``EndpointGroup`` picked, before the retriers were asked,
+    /// another endpoint than the failed attempt's; `nil` when no group moves the retry, or the retriers were asked in a
+    /// hedged round (its hedges are routed as they start).
+    var destination: URLRequest? { storage.value.destination }
+
+    /// Whether the retry goes to another host than the one that answered the failed attempt (an endpoint group sends it
+    /// elsewhere): a delay that answer asked for (`Retry-After`, `retry-after-ms`) is that host's, and holds no retry
+    /// to another.
+    var leavesAnsweringHost: Bool {
+        guard let destination else { return false }
+        return CircuitBreakerRegistry.hostKey(for: destination) != CircuitBreakerRegistry.hostKey(for: admittedRequest)
+    }
+
+    /// This retry request, for a retry an endpoint group sends as `destination`.
+    func routed(to destination: URLRequest) -> RetryRequest {
+        var fields = storage.value
+        fields.destination = destination
+        return RetryRequest(storage: Box(fields))
+    }
 
     /// The time, on the session's clock, before which a failure of the hedged round that ended with the failed attempt
     /// asked that no attempt start (a 503's `Retry-After` on a hedge): a retry of the same request waits for it too.

@@ -22,7 +22,9 @@ import Foundation
 /// in rotation, and only when none is in rotation to an ejected one. Given `breakers:`, an endpoint whose breaker is
 /// open is out of rotation too, and so is one whose half-open breaker has an attempt in flight (its trial, beside which
 /// the breaker would refuse another), so that the breaker refuses only what still reaches it. The group never changes
-/// whether a request is retried: the retry policy's method rules, limits and budget still decide.
+/// whether a request is retried: the retry policy's method rules, limits and budget still decide. It picks a retry's
+/// endpoint before the retriers are asked: a `Retry-After` the failed endpoint sent is its host's, and holds no retry
+/// the group sends to another host.
 ///
 /// **Outlier detection** (``OutlierDetection``): 5 failures in a row (by default; what fails is what fails a
 /// ``CircuitBreaker``: 5xx, 408, 429, transport failures, but never the device's own network) take an endpoint out of
@@ -389,6 +391,8 @@ extension EndpointGroup: RetryRouter {
         let now = clock.now()
         let chosen = state.withLock { state -> Int? in
             guard let route = state.routes[requestID] else { return nil }
+            // An attempt's endpoint is picked once: asked again (the gates after the retriers), the same one.
+            if let planned = route.planned, planned.attempt == attempt { return planned.endpoint }
             let chosen = pick(for: route, in: state.detector, unavailable: state.unavailable(breakers), at: now)
             state.routes[requestID]?.planned = (attempt: attempt, endpoint: chosen)
             return chosen

@@ -171,8 +171,9 @@ struct RequestMachine {
         /// with that one's result and what came of the retriers' question about it if the round asked them already,
         /// and the request a retrier moved the request to meanwhile.
         case roundEnded(HedgingExecutor.RoundResult, admittedByBreaker: Bool)
-        /// The retriers answered about the failure in question (or did not, in time).
-        case retriersAnswered(RetriersAnswer)
+        /// The retriers answered about the failure in question (or did not, in time), asked about a retry that an
+        /// endpoint group sends as `destination`, if it picked another endpoint for it before they were asked.
+        case retriersAnswered(RetriersAnswer, destination: URLRequest? = nil)
         /// The gates answered about the retry: the first refusal, `nil` when every gate granted it.
         case gatesAnswered(refusal: (any Error)?)
         /// The backoff sleep ended.
@@ -209,11 +210,12 @@ struct RequestMachine {
                 after: round.result, answer: round.answer, admittedByBreaker: admittedByBreaker,
                 quietUntil: round.target == nil ? round.quietUntil : nil, movedMidRound: round.target != nil, now: now)
 
-        case (.retriersAnswered(.answered(let result)), .deciding(let question)):
+        case (.retriersAnswered(.answered(let result), let destination), .deciding(var question)):
+            if let destination { question.request = question.request.routed(to: destination) }
             return decide(question, after: result, now: now)
-        case (.retriersAnswered(.tooLate), .deciding(let question)):
+        case (.retriersAnswered(.tooLate, _), .deciding(let question)):
             return finish(.failed(deadlineExceeded(after: question.error)), reporting: question.error.data, now: now)
-        case (.retriersAnswered(.cancelled), .deciding(let question)):
+        case (.retriersAnswered(.cancelled, _), .deciding(let question)):
             return finish(.cancelled, reporting: question.error.data, now: now)
 
         case (.gatesAnswered(let refusal?), .admitting(let question, _, _)):
@@ -382,11 +384,11 @@ struct RequestMachine {
         // Backoff never sleeps past the deadline: a delay that would end after it ends the request now. So does a
         // server's `Retry-After` (on a 429 or 503) that ends after it, whatever delay the retriers chose: a retry
         // before the time the server asked for would meet the same answer, so one rule holds for every chain. A retry
-        // to another request (a fallback host) was not asked to wait by this response. Without a deadline, no wait
-        // ends after it.
+        // to another request (a fallback host), or to another endpoint of a group, was not asked to wait by this
+        // response. Without a deadline, no wait ends after it.
         if time.end != nil {
             let asked =
-                result.request == nil
+                result.request == nil && !question.request.leavesAnsweringHost
                 ? Swift.max(error.responseHead.flatMap(plan.askedDelay(by:)) ?? .zero, quiet) : .zero
             if !time.allows(Swift.max(delay, asked), from: now) {
                 let rule: StopReason = time.allows(asked, from: now) ? .deadline : .retryAfterPastDeadline

@@ -41,10 +41,18 @@ extension RequestPlan {
                     let round = await HedgingExecutor(plan: self, atStart: start).execute()
                     event = .roundEnded(round, admittedByBreaker: admittedByBreaker)
                 }
-            case .askRetriers(let question, let limit?):
-                event = .retriersAnswered(await retryResult(for: question, within: limit))
-            case .askRetriers(let question, nil):
-                event = .retriersAnswered(await retryResult(for: question))
+            case .askRetriers(var question, let limit):
+                // An endpoint group picks the retry's endpoint first, which its attempt then takes if it is still in
+                // rotation: the retriers and the deadline's rule know whether the retry leaves the host that
+                // answered, and the gates judge it by where it goes.
+                if let router = registered?.router, let destination = router.destination(ofRetry: question.request) {
+                    question.request = question.request.routed(to: destination)
+                }
+                let answer =
+                    if let limit { await retryResult(for: question, within: limit) } else {
+                        await retryResult(for: question)
+                    }
+                event = .retriersAnswered(answer, destination: question.request.destination)
             case .askGates(let retry, let error, let delay):
                 // No gate to ask: the retry is granted.
                 event = .gatesAnswered(refusal: hasGates ? refusal(of: retry, dueTo: error, after: delay) : nil)
@@ -143,7 +151,9 @@ extension RequestPlan {
         // endpoint's host), as a retry a retrier moved to another request is; a retrier's target wins, and is judged
         // as the host it names: the group, not the host the failed attempt went to, picks where it goes.
         var retry = retry
-        if let router = registered?.router, let target = retry.retryTarget ?? router.destination(ofRetry: retry) {
+        if let router = registered?.router,
+            let target = retry.retryTarget ?? retry.destination ?? router.destination(ofRetry: retry)
+        {
             retry = retry.retrying(to: target)
         }
         for gate in roles.gates + registeredGates {
