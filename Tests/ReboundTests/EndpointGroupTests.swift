@@ -264,7 +264,9 @@ struct EndpointGroupTests {
         #expect(response.attempts[0].retryDelay.map { $0 <= .milliseconds(500) } == true)
     }
 
-    @Test("A retry the group leaves on the endpoint that asked for quiet still waits for it, within the deadline")
+    @Test(
+        "A retry the group leaves on the endpoint that asked for quiet still waits for it, within the deadline",
+        .timeLimit(.minutes(1)))
     func aRetryThatStaysOnTheEndpointThatAskedForQuietStillHonoursIt() async throws {
         let clock = ManualClock()
         let breakers = CircuitBreakerRegistry(clock: clock)
@@ -344,6 +346,46 @@ struct EndpointGroupTests {
 
         #expect(transport.requests.map { $0.url?.host } == ["eu.api.example.com", "us.api.example.com"])
         #expect(response.request.url?.host == "us.api.example.com")
+        #expect(group.requestsKept == 0 && group.attemptsInFlight == 0)
+    }
+
+    @Test(
+        "A hedge to an endpoint that did not ask for quiet starts at once after another endpoint asked for it",
+        .timeLimit(.minutes(1)))
+    func aHedgeToAnotherEndpointIsNotHeldByTheQuietOneEndpointAskedFor() async throws {
+        let clock = ManualClock()
+        let ap = URL(string: "https://ap.api.example.com/v2")!
+        let group = EndpointGroup(endpoints: [.init(Self.eu), .init(Self.us), .init(ap)], clock: clock)
+        // eu is slow; us answers 503 asking for a minute of quiet; ap answers at once.
+        let transport = ScriptedTransport(clock: clock) { request, _ in
+            switch request.url?.host {
+            case "eu.api.example.com": .status(200).delayed(by: .seconds(10))
+            case "us.api.example.com": .response(status: 503, headers: ["Retry-After": "60"])
+            default: .status(200)
+            }
+        }
+        let session = Session(
+            transport: transport, adapters: [group], retriers: [RetryPolicy(backoff: .zero)],
+            hedging: Hedging(delay: .seconds(1), maximumInFlight: 3, maximumAttempts: 3), clock: clock)
+
+        let finished = Locked(false)
+        let task = Task {
+            defer { finished.withLock { $0 = true } }
+            return try await session.send(URL(string: "https://eu.api.example.com/v2/items")!)
+        }
+        try await transport.waitForRequests(1)
+        try await clock.waitForSleepers(2)
+        clock.advance(by: .seconds(1))
+        // The hedge after us's 503 goes to ap at once; held for us's minute, it would ask the clock for it.
+        try await waitWhile { !finished.withLock { $0 } && !clock.sleeps.contains { $0 > .seconds(10) } }
+        task.cancel()
+        let response = try await task.value
+
+        #expect(
+            transport.requests.map { $0.url?.host } == [
+                "eu.api.example.com", "us.api.example.com", "ap.api.example.com",
+            ])
+        #expect(response.request.url?.host == "ap.api.example.com")
         #expect(group.requestsKept == 0 && group.attemptsInFlight == 0)
     }
 
@@ -511,6 +553,27 @@ struct EndpointGroupTests {
 
         #expect(response.attempts.count == 1)
         #expect(transport.requests.map { $0.url?.host } == ["us.api.example.com"])
+    }
+
+    @Test func aRegistryInShadowModeMovesNoAttemptAndTellsWhatItWouldHaveRefused() async throws {
+        let clock = ManualClock()
+        let breakers = CircuitBreakerRegistry(
+            configuration: .init(tripCondition: .consecutiveFailures(1)), clock: clock, enforcement: .shadow)
+        let group = EndpointGroup(
+            endpoints: [.init(Self.eu), .init(Self.us)], outlierDetection: .off, breakers: breakers, clock: clock)
+        let observer = RecordingObserver()
+        let (session, transport) = Self.session(group, clock: clock, adapters: [group, breakers])
+        breakers.breaker(for: "eu.api.example.com").forceOpen()
+
+        // Enforced, eu's open breaker would send the request to us; in shadow mode it goes to eu as without breakers,
+        // and the breaker tells the refusal it would have made there.
+        let response = try await session.send(Self.charges, observers: [observer])
+
+        #expect(transport.requests.map { $0.url?.host } == ["eu.api.example.com", "us.api.example.com"])
+        #expect(response.attempts.count == 2)
+        let refusals = observer.requestOutcomes.flatMap(\.shadowRefusals)
+        #expect(refusals.map(\.key) == ["eu.api.example.com"])
+        #expect(refusals.map(\.stage) == [.attempt])
     }
 
     @Test func eachEndpointIsJudgedByItsOwnBreakerAndARetryByTheEndpointItGoesTo() async throws {
@@ -771,5 +834,20 @@ struct EndpointGroupTests {
         #expect(sent.map(\.1) == ["Bearer 1", givenHosts ? "Bearer 1" : nil])
         // What the caller set goes to every endpoint of the group.
         #expect(transport.requests.allSatisfy { $0.value(forHTTPHeaderField: "X-Caller") == "caller" })
+    }
+
+    @Test func aCredentialTheGroupMovesFromHTTPSToAClearTextEndpointIsTakenOffAndNotAppliedAgain() async throws {
+        let clock = ManualClock()
+        let plain = URL(string: "http://us.api.example.com/v2")!
+        let group = EndpointGroup(endpoints: [.init(Self.eu), .init(plain)], clock: clock)
+        let auth = AuthenticationInterceptor(
+            authenticator: TokenAuthenticator(), credential: Token(value: 1), hosts: group.hosts)
+        let (session, transport) = Self.session(group, clock: clock, adapters: [auth, group])
+        _ = try await session.send(Self.charges)
+
+        // Applied at eu over https; the retry the group moves to plain http carries none, though us is in scope.
+        let sent = transport.requests.map { ($0.url?.scheme ?? "-", $0.value(forHTTPHeaderField: "Authorization")) }
+        #expect(sent.map(\.0) == ["https", "http"])
+        #expect(sent.map(\.1) == ["Bearer 1", nil])
     }
 }

@@ -933,14 +933,15 @@ extension HedgingTests {
         arguments: [false, true])
     func aRetrierThatMovesTheRequestMidRoundMovesTheRestOfTheRequest(hedgesHoldBack: Bool) async throws {
         let clock = ManualClock()
-        let fallback = URL(string: "https://fallback.example.com/items")!
-        let hosts = Locked<[String]>([])
+        // On the same host: the quiet that host asks for holds hedges to the fallback too.
+        let fallback = URL(string: "https://api.example.com/fallback")!
+        let paths = Locked<[String]>([])
         // The first attempt answers 503 at 1 s; the hedge at 100 ms at once, with a 503 that holds back further hedges
-        // for 5 s when `hedgesHoldBack`; the fallback host answers 200.
+        // to its host for 5 s when `hedgesHoldBack`; the fallback answers 200.
         let transport = ScriptedTransport(clock: clock) { request, index in
-            let host = request.url?.host ?? ""
-            hosts.withLock { $0.append(host) }
-            if host == fallback.host { return .response(body: "fallback") }
+            let path = request.url?.path ?? ""
+            paths.withLock { $0.append(path) }
+            if path == fallback.path { return .response(body: "fallback") }
             if index == 1 { return .status(503).delayed(by: .seconds(1)) }
             return .response(status: 503, headers: hedgesHoldBack ? ["Retry-After": "5"] : [:])
         }
@@ -963,16 +964,44 @@ extension HedgingTests {
             try await waitWhile { questions.withLock { $0.count } < 1 || clock.pendingSleepCount < 2 }
         } else {
             // The next hedge went out at once; the first attempt's second passes too, so that a request that went on
-            // (to the wrong host) ends rather than waits.
-            try await waitWhile { hosts.withLock { $0.count } < 3 }
+            // (to the wrong place) ends rather than waits.
+            try await waitWhile { paths.withLock { $0.count } < 3 }
         }
         clock.advance(by: .seconds(1))
         let response = try await task.value
 
         #expect(String(decoding: response.data, as: UTF8.self) == "fallback")
-        #expect(hosts.withLock { $0 } == ["api.example.com", "api.example.com", "fallback.example.com"])
+        #expect(paths.withLock { $0 } == ["/items", "/items", "/fallback"])
         // A question mid-round carries the round's attempts recorded so far; the one after the round, all of them.
         #expect(questions.withLock { $0 } == (hedgesHoldBack ? [[2], [2, 1]] : [[2]]))
+    }
+
+    @Test(
+        "The quiet a host asked for does not hold a hedge to the host a retrier moved the request to mid-round",
+        .timeLimit(.minutes(1)))
+    func theQuietOfTheHostARetrierMovedAwayFromDoesNotHoldTheHedgeToTheNewOne() async throws {
+        let clock = ManualClock()
+        let fallback = URL(string: "https://fallback.example.com/items")!
+        // The first attempt answers 503 at 1 s; the hedge at 100 ms at once, asking its host for 5 s of quiet; the
+        // fallback host answers 200.
+        let transport = ScriptedTransport(clock: clock) { request, index in
+            if request.url?.host == fallback.host { return .response(body: "fallback") }
+            if index == 1 { return .status(503).delayed(by: .seconds(1)) }
+            return .response(status: 503, headers: ["Retry-After": "5"])
+        }
+        let mover = Retrier { _, _ in .retryWithRequest(URLRequest(url: fallback), delay: .zero) }
+        let session = Session(
+            transport: transport, retriers: [mover], hedging: Hedging(delay: .milliseconds(100)), clock: clock)
+        let task = try await sendPastTheDelay(session, clock)
+
+        // The hedge to the fallback host goes out at once and wins, before the first attempt's second passes.
+        try await transport.waitForRequests(3)
+        clock.advance(by: .seconds(1))
+        let response = try await task.value
+
+        #expect(String(decoding: response.data, as: UTF8.self) == "fallback")
+        #expect(response.attempts.map(\.number) == [2, 1, 3])
+        #expect(response.attempts.last?.hedge == 2)
     }
 
     /// An adapter that sends every attempt to the European twin of its host: x.example.com to x-eu.example.com.
@@ -1336,6 +1365,42 @@ extension HedgingTests {
         #expect(String(decoding: response.data, as: UTF8.self) == "fast")
         #expect(response.attempts.map(\.number) == [2, 1, 3])
         #expect(response.attempts[1].retryDelay == .milliseconds(29_100))
+    }
+
+    @Test(
+        "The quiet a hedge's Retry-After asks for is held at the longest delay the retry policy honours",
+        arguments: [Duration.seconds(5), nil])
+    func theQuietAHedgeAsksForIsHeldAtThePolicysMaximumDelay(maximumDelay: Duration?) async throws {
+        let clock = ManualClock()
+        let log = Log()
+        // The first attempt fails with a 500 after 1 s; the hedge at 0.1 s gets a 503 asking for a day of quiet.
+        let transport = scripted(clock, log: log) { number in
+            switch number {
+            case 1: (.seconds(1), .status(500))
+            case 2: (.zero, .response(status: 503, headers: ["Retry-After": "86400"], body: Data()))
+            default: (.zero, .response(body: "fast"))
+            }
+        }
+        let retryAfter = maximumDelay.map { RetryAfter(maximumDelay: $0) } ?? .default
+        let session = Session(
+            transport: transport, retriers: [RetryPolicy(backoff: .zero, retryAfter: retryAfter)],
+            hedging: Hedging(delay: .milliseconds(100), maximumInFlight: 3, maximumAttempts: 5), clock: clock)
+        let held = maximumDelay ?? RetryAfter.defaultMaximumDelay
+        let task = try await sendPastTheDelay(session, clock)
+        try await waitFor("#2 answered", in: log)
+        // No hedge before the quiet ends, held at the policy's maximum (60 s by default), not a day.
+        try await waitWhile { !clock.sleeps.contains { $0 == held || $0 > .seconds(3_600) } }
+        #expect(!clock.sleeps.contains { $0 > .seconds(3_600) })
+        clock.advance(by: .milliseconds(900))
+
+        // The round ended on the 500 at 1 s: its retry waits until the quiet ends, 0.1 s + the maximum.
+        let rest = held - .milliseconds(900)
+        try await waitWhile { !clock.sleeps.contains { $0 == rest || $0 > .seconds(3_600) } }
+        clock.advance(by: .seconds(86_400))
+        let response = try await task.value
+
+        #expect(String(decoding: response.data, as: UTF8.self) == "fast")
+        #expect(response.attempts[1].retryDelay == rest)
     }
 
     @Test("With the preset, x-should-retry: false on a hedge ends the round, naming the rule")

@@ -98,6 +98,25 @@ struct RedirectTests {
         #expect(sent[3] == ("api.example.com", "7"))
     }
 
+    @Test("A hop from https to http gets no credential, though its host is one of the authenticator's")
+    func aCredentialNeverFollowsARedirectIntoClearText() async throws {
+        let transport = web([
+            "https://api.example.com/a": redirect(to: "http://api.example.com/b"),
+            "http://api.example.com/b": redirect(to: "https://api.example.com/c"),
+            "https://api.example.com/c": .status(200),
+        ])
+        let auth = AuthenticationInterceptor(
+            authenticator: HeaderAuthenticator(), credential: Token(value: 7), hosts: ["api.example.com"])
+        _ = try await Session(transport: transport, interceptor: auth).send(URL(string: "https://api.example.com/a")!)
+
+        let sent = transport.requests.map { ($0.url!.absoluteString, $0.value(forHTTPHeaderField: "X-Token")) }
+        #expect(sent.count == 3)
+        #expect(sent[0] == ("https://api.example.com/a", "7"))
+        #expect(sent[1] == ("http://api.example.com/b", nil))
+        // Back on https, the hop is in scope again.
+        #expect(sent[2] == ("https://api.example.com/c", "7"))
+    }
+
     @Test("A credential applied before a logout is still dropped from a hop to another origin")
     func aLogoutDuringTheAttemptLeavesNoCredentialOnAHopElsewhere() async throws {
         let auth = AuthenticationInterceptor(

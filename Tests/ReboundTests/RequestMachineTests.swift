@@ -315,7 +315,7 @@ struct RequestMachineTests {
             RequestMachine.Recorded(status(200), number: 3, since: .milliseconds(60), now: .milliseconds(90), hedge: 2),
         ]
         let round = HedgingExecutor.RoundResult(
-            records: records, result: status(200), answer: nil, target: nil, quietUntil: nil)
+            records: records, result: status(200), answer: nil, target: nil, quiet: HostQuiet())
         let action = machine.handle(.roundEnded(round, admittedByBreaker: false), now: .milliseconds(90))
         #expect(machine.attempts.map(\.number) == [2, 1, 3])
         #expect(machine.attempts.map(\.hedge) == [1, 0, 2])
@@ -335,7 +335,7 @@ struct RequestMachineTests {
         _ = machine.handle(.start(first: request()), now: .zero)
         let round = HedgingExecutor.RoundResult(
             records: [RequestMachine.Recorded(status(503), number: 1, since: .zero, now: .milliseconds(70))],
-            result: status(503), answer: .answered(.retryWithDelay(.seconds(1))), target: fallback, quietUntil: nil)
+            result: status(503), answer: .answered(.retryWithDelay(.seconds(1))), target: fallback, quiet: HostQuiet())
         // The round asked the retriers already: the gates are asked next, never the retriers again.
         guard
             case .askGates(let retry, _, .seconds(1)) = machine.handle(
@@ -362,28 +362,33 @@ struct RequestMachineTests {
     }
 
     @Test(
-        "A retry after a round waits until the time a failure of the round asked for, and ends past the deadline",
-        arguments: [nil, Duration.seconds(20)])
-    func aRetryAfterARoundWaitsForTheQuietItsFailuresAskedFor(deadline: Duration?) throws {
+        "A retry after a round waits until the time its host asked for in the round, and ends past the deadline",
+        arguments: [
+            (nil, exampleURL), (Duration.seconds(20), exampleURL), (nil, URL(string: "https://b.example/")!),
+            (Duration.seconds(20), URL(string: "https://b.example/")!),
+        ] as [(Duration?, URL)])
+    func aRetryAfterARoundWaitsForTheQuietItsHostAskedFor(deadline: Duration?, askedBy: URL) throws {
         var machine = machine(deadline: deadline, hedging: Hedging(delay: .milliseconds(100)))
         _ = machine.handle(.start(first: request()), now: .zero)
-        // A hedge's 503 asked for 30 s of quiet at 0.1 s; the round ended on the first attempt's 500 at 1 s, whose
-        // retry the retriers want after 0.5 s.
+        // A hedge's 503 asked for 30 s of quiet at 0.1 s, from the host the retry goes to or another one; the round
+        // ended on the first attempt's 500 at 1 s, whose retry the retriers want after 0.5 s.
+        var quiet = HostQuiet()
+        quiet.note(.seconds(30), askedBy: URLRequest(url: askedBy), now: .milliseconds(100))
         let round = HedgingExecutor.RoundResult(
             records: [
                 RequestMachine.Recorded(
                     status(503, retryAfter: "30"), number: 2, since: .zero, now: .milliseconds(100)),
                 RequestMachine.Recorded(status(500), number: 1, since: .zero, now: .seconds(1)),
             ],
-            result: status(500), answer: .answered(.retryWithDelay(.milliseconds(500))), target: nil,
-            quietUntil: .milliseconds(30_100))
+            result: status(500), answer: .answered(.retryWithDelay(.milliseconds(500))), target: nil, quiet: quiet)
         let action = machine.handle(.roundEnded(round, admittedByBreaker: false), now: .seconds(1))
-        guard let deadline else {
+        guard let deadline, askedBy == exampleURL else {
             guard case .askGates(_, _, let delay) = action else {
                 Issue.record("the retry goes to the gates, not \(action)")
                 return
             }
-            #expect(delay == .milliseconds(29_100))
+            // Another host's quiet does not hold it.
+            #expect(delay == (askedBy == exampleURL ? .milliseconds(29_100) : .milliseconds(500)))
             return
         }
         // The quiet ends after the deadline: the request ends now, stopped by the server's ask.

@@ -15,7 +15,8 @@ import Foundation
 /// through this interceptor): those go at once with the current credential. The wait counts toward the attempt's
 /// timeout, as all adapting does. A request to any other host is passed on untouched: the credential never leaves its
 /// hosts, redirects included (a hop that leaves them drops the credential's headers; a hop to one of them gets the
-/// credential). With no hosts given, the credential belongs to the host (and port) of the first request the
+/// credential, unless it goes from `https` to `http`: a credential never follows a request into clear text). With no
+/// hosts given, the credential belongs to the host (and port) of the first request the
 /// interceptor adapts.
 ///
 /// **Retrying.** When an attempt fails because of its credential (401 by default, see

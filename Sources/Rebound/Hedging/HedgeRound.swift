@@ -68,10 +68,10 @@ struct HedgeRound {
     private(set) var target: URLRequest?
     /// The number of the first attempt that starts from `target`.
     private(set) var firstFromTarget = 1
-    /// The time, on the session's clock, before which the round's failures asked that no attempt start (a 429's or
-    /// 503's `Retry-After`, as the chain's retry policies read it): no hedge starts before it, nor the request's retry
-    /// after the round.
-    private(set) var quietUntil: Duration?
+    /// The times, on the session's clock, before which the hosts that answered the round's failures asked that no
+    /// attempt reach them (a 429's or 503's `Retry-After`, as the chain's retry policies read it): no hedge to such a
+    /// host starts before its time, nor the request's retry after the round.
+    private(set) var quiet = HostQuiet()
     /// The failures the retriers declined for the attempts the request made (a retry limit, a repeated failure), or
     /// would retry with no attempt left in the hedging settings, while others were in flight, by number: told as
     /// losers when the round ends.
@@ -130,9 +130,9 @@ struct HedgeRound {
         (target, firstFromTarget) = (request, attemptsMade + 1)
     }
 
-    /// Notes that a failure, at `now`, asked that no attempt start for `asked`.
-    mutating func noteQuiet(_ asked: Duration, now: Duration) {
-        quietUntil = Swift.max(quietUntil ?? now, now + asked)
+    /// Notes that a failure of `sent`, at `now`, asked that no attempt reach its host for `asked`.
+    mutating func noteQuiet(_ asked: Duration, askedBy sent: URLRequest?, now: Duration) {
+        quiet.note(asked, askedBy: sent, now: now)
     }
 
     /// The request the hedge gates judge the round's next hedge by: the newest request handed to the transport. After a
@@ -190,5 +190,26 @@ struct HedgeRound {
     /// What attempt `number` handed to the transport and when, if it did.
     func handoff(of number: Int) -> Handoff? {
         handoffs.withLock { $0[number] }
+    }
+}
+
+/// The times before which hosts asked that no attempt reach them, by host (``CircuitBreakerRegistry/hostKey(for:)``):
+/// a delay a response asks for is its host's, so it holds an attempt to that host and none to another (an endpoint
+/// group's other endpoint, a fallback a retrier moved the request to).
+struct HostQuiet: Sendable {
+    private var until: [String: Duration] = [:]
+
+    /// Whether no host asked for quiet.
+    var isEmpty: Bool { until.isEmpty }
+
+    /// Notes that the host `sent` went to asked, at `now`, that no attempt reach it for `asked`.
+    mutating func note(_ asked: Duration, askedBy sent: URLRequest?, now: Duration) {
+        let key = sent.flatMap(CircuitBreakerRegistry.hostKey(for:)) ?? ""
+        until[key] = Swift.max(until[key] ?? now, now + asked)
+    }
+
+    /// The time before which no attempt may reach the host `request` goes to; `nil` when that host asked for none.
+    func until(for request: URLRequest) -> Duration? {
+        until[CircuitBreakerRegistry.hostKey(for: request) ?? ""]
     }
 }

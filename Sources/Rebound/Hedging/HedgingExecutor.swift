@@ -15,24 +15,24 @@ struct HedgingExecutor {
     /// What a round ends with: its attempts, in the order it recorded them (failures while others were in flight as
     /// each ended, then the losers, then the one the request goes on with), that last one's result, how the retriers'
     /// question about it ended if the round asked them already (their answer, or the deadline or cancellation that
-    /// cut it), the request a retrier moved the request to meanwhile, if any, and the time before which its failures
-    /// asked that no attempt start, if they did.
+    /// cut it), the request a retrier moved the request to meanwhile, if any, and the times before which the hosts that
+    /// answered its failures asked that no attempt reach them, if they did.
     final class RoundResult {
         let records: [RequestMachine.Recorded]
         let result: AttemptResult
         let answer: RequestMachine.RetriersAnswer?
         let target: URLRequest?
-        let quietUntil: Duration?
+        let quiet: HostQuiet
 
         init(
             records: [RequestMachine.Recorded], result: AttemptResult, answer: RequestMachine.RetriersAnswer?,
-            target: URLRequest?, quietUntil: Duration?
+            target: URLRequest?, quiet: HostQuiet
         ) {
             self.records = records
             self.result = result
             self.answer = answer
             self.target = target
-            self.quietUntil = quietUntil
+            self.quiet = quiet
         }
     }
 
@@ -133,8 +133,8 @@ struct HedgingExecutor {
                     RequestMachine.Recorded(
                         result, number: number, since: attempt.start, now: now, hedge: attempt.hedge))
                 if let head = result.response {
-                    if let asked = plan.askedDelay(by: head), asked > .zero {
-                        round.noteQuiet(asked, now: now)
+                    if let asked = plan.quietAsked(by: head), asked > .zero {
+                        round.noteQuiet(asked, askedBy: result.sent, now: now)
                     }
                     // The server asked for no retry: no new hedge either.
                     if plan.asksNoRetry(head) { stopped = true }
@@ -216,21 +216,28 @@ struct HedgingExecutor {
                 round.attemptsMade < hedging.maximumAttempts, !Task.isCancelled,
                 atStart.time.hasTimeLeft(now: clock.now())
             else { continue }
-            if let quietUntil = round.quietUntil, case let now = clock.now(), now < quietUntil {
-                // Asked to wait: the next hedge may start once the time asked for has passed.
+            let number = round.attemptsMade + 1
+            // The hedge, judged as the newest request sent, goes where an endpoint group picks for it, if one routes
+            // the request (the pick is forgotten if the hedge does not start now).
+            let router = plan.registered?.router
+            let judged = round.hedgeToJudge(after: sent, router: router)
+            let hedge = router?.destination(ofHedge: judged, number: number, of: plan.requestID) ?? judged
+            if let quietUntil = round.quiet.until(for: hedge), case let now = clock.now(), now < quietUntil {
+                // Its host asked to wait: the next hedge may start once the time asked for has passed.
+                router?.hedgeRefused(number, of: plan.requestID)
                 round.setTimer(after: quietUntil - now, clock: clock)
                 due = false
                 continue
             }
-            // A learner's cap on the host's hedges comes first: a hedge it refuses spends nothing of a budget.
+            // A learner's cap on the host's hedges comes before the gates: a hedge it refuses spends nothing of a
+            // budget.
             if let learning, !learning.learner.admitsHedge(for: learning.key) {
+                router?.hedgeRefused(number, of: plan.requestID)
                 stopped = true
                 continue
             }
-            let number = round.attemptsMade + 1
             defer { retrying = nil }
-            let judged = round.hedgeToJudge(after: sent, router: plan.registered?.router)
-            guard admitsHedge(judged, number: number, after: retrying) else {
+            guard admitsHedge(hedge, number: number, after: retrying) else {
                 // The hedge does not start: the learner has it back.
                 if let learning { learning.learner.hedgeNotStarted(for: learning.key) }
                 // Not a request to repeat, or a gate refused: no more hedges in this round.
@@ -301,15 +308,16 @@ struct HedgingExecutor {
         round.granted = [:]
     }
 
-    /// Whether attempt `number` may start as a hedge judged as `sent` (``HedgeRound/hedgeToJudge(after:router:)``), in
-    /// place of the retry of `failed` if a failure started it: a request that may be repeated, let through by every
-    /// hedge gate registered (a throttle, a breaker, a limiter, a pacer, a budget), in order.
-    func admitsHedge(_ sent: URLRequest, number: Int, after failed: Attempt?) -> Bool {
-        guard plan.mayBeRepeated(sent) else { return false }
-        guard let roles = plan.registered else { return true }
-        // A hedge an endpoint group sends to another endpoint is judged as going there (a per-host gate by the
-        // endpoint's host).
-        let hedge = roles.router?.destination(ofHedge: sent, number: number, of: plan.requestID) ?? sent
+    /// Whether attempt `number` may start as `hedge`, the request it is judged as
+    /// (``HedgeRound/hedgeToJudge(after:router:)``) where an endpoint group sends it, in place of the retry of `failed`
+    /// if a failure started it: a request that may be repeated, let through by every hedge gate registered (a
+    /// throttle, a breaker, a limiter, a pacer, a budget), in order; a per-host gate judges the endpoint's host.
+    func admitsHedge(_ hedge: URLRequest, number: Int, after failed: Attempt?) -> Bool {
+        guard let roles = plan.registered else { return plan.mayBeRepeated(hedge) }
+        guard plan.mayBeRepeated(hedge) else {
+            roles.router?.hedgeRefused(number, of: plan.requestID)
+            return false
+        }
         for gate in roles.hedgeGates {
             guard gate.admitHedge(hedge, of: plan.requestID, attempt: number, after: failed, roles: roles) != nil else {
                 continue
@@ -385,7 +393,7 @@ struct HedgingExecutor {
             }
         }
         let roundResult = RoundResult(
-            records: round.records, result: result, answer: answer, target: round.target, quietUntil: round.quietUntil)
+            records: round.records, result: result, answer: answer, target: round.target, quiet: round.quiet)
         return (roundResult, losers)
     }
 }

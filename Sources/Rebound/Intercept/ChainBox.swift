@@ -25,6 +25,9 @@ final class ChainBox: Sendable {
     /// The signals the chain's retry policies read beside `Retry-After` (see ``RetryRules``): read where the session
     /// hears a response as they do, for the deadline's rule and the hedges. Found once.
     let serverSignals: RetryAfter.Signals
+    /// The longest delay a `Retry-After` makes the chain's retry policies wait, when one says (see ``RetryRules``):
+    /// the longest quiet a response holds a hedged round's attempts to its host for. Found once.
+    let longestAskedDelay: Duration?
     /// Whether a part of the chain may register a role through a request's context: `false` for a chain that adapts
     /// nothing and whose retriers never register (``RegistersNoRoles``), whose requests then keep no registrations.
     let mayRegister: Bool
@@ -57,6 +60,7 @@ final class ChainBox: Sendable {
         let rules = interceptor as? any RetryRules
         self.maximumRetries = rules?.maximumRetries
         self.serverSignals = rules?.serverSignals ?? []
+        self.longestAskedDelay = rules?.longestAskedDelay
         self.mayRegister = adapts || retriers.contains { !($0 is any RegistersNoRoles) }
     }
 
@@ -124,4 +128,6 @@ private struct SessionThenRequest: RequestInterceptor, AdaptsInPlace, RetryRules
     var serverSignals: RetryAfter.Signals { Self.signals(of: [session, request]) }
     /// The most retries either chain makes, when each says.
     var maximumRetries: Int? { Self.maximumRetries(of: [session, request]) }
+    /// The longest delay a `Retry-After` makes either chain's retry policies wait, among those that say.
+    var longestAskedDelay: Duration? { Self.longestAskedDelay(of: [session, request]) }
 }

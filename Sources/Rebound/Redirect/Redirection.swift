@@ -71,7 +71,7 @@ enum Redirection {
     /// Drops from `hop` what it must not carry if it leaves the origin of `sent` (the credential headers, `extra`,
     /// the headers of every scope's current credential and those of each credential a scope `applied` to the attempt,
     /// which a refresh or a logout may have replaced since), then lets each scope apply its credential if the hop's
-    /// host is one of its hosts.
+    /// host is one of its hosts, unless the hop leaves an encrypted scheme for clear text (`https` to `http`).
     static func secure(
         _ hop: inout URLRequest, after sent: URLRequest, stripping extra: Set<String>, scopes: [any CredentialScope],
         applied: [RequestLedger.AppliedCredential]
@@ -88,7 +88,16 @@ enum Redirection {
             }
             remove(names, from: &hop)
         }
+        // A credential never follows a request from an encrypted scheme into clear text, whatever the host.
+        guard !isDowngrade(from: sent.url, to: hop.url) else { return }
         for scope in scopes { scope.authorize(&hop) }
+    }
+
+    /// Whether a request to `to` that follows one to `from` leaves an encrypted scheme (`https`, `wss`) for clear text.
+    static func isDowngrade(from: URL?, to: URL?) -> Bool {
+        let encrypted: Set<String> = ["https", "wss"]
+        guard let from = from?.scheme?.lowercased(), encrypted.contains(from) else { return false }
+        return !encrypted.contains(to?.scheme?.lowercased() ?? "")
     }
 
     /// Removes every header field of `request` whose name, lower-cased, is one of `names` (lower-cased): each field
@@ -104,7 +113,7 @@ enum Redirection {
     /// scope holds by now, then each scope whose hosts the new origin is one of applies its current credential. A
     /// header the caller set stays (the caller chose the group's endpoints). `scopes` is `nil` when the part cannot
     /// know which credentials adapted the request (a context that cannot register): then every header a redirect to
-    /// another origin drops is removed.
+    /// another origin drops is removed. A move from an encrypted scheme to clear text gets no credential.
     static func secureMove(
         _ request: inout URLRequest, from sent: URL, scopes: [any CredentialScope]?,
         applied: [RequestLedger.AppliedCredential]
@@ -112,6 +121,7 @@ enum Redirection {
         guard !isSameOrigin(request.url, sent) else { return }
         guard let scopes else { return remove(credentialHeaders, from: &request) }
         for credential in applied { credential.scope(among: scopes)?.withdraw(credential.credential, from: &request) }
+        guard !isDowngrade(from: sent, to: request.url) else { return }
         for scope in scopes { scope.authorize(&request) }
     }
 

@@ -38,7 +38,7 @@ public struct RetryRequest: Sendable {
         var retryTarget: URLRequest? = nil
         var retrySource: URLRequest? = nil
         var destination: URLRequest? = nil
-        var quietUntil: Duration? = nil
+        var roundQuiet = HostQuiet()
         var movedMidRound = false
     }
 
@@ -137,20 +137,20 @@ public struct RetryRequest: Sendable {
         return RetryRequest(storage: Box(fields))
     }
 
-    /// The time, on the session's clock, before which a failure of the hedged round that ended with the failed attempt
-    /// asked that no attempt start (a 503's `Retry-After` on a hedge): a retry of the same request waits for it too.
-    /// `nil` when none asked.
-    var quietUntil: Duration? { storage.value.quietUntil }
+    /// The time, on the session's clock, before which the host the retry goes to (``destination``, else the failed
+    /// attempt's) asked, in the hedged round that ended with the failed attempt, that no attempt reach it (a 503's
+    /// `Retry-After` on a hedge): a retry of the same request waits for it too. `nil` when that host asked for none.
+    var quietUntil: Duration? { storage.value.roundQuiet.until(for: destination ?? admittedRequest) }
 
     /// Whether a retrier moved the request during the hedged round the failed attempt ended, which may then have
     /// started from the request before the move or after it.
     var movedMidRound: Bool { storage.value.movedMidRound }
 
-    /// This retry request, for a failure that ended a hedged round in which another asked for quiet until `time`, or
-    /// a retrier moved the request.
-    func after(round time: Duration?, movedMidRound: Bool) -> RetryRequest {
+    /// This retry request, for a failure that ended a hedged round in which hosts asked for `quiet`, or a retrier
+    /// moved the request.
+    func after(round quiet: HostQuiet, movedMidRound: Bool) -> RetryRequest {
         var fields = storage.value
-        (fields.quietUntil, fields.movedMidRound) = (time, movedMidRound)
+        (fields.roundQuiet, fields.movedMidRound) = (quiet, movedMidRound)
         return RetryRequest(storage: Box(fields))
     }
 

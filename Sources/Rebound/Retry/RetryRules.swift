@@ -14,6 +14,14 @@ protocol RetryRules {
     var serverSignals: RetryAfter.Signals { get }
     /// The most retries this part makes of a request, counted by its retry count; `nil` when it does not say.
     var maximumRetries: Int? { get }
+    /// The longest delay a response's `Retry-After` makes this part wait before a retry (its
+    /// ``RetryAfter/maximumDelay``); `nil` when it honours none, or does not say.
+    var longestAskedDelay: Duration? { get }
+}
+
+extension RetryRules {
+    /// Nothing: a part that reads no `Retry-After` says nothing of how long it would wait.
+    var longestAskedDelay: Duration? { nil }
 }
 
 extension RetryRules {
@@ -28,6 +36,11 @@ extension RetryRules {
     /// The signals any of `parts` reads.
     static func signals(of parts: [Any]) -> RetryAfter.Signals {
         parts.reduce([]) { $0.union(($1 as? any RetryRules)?.serverSignals ?? []) }
+    }
+
+    /// The longest delay a `Retry-After` makes any of `parts` wait, among those that say; `nil` when none says.
+    static func longestAskedDelay(of parts: [Any]) -> Duration? {
+        parts.compactMap { ($0 as? any RetryRules)?.longestAskedDelay }.max()
     }
 
     /// The most retries any of `parts` makes, each bounded by the same retry count; `nil` when one does not say, and
@@ -49,6 +62,8 @@ extension RetryPolicy: RetryRules {
     var serverSignals: RetryAfter.Signals { retryAfter.signals }
     /// ``retryLimit``, and ``unsentRetryLimit``, counted apart.
     var maximumRetries: Int? { retryLimit + unsentRetryLimit }
+    /// ``retryAfter``'s maximum delay, when it honours `Retry-After` on some status.
+    var longestAskedDelay: Duration? { retryAfter.statusCodes.isEmpty ? nil : retryAfter.maximumDelay }
 }
 
 extension ConnectionLostRetryPolicy: RetryRules {
@@ -85,6 +100,8 @@ extension Interceptor: RetryRules {
     var serverSignals: RetryAfter.Signals { Self.signals(of: retriers) }
     /// The most retries any of its retriers makes, when each says.
     var maximumRetries: Int? { Self.maximumRetries(of: retriers) }
+    /// The longest delay a `Retry-After` makes any of its retriers wait, among those that say.
+    var longestAskedDelay: Duration? { Self.longestAskedDelay(of: retriers) }
 }
 
 extension LoggingRetrier: RetryRules {
@@ -94,4 +111,6 @@ extension LoggingRetrier: RetryRules {
     var serverSignals: RetryAfter.Signals { wrapped.map { Self.signals(of: [$0]) } ?? [] }
     /// The most retries of the retrier it wraps; none when it wraps none.
     var maximumRetries: Int? { Self.maximumRetries(of: wrapped.map { [$0] } ?? []) }
+    /// The longest delay a `Retry-After` makes the retrier it wraps wait, if it says.
+    var longestAskedDelay: Duration? { wrapped.flatMap { Self.longestAskedDelay(of: [$0]) } }
 }

@@ -61,8 +61,8 @@ public final class EndpointGroup: RequestAdapter, RetryGate {
         var inFlight: [Int: Int] = [:]
         /// The endpoints where an attempt of the request failed, the last one last.
         var failed: [Int] = []
-        /// The endpoint picked for the retry, attempt `attempt`, when the gates were asked about it, which that attempt
-        /// takes if the endpoint is still in rotation.
+        /// The endpoint picked for the next attempt, number `attempt` (a retry, before the retriers are asked about
+        /// it; a hedge, before the hedge gates), which that attempt takes if the endpoint is still in rotation.
         var planned: (attempt: Int, endpoint: Int)?
 
         /// Whether the request has nothing more to route by: no attempt in flight and no retry or hedge planned. Its
@@ -128,7 +128,8 @@ public final class EndpointGroup: RequestAdapter, RetryGate {
     ///   - outlierDetection: When an endpoint is taken out of rotation; ``OutlierDetection/default`` (Envoy's) by
     ///     default, ``OutlierDetection/off`` for never.
     ///   - breakers: A registry whose open breakers take their endpoints out of rotation (keyed as the registry keys a
-    ///     request to the endpoint's base URL); none by default.
+    ///     request to the endpoint's base URL); none by default. One in shadow mode takes none out: it refuses nothing,
+    ///     so it moves no attempt either.
     ///   - clock: The clock ejections are timed on; `ContinuousClock` by default.
     ///   - random: Where ``Selection/weighted``'s draws come from; ``RandomSource/system`` by default.
     ///   - classify: Whether an attempt sent to an endpoint failed (``CircuitBreaker/Verdict/failure``), succeeded or is
@@ -243,9 +244,10 @@ public final class EndpointGroup: RequestAdapter, RetryGate {
     }
 
     /// The endpoints whose breaker, in `breakers`, is open, and those whose breaker is half-open; none without a
-    /// registry. Read before the group's lock is taken: a breaker has a lock of its own.
+    /// registry, or with one in shadow mode, which refuses nothing and so moves no attempt. Read before the group's
+    /// lock is taken: a breaker has a lock of its own.
     private func breakerStates() -> (open: Set<Int>, halfOpen: Set<Int>) {
-        guard let breakers else { return ([], []) }
+        guard let breakers, breakers.enforcement == .enforced else { return ([], []) }
         var states: (open: Set<Int>, halfOpen: Set<Int>) = ([], [])
         for (index, endpoint) in endpoints.enumerated() {
             guard let key = breakers.key(for: URLRequest(url: endpoint.baseURL)),

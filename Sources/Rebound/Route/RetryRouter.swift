@@ -4,14 +4,16 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// A part that picks where each attempt of a request goes among several endpoints (an ``EndpointGroup``): asked,
-/// before the gates, where a retry will go, so that a per-host gate (a breaker) judges the retry by the endpoint it is
-/// sent to rather than the one that failed.
+/// A part that picks where each attempt of a request goes among several endpoints (an ``EndpointGroup``): asked where
+/// a retry will go before the retriers (so that a delay the failed endpoint asked for holds no retry to another host)
+/// and where a hedge will go before the hedge gates, so that a per-host gate (a breaker) judges either by the endpoint
+/// it is sent to rather than the one that failed.
 ///
 /// Internal: a group registers for it through the request's context from `adapt`.
 protocol RetryRouter: AnyObject, Sendable {
     /// The request the retry after `request`'s last attempt will be sent as, under the endpoint picked for it (which the
-    /// retry's attempt then takes, if it is still in rotation); `nil` when the part does not route the request.
+    /// retry's attempt then takes, if it is still in rotation); `nil` when the part does not route the request, or the
+    /// pick is where the failed attempt went. Asked again about the same attempt, the same pick.
     func destination(ofRetry request: RetryRequest) -> URLRequest?
 
     /// The request hedge `number` of request `requestID` will be sent as, `sent` being what the round judges the hedge

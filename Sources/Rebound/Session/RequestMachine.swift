@@ -203,12 +203,12 @@ struct RequestMachine {
                 attempts.append(recorded.attempt)
             }
             if let target = round.target { base = target }
-            // The quiet a failure of the round asked for holds the retry of the same request; one a retrier moved
-            // mid-round goes to another host than the one that asked, and the round's last attempt may have started
-            // from either request.
+            // The quiet a host asked for in the round holds a retry of the same request to that host; one a retrier
+            // moved mid-round goes to another host than the one that asked, and the round's last attempt may have
+            // started from either request.
             return decide(
                 after: round.result, answer: round.answer, admittedByBreaker: admittedByBreaker,
-                quietUntil: round.target == nil ? round.quietUntil : nil, movedMidRound: round.target != nil, now: now)
+                quiet: round.target == nil ? round.quiet : HostQuiet(), movedMidRound: round.target != nil, now: now)
 
         case (.retriersAnswered(.answered(let result), let destination), .deciding(var question)):
             if let destination { question.request = question.request.routed(to: destination) }
@@ -317,11 +317,11 @@ struct RequestMachine {
         return .attempt(request, number: number, limit: time.limits?.limit(of: .attempt, now: now))
     }
 
-    /// What follows an attempt, recorded last, that came to `result`; `quietUntil` is the time before which a failure of
-    /// the hedged round it ended asked that no attempt start, and `movedMidRound` whether a retrier moved the request
-    /// during that round.
+    /// What follows an attempt, recorded last, that came to `result`; `quiet` holds the times before which the hosts
+    /// that answered failures of the hedged round it ended asked that no attempt reach them, and `movedMidRound` says
+    /// whether a retrier moved the request during that round.
     private mutating func decide(
-        after result: AttemptResult, answer: RetriersAnswer?, admittedByBreaker: Bool, quietUntil: Duration? = nil,
+        after result: AttemptResult, answer: RetriersAnswer?, admittedByBreaker: Bool, quiet: HostQuiet = HostQuiet(),
         movedMidRound: Bool = false, now: Duration
     ) -> Action {
         switch result.kind {
@@ -336,8 +336,8 @@ struct RequestMachine {
             // when it grants the retry, so that its opening ends the wait.
             if backoffWait == nil, admittedByBreaker { backoffWait = BackoffWait() }
             var question = Question(about: result, failingFor: reason, in: self)
-            if quietUntil != nil || movedMidRound {
-                question.request = question.request.after(round: quietUntil, movedMidRound: movedMidRound)
+            if !quiet.isEmpty || movedMidRound {
+                question.request = question.request.after(round: quiet, movedMidRound: movedMidRound)
             }
             phase = .deciding(question)
             // A hedged round asked already: what came of its question is the retriers' answer, never asked again.
@@ -365,8 +365,8 @@ struct RequestMachine {
                 }
             return finish(.failed(ending), reporting: error.data, now: now)
         }
-        // A retry of the same request waits, too, until the time a failure of the hedged round asked for (a 503's
-        // `Retry-After` on a hedge, which the retriers were not asked about last): no attempt starts before it.
+        // A retry of the same request waits, too, until the time the host it goes to asked for in the hedged round (a
+        // 503's `Retry-After` on a hedge, which the retriers were not asked about last): no attempt reaches it before.
         let quiet = result.request == nil ? question.request.quietUntil.map { $0 - now } ?? .zero : .zero
         let delay = Swift.max(chosen, quiet)
         // Retries and hedges together stay within the hedging settings' attempts, for a request that may be repeated,
@@ -387,9 +387,10 @@ struct RequestMachine {
         // to another request (a fallback host), or to another endpoint of a group, was not asked to wait by this
         // response. Without a deadline, no wait ends after it.
         if time.end != nil {
-            let asked =
+            let answered =
                 result.request == nil && !question.request.leavesAnsweringHost
-                ? Swift.max(error.responseHead.flatMap(plan.askedDelay(by:)) ?? .zero, quiet) : .zero
+                ? error.responseHead.flatMap(plan.askedDelay(by:)) ?? .zero : .zero
+            let asked = Swift.max(answered, quiet)
             if !time.allows(Swift.max(delay, asked), from: now) {
                 let rule: StopReason = time.allows(asked, from: now) ? .deadline : .retryAfterPastDeadline
                 return finish(.failed(deadlineExceeded(after: error, stoppedBy: rule)), reporting: error.data, now: now)

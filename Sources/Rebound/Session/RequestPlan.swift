@@ -126,9 +126,16 @@ final class RequestPlan: Sendable {
 
     /// The delay `head` asks for on a 429 or 503, held at no maximum, as the chain's retry policies read it
     /// (`retry-after-ms` before `Retry-After` when they read it): the one reader of a delay a response asks for, which
-    /// the deadline's rule and the hedges use.
+    /// the deadline's rule uses, and the hedges held at a maximum (``quietAsked(by:)``).
     func askedDelay(by head: ResponseHead) -> Duration? {
         RetryAfter.asked(by: head, reading: chain?.serverSignals ?? [])
+    }
+
+    /// The quiet `head` asks of its host on a 429 or 503, as ``askedDelay(by:)`` reads it, held at the longest delay
+    /// the chain's retry policies honour (``RetryAfter/defaultMaximumDelay``, 60 s, when none says): no hedge of a
+    /// round goes to that host before it ends, nor the retry after the round.
+    func quietAsked(by head: ResponseHead) -> Duration? {
+        askedDelay(by: head).map { Swift.min($0, chain?.longestAskedDelay ?? RetryAfter.defaultMaximumDelay) }
     }
 
     /// Whether a request may be sent more than once at a time: a method the chain's retry policies retry (those
