@@ -264,6 +264,50 @@ struct EndpointGroupTests {
         #expect(response.attempts[0].retryDelay.map { $0 <= .milliseconds(500) } == true)
     }
 
+    @Test func anEndpointThatAskedForQuietTakesNoAttemptUntilThenWhileAnotherIsLeft() async throws {
+        let clock = ManualClock()
+        let group = EndpointGroup(endpoints: [.init(Self.eu), .init(Self.us)], clock: clock)
+        let asking = Locked(true)
+        let transport = ScriptedTransport(clock: clock) { request, _ in
+            request.url?.host == "eu.api.example.com" && asking.withLock({ $0 })
+                ? .response(status: 503, headers: ["Retry-After": "120"]) : .status(200)
+        }
+        let session = Session(
+            transport: transport, adapters: [group], retriers: [RetryPolicy(backoff: .zero)], clock: clock)
+
+        // eu asks for two minutes, held at one: the next requests go to us at once, without trying eu first.
+        _ = try await session.send(Self.charges)
+        asking.withLock { $0 = false }
+        let next = try await session.send(Self.charges)
+        clock.advance(by: .seconds(59))
+        let later = try await session.send(Self.charges)
+        #expect(next.attempts.map { $0.request?.url?.host } == ["us.api.example.com"])
+        #expect(later.attempts.map { $0.request?.url?.host } == ["us.api.example.com"])
+        // Its quiet over, eu is first again.
+        clock.advance(by: .seconds(1))
+        let after = try await session.send(Self.charges)
+        #expect(after.attempts.map { $0.request?.url?.host } == ["eu.api.example.com"])
+        #expect(group.requestsKept == 0 && group.attemptsInFlight == 0)
+    }
+
+    @Test func anEndpointThatAskedForQuietStillTakesAnAttemptWhenNoOtherIsLeft() async throws {
+        let clock = ManualClock()
+        let breakers = CircuitBreakerRegistry(clock: clock)
+        let group = EndpointGroup(endpoints: [.init(Self.eu), .init(Self.us)], breakers: breakers, clock: clock)
+        let asking = Locked(true)
+        let transport = ScriptedTransport(clock: clock) { request, _ in
+            request.url?.host == "eu.api.example.com" && asking.withLock({ $0 })
+                ? .response(status: 503, headers: ["Retry-After": "30"]) : .status(200)
+        }
+        let session = Session(transport: transport, adapters: [group, breakers], clock: clock)
+        _ = try? await session.send(Self.charges)
+        asking.withLock { $0 = false }
+        // us out of rotation too: eu takes the request, though it asked for quiet.
+        breakers.breaker(for: "us.api.example.com:8443").forceOpen()
+        let next = try await session.send(Self.charges)
+        #expect(next.attempts.map { $0.request?.url?.host } == ["eu.api.example.com"])
+    }
+
     @Test(
         "A retry the group leaves on the endpoint that asked for quiet still waits for it, within the deadline",
         .timeLimit(.minutes(1)))

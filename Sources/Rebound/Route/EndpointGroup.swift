@@ -21,7 +21,9 @@ import Foundation
 /// it can: a hedge goes beside no attempt it races, even to an endpoint that failed the request earlier), then to any
 /// in rotation, and only when none is in rotation to an ejected one. Given `breakers:`, an endpoint whose breaker is
 /// open is out of rotation too, and so is one whose half-open breaker has an attempt in flight (its trial, beside which
-/// the breaker would refuse another), so that the breaker refuses only what still reaches it. The group never changes
+/// the breaker would refuse another), so that the breaker refuses only what still reaches it. An endpoint whose 429 or
+/// 503 asked for quiet (`retry-after-ms`, else `Retry-After`; at most 60 s) is out of rotation until then, in the same
+/// way, breakers or not. The group never changes
 /// whether a request is retried: the retry policy's method rules, limits and budget still decide. It picks a retry's
 /// endpoint before the retriers are asked: a `Retry-After` the failed endpoint sent is its host's, and holds no retry
 /// the group sends to another host.
@@ -75,11 +77,16 @@ public final class EndpointGroup: RequestAdapter, RetryGate {
         var routes: [UUID: Route] = [:]
         /// The attempts in flight to each endpoint that the group will hear end.
         var inFlight: [Int]
+        /// The time before which each endpoint asked that no attempt reach it (a 429's or 503's `Retry-After`); a time
+        /// past means none.
+        var quietUntil: [Duration]
 
-        /// The endpoints an attempt may not go to now: those whose breaker is open, and those whose half-open breaker
-        /// has an attempt in flight (its trial: the breaker would refuse another).
-        func unavailable(_ breakers: (open: Set<Int>, halfOpen: Set<Int>)) -> Set<Int> {
-            breakers.open.union(breakers.halfOpen.filter { inFlight[$0] > 0 })
+        /// The endpoints an attempt may not go to `now` while another is left: those whose breaker is open, those whose
+        /// half-open breaker has an attempt in flight (its trial: the breaker would refuse another), and those that
+        /// asked for quiet until later.
+        func unavailable(_ breakers: (open: Set<Int>, halfOpen: Set<Int>), at now: Duration) -> Set<Int> {
+            let quiet = quietUntil.indices.filter { quietUntil[$0] > now }
+            return breakers.open.union(breakers.halfOpen.filter { inFlight[$0] > 0 }).union(quiet)
         }
 
         /// Forgets request `requestID` once it has nothing more to route by, though it ends later (a success after a
@@ -111,6 +118,10 @@ public final class EndpointGroup: RequestAdapter, RetryGate {
     public let selection: Selection
     /// When an endpoint is taken out of rotation, and for how long.
     public let outlierDetection: OutlierDetection
+
+    /// How the group reads the quiet an endpoint asks for: `retry-after-ms`, else `Retry-After`, on a 429 or 503, held
+    /// at 60 s.
+    private static let quietAsked = RetryAfter(signals: .retryAfterMs)
 
     private let breakers: CircuitBreakerRegistry?
     private let classify: (@Sendable (AttemptOutcome) -> CircuitBreaker.Verdict)?
@@ -163,7 +174,8 @@ public final class EndpointGroup: RequestAdapter, RetryGate {
         self.state = Locked(
             State(
                 detector: OutlierDetector(count: endpoints.count, configuration: outlierDetection),
-                inFlight: Array(repeating: 0, count: endpoints.count)))
+                inFlight: Array(repeating: 0, count: endpoints.count),
+                quietUntil: Array(repeating: .zero, count: endpoints.count)))
     }
 
     /// The hosts of the endpoints, each `host` or `host:port` as the base URL names it: give them to a credential
@@ -209,7 +221,7 @@ public final class EndpointGroup: RequestAdapter, RetryGate {
             // A group the chain holds twice leaves an attempt where its first pass sent it.
             if keeps, state.routes[requestID]?.inFlight[attempt] != nil { return from }
             let route = keeps ? state.routes[requestID] ?? Route() : Route()
-            let unavailable = state.unavailable(breakers)
+            let unavailable = state.unavailable(breakers, at: now)
             // The endpoint the gates judged this retry by, while it is still in rotation; else a new pick.
             let chosen =
                 if let planned = route.planned, planned.attempt == attempt,
@@ -395,7 +407,8 @@ extension EndpointGroup: RetryRouter {
             guard let route = state.routes[requestID] else { return nil }
             // An attempt's endpoint is picked once: asked again (the gates after the retriers), the same one.
             if let planned = route.planned, planned.attempt == attempt { return planned.endpoint }
-            let chosen = pick(for: route, in: state.detector, unavailable: state.unavailable(breakers), at: now)
+            let chosen = pick(
+                for: route, in: state.detector, unavailable: state.unavailable(breakers, at: now), at: now)
             state.routes[requestID]?.planned = (attempt: attempt, endpoint: chosen)
             return chosen
         }
@@ -424,6 +437,10 @@ extension EndpointGroup: AttemptAccountant {
             case .failure:
                 state.routes[requestID]?.failed.removeAll { $0 == index }
                 state.routes[requestID]?.failed.append(index)
+                // An endpoint that asked for quiet gets no attempt until then while another is left.
+                if let asked = attempt.responseHead.flatMap(Self.quietAsked.delay(for:)), asked > .zero {
+                    state.quietUntil[index] = Swift.max(state.quietUntil[index], now + asked)
+                }
                 if let ejected = state.detector.record(.failure, of: index, at: now) {
                     ejection = Ejection(
                         group: name, endpoint: endpoints[index], rule: ejected.rule, duration: ejected.duration,
