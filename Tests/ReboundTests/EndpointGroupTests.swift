@@ -264,9 +264,13 @@ struct EndpointGroupTests {
         #expect(response.attempts[0].retryDelay.map { $0 <= .milliseconds(500) } == true)
     }
 
-    @Test func anEndpointThatAskedForQuietTakesNoAttemptUntilThenWhileAnotherIsLeft() async throws {
+    /// However a `classify:` counts the attempt: one that ignores every answer, too.
+    @Test(arguments: [false, true])
+    func anEndpointThatAskedForQuietTakesNoAttemptUntilThenWhileAnotherIsLeft(ignoringAll: Bool) async throws {
         let clock = ManualClock()
-        let group = EndpointGroup(endpoints: [.init(Self.eu), .init(Self.us)], clock: clock)
+        let ignoring: @Sendable (AttemptOutcome) -> CircuitBreaker.Verdict = { _ in .ignored }
+        let group = EndpointGroup(
+            endpoints: [.init(Self.eu), .init(Self.us)], clock: clock, classify: ignoringAll ? ignoring : nil)
         let asking = Locked(true)
         let transport = ScriptedTransport(clock: clock) { request, _ in
             request.url?.host == "eu.api.example.com" && asking.withLock({ $0 })

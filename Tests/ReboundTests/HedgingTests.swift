@@ -930,7 +930,7 @@ extension HedgingTests {
 
     @Test(
         "A retrier that moves the request mid-round sends the round's next hedge there, or the retry after the round",
-        arguments: [false, true])
+        .timeLimit(.minutes(1)), arguments: [false, true])
     func aRetrierThatMovesTheRequestMidRoundMovesTheRestOfTheRequest(hedgesHoldBack: Bool) async throws {
         let clock = ManualClock()
         // On the same host: the quiet that host asks for holds hedges to the fallback too.
@@ -968,6 +968,12 @@ extension HedgingTests {
             try await waitWhile { paths.withLock { $0.count } < 3 }
         }
         clock.advance(by: .seconds(1))
+        if hedgesHoldBack {
+            // The retry after the round, at 1.1 s, goes to the host that asked for quiet until 5.1 s: it waits for
+            // that.
+            try await waitForSleep(of: .seconds(4), on: clock)
+            clock.advance(by: .seconds(4))
+        }
         let response = try await task.value
 
         #expect(String(decoding: response.data, as: UTF8.self) == "fallback")
@@ -1333,6 +1339,32 @@ extension HedgingTests {
 
         #expect(String(decoding: response.data, as: UTF8.self) == "slow")
         #expect(transport.requests.count == 2)
+    }
+
+    @Test(
+        "The quiet a redirect's last hop asks for holds the hedges to the host the attempts are sent to",
+        .timeLimit(.minutes(1)))
+    func theQuietAskedAfterARedirectHoldsTheHostTheAttemptsGoTo() async throws {
+        let clock = ManualClock()
+        let log = Log()
+        // The hedge is redirected to b.example.com, which asks for a minute of quiet; a hedge after it would be "fast".
+        let transport = slowFirst(
+            clock, log: log,
+            then: [
+                .response(status: 302, headers: ["Location": "https://b.example.com/items"]),
+                .response(status: 503, headers: ["Retry-After": "60"]),
+            ])
+        let session = Session(
+            transport: transport, retriers: [RetryPolicy()],
+            hedging: Hedging(delay: .milliseconds(100), maximumInFlight: 3, maximumAttempts: 3), clock: clock)
+        let task = try await sendPastTheDelay(session, clock)
+        // No third attempt to api.example.com while the quiet holds: a timer waits the minute for it instead.
+        try await waitWhile { !clock.sleeps.contains(.seconds(60)) && transport.requests.count < 4 }
+        clock.advance(by: .milliseconds(900))
+        let response = try await task.value
+
+        #expect(String(decoding: response.data, as: UTF8.self) == "slow")
+        #expect(transport.requests.map { $0.url?.host } == ["api.example.com", "api.example.com", "b.example.com"])
     }
 
     @Test("The quiet a hedge's Retry-After asked for holds the retry after the round, too")

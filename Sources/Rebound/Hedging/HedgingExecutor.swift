@@ -134,7 +134,8 @@ struct HedgingExecutor {
                         result, number: number, since: attempt.start, now: now, hedge: attempt.hedge))
                 if let head = result.response {
                     if let asked = plan.quietAsked(by: head), asked > .zero {
-                        round.noteQuiet(asked, askedBy: result.sent, now: now)
+                        // Under the host the attempt was sent to, before any redirect: the one the next attempts go to.
+                        round.noteQuiet(asked, askedBy: result.firstHop ?? result.sent, now: now)
                     }
                     // The server asked for no retry: no new hedge either.
                     if plan.asksNoRetry(head) { stopped = true }

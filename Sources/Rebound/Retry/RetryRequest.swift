@@ -137,10 +137,13 @@ public struct RetryRequest: Sendable {
         return RetryRequest(storage: Box(fields))
     }
 
-    /// The time, on the session's clock, before which the host the retry goes to (``destination``, else the failed
-    /// attempt's) asked, in the hedged round that ended with the failed attempt, that no attempt reach it (a 503's
-    /// `Retry-After` on a hedge): a retry of the same request waits for it too. `nil` when that host asked for none.
-    var quietUntil: Duration? { storage.value.roundQuiet.until(for: destination ?? admittedRequest) }
+    /// The time, on the session's clock, before which the host the retry goes to (`target`, a request a retrier moved
+    /// it to; else ``destination``; else the failed attempt's) asked, in the hedged round that ended with the failed
+    /// attempt, that no attempt reach it (a 503's `Retry-After` on a hedge): the retry waits for it too. `nil` when
+    /// that host asked for none.
+    func quietUntil(goingTo target: URLRequest?) -> Duration? {
+        storage.value.roundQuiet.until(for: target ?? destination ?? admittedRequest)
+    }
 
     /// Whether a retrier moved the request during the hedged round the failed attempt ended, which may then have
     /// started from the request before the move or after it.

@@ -15,7 +15,7 @@ protocol RetryRules {
     /// The most retries this part makes of a request, counted by its retry count; `nil` when it does not say.
     var maximumRetries: Int? { get }
     /// The longest delay a response's `Retry-After` makes this part wait before a retry (its
-    /// ``RetryAfter/maximumDelay``); `nil` when it honours none, or does not say.
+    /// ``RetryAfter/maximumDelay``; zero when it honours none); `nil` when it does not say.
     var longestAskedDelay: Duration? { get }
 }
 
@@ -62,8 +62,8 @@ extension RetryPolicy: RetryRules {
     var serverSignals: RetryAfter.Signals { retryAfter.signals }
     /// ``retryLimit``, and ``unsentRetryLimit``, counted apart.
     var maximumRetries: Int? { retryLimit + unsentRetryLimit }
-    /// ``retryAfter``'s maximum delay, when it honours `Retry-After` on some status.
-    var longestAskedDelay: Duration? { retryAfter.statusCodes.isEmpty ? nil : retryAfter.maximumDelay }
+    /// ``retryAfter``'s maximum delay; none when it honours `Retry-After` on no status (``RetryAfter/ignored``).
+    var longestAskedDelay: Duration? { retryAfter.statusCodes.isEmpty ? .zero : retryAfter.maximumDelay }
 }
 
 extension ConnectionLostRetryPolicy: RetryRules {

@@ -184,7 +184,8 @@ public final class EndpointGroup: RequestAdapter, RetryGate {
         Set(endpoints.compactMap { CircuitBreakerRegistry.hostKey(for: URLRequest(url: $0.baseURL)) })
     }
 
-    /// Whether `endpoint` is in rotation now: not ejected (its breaker, given `breakers:`, is not read here).
+    /// Whether `endpoint` is in rotation now: not ejected (its breaker, given `breakers:`, and a quiet it asked for
+    /// are not read here).
     public func isInRotation(_ endpoint: Endpoint) -> Bool {
         guard let index = endpoints.firstIndex(of: endpoint) else { return false }
         let now = clock.now()
@@ -437,10 +438,6 @@ extension EndpointGroup: AttemptAccountant {
             case .failure:
                 state.routes[requestID]?.failed.removeAll { $0 == index }
                 state.routes[requestID]?.failed.append(index)
-                // An endpoint that asked for quiet gets no attempt until then while another is left.
-                if let asked = attempt.responseHead.flatMap(Self.quietAsked.delay(for:)), asked > .zero {
-                    state.quietUntil[index] = Swift.max(state.quietUntil[index], now + asked)
-                }
                 if let ejected = state.detector.record(.failure, of: index, at: now) {
                     ejection = Ejection(
                         group: name, endpoint: endpoints[index], rule: ejected.rule, duration: ejected.duration,
@@ -448,6 +445,11 @@ extension EndpointGroup: AttemptAccountant {
                 }
             case .ignored:
                 break
+            }
+            // An endpoint that asked for quiet gets no attempt until then while another is left, however the attempt
+            // is classified.
+            if let asked = attempt.responseHead.flatMap(Self.quietAsked.delay(for:)), asked > .zero {
+                state.quietUntil[index] = Swift.max(state.quietUntil[index], now + asked)
             }
             state.forgetIfDone(requestID)
             return ejection

@@ -203,12 +203,10 @@ struct RequestMachine {
                 attempts.append(recorded.attempt)
             }
             if let target = round.target { base = target }
-            // The quiet a host asked for in the round holds a retry of the same request to that host; one a retrier
-            // moved mid-round goes to another host than the one that asked, and the round's last attempt may have
-            // started from either request.
+            // The quiet a host asked for in the round holds a retry to that host, wherever a retrier moved the request.
             return decide(
-                after: round.result, answer: round.answer, admittedByBreaker: admittedByBreaker,
-                quiet: round.target == nil ? round.quiet : HostQuiet(), movedMidRound: round.target != nil, now: now)
+                after: round.result, answer: round.answer, admittedByBreaker: admittedByBreaker, quiet: round.quiet,
+                movedMidRound: round.target != nil, now: now)
 
         case (.retriersAnswered(.answered(let result), let destination), .deciding(var question)):
             if let destination { question.request = question.request.routed(to: destination) }
@@ -365,9 +363,11 @@ struct RequestMachine {
                 }
             return finish(.failed(ending), reporting: error.data, now: now)
         }
-        // A retry of the same request waits, too, until the time the host it goes to asked for in the hedged round (a
-        // 503's `Retry-After` on a hedge, which the retriers were not asked about last): no attempt reaches it before.
-        let quiet = result.request == nil ? question.request.quietUntil.map { $0 - now } ?? .zero : .zero
+        // A retry waits, too, until the time the host it goes to asked for in the hedged round (a 503's `Retry-After`
+        // on a hedge, which the retriers were not asked about last): no attempt reaches it before. It goes where a
+        // retrier moves it now or moved it mid-round, else where the group sends it, else where the failure went.
+        let goesTo = result.request ?? (question.request.movedMidRound ? base : nil)
+        let quiet = question.request.quietUntil(goingTo: goesTo).map { Swift.max($0 - now, .zero) } ?? .zero
         let delay = Swift.max(chosen, quiet)
         // Retries and hedges together stay within the hedging settings' attempts, for a request that may be repeated,
         // judged as a retry sends it: as adapted, before any redirect.
