@@ -98,3 +98,21 @@ extension Attempt: CustomStringConvertible {
         return line
     }
 }
+
+extension Attempt {
+    /// The record of attempt `number`, the `hedge`-th of its round, that came to `result`, started at `start` and ended
+    /// `now`: an attempt the deadline cut short is recorded as timed out, a cancelled one with no failure.
+    init(recording result: AttemptResult, number: Int, since start: Duration, now: Duration, hedge: Int = 0) {
+        let failure: ReboundError.Reason? =
+            switch result.kind {
+            case .failure(let reason): reason
+            case .deadlineReached: RequestMachine.deadlineCutShort
+            // A cancelled attempt is recorded too, for the observers; the request ends with `CancellationError`.
+            case .success, .cancelled: nil
+            }
+        self.init(
+            number: number, request: result.sent, firstHop: result.firstHop, responseHead: result.response,
+            failure: failure, duration: now - start, hedge: hedge, failedBeforeSending: result.failedBeforeSending,
+            timeOnWire: result.sentAt.map { now - $0 })
+    }
+}

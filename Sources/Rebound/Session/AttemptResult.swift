@@ -52,3 +52,10 @@ struct Handoff: Sendable {
     let request: URLRequest
     let at: Duration
 }
+
+extension AttemptResult {
+    /// The request the attempt sent, if it failed: the last such request is the one the request's error names.
+    var failedRequest: URLRequest? {
+        if case .failure = kind { sent } else { nil }
+    }
+}

@@ -35,7 +35,8 @@ struct RequestMachine {
     enum Phase {
         /// Attempt `number` (or a hedged round that begins with it) is in flight since `start`, on the session's clock.
         case attempting(number: Int, start: Duration)
-        /// The retriers are asked about the failed attempt.
+        /// The retriers are asked about the failed attempt (after an endpoint group that routes the request picked
+        /// where the retry goes).
         case deciding(Question)
         /// The retriers chose to retry after `delay`; the gates are asked about `retry`, which starts from `target`
         /// (the request a retrier handed over, if any).
@@ -53,6 +54,8 @@ struct RequestMachine {
         case attempt(URLRequest, number: Int, limit: TimeLimit?)
         /// Make a hedged round from what `start` holds of the request (its first attempt is the request's next).
         case hedgedRound(RoundStart)
+        /// Ask the endpoint group that routes the request where the retry after `retry`'s failed attempt will go.
+        case route(RetryRequest)
         /// Ask the retriers (those that registered, then the chain's) about a failed attempt, within `limit`.
         case askRetriers(Question, limit: TimeLimit?)
         /// Ask the gates, in order, whether `retry` may go after `delay`; the first refusal wins.
@@ -171,9 +174,11 @@ struct RequestMachine {
         /// with that one's result and what came of the retriers' question about it if the round asked them already,
         /// and the request a retrier moved the request to meanwhile.
         case roundEnded(HedgingExecutor.RoundResult, admittedByBreaker: Bool)
-        /// The retriers answered about the failure in question (or did not, in time), asked about a retry that an
-        /// endpoint group sends as `destination`, if it picked another endpoint for it before they were asked.
-        case retriersAnswered(RetriersAnswer, destination: URLRequest? = nil)
+        /// The endpoint group picked where the retry goes: it sends it as `destination`, or where the failed attempt
+        /// went when `nil`.
+        case routed(destination: URLRequest?)
+        /// The retriers answered about the failure in question (or did not, in time).
+        case retriersAnswered(RetriersAnswer)
         /// The gates answered about the retry: the first refusal, `nil` when every gate granted it.
         case gatesAnswered(refusal: (any Error)?)
         /// The backoff sleep ended.
@@ -208,12 +213,20 @@ struct RequestMachine {
                 after: round.result, answer: round.answer, admittedByBreaker: admittedByBreaker, quiet: round.quiet,
                 movedMidRound: round.target != nil, now: now)
 
-        case (.retriersAnswered(.answered(let result), let destination), .deciding(var question)):
-            if let destination { question.request = question.request.routed(to: destination) }
+        case (.routed(let destination), .deciding(var question)):
+            // The retriers and the deadline's rule then know whether the retry leaves the host that answered, and the
+            // gates judge it by where it goes.
+            if let destination {
+                question.request = question.request.routed(to: destination)
+                phase = .deciding(question)
+            }
+            return .askRetriers(question, limit: time.limits?.limit(of: .decision, now: now))
+
+        case (.retriersAnswered(.answered(let result)), .deciding(let question)):
             return decide(question, after: result, now: now)
-        case (.retriersAnswered(.tooLate, _), .deciding(let question)):
+        case (.retriersAnswered(.tooLate), .deciding(let question)):
             return finish(.failed(deadlineExceeded(after: question.error)), reporting: question.error.data, now: now)
-        case (.retriersAnswered(.cancelled, _), .deciding(let question)):
+        case (.retriersAnswered(.cancelled), .deciding(let question)):
             return finish(.cancelled, reporting: question.error.data, now: now)
 
         case (.gatesAnswered(let refusal?), .admitting(let question, _, _)):
@@ -342,6 +355,8 @@ struct RequestMachine {
             if let answer { return handle(.retriersAnswered(answer), now: now) }
             // A failure that is never retried (an open breaker, say) is not offered to the retriers at all.
             if reason.isNonRetryable { return decide(question, after: .doNotRetry, now: now) }
+            // An endpoint group picks where the retry goes before the retriers are asked.
+            if plan.registered?.router != nil { return .route(question.request) }
             return .askRetriers(question, limit: time.limits?.limit(of: .decision, now: now))
         }
     }
@@ -468,30 +483,5 @@ struct RequestMachine {
         failure(
             .deadlineExceeded(deadline: plan.deadline ?? .zero, last: reason), response: response, data: data,
             stoppedBy: rule)
-    }
-}
-
-extension Attempt {
-    /// The record of attempt `number`, the `hedge`-th of its round, that came to `result`, started at `start` and ended
-    /// `now`: an attempt the deadline cut short is recorded as timed out, a cancelled one with no failure.
-    init(recording result: AttemptResult, number: Int, since start: Duration, now: Duration, hedge: Int = 0) {
-        let failure: ReboundError.Reason? =
-            switch result.kind {
-            case .failure(let reason): reason
-            case .deadlineReached: RequestMachine.deadlineCutShort
-            // A cancelled attempt is recorded too, for the observers; the request ends with `CancellationError`.
-            case .success, .cancelled: nil
-            }
-        self.init(
-            number: number, request: result.sent, firstHop: result.firstHop, responseHead: result.response,
-            failure: failure, duration: now - start, hedge: hedge, failedBeforeSending: result.failedBeforeSending,
-            timeOnWire: result.sentAt.map { now - $0 })
-    }
-}
-
-extension AttemptResult {
-    /// The request the attempt sent, if it failed: the last such request is the one the request's error names.
-    var failedRequest: URLRequest? {
-        if case .failure = kind { sent } else { nil }
     }
 }

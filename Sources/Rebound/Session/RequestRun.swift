@@ -41,18 +41,13 @@ extension RequestPlan {
                     let round = await HedgingExecutor(plan: self, atStart: start).execute()
                     event = .roundEnded(round, admittedByBreaker: admittedByBreaker)
                 }
-            case .askRetriers(var question, let limit):
-                // An endpoint group picks the retry's endpoint first, which its attempt then takes if it is still in
-                // rotation: the retriers and the deadline's rule know whether the retry leaves the host that
-                // answered, and the gates judge it by where it goes.
-                if let router = registered?.router, let destination = router.destination(ofRetry: question.request) {
-                    question.request = question.request.routed(to: destination)
-                }
-                let answer =
-                    if let limit { await retryResult(for: question, within: limit) } else {
-                        await retryResult(for: question)
-                    }
-                event = .retriersAnswered(answer, destination: question.request.destination)
+            case .route(let retry):
+                // The endpoint the group picks, which the retry's attempt then takes if it is still in rotation.
+                event = .routed(destination: registered?.router?.destination(ofRetry: retry))
+            case .askRetriers(let question, let limit?):
+                event = .retriersAnswered(await retryResult(for: question, within: limit))
+            case .askRetriers(let question, nil):
+                event = .retriersAnswered(await retryResult(for: question))
             case .askGates(let retry, let error, let delay):
                 // No gate to ask: the retry is granted.
                 event = .gatesAnswered(refusal: hasGates ? refusal(of: retry, dueTo: error, after: delay) : nil)
