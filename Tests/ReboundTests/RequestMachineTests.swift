@@ -16,9 +16,10 @@ struct RequestMachineTests {
     /// deadline comes, is made at 0 s on a manual clock).
     func machine(
         deadline: Duration? = nil, attemptTimeout: Duration? = nil, hedging: Hedging? = nil,
-        original: URLRequest = request()
+        original: URLRequest = request(), gates: [any RetryGate] = []
     ) -> RequestMachine {
-        let session = Session(transport: ScriptedTransport([]), retriers: [RetryPolicy()], clock: ManualClock())
+        let session = Session(
+            transport: ScriptedTransport([]), retriers: [RetryPolicy()], gates: gates, clock: ManualClock())
         let plan = RequestPlan(
             session: session, original: .request(original), deadline: deadline, attemptTimeout: attemptTimeout,
             hedging: hedging)
@@ -60,6 +61,58 @@ struct RequestMachineTests {
         init(action: RequestMachine.Action) {
             self.action = "\(action)"
         }
+    }
+
+    /// A gate that grants every retry; given one, a request keeps registrations.
+    struct GrantsEveryRetry: RetryGate {
+        func admitRetry(_ request: RetryRequest, dueTo error: ReboundError, after delay: Duration) -> (any Error)? {
+            nil
+        }
+    }
+
+    @Test(
+        "A request that keeps registrations asks where its retry goes before the retriers, and the deadline's rule reads it",
+        arguments: [true, false])
+    func aRetryIsRoutedBeforeTheRetriersAreAsked(toAnotherHost: Bool) throws {
+        var machine = machine(deadline: .seconds(5), gates: [GrantsEveryRetry()])
+        _ = machine.handle(.start(first: request()), now: .zero)
+        // A 503 that asks for 30 s, past the deadline.
+        let failed = machine.handle(
+            .attemptEnded(status(503, retryAfter: "30"), admittedByBreaker: false), now: .seconds(1))
+        guard case .route(let retry) = failed else {
+            Issue.record("a failure the retriers are asked about is routed first, not \(failed)")
+            return
+        }
+        #expect(retry.attempts.count == 1)
+        let elsewhere = URLRequest(url: URL(string: "https://other.example.com/items")!)
+        let asked = machine.handle(.routed(destination: toAnotherHost ? elsewhere : nil), now: .seconds(2))
+        guard case .askRetriers(let question, let limit) = asked else {
+            Issue.record("the retriers are asked once the retry is routed, not \(asked)")
+            return
+        }
+        #expect(question.request.leavesAnsweringHost == toAnotherHost)
+        #expect(limit == .deadline(.seconds(3)))
+        let next = machine.handle(.retriersAnswered(.answered(.retryWithDelay(.seconds(1)))), now: .seconds(2))
+        if toAnotherHost {
+            // Another host did not ask for the 30 s: the gates are asked about the retry, as going there.
+            guard case .askGates(let gated, _, let delay) = next else {
+                Issue.record("the retry goes to the gates, not \(next)")
+                return
+            }
+            #expect(delay == .seconds(1) && gated.destination?.url == elsewhere.url)
+        } else {
+            #expect(try reported(next).error?.stopReason == .retryAfterPastDeadline)
+        }
+    }
+
+    @Test func aFailureThatIsNeverRetriedIsNotRouted() throws {
+        struct Refused: NonRetryableError {}
+        var machine = machine(gates: [GrantsEveryRetry()])
+        _ = machine.handle(.start(first: request()), now: .zero)
+        let refused = AttemptResult(.failure(.adaptationFailed(error: Refused())))
+        let action = machine.handle(.attemptEnded(refused, admittedByBreaker: false), now: .seconds(1))
+        // Not offered to the retriers, so not routed either: the request ends.
+        #expect(try reported(action).decision == .failed)
     }
 
     @Test func aSuccessAtTheFirstAttemptIsReportedThenEndsTheRequestWithNothingToGiveBack() throws {

@@ -4,8 +4,9 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// Everything one request knows, as a pure state machine: each event of the request's life (an attempt ended, the
-/// retriers answered, the gates answered, the backoff ended) returns the next ``Action``, which the driver
+/// Everything one request knows, as a pure state machine: each event of the request's life (an attempt ended, an
+/// endpoint group picked where the retry goes, the retriers answered, the gates answered, the backoff ended) returns
+/// the next ``Action``, which the driver
 /// (`RequestPlan.execute(startingWith:)`) performs before it feeds back the next event.
 ///
 /// ```
@@ -54,7 +55,8 @@ struct RequestMachine {
         case attempt(URLRequest, number: Int, limit: TimeLimit?)
         /// Make a hedged round from what `start` holds of the request (its first attempt is the request's next).
         case hedgedRound(RoundStart)
-        /// Ask the endpoint group that routes the request where the retry after `retry`'s failed attempt will go.
+        /// Ask the endpoint group that routes the request, if one registered, where the retry after `retry`'s failed
+        /// attempt will go.
         case route(RetryRequest)
         /// Ask the retriers (those that registered, then the chain's) about a failed attempt, within `limit`.
         case askRetriers(Question, limit: TimeLimit?)
@@ -355,8 +357,9 @@ struct RequestMachine {
             if let answer { return handle(.retriersAnswered(answer), now: now) }
             // A failure that is never retried (an open breaker, say) is not offered to the retriers at all.
             if reason.isNonRetryable { return decide(question, after: .doNotRetry, now: now) }
-            // An endpoint group picks where the retry goes before the retriers are asked.
-            if plan.registered?.router != nil { return .route(question.request) }
+            // Where a part may have registered as the request's router (an endpoint group), it picks where the retry
+            // goes before the retriers are asked.
+            if plan.registered != nil { return .route(question.request) }
             return .askRetriers(question, limit: time.limits?.limit(of: .decision, now: now))
         }
     }
