@@ -100,6 +100,18 @@ struct EndpointGroupTests {
                 == "https://us.api.example.com:8443/v2/charges?customer=7#top")
     }
 
+    /// Sends `url` through `session` in a task, with a flag raised when the request ends: a test that waits for the
+    /// clock to be asked for a sleep stops waiting once the request ended instead.
+    static func send(_ url: URL, through session: Session) -> (task: Task<Response, any Error>, finished: Locked<Bool>)
+    {
+        let finished = Locked(false)
+        let task = Task {
+            defer { finished.withLock { $0 = true } }
+            return try await session.send(url)
+        }
+        return (task, finished)
+    }
+
     /// A transport on which `failing` answers 503 and every other host 200.
     static func transport<C: Clock>(_ clock: C, failing: String = "eu.api.example.com") -> ScriptedTransport
     where C.Duration == Duration {
@@ -140,11 +152,7 @@ struct EndpointGroupTests {
         }
         let session = Session(transport: transport, adapters: [group, registry], retriers: [mover], clock: clock)
 
-        let finished = Locked(false)
-        let task = Task {
-            defer { finished.withLock { $0 = true } }
-            return try await session.send(URL(string: "https://us.api.example.com:8443/v2/charges")!)
-        }
+        let (task, finished) = Self.send(URL(string: "https://us.api.example.com:8443/v2/charges")!, through: session)
         // A retry judged by another breaker than the fallback's would sleep its backoff: the wait ends then too, and
         // the clock lets the request go on.
         try await waitWhile { !finished.withLock { $0 } && clock.pendingSleepCount == 0 }
@@ -224,11 +232,7 @@ struct EndpointGroupTests {
 
             // Neither held for the 60 s the policy honours at most (the clock is never advanced), nor stopped by the
             // deadline's rule: us never asked to wait.
-            let finished = Locked(false)
-            let task = Task {
-                defer { finished.withLock { $0 = true } }
-                return try await session.send(Self.charges)
-            }
+            let (task, finished) = Self.send(Self.charges, through: session)
             try await waitWhile { !finished.withLock { $0 } && clock.pendingSleepCount <= (deadline == nil ? 0 : 1) }
             task.cancel()
             let response = try await task.value
@@ -250,11 +254,7 @@ struct EndpointGroupTests {
         let transport = Self.askingForQuiet(clock)
         let session = Session(transport: transport, resilience: resilience, endpointGroup: group, clock: clock)
 
-        let finished = Locked(false)
-        let task = Task {
-            defer { finished.withLock { $0 = true } }
-            return try await session.send(Self.charges)
-        }
+        let (task, finished) = Self.send(Self.charges, through: session)
         // The deadline's timer and the backoff: the backoff is the preset's (below 0.5 s), then us answers.
         try await waitWhile { !finished.withLock { $0 } && clock.pendingSleepCount < 2 }
         clock.advance(by: .milliseconds(500))
@@ -416,11 +416,7 @@ struct EndpointGroupTests {
             transport: transport, adapters: [group], retriers: [RetryPolicy(backoff: .zero)],
             hedging: Hedging(delay: .seconds(1), maximumInFlight: 3, maximumAttempts: 3), clock: clock)
 
-        let finished = Locked(false)
-        let task = Task {
-            defer { finished.withLock { $0 = true } }
-            return try await session.send(URL(string: "https://eu.api.example.com/v2/items")!)
-        }
+        let (task, finished) = Self.send(URL(string: "https://eu.api.example.com/v2/items")!, through: session)
         try await transport.waitForRequests(1)
         try await clock.waitForSleepers(2)
         clock.advance(by: .seconds(1))

@@ -81,6 +81,20 @@ private func slowFirst(
     }
 }
 
+/// A transport whose first request fails with a 500 after 1 s, whose second (the hedge) gets a 503 at once with
+/// `Retry-After: retryAfter`, and whose next ones answer "fast" at once.
+private func failingSlowlyWhileTheHedgeAsksForQuiet(
+    _ clock: ManualClock, log: Log, retryAfter: String
+) -> ScriptedTransport {
+    scripted(clock, log: log) { number in
+        switch number {
+        case 1: (.seconds(1), .status(500))
+        case 2: (.zero, .response(status: 503, headers: ["Retry-After": retryAfter], body: Data()))
+        default: (.zero, .response(body: "fast"))
+        }
+    }
+}
+
 /// Sends `sent` through `session` in a task, waits for the first attempt's sleep in the transport and the hedging
 /// delay's, and lets 100 ms (the tests' hedging delay) pass.
 private func sendPastTheDelay(
@@ -1372,13 +1386,7 @@ extension HedgingTests {
         let clock = ManualClock()
         let log = Log()
         // The first attempt fails with a 500 after 1 s; the hedge at 0.1 s gets a 503 asking for 30 s of quiet.
-        let transport = scripted(clock, log: log) { number in
-            switch number {
-            case 1: (.seconds(1), .status(500))
-            case 2: (.zero, .response(status: 503, headers: ["Retry-After": "30"], body: Data()))
-            default: (.zero, .response(body: "fast"))
-            }
-        }
+        let transport = failingSlowlyWhileTheHedgeAsksForQuiet(clock, log: log, retryAfter: "30")
         let session = Session(
             transport: transport, retriers: [RetryPolicy(backoff: .constant(.milliseconds(500)))],
             hedging: Hedging(delay: .milliseconds(100), maximumInFlight: 3, maximumAttempts: 5), clock: clock)
@@ -1406,13 +1414,7 @@ extension HedgingTests {
         let clock = ManualClock()
         let log = Log()
         // The first attempt fails with a 500 after 1 s; the hedge at 0.1 s gets a 503 asking for a day of quiet.
-        let transport = scripted(clock, log: log) { number in
-            switch number {
-            case 1: (.seconds(1), .status(500))
-            case 2: (.zero, .response(status: 503, headers: ["Retry-After": "86400"], body: Data()))
-            default: (.zero, .response(body: "fast"))
-            }
-        }
+        let transport = failingSlowlyWhileTheHedgeAsksForQuiet(clock, log: log, retryAfter: "86400")
         let retryAfter = maximumDelay.map { RetryAfter(maximumDelay: $0) } ?? .default
         let session = Session(
             transport: transport, retriers: [RetryPolicy(backoff: .zero, retryAfter: retryAfter)],

@@ -239,8 +239,9 @@ struct HedgingExecutor {
             }
             defer { retrying = nil }
             guard admitsHedge(hedge, number: number, after: retrying) else {
-                // The hedge does not start: the learner has it back.
+                // The hedge does not start: the learner has it back, and the group forgets the endpoint it picked.
                 if let learning { learning.learner.hedgeNotStarted(for: learning.key) }
+                router?.hedgeRefused(number, of: plan.requestID)
                 // Not a request to repeat, or a gate refused: no more hedges in this round.
                 stopped = true
                 continue
@@ -314,19 +315,14 @@ struct HedgingExecutor {
     /// if a failure started it: a request that may be repeated, let through by every hedge gate registered (a
     /// throttle, a breaker, a limiter, a pacer, a budget), in order; a per-host gate judges the endpoint's host.
     func admitsHedge(_ hedge: URLRequest, number: Int, after failed: Attempt?) -> Bool {
-        guard let roles = plan.registered else { return plan.mayBeRepeated(hedge) }
-        guard plan.mayBeRepeated(hedge) else {
-            roles.router?.hedgeRefused(number, of: plan.requestID)
-            return false
-        }
+        guard plan.mayBeRepeated(hedge) else { return false }
+        guard let roles = plan.registered else { return true }
         for gate in roles.hedgeGates {
             guard gate.admitHedge(hedge, of: plan.requestID, attempt: number, after: failed, roles: roles) != nil else {
                 continue
             }
-            // The hedge never starts, and the next attempt takes its number: what a part in shadow mode hid of it goes,
-            // and so does the endpoint a group picked for it.
+            // The hedge never starts, and the next attempt takes its number: what a part in shadow mode hid of it goes.
             roles.ledger.hedgeRefused(number)
-            roles.router?.hedgeRefused(number, of: plan.requestID)
             return false
         }
         roles.ledger.startsHedge(number)

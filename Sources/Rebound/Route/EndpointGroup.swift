@@ -23,10 +23,9 @@ import Foundation
 /// open is out of rotation too, and so is one whose half-open breaker has an attempt in flight (its trial, beside which
 /// the breaker would refuse another), so that the breaker refuses only what still reaches it. An endpoint whose 429 or
 /// 503 asked for quiet (`retry-after-ms`, else `Retry-After`; at most 60 s) is out of rotation until then, in the same
-/// way, breakers or not. The group never changes
-/// whether a request is retried: the retry policy's method rules, limits and budget still decide. It picks a retry's
-/// endpoint before the retriers are asked: a `Retry-After` the failed endpoint sent is its host's, and holds no retry
-/// the group sends to another host.
+/// way, breakers or not. The group never changes whether a request is retried: the retry policy's method rules, limits
+/// and budget still decide. It picks a retry's endpoint before the retriers are asked: a `Retry-After` the failed
+/// endpoint sent is its host's, and holds no retry the group sends to another host.
 ///
 /// **Outlier detection** (``OutlierDetection``): 5 failures in a row (by default; what fails is what fails a
 /// ``CircuitBreaker``: 5xx, 408, 429, transport failures, but never the device's own network) take an endpoint out of
