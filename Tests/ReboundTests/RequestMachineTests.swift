@@ -13,10 +13,11 @@ import Testing
 @Suite("RequestMachine")
 struct RequestMachineTests {
     /// A machine for a GET with `deadline` and `attemptTimeout`, started at 0 s (the plan, which records when the
-    /// deadline comes, is made at 0 s on a manual clock).
+    /// deadline comes, is made at 0 s on a manual clock); its session has `gates`, by default one that the machine
+    /// asks about each retry (a session without a gate grants each retry without asking).
     func machine(
         deadline: Duration? = nil, attemptTimeout: Duration? = nil, hedging: Hedging? = nil,
-        original: URLRequest = request(), gates: [any RetryGate] = []
+        original: URLRequest = request(), gates: [any RetryGate] = [GrantsEveryRetry()]
     ) -> RequestMachine {
         let session = Session(
             transport: ScriptedTransport([]), retriers: [RetryPolicy()], gates: gates, clock: ManualClock())
@@ -74,7 +75,7 @@ struct RequestMachineTests {
         "A request that keeps registrations asks where its retry goes before the retriers, and the deadline's rule reads it",
         arguments: [true, false])
     func aRetryIsRoutedBeforeTheRetriersAreAsked(toAnotherHost: Bool) throws {
-        var machine = machine(deadline: .seconds(5), gates: [GrantsEveryRetry()])
+        var machine = machine(deadline: .seconds(5))
         _ = machine.handle(.start(first: request()), now: .zero)
         // A 503 that asks for 30 s, past the deadline.
         let failed = machine.handle(
@@ -107,7 +108,7 @@ struct RequestMachineTests {
 
     @Test func aFailureThatIsNeverRetriedIsNotRouted() throws {
         struct Refused: NonRetryableError {}
-        var machine = machine(gates: [GrantsEveryRetry()])
+        var machine = machine()
         _ = machine.handle(.start(first: request()), now: .zero)
         let refused = AttemptResult(.failure(.adaptationFailed(error: Refused())))
         let action = machine.handle(.attemptEnded(refused, admittedByBreaker: false), now: .seconds(1))
@@ -138,9 +139,14 @@ struct RequestMachineTests {
     @Test func aRetriedFailureAsksTheRetriersThenTheGatesThenReportsAndBacksOff() throws {
         var machine = machine(deadline: .seconds(10))
         _ = machine.handle(.start(first: request()), now: .zero)
-        guard
-            case .askRetriers(let question, let limit) = machine.handle(
-                .attemptEnded(status(503), admittedByBreaker: false), now: .seconds(1))
+        // The gate is handed the request's context, so the request keeps registrations: an endpoint group may have
+        // registered to route the retry, and none did.
+        guard case .route = machine.handle(.attemptEnded(status(503), admittedByBreaker: false), now: .seconds(1))
+        else {
+            Issue.record("a failure of a request that keeps registrations is routed first")
+            return
+        }
+        guard case .askRetriers(let question, let limit) = machine.handle(.routed(destination: nil), now: .seconds(1))
         else {
             Issue.record("a failure asks the retriers")
             return
@@ -176,6 +182,24 @@ struct RequestMachineTests {
             return
         }
         #expect(machine.attempts.map(\.number) == [1])
+    }
+
+    @Test func withoutAGateTheRetriersRetryIsReportedAndBacksOffWithoutAskingAnyone() throws {
+        var machine = machine(gates: [])
+        _ = machine.handle(.start(first: request()), now: .zero)
+        _ = machine.handle(.attemptEnded(status(503), admittedByBreaker: false), now: .seconds(1))
+        let backOff = machine.handle(.retriersAnswered(.answered(.retryWithDelay(.seconds(2)))), now: .seconds(1))
+        guard case .backOff(.seconds(2), wait: nil, _) = backOff else {
+            Issue.record("with no gate, the retriers' retry backs off at once, not \(backOff)")
+            return
+        }
+        let report = try reported(backOff)
+        #expect(report.decision == .retry(after: .seconds(2)))
+        #expect(machine.attempts[0].retryDelay == .seconds(2))
+        guard case .attempt(_, number: 2, limit: nil) = machine.handle(.backoffEnded(.slept), now: .seconds(3)) else {
+            Issue.record("the slept backoff starts attempt 2")
+            return
+        }
     }
 
     @Test func aRetryWithoutDelayIsReportedThenAttemptedOnceItsZeroBackoffEnds() throws {
@@ -343,7 +367,11 @@ struct RequestMachineTests {
         }
         #expect(retry.retryTarget?.url == fallback.url)
         // Where the failed attempt started from, for a per-host part to compare with where it went.
-        #expect(retry.retrySource?.url == exampleURL && !retry.movedMidRound)
+        #expect(retry.retrySource?.url == exampleURL)
+        guard case .admitting(let question, _, _) = machine.phase, !question.request.movedMidRound else {
+            Issue.record("the question notes that no retrier moved the request mid-round")
+            return
+        }
         _ = machine.handle(.gatesAnswered(refusal: nil), now: .zero)
         guard case .attempt(let next, number: 2, _) = machine.handle(.backoffEnded(.slept), now: .seconds(1)) else {
             Issue.record("the next attempt follows the backoff")
@@ -401,7 +429,11 @@ struct RequestMachineTests {
         #expect(retry.retryTarget?.url == fallback.url)
         // Moved mid-round: the failed attempt may have started from either request, so none is named as its source,
         // and the fallback's breaker judges the retry.
-        #expect(retry.movedMidRound && retry.retrySource == nil)
+        #expect(retry.retrySource == nil)
+        guard case .admitting(let question, _, _) = machine.phase, question.request.movedMidRound else {
+            Issue.record("the question notes that a retrier moved the request mid-round")
+            return
+        }
         _ = machine.handle(.gatesAnswered(refusal: nil), now: .milliseconds(70))
         guard case .hedgedRound(let next) = machine.handle(.backoffEnded(.slept), now: .seconds(2)) else {
             Issue.record("the next round follows the backoff")

@@ -210,6 +210,7 @@ struct HostQuiet: Sendable {
 
     /// The time before which no attempt may reach the host `request` goes to; `nil` when that host asked for none.
     func until(for request: URLRequest) -> Duration? {
-        until[CircuitBreakerRegistry.hostKey(for: request) ?? ""]
+        guard !until.isEmpty else { return nil }
+        return until[CircuitBreakerRegistry.hostKey(for: request) ?? ""]
     }
 }

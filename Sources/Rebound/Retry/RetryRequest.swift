@@ -137,13 +137,9 @@ public struct RetryRequest: Sendable {
         return RetryRequest(storage: Box(fields))
     }
 
-    /// The time, on the session's clock, before which the host the retry goes to (`target`, a request a retrier moved
-    /// it to; else ``destination``; else the failed attempt's) asked, in the hedged round that ended with the failed
-    /// attempt, that no attempt reach it (a 503's `Retry-After` on a hedge): the retry waits for it too. `nil` when
-    /// that host asked for none.
-    func quietUntil(goingTo target: URLRequest?) -> Duration? {
-        storage.value.roundQuiet.until(for: target ?? destination ?? admittedRequest)
-    }
+    /// The times before which the hosts that answered failures of the hedged round the failed attempt ended asked
+    /// that no attempt reach them (a 503's `Retry-After` on a hedge): a retry to one of them waits for its time too.
+    var roundQuiet: HostQuiet { storage.value.roundQuiet }
 
     /// Whether a retrier moved the request during the hedged round the failed attempt ended, which may then have
     /// started from the request before the move or after it.

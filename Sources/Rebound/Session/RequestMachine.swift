@@ -201,7 +201,8 @@ struct RequestMachine {
             return finish(.cancelled)
 
         case (.attemptEnded(let result, let admittedByBreaker), .attempting(let number, let start)):
-            record(result, number: number, since: start, now: now)
+            if let sent = result.failedRequest { lastSentRequest = sent }
+            attempts.append(Attempt(recording: result, number: number, since: start, now: now))
             return decide(after: result, answer: nil, admittedByBreaker: admittedByBreaker, now: now)
 
         case (.roundEnded(let round, let admittedByBreaker), .attempting):
@@ -268,12 +269,6 @@ struct RequestMachine {
             attempt = Attempt(recording: result, number: number, since: start, now: now, hedge: hedge)
             failedRequest = result.failedRequest
         }
-    }
-
-    /// Records the attempt in flight, number `number`, which came to `result`, started at `start` and ended `now`.
-    private mutating func record(_ result: AttemptResult, number: Int, since start: Duration, now: Duration) {
-        if let sent = result.failedRequest { lastSentRequest = sent }
-        attempts.append(Attempt(recording: result, number: number, since: start, now: now))
     }
 
     /// The request the next attempt's adapters start from: the one a retrier handed over, or the caller's.
@@ -382,10 +377,9 @@ struct RequestMachine {
             return finish(.failed(ending), reporting: error.data, now: now)
         }
         // A retry waits, too, until the time the host it goes to asked for in the hedged round (a 503's `Retry-After`
-        // on a hedge, which the retriers were not asked about last): no attempt reaches it before. It goes where a
-        // retrier moves it now or moved it mid-round, else where the group sends it, else where the failure went.
-        let goesTo = result.request ?? (question.request.movedMidRound ? base : nil)
-        let quiet = question.request.quietUntil(goingTo: goesTo).map { Swift.max($0 - now, .zero) } ?? .zero
+        // on a hedge, which the retriers were not asked about last): no attempt reaches it before.
+        let quiet =
+            question.request.roundQuiet.isEmpty ? .zero : quietLeft(after: question, goingTo: result.request, now: now)
         let delay = Swift.max(chosen, quiet)
         // Retries and hedges together stay within the hedging settings' attempts, for a request that may be repeated,
         // judged as a retry sends it: as adapted, before any redirect.
@@ -414,13 +408,25 @@ struct RequestMachine {
                 return finish(.failed(deadlineExceeded(after: error, stoppedBy: rule)), reporting: error.data, now: now)
             }
         }
+        phase = .admitting(question, delay: delay, target: result.request)
+        // No gate to ask: the retry is granted.
+        guard plan.hasGates else { return handle(.gatesAnswered(refusal: nil), now: now) }
         // The gates are told where a retry goes when it does not start from the caller's request (a fallback host), so
         // that a host's breaker decides only about retries to its host; and where the failed attempt started from,
         // unless a move mid-round leaves that unknown.
         let source = question.request.movedMidRound ? nil : nextBase
         let retry = (result.request ?? base).map { question.request.retrying(to: $0, from: source) } ?? question.request
-        phase = .admitting(question, delay: delay, target: result.request)
         return .askGates(retry, dueTo: error, delay: delay)
+    }
+
+    /// How long, from `now`, a retry about `question` must still wait for the quiet its host asked for in the hedged
+    /// round: the host of `target`, where a retrier moves the retry now, or else of the request a retrier moved it to
+    /// mid-round, else of the endpoint a group sends it to, else of the failed attempt.
+    private func quietLeft(after question: Question, goingTo target: URLRequest?, now: Duration) -> Duration {
+        let goesTo =
+            target ?? (question.request.movedMidRound ? base : nil) ?? question.request.destination
+            ?? question.request.admittedRequest
+        return question.request.roundQuiet.until(for: goesTo).map { Swift.max($0 - now, .zero) } ?? .zero
     }
 
     /// Ends the request with `ending`, once the last recorded attempt, whose body was `data`, is reported with it.

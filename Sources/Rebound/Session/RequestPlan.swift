@@ -233,10 +233,11 @@ extension RequestPlan {
                         try await admission.part.readmit(context, from: admission.key, to: key)
                     }
                 }
+                if repeatedOnly, !mayBeRepeated(adapted) { throw HedgeNotRepeatable() }
             } else {
+                // Nothing adapts it: the hedge is the request the round judged.
                 adapted = base
             }
-            if repeatedOnly, !mayBeRepeated(adapted) { throw HedgeNotRepeatable() }
         } catch {
             // Admissions not yet checked are dropped: the attempt is not sent, and what it holds while in flight goes
             // back now, before the retriers decide about the failure.

@@ -49,8 +49,7 @@ extension RequestPlan {
             case .askRetriers(let question, nil):
                 event = .retriersAnswered(await retryResult(for: question))
             case .askGates(let retry, let error, let delay):
-                // No gate to ask: the retry is granted.
-                event = .gatesAnswered(refusal: hasGates ? refusal(of: retry, dueTo: error, after: delay) : nil)
+                event = .gatesAnswered(refusal: refusal(of: retry, dueTo: error, after: delay))
             case .backOff(let delay, let wait, let report):
                 if let outcome = settle(report, decision: .retry(after: delay), of: machine.attempts) {
                     await tell(outcome)
