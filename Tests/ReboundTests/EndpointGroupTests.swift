@@ -294,6 +294,41 @@ struct EndpointGroupTests {
         #expect(group.requestsKept == 0 && group.attemptsInFlight == 0)
     }
 
+    /// eu asks for two minutes; the group holds it at its `maximumQuiet` (zero: no quiet at all).
+    @Test(arguments: [Duration.seconds(10), .zero])
+    func theQuietAnEndpointAskedForIsHeldAtTheGroupsMaximum(maximumQuiet: Duration) async throws {
+        let clock = ManualClock()
+        let group = EndpointGroup(
+            endpoints: [.init(Self.eu), .init(Self.us)], clock: clock, maximumQuiet: maximumQuiet)
+        #expect(group.maximumQuiet == maximumQuiet)
+        let asking = Locked(true)
+        let transport = ScriptedTransport(clock: clock) { request, _ in
+            request.url?.host == "eu.api.example.com" && asking.withLock({ $0 })
+                ? .response(status: 503, headers: ["Retry-After": "120"]) : .status(200)
+        }
+        let session = Session(
+            transport: transport, adapters: [group], retriers: [RetryPolicy(backoff: .zero)], clock: clock)
+        _ = try await session.send(Self.charges)
+        asking.withLock { $0 = false }
+        if maximumQuiet > .zero {
+            clock.advance(by: maximumQuiet - .seconds(1))
+            let held = try await session.send(Self.charges)
+            #expect(held.attempts.map { $0.request?.url?.host } == ["us.api.example.com"])
+            clock.advance(by: .seconds(1))
+        }
+        // The bound passed (or none was held): eu, first in the failover order, takes the next request.
+        let after = try await session.send(Self.charges)
+        #expect(after.attempts.map { $0.request?.url?.host } == ["eu.api.example.com"])
+    }
+
+    @Test func aNegativeMaximumQuietWrittenInCodeTrapsNamingIt() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = EndpointGroup(
+                endpoints: [.init(URL(string: "https://eu.example.com")!)], maximumQuiet: .seconds(-1))
+        }
+        expectStandardError(of: result, contains: "EndpointGroup.maximumQuiet must be 0 or more, got -1.0 seconds")
+    }
+
     @Test func anEndpointThatAskedForQuietStillTakesAnAttemptWhenNoOtherIsLeft() async throws {
         let clock = ManualClock()
         let breakers = CircuitBreakerRegistry(clock: clock)

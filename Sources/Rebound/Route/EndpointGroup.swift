@@ -22,10 +22,10 @@ import Foundation
 /// in rotation, and only when none is in rotation to an ejected one. Given `breakers:`, an endpoint whose breaker is
 /// open is out of rotation too, and so is one whose half-open breaker has an attempt in flight (its trial, beside which
 /// the breaker would refuse another), so that the breaker refuses only what still reaches it. An endpoint whose 429 or
-/// 503 asked for quiet (`retry-after-ms`, else `Retry-After`; at most 60 s) is out of rotation until then, in the same
-/// way, breakers or not. The group never changes whether a request is retried: the retry policy's method rules, limits
-/// and budget still decide. It picks a retry's endpoint before the retriers are asked: a `Retry-After` the failed
-/// endpoint sent is its host's, and holds no retry the group sends to another host.
+/// 503 asked for quiet (`retry-after-ms`, else `Retry-After`; at most ``maximumQuiet``, 60 s by default) is out of
+/// rotation until then, in the same way, breakers or not. The group never changes whether a request is retried: the
+/// retry policy's method rules, limits and budget still decide. It picks a retry's endpoint before the retriers are
+/// asked: a `Retry-After` the failed endpoint sent is its host's, and holds no retry the group sends to another host.
 ///
 /// **Outlier detection** (``OutlierDetection``): 5 failures in a row (by default; what fails is what fails a
 /// ``CircuitBreaker``: 5xx, 408, 429, transport failures, but never the device's own network) take an endpoint out of
@@ -118,9 +118,14 @@ public final class EndpointGroup: RequestAdapter, RetryGate {
     /// When an endpoint is taken out of rotation, and for how long.
     public let outlierDetection: OutlierDetection
 
+    /// The longest an endpoint stays out of rotation for the quiet one response asked for; a longer one is held at it.
+    public let maximumQuiet: Duration
+    /// The default ``maximumQuiet``: 60 seconds, the longest `Retry-After` that ``RetryAfter`` honours by default.
+    public static let defaultMaximumQuiet = RetryAfter.defaultMaximumDelay
+
     /// How the group reads the quiet an endpoint asks for: `retry-after-ms`, else `Retry-After`, on a 429 or 503, held
-    /// at 60 s.
-    private static let quietAsked = RetryAfter(signals: .retryAfterMs)
+    /// at ``maximumQuiet``.
+    private let quietAsked: RetryAfter
 
     private let breakers: CircuitBreakerRegistry?
     private let classify: (@Sendable (AttemptOutcome) -> CircuitBreaker.Verdict)?
@@ -129,7 +134,8 @@ public final class EndpointGroup: RequestAdapter, RetryGate {
     private let clock: SessionClock
     private let state: Locked<State>
 
-    /// Creates a group; an empty list of endpoints, or two with the same base URL, traps, naming the setting.
+    /// Creates a group; an empty list of endpoints, two with the same base URL, or a negative `maximumQuiet` traps,
+    /// naming the setting.
     ///
     /// - Parameters:
     ///   - name: The group's name, in its ejections and logs; the first endpoint's host by default.
@@ -146,12 +152,14 @@ public final class EndpointGroup: RequestAdapter, RetryGate {
     ///     not counted; `nil`, the default, is ``CircuitBreaker/defaultVerdict(for:)``.
     ///   - onEjection: Called, outside the group's lock, each time an endpoint is taken out of rotation; none by
     ///     default.
+    ///   - maximumQuiet: The longest an endpoint stays out of rotation for the quiet one 429 or 503 asked for, zero
+    ///     or more (zero: never for a quiet asked); ``defaultMaximumQuiet`` (60 s) by default.
     public init<C: Clock>(
         name: String? = nil, endpoints: [Endpoint], selection: Selection = .failover,
         outlierDetection: OutlierDetection = .default, breakers: CircuitBreakerRegistry? = nil,
         clock: C = ContinuousClock(), random: RandomSource = .system,
         classify: (@Sendable (AttemptOutcome) -> CircuitBreaker.Verdict)? = nil,
-        onEjection: (@Sendable (Ejection) -> Void)? = nil
+        onEjection: (@Sendable (Ejection) -> Void)? = nil, maximumQuiet: Duration = defaultMaximumQuiet
     ) where C.Duration == Duration {
         ConfigurationError.trapIfInvalid { () throws(ConfigurationError) in
             guard !endpoints.isEmpty else {
@@ -159,6 +167,10 @@ public final class EndpointGroup: RequestAdapter, RetryGate {
             }
             guard Set(endpoints.map(\.baseURL)).count == endpoints.count else {
                 throw ConfigurationError(field: "EndpointGroup.endpoints", problem: "must not name a base URL twice")
+            }
+            guard maximumQuiet >= .zero else {
+                throw ConfigurationError(
+                    field: "EndpointGroup.maximumQuiet", problem: "must be 0 or more, got \(maximumQuiet)")
             }
         }
         self.name = name ?? endpoints[0].baseURL.host ?? "endpoints"
@@ -168,6 +180,8 @@ public final class EndpointGroup: RequestAdapter, RetryGate {
         self.breakers = breakers
         self.classify = classify
         self.onEjection = onEjection
+        self.maximumQuiet = maximumQuiet
+        self.quietAsked = RetryAfter(maximumDelay: maximumQuiet, signals: .retryAfterMs)
         self.random = random
         self.clock = SessionClock(clock)
         self.state = Locked(
@@ -447,7 +461,7 @@ extension EndpointGroup: AttemptAccountant {
             }
             // An endpoint that asked for quiet gets no attempt until then while another is left, however the attempt
             // is classified.
-            if let asked = attempt.responseHead.flatMap(Self.quietAsked.delay(for:)), asked > .zero {
+            if let asked = attempt.responseHead.flatMap(quietAsked.delay(for:)), asked > .zero {
                 state.quietUntil[index] = Swift.max(state.quietUntil[index], now + asked)
             }
             state.forgetIfDone(requestID)
