@@ -218,6 +218,40 @@ struct EndpointGroupTests {
         }
     }
 
+    /// A retrier of the user's own that notes where the retry goes, then retries at once.
+    struct NotesWhereTheRetryGoes: RequestRetrier {
+        let seen = Locked<[(destination: String?, leaves: Bool)]>([])
+
+        func retry(_ request: RetryRequest, dueTo error: ReboundError) async -> RetryResult {
+            seen.withLock { $0.append((request.destination?.url?.absoluteString, request.leavesAnsweringHost)) }
+            return request.retryCount == 0 ? .retry : .doNotRetry
+        }
+    }
+
+    @Test func aRetrierOfYourOwnSeesTheEndpointTheGroupSendsTheRetryTo() async throws {
+        // Two endpoints: the retry leaves eu for us. One: it stays on eu, and nothing moves it.
+        for endpoints in [[Self.eu, Self.us], [Self.eu]] {
+            let group = EndpointGroup(endpoints: endpoints.map { .init($0) })
+            let transport = Self.askingForQuiet(ManualClock())
+            let retrier = NotesWhereTheRetryGoes()
+            let session = Session(transport: transport, adapters: [group], retriers: [retrier])
+            _ = try? await session.send(Self.charges)
+            let seen = retrier.seen.withLock { $0 }
+            let moved = endpoints.count > 1
+            #expect(seen.count == (moved ? 1 : 2))
+            #expect(
+                seen.first?.destination == (moved ? "https://us.api.example.com:8443/v2/charges?customer=7#top" : nil))
+            #expect(seen.first?.leaves == moved)
+            #expect(transport.requests.last?.url?.host == (moved ? "us.api.example.com" : "eu.api.example.com"))
+        }
+        // A retry request made by hand for a test says the same.
+        let made = RetryRequest(
+            originalRequest: URLRequest(url: Self.charges), lastRequest: URLRequest(url: Self.charges),
+            destination: URLRequest(url: URL(string: "https://us.api.example.com:8443/v2/charges")!))
+        #expect(made.leavesAnsweringHost)
+        #expect(!RetryRequest(originalRequest: URLRequest(url: Self.charges)).leavesAnsweringHost)
+    }
+
     @Test(
         "A retry to another endpoint waits its backoff, not the Retry-After the failed endpoint asked for",
         .timeLimit(.minutes(1)))

@@ -44,25 +44,28 @@ public struct RetryRequest: Sendable {
 
     private let storage: Box<Fields>
 
-    /// Creates a retry request; the session creates these, and test code may too.
+    /// Creates a retry request; the session creates these, and test code may too (`destination`, `nil` by default,
+    /// as an ``EndpointGroup`` that moves the retry to another endpoint sets it).
     public init(
         requestID: UUID = UUID(), label: String? = nil, originalRequest: URLRequest, lastRequest: URLRequest? = nil,
-        response: HTTPURLResponse? = nil, data: Data? = nil, attempts: [Attempt] = []
+        response: HTTPURLResponse? = nil, data: Data? = nil, attempts: [Attempt] = [], destination: URLRequest? = nil
     ) {
         self.init(
             requestID: requestID, label: label, original: .request(originalRequest), lastRequest: lastRequest,
-            responseHead: response.map(ResponseHead.init), data: data, attempts: attempts, roles: nil, backoffWait: nil)
+            responseHead: response.map(ResponseHead.init), data: data, attempts: attempts, roles: nil, backoffWait: nil,
+            destination: destination)
     }
 
     init(
         requestID: UUID, label: String?, original: OriginalRequest, lastRequest: URLRequest?,
         responseHead response: ResponseHead?, data: Data?, attempts: [Attempt], roles: RegisteredRoles?,
-        backoffWait: BackoffWait?
+        backoffWait: BackoffWait?, destination: URLRequest? = nil
     ) {
         storage = Box(
             Fields(
                 requestID: requestID, label: label, original: original, lastRequest: lastRequest,
-                response: response, data: data, attempts: attempts, roles: roles, backoffWait: backoffWait))
+                response: response, data: data, attempts: attempts, roles: roles, backoffWait: backoffWait,
+                destination: destination))
     }
 
     /// The caller's request, or what it is made of.
@@ -118,14 +121,15 @@ public struct RetryRequest: Sendable {
     var retrySource: URLRequest? { storage.value.retrySource }
 
     /// The request the retry will be sent as, when an ``EndpointGroup`` picked, before the retriers were asked,
-    /// another endpoint than the failed attempt's; `nil` when no group moves the retry, or the retriers were asked in a
-    /// hedged round (its hedges are routed as they start).
-    var destination: URLRequest? { storage.value.destination }
+    /// another endpoint than the failed attempt's (the retry's attempt takes it if it is still in rotation then); `nil`
+    /// when no group moves the retry, or the retriers were asked in a hedged round (its hedges are routed as they
+    /// start).
+    public var destination: URLRequest? { storage.value.destination }
 
     /// Whether the retry goes to another host than the one that answered the failed attempt (an endpoint group sends it
-    /// elsewhere): a delay that answer asked for (`Retry-After`, `retry-after-ms`) is that host's, and holds no retry
-    /// to another.
-    var leavesAnsweringHost: Bool {
+    /// elsewhere, ``destination``): a delay that answer asked for (`Retry-After`, `retry-after-ms`) is that host's,
+    /// and a retrier that reads one itself should not hold such a retry for it, as ``RetryPolicy`` does not.
+    public var leavesAnsweringHost: Bool {
         guard let destination else { return false }
         return CircuitBreakerRegistry.hostKey(for: destination) != CircuitBreakerRegistry.hostKey(for: admittedRequest)
     }
