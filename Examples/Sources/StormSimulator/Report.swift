@@ -193,6 +193,20 @@ struct Report {
             ]
             text += "| " + cells.joined(separator: " | ") + " |\n"
         }
+        // A client that sends fewer requests during the outage than the failures in a row that eject an endpoint
+        // never ejects it: each of its requests meets the outage once.
+        let perClient = scenario.offered * (outage.upperBound - outage.lowerBound).seconds / Double(scenario.clients)
+        if perClient < 5 {
+            text += """
+
+                Each client sends \(Self.fixed(perClient, 2)) requests on average during the outage, fewer than the \
+                five failures in a row that eject an endpoint: no client ejects the first server, so each request \
+                meets the outage once and its retry goes to another server, which answers. Two attempts per request \
+                is the floor for clients that each learn only from their own traffic; one group shared by the sessions \
+                of a process learns from all of their requests.
+
+                """
+        }
         return text
     }
 
