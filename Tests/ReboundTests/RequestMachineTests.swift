@@ -14,7 +14,8 @@ import Testing
 struct RequestMachineTests {
     /// A machine for a GET with `deadline` and `attemptTimeout`, started at 0 s (the plan, which records when the
     /// deadline comes, is made at 0 s on a manual clock); its session has `gates`, by default one that the machine
-    /// asks about each retry (a session without a gate grants each retry without asking).
+    /// asks about each retry (a request with no gate given and no registrations has each retry granted without
+    /// asking).
     func machine(
         deadline: Duration? = nil, attemptTimeout: Duration? = nil, hedging: Hedging? = nil,
         original: URLRequest = request(), gates: [any RetryGate] = [GrantsEveryRetry()]
@@ -187,7 +188,14 @@ struct RequestMachineTests {
     @Test func withoutAGateTheRetriersRetryIsReportedAndBacksOffWithoutAskingAnyone() throws {
         var machine = machine(gates: [])
         _ = machine.handle(.start(first: request()), now: .zero)
-        _ = machine.handle(.attemptEnded(status(503), admittedByBreaker: false), now: .seconds(1))
+        // No registrations: no group can route the retry, so the retriers are asked at once.
+        guard
+            case .askRetriers(_, limit: nil) = machine.handle(
+                .attemptEnded(status(503), admittedByBreaker: false), now: .seconds(1))
+        else {
+            Issue.record("a request that keeps no registrations asks the retriers straight away")
+            return
+        }
         let backOff = machine.handle(.retriersAnswered(.answered(.retryWithDelay(.seconds(2)))), now: .seconds(1))
         guard case .backOff(.seconds(2), wait: nil, _) = backOff else {
             Issue.record("with no gate, the retriers' retry backs off at once, not \(backOff)")
@@ -367,11 +375,7 @@ struct RequestMachineTests {
         }
         #expect(retry.retryTarget?.url == fallback.url)
         // Where the failed attempt started from, for a per-host part to compare with where it went.
-        #expect(retry.retrySource?.url == exampleURL)
-        guard case .admitting(let question, _, _) = machine.phase, !question.request.movedMidRound else {
-            Issue.record("the question notes that no retrier moved the request mid-round")
-            return
-        }
+        #expect(retry.retrySource?.url == exampleURL && !retry.movedMidRound)
         _ = machine.handle(.gatesAnswered(refusal: nil), now: .zero)
         guard case .attempt(let next, number: 2, _) = machine.handle(.backoffEnded(.slept), now: .seconds(1)) else {
             Issue.record("the next attempt follows the backoff")
@@ -429,11 +433,7 @@ struct RequestMachineTests {
         #expect(retry.retryTarget?.url == fallback.url)
         // Moved mid-round: the failed attempt may have started from either request, so none is named as its source,
         // and the fallback's breaker judges the retry.
-        #expect(retry.retrySource == nil)
-        guard case .admitting(let question, _, _) = machine.phase, question.request.movedMidRound else {
-            Issue.record("the question notes that a retrier moved the request mid-round")
-            return
-        }
+        #expect(retry.movedMidRound && retry.retrySource == nil)
         _ = machine.handle(.gatesAnswered(refusal: nil), now: .milliseconds(70))
         guard case .hedgedRound(let next) = machine.handle(.backoffEnded(.slept), now: .seconds(2)) else {
             Issue.record("the next round follows the backoff")

@@ -1,4 +1,5 @@
 import Foundation
+import Rebound
 
 /// The simulator's table and chart, written the same way on every run (fixed decimals, no dates).
 @available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, *)
@@ -193,17 +194,19 @@ struct Report {
             ]
             text += "| " + cells.joined(separator: " | ") + " |\n"
         }
-        // A client that sends fewer requests during the outage than the failures in a row that eject an endpoint
-        // never ejects it: each of its requests meets the outage once.
+        // Where no client ejected the first server: each client's requests during the outage, against the failures in a
+        // row that eject an endpoint, say why.
+        let ejectingFailures = EndpointGroup.OutlierDetection.default.consecutiveFailures ?? 0
         let perClient = scenario.offered * (outage.upperBound - outage.lowerBound).seconds / Double(scenario.clients)
-        if perClient < 5 {
+        let grouped = outcomes.first { $0.policy == .grouped }
+        if let grouped, grouped.firstServerBack == nil, perClient < Double(ejectingFailures) {
             text += """
 
                 Each client sends \(Self.fixed(perClient, 2)) requests on average during the outage, fewer than the \
-                five failures in a row that eject an endpoint: no client ejects the first server, so each request \
-                meets the outage once and its retry goes to another server, which answers. Two attempts per request \
-                is the floor for clients that each learn only from their own traffic; one group shared by the sessions \
-                of a process learns from all of their requests.
+                \(ejectingFailures) failures in a row that eject an endpoint: no client ejects the first server, so \
+                each request meets the outage once and its retry goes to another server, which answers. Two attempts \
+                per request is the floor for clients that each learn only from their own traffic; one group shared by \
+                the sessions of a process learns from all of their requests.
 
                 """
         }

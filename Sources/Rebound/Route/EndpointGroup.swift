@@ -118,8 +118,10 @@ public final class EndpointGroup: RequestAdapter, RetryGate {
     /// When an endpoint is taken out of rotation, and for how long.
     public let outlierDetection: OutlierDetection
 
-    /// The longest an endpoint stays out of rotation for the quiet one response asked for; a longer one is held at it.
+    /// The longest an endpoint stays out of rotation for the quiet one response asked for (a longer one is held at
+    /// it); ``defaultMaximumQuiet``, 60 s, by default.
     public let maximumQuiet: Duration
+
     /// The default ``maximumQuiet``: 60 seconds, the longest `Retry-After` that ``RetryAfter`` honours by default.
     public static let defaultMaximumQuiet = RetryAfter.defaultMaximumDelay
 

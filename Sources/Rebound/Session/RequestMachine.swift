@@ -6,8 +6,9 @@ import Foundation
 
 /// Everything one request knows, as a pure state machine: each event of the request's life (an attempt ended, an
 /// endpoint group picked where the retry goes, the retriers answered, the gates answered, the backoff ended) returns
-/// the next ``Action``, which the driver
-/// (`RequestPlan.execute(startingWith:)`) performs before it feeds back the next event.
+/// the next ``Action``, which the driver (`RequestPlan.execute(startingWith:)`) performs before it feeds back the next
+/// event. An event whose outcome the machine knows without asking (a hedged round asked the retriers already; no gate
+/// could be asked) it feeds itself.
 ///
 /// ```
 ///            start
@@ -60,7 +61,8 @@ struct RequestMachine {
         case route(RetryRequest)
         /// Ask the retriers (those that registered, then the chain's) about a failed attempt, within `limit`.
         case askRetriers(Question, limit: TimeLimit?)
-        /// Ask the gates, in order, whether `retry` may go after `delay`; the first refusal wins.
+        /// Ask the gates, in order, whether `retry` may go after `delay`; the first refusal wins. Only for a request
+        /// that may have a gate (`RequestPlan.mayHaveGates`): for any other, the machine grants the retry itself.
         case askGates(RetryRequest, dueTo: ReboundError, delay: Duration)
         /// Report the failed attempt (settle it with the parts that let it through, then tell the observers), then
         /// sleep `delay` before the next attempt (none when it is zero); `wait` is the sleep a breaker that granted the
@@ -409,8 +411,8 @@ struct RequestMachine {
             }
         }
         phase = .admitting(question, delay: delay, target: result.request)
-        // No gate to ask: the retry is granted.
-        guard plan.hasGates else { return handle(.gatesAnswered(refusal: nil), now: now) }
+        // No gate to ask, nor any that could have registered: the retry is granted.
+        guard plan.mayHaveGates else { return handle(.gatesAnswered(refusal: nil), now: now) }
         // The gates are told where a retry goes when it does not start from the caller's request (a fallback host), so
         // that a host's breaker decides only about retries to its host; and where the failed attempt started from,
         // unless a move mid-round leaves that unknown.

@@ -111,9 +111,16 @@ final class RequestPlan: Sendable {
 
     /// Whether the request has any gate to ask before a retry: given to the session or the request, or registered so
     /// far.
-    var hasGates: Bool {
-        let listed = if let roles = own?.roles { !roles.gates.isEmpty } else { !session.roles.gates.isEmpty }
-        return listed || registered?.hasGates == true
+    var hasGates: Bool { hasGivenGates || registered?.hasGates == true }
+
+    /// Whether a gate may be asked about a retry of the request: one was given to the session or the request, or the
+    /// request keeps registrations, through which a part may register one. Fixed for the request's life: the request's
+    /// machine reads it, and no lock.
+    var mayHaveGates: Bool { hasGivenGates || registered != nil }
+
+    /// Whether a gate was given to the session or the request.
+    private var hasGivenGates: Bool {
+        if let roles = own?.roles { !roles.gates.isEmpty } else { !session.roles.gates.isEmpty }
     }
 
     /// The most attempts the chain's own retriers allow (1 + their largest retry limit, when each says it), or the

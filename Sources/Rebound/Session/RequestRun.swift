@@ -49,7 +49,8 @@ extension RequestPlan {
             case .askRetriers(let question, nil):
                 event = .retriersAnswered(await retryResult(for: question))
             case .askGates(let retry, let error, let delay):
-                event = .gatesAnswered(refusal: refusal(of: retry, dueTo: error, after: delay))
+                // No gate registered after all: the retry is granted.
+                event = .gatesAnswered(refusal: hasGates ? refusal(of: retry, dueTo: error, after: delay) : nil)
             case .backOff(let delay, let wait, let report):
                 if let outcome = settle(report, decision: .retry(after: delay), of: machine.attempts) {
                     await tell(outcome)
