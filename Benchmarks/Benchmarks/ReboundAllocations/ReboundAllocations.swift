@@ -83,6 +83,14 @@ let benchmarks: @Sendable () -> Void = {
             Session(
                 transport: InstantTransport(statuses: [503, 200]), retriers: [RetryPolicy()], clock: NoWaitClock())
         ),
+        // A hedged round whose first attempt answers before the delay: the round's stream, the attempt's task and the
+        // timer's, which the answer cancels.
+        (
+            "HedgedAnsweredAtOnce",
+            Session(
+                transport: InstantTransport(statuses: [200]), retriers: [RetryPolicy()],
+                hedging: Hedging(delay: .seconds(1)))
+        ),
     ]
     for (name, session) in sessions {
         Benchmark(name) { benchmark in
