@@ -180,10 +180,12 @@ struct EndpointGroupTests {
         #expect(group.requestsKept == 0 && group.attemptsInFlight == 0)
     }
 
-    /// eu answers 503 asking for two minutes of quiet; every other host answers 200.
-    static func askingForQuiet<C: Clock>(_ clock: C) -> ScriptedTransport where C.Duration == Duration {
+    /// eu answers 503 asking for two minutes of quiet (while `asking` holds, by default always); every other host
+    /// answers 200.
+    static func askingForQuiet<C: Clock>(_ clock: C, while asking: Locked<Bool> = Locked(true)) -> ScriptedTransport
+    where C.Duration == Duration {
         ScriptedTransport(clock: clock) { request, _ in
-            request.url?.host == "eu.api.example.com"
+            request.url?.host == "eu.api.example.com" && asking.withLock({ $0 })
                 ? .response(status: 503, headers: ["Retry-After": "120"]) : .status(200)
         }
     }
@@ -298,61 +300,40 @@ struct EndpointGroupTests {
         #expect(response.attempts[0].retryDelay.map { $0 <= .milliseconds(500) } == true)
     }
 
-    /// However a `classify:` counts the attempt: one that ignores every answer, too.
-    @Test(arguments: [false, true])
-    func anEndpointThatAskedForQuietTakesNoAttemptUntilThenWhileAnotherIsLeft(ignoringAll: Bool) async throws {
+    /// However a `classify:` counts the attempt (one that ignores every answer, too), for as long as the group's
+    /// `maximumQuiet` allows (60 s by default; zero: no quiet at all).
+    @Test(arguments: [(false, nil), (true, nil), (false, .seconds(10)), (false, .zero)] as [(Bool, Duration?)])
+    func anEndpointThatAskedForQuietTakesNoAttemptUntilThenWhileAnotherIsLeft(
+        ignoringAll: Bool, maximumQuiet: Duration?
+    ) async throws {
         let clock = ManualClock()
         let ignoring: @Sendable (AttemptOutcome) -> CircuitBreaker.Verdict = { _ in .ignored }
         let group = EndpointGroup(
-            endpoints: [.init(Self.eu), .init(Self.us)], clock: clock, classify: ignoringAll ? ignoring : nil)
+            endpoints: [.init(Self.eu), .init(Self.us)], clock: clock, classify: ignoringAll ? ignoring : nil,
+            maximumQuiet: maximumQuiet ?? EndpointGroup.defaultMaximumQuiet)
+        let held = maximumQuiet ?? .seconds(60)
+        #expect(group.maximumQuiet == held)
         let asking = Locked(true)
-        let transport = ScriptedTransport(clock: clock) { request, _ in
-            request.url?.host == "eu.api.example.com" && asking.withLock({ $0 })
-                ? .response(status: 503, headers: ["Retry-After": "120"]) : .status(200)
-        }
+        let transport = Self.askingForQuiet(clock, while: asking)
         let session = Session(
             transport: transport, adapters: [group], retriers: [RetryPolicy(backoff: .zero)], clock: clock)
 
-        // eu asks for two minutes, held at one: the next requests go to us at once, without trying eu first.
+        // eu asks for two minutes, held at the group's bound: until then the next requests go to us at once, without
+        // trying eu first.
         _ = try await session.send(Self.charges)
         asking.withLock { $0 = false }
-        let next = try await session.send(Self.charges)
-        clock.advance(by: .seconds(59))
-        let later = try await session.send(Self.charges)
-        #expect(next.attempts.map { $0.request?.url?.host } == ["us.api.example.com"])
-        #expect(later.attempts.map { $0.request?.url?.host } == ["us.api.example.com"])
-        // Its quiet over, eu is first again.
-        clock.advance(by: .seconds(1))
+        if held > .zero {
+            let next = try await session.send(Self.charges)
+            clock.advance(by: held - .seconds(1))
+            let later = try await session.send(Self.charges)
+            #expect(next.attempts.map { $0.request?.url?.host } == ["us.api.example.com"])
+            #expect(later.attempts.map { $0.request?.url?.host } == ["us.api.example.com"])
+            clock.advance(by: .seconds(1))
+        }
+        // Its quiet over (or none held), eu, first in the failover order, is first again.
         let after = try await session.send(Self.charges)
         #expect(after.attempts.map { $0.request?.url?.host } == ["eu.api.example.com"])
         #expect(group.requestsKept == 0 && group.attemptsInFlight == 0)
-    }
-
-    /// eu asks for two minutes; the group holds it at its `maximumQuiet` (zero: no quiet at all).
-    @Test(arguments: [Duration.seconds(10), .zero])
-    func theQuietAnEndpointAskedForIsHeldAtTheGroupsMaximum(maximumQuiet: Duration) async throws {
-        let clock = ManualClock()
-        let group = EndpointGroup(
-            endpoints: [.init(Self.eu), .init(Self.us)], clock: clock, maximumQuiet: maximumQuiet)
-        #expect(group.maximumQuiet == maximumQuiet)
-        let asking = Locked(true)
-        let transport = ScriptedTransport(clock: clock) { request, _ in
-            request.url?.host == "eu.api.example.com" && asking.withLock({ $0 })
-                ? .response(status: 503, headers: ["Retry-After": "120"]) : .status(200)
-        }
-        let session = Session(
-            transport: transport, adapters: [group], retriers: [RetryPolicy(backoff: .zero)], clock: clock)
-        _ = try await session.send(Self.charges)
-        asking.withLock { $0 = false }
-        if maximumQuiet > .zero {
-            clock.advance(by: maximumQuiet - .seconds(1))
-            let held = try await session.send(Self.charges)
-            #expect(held.attempts.map { $0.request?.url?.host } == ["us.api.example.com"])
-            clock.advance(by: .seconds(1))
-        }
-        // The bound passed (or none was held): eu, first in the failover order, takes the next request.
-        let after = try await session.send(Self.charges)
-        #expect(after.attempts.map { $0.request?.url?.host } == ["eu.api.example.com"])
     }
 
     @Test func aNegativeMaximumQuietWrittenInCodeTrapsNamingIt() async {
