@@ -155,7 +155,8 @@ public final class EndpointGroup: RequestAdapter, RetryGate {
     ///   - onEjection: Called, outside the group's lock, each time an endpoint is taken out of rotation; none by
     ///     default.
     ///   - maximumQuiet: The longest an endpoint stays out of rotation for the quiet one 429 or 503 asked for, zero
-    ///     or more (zero: never for a quiet asked); ``defaultMaximumQuiet`` (60 s) by default.
+    ///     or more; ``defaultMaximumQuiet`` (60 s) by default. Zero: the group routes as though no endpoint asked, and
+    ///     a retry it sends to one that did still waits what the retry policy honours of that endpoint's answer.
     public init<C: Clock>(
         name: String? = nil, endpoints: [Endpoint], selection: Selection = .failover,
         outlierDetection: OutlierDetection = .default, breakers: CircuitBreakerRegistry? = nil,
