@@ -362,25 +362,15 @@ struct HostPattern: Sendable, CustomStringConvertible {
     init?(exactly url: URL?) {
         guard let url, let host = url.host?.lowercased(), !host.isEmpty else { return nil }
         self.host = host
-        self.port = Self.effectivePort(of: url)
+        self.port = Redirection.effectivePort(of: url)
     }
 
     /// Whether `url` is for this host (and port, when there is one).
     func matches(_ url: URL) -> Bool {
         guard url.host?.lowercased() == host else { return false }
-        return port == nil || port == Self.effectivePort(of: url)
+        return port == nil || port == Redirection.effectivePort(of: url)
     }
 
     /// `host` or `host:port`.
     var description: String { port.map { "\(host):\($0)" } ?? host }
-
-    /// The port of `url`, or its scheme's default port; `nil` for a scheme without one.
-    private static func effectivePort(of url: URL) -> Int? {
-        if let port = url.port { return port }
-        switch url.scheme?.lowercased() {
-        case "https", "wss": return 443
-        case "http", "ws": return 80
-        default: return nil
-        }
-    }
 }

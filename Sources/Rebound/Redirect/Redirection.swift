@@ -132,6 +132,7 @@ enum Redirection {
             && effectivePort(of: a) == effectivePort(of: b)
     }
 
+    /// The port `url` is sent to: the one it names, or its scheme's default port; `nil` for a scheme without one.
     static func effectivePort(of url: URL) -> Int? {
         if let port = url.port { return port }
         switch url.scheme?.lowercased() {

@@ -340,7 +340,8 @@ public final class EndpointGroup: RequestAdapter, RetryGate {
     /// after a `/`.
     static func isUnder(_ url: URL, _ base: URL) -> Bool {
         guard url.scheme?.lowercased() == base.scheme?.lowercased(),
-            url.host?.lowercased() == base.host?.lowercased(), effectivePort(url) == effectivePort(base)
+            url.host?.lowercased() == base.host?.lowercased(),
+            Redirection.effectivePort(of: url) == Redirection.effectivePort(of: base)
         else { return false }
         let prefix = basePath(base)
         let path = url.path(percentEncoded: true)
@@ -363,11 +364,6 @@ public final class EndpointGroup: RequestAdapter, RetryGate {
         var path = base.path(percentEncoded: true)
         while path.hasSuffix("/") { path.removeLast() }
         return path
-    }
-
-    /// The port a URL is sent to: the one it names, or its scheme's.
-    private static func effectivePort(_ url: URL) -> Int? {
-        url.port ?? (url.scheme?.lowercased() == "https" ? 443 : url.scheme?.lowercased() == "http" ? 80 : nil)
     }
 
     /// How many requests the group keeps a record of; for tests that check nothing is kept.
