@@ -8,9 +8,15 @@ import Foundation
 /// the request's machine, of which it reads what the action that starts it holds (``RequestMachine/RoundStart``) and
 /// which it never changes: the round returns its attempts, winner and losers, for the machine to record.
 ///
-/// Each attempt in flight, each question to the retriers about a failure while others are in flight, and the hedging
-/// timer runs in a task of its own, which reports to the round's loop through one stream; the loop reads the reports
-/// in the order they came and alone keeps the round's state (``HedgeRound``).
+/// The executor drives the round's state machine (``HedgeRound``), which keeps all the round knows: each attempt in
+/// flight, each question to the retriers about a failure while others are in flight, and the hedging timer runs in a
+/// task of its own, which reports through one stream; the executor's loop reads the reports in the order they came,
+/// feeds each to the round with the time, and performs the step the round returns. It is the only code of a round that
+/// awaits, starts a task, reads the clock or asks a part (a hedge gate, a learner, an endpoint group).
+///
+/// The tasks are unstructured (started through `Spawn`, like a race's), so that the loop goes on at once when an
+/// attempt wins, even if a loser ignores cancellation: the round's end cancels the loser and ends the stream, and the
+/// loser's report, if it ever comes, is dropped.
 struct HedgingExecutor {
     /// What a round ends with: its attempts, in the order it recorded them (failures while others were in flight as
     /// each ended, then the losers, then the one the request goes on with), that last one's result, how the retriers'
@@ -67,192 +73,80 @@ struct HedgingExecutor {
     /// came. A failure whose question the round no longer needs (another attempt won, or the round ended otherwise)
     /// is told to the observers as a loser, with ``AttemptDecision/cancelled``.
     func execute() async -> RoundResult {
-        let roundBase = atStart.request
         let clock = plan.session.clock
         // A learned delay is the host's, and its learner hears how long the round took to answer; a learner with too
         // few answers gives none, and the round sends no hedge. A request that may not be repeated is never hedged,
         // and neither counts for the host nor teaches it anything.
-        var learning: (learner: HedgingDelayLearner, key: String)?
+        var learning: Learning?
         var delay: Duration? = hedging.delay
         if let learner = hedging.learner {
-            let key = plan.mayBeRepeated(roundBase) ? learner.key(for: plan.originalRequest) : nil
+            let key = plan.mayBeRepeated(atStart.request) ? learner.key(for: plan.originalRequest) : nil
             // A request counts once, at its first round: its retries' rounds add no share of a hedge.
             delay = key.flatMap { learner.startRound(for: $0, counts: atStart.attempts.isEmpty) }
-            learning = key.map { (learner, $0) }
+            learning = key.map { Learning(learner: learner, key: $0) }
         }
+        var round = HedgeRound(plan: plan, atStart: atStart, delay: delay)
         let (reports, reporter) = AsyncStream.makeStream(of: HedgeRound.Report.self)
-        var round = HedgeRound(reporter: reporter, recordedBefore: atStart.attempts.count)
-        let first = start(roundBase, hedge: 0, in: &round)
-        // The newest attempt until it hands its request to the transport: no hedge starts before that.
-        var unsent: Int? = first
-        var newestSent: HedgeRound.Sent?
-        var hedges = 0
-        // No delay: no hedge in this round.
-        var stopped = delay == nil
-        let hedgeDelay = delay ?? .zero
-        // The delay before the next hedge counts from when the newest attempt reached the transport: time it spent
-        // waiting on the client (for a concurrency limiter's place, say) is not the server being slow.
-        var due = hedgeDelay == .zero
-        // The failure the retriers would retry whose retry the next hedge is, when one starts it.
-        var retrying: Attempt?
+        // What each attempt handed to the transport, and when; written from the attempts' tasks as they hand it over,
+        // so that a loser's record says whether it was sent, even when the round ended before its report was read.
+        let handoffs = Locked<[Int: Handoff]>([:])
+        // Every task of the round (its attempts, its questions to the retriers), cancelled when it ends, and the one
+        // timer, set for when the round's next hedge is due.
+        var tasks: [Task<Void, Never>] = []
+        var timer: (due: Duration, task: Task<Void, Never>)?
+        let first = round.start(at: clock.now())
+        tasks.append(run(first.number, first.attempt, reporter: reporter, handoffs: handoffs))
         // What ends the round; `nil` when the task was cancelled (the stream then ends).
         var ending: HedgeRound.Ending?
         rounds: for await report in reports {
             // Cancelled: what is still queued is not read, and the round ends with its newest attempt.
             if Task.isCancelled { break }
-            switch report {
-            case .tick(let timer):
-                // A tick of a timer replaced or stopped since (one queued as a hedge started) is dropped.
-                guard round.timer?.id == timer else { continue }
-                round.timer = nil
-                due = true
-            case .sent(let number, let request):
-                if number == unsent {
-                    unsent = nil
-                    if !due { round.setTimer(after: hedgeDelay, clock: clock) }
-                }
-                if let base = round.inFlight[number]?.base {
-                    newestSent = HedgeRound.Sent(number: number, request: request, base: base)
-                }
-                // The request goes on with an attempt sent: the retries granted meanwhile are told.
-                if !round.granted.isEmpty { await tellGranted(in: &round) }
-            case .finished(let number, let result):
-                guard let attempt = round.inFlight.removeValue(forKey: number) else { continue }
-                if number == unsent { unsent = nil }
-                let now = clock.now()
-                // A success, cancellation, the deadline, or the last attempt in flight failing ends the round; but not a
-                // hedge refused before it was sent (a part had no room for it when it reached it, a breaker opened):
-                // the round goes on without it, as though it had not started.
-                guard case .failure(let reason) = result.kind,
-                    !round.inFlight.isEmpty || (attempt.hedge > 0 && result.sent == nil && reason.isNonRetryable)
-                else {
-                    ending = .finished(number, attempt, result, at: now)
-                    break rounds
-                }
-                round.records.append(
-                    RequestMachine.Recorded(
-                        result, number: number, since: attempt.start, now: now, hedge: attempt.hedge))
-                if let head = result.response {
-                    if let asked = plan.quietAsked(by: head), asked > .zero {
-                        // Under the host the attempt was sent to, before any redirect: the one the next attempts go to.
-                        round.noteQuiet(asked, askedBy: result.firstHop ?? result.sent, now: now)
-                    }
-                    // The server asked for no retry: no new hedge either.
-                    if plan.asksNoRetry(head) { stopped = true }
-                }
-                // Others are in flight: would the retriers retry this one? Asked in a task of their own; a failure
-                // that is never retried has its answer at once. Asked mid-round, with no backoff to follow: the
-                // machine makes the backoff wait when the round ends.
-                if reason.isNonRetryable {
-                    round.asking[number] = (result, nil)
-                    reporter.yield(.answered(number: number, answer: .answered(.doNotRetry)))
-                    // Declined with no response: no new hedge starts after it (see `noAttemptFollows`), not even
-                    // before that answer is read.
-                    if result.response == nil { stopped = true }
-                } else {
-                    let question = atStart.question(
-                        about: result, failingFor: reason, plan: plan, after: round.records)
-                    let limit = atStart.time.limits?.limit(of: .decision, now: now)
-                    let plan = plan
-                    round.asking[number] = (
-                        result,
-                        Spawn.task {
-                            let answer =
-                                if let limit {
-                                    await plan.retryResult(for: question, within: limit)
-                                } else {
-                                    await plan.retryResult(for: question)
-                                }
-                            reporter.yield(.answered(number: number, answer: answer))
-                        }
-                    )
-                }
-            case .answered(let number, let answer):
-                guard let (failed, _) = round.asking.removeValue(forKey: number) else { continue }
-                guard case .answered(let result) = answer else {
-                    // The deadline came, or the task was cancelled, while they decided: that ends the round, and the
-                    // request.
-                    ending = .decided(number, failed, answer: answer)
-                    break rounds
-                }
-                // Declined for the attempts the request made (its retry limit, a repeated failure), not for what the
-                // failure was; declined with no response to end the round with (a part refused the attempt before it
-                // was sent, a lost connection they do not retry); or a retry of the newest attempt that the hedging
-                // settings leave no attempt for, in this round or after it (an attempt started since goes on in its
-                // place, as after any failure).
-                let noAttemptFollows =
-                    result.limitsAttempts || (result.delay == nil && failed.response == nil)
-                    || (result.delay != nil && number == round.attemptsMade
-                        && round.attemptsMade >= hedging.maximumAttempts)
-                if noAttemptFollows {
-                    // The attempts in flight go on, no new hedge starts, and this one is told as a loser when the
-                    // round ends.
-                    round.declined[number] = (failed, result)
-                    stopped = true
-                } else if result.delay == nil {
-                    // A response no retrier would retry is the answer: it ends them all.
-                    ending = .decided(number, failed, answer: answer)
-                    break rounds
-                } else {
-                    if let request = result.request { round.move(to: request) }
-                    // The request goes on at once with the attempts in flight, and the next hedge if it may start:
-                    // told so as soon as an attempt in flight was sent (not one still in an adapter, which may never
-                    // leave).
-                    round.granted[number] = (failed, result)
-                    if round.inFlight.keys.contains(where: { $0 != unsent }) { await tellGranted(in: &round) }
-                    if result.delay != nil {
-                        due = true
-                        retrying = round.records.last { $0.attempt.number == number }?.attempt
-                    }
-                }
-            }
-            // Nothing in flight and no question open: the last attempt was a hedge that never left.
-            if round.inFlight.isEmpty, round.asking.isEmpty {
-                ending = round.endingWithNothingInFlight()
+            let step = round.handle(report, now: clock.now())
+            setTimer(&timer, for: round.due, reporter: reporter)
+            switch step {
+            case .goOn:
+                break
+            case .ask(let number, let question, let limit):
+                let plan = plan
+                tasks.append(
+                    Spawn.task {
+                        let answer =
+                            if let limit {
+                                await plan.retryResult(for: question, within: limit)
+                            } else {
+                                await plan.retryResult(for: question)
+                            }
+                        reporter.yield(.answered(number: number, answer: answer))
+                    })
+            case .answerAtOnce(let number):
+                reporter.yield(.answered(number: number, answer: .answered(.doNotRetry)))
+            case .tellGranted:
+                await tellGranted(round.takeGranted(), of: round.records)
+            case .end(let end):
+                ending = end
                 break rounds
             }
-            // A hedge may start once its delay passed and the newest attempt was sent, while the settings and the
-            // time left allow another attempt.
-            guard due, unsent == nil, !stopped, let sent = newestSent, round.inFlight.count < hedging.maximumInFlight,
-                round.attemptsMade < hedging.maximumAttempts, !Task.isCancelled,
-                atStart.time.hasTimeLeft(now: clock.now())
+            // A hedge the round would start now, while the time left allows: the parts say whether it starts.
+            guard let hedge = round.nextHedge(), !Task.isCancelled, case let now = clock.now(),
+                atStart.time.hasTimeLeft(now: now)
             else { continue }
-            let number = round.attemptsMade + 1
-            // The hedge, judged as the newest request sent, goes where an endpoint group picks for it, if one routes
-            // the request (the pick is forgotten if the hedge does not start now).
-            let router = plan.registered?.router
-            let judged = round.hedgeToJudge(after: sent, router: router)
-            let hedge = router?.destination(ofHedge: judged, number: number, of: plan.requestID) ?? judged
-            if let quietUntil = round.quiet.until(for: hedge), case let now = clock.now(), now < quietUntil {
-                // Its host asked to wait: the next hedge may start once the time asked for has passed.
-                router?.hedgeRefused(number, of: plan.requestID)
-                round.setTimer(after: quietUntil - now, clock: clock)
-                due = false
-                continue
+            switch admit(hedge, quiet: round.quiet, learning: learning, now: now) {
+            case .started:
+                let next = round.start(at: now)
+                tasks.append(run(next.number, next.attempt, reporter: reporter, handoffs: handoffs))
+            case .held(let until):
+                round.hedgeNotStarted(heldUntil: until)
+            case .refused:
+                round.hedgeNotStarted(heldUntil: nil)
             }
-            // A learner's cap on the host's hedges comes before the gates: a hedge it refuses spends nothing of a
-            // budget.
-            if let learning, !learning.learner.admitsHedge(for: learning.key) {
-                router?.hedgeRefused(number, of: plan.requestID)
-                stopped = true
-                continue
-            }
-            defer { retrying = nil }
-            guard admitsHedge(hedge, number: number, after: retrying) else {
-                // The hedge does not start: the learner has it back, and the group forgets the endpoint it picked.
-                if let learning { learning.learner.hedgeNotStarted(for: learning.key) }
-                router?.hedgeRefused(number, of: plan.requestID)
-                // Not a request to repeat, or a gate refused: no more hedges in this round.
-                stopped = true
-                continue
-            }
-            hedges += 1
-            // The next delay counts from when this hedge is sent: the timer of the attempt before it no longer counts.
-            round.setTimer(after: nil, clock: clock)
-            unsent = start(round.target ?? atStart.nextBase, hedge: hedges, in: &round)
-            due = hedgeDelay == .zero
+            setTimer(&timer, for: round.due, reporter: reporter)
         }
-        let (result, losers) = end(round, with: ending)
+        // The round ends: what still runs is cancelled, and the ended stream drops whatever it reports later.
+        for task in tasks { task.cancel() }
+        timer?.task.cancel()
+        reporter.finish()
+        let handedOver = handoffs.withLock { $0 }
+        let (result, losers) = round.end(with: ending, handoffs: handedOver, now: clock.now())
         // The parts settle the losers, and the observers hear of them, before the request goes on with the attempt
         // that ended the round.
         for loser in losers {
@@ -263,143 +157,128 @@ struct HedgingExecutor {
         // A round won by an answer teaches how long the host took to give it: from the round's first attempt reaching
         // the transport to the winner's end, whichever attempt won.
         if let learning, case .success = result.result.kind, let winner = result.records.last?.attempt,
-            let winnerSent = round.handoff(of: winner.number)?.at, let onWire = winner.timeOnWire,
-            let firstSent = round.handoff(of: first)?.at
+            let winnerSent = handedOver[winner.number]?.at, let onWire = winner.timeOnWire,
+            let firstSent = handedOver[first.number]?.at
         {
             learning.learner.learn(winnerSent + onWire - firstSent, for: learning.key)
         }
         return result
     }
 
-    /// Starts the next attempt of the round in a task of its own and returns its number.
-    func start(_ base: URLRequest, hedge: Int, in round: inout HedgeRound) -> Int {
-        let number = round.attemptsMade + 1
-        // The request's first attempt starts with the request.
-        let attemptStart = number == 1 ? atStart.time.start : plan.session.clock.now()
-        let (plan, reporter, handoffs) = (plan, round.reporter, round.handoffs)
-        let limit = atStart.time.limits?.limit(of: .attempt, now: attemptStart)
-        let task = Spawn.task {
+    /// A round's learner, and the key of the host whose delay it gives and whose hedges it caps.
+    struct Learning {
+        let learner: HedgingDelayLearner
+        let key: String
+    }
+
+    /// What the parts said of a hedge the round would start.
+    enum Admission {
+        case started
+        /// Its host asked for quiet until `until`: the next hedge is due then.
+        case held(until: Duration)
+        /// A part refused it: no new hedge starts in this round.
+        case refused
+    }
+
+    /// Runs attempt `number` in a task of its own, which notes what it hands to the transport in `handoffs` and
+    /// reports to `reporter`: when it hands its request over, and when it ends.
+    private func run(
+        _ number: Int, _ attempt: HedgeRound.InFlight, reporter: AsyncStream<HedgeRound.Report>.Continuation,
+        handoffs: Locked<[Int: Handoff]>
+    ) -> Task<Void, Never> {
+        let plan = plan
+        let limit = atStart.time.limits?.limit(of: .attempt, now: attempt.start)
+        let (base, repeatedOnly) = (attempt.base, attempt.hedge > 0)
+        return Spawn.task {
             let onSend: @Sendable (Handoff) -> Void = { handoff in
                 handoffs.withLock { $0[number] = handoff }
                 reporter.yield(.sent(number: number, request: handoff.request))
             }
             let result =
                 if let limit {
-                    await plan.attempt(base, number: number, within: limit, onSend: onSend, repeatedOnly: hedge > 0)
+                    await plan.attempt(base, number: number, within: limit, onSend: onSend, repeatedOnly: repeatedOnly)
                 } else {
-                    await plan.attempt(base, number: number, onSend: onSend, repeatedOnly: hedge > 0)
+                    await plan.attempt(base, number: number, onSend: onSend, repeatedOnly: repeatedOnly)
                 }
             reporter.yield(.finished(number: number, result: result))
         }
-        round.inFlight[number] = HedgeRound.InFlight(hedge: hedge, base: base, start: attemptStart, task: task)
-        return number
+    }
+
+    /// Keeps `timer` set for when the round's next hedge is `due`, if it is due at a time: a timer set for another
+    /// time is cancelled, and a new one reports ``HedgeRound/Report/tick(due:)`` when the time comes.
+    private func setTimer(
+        _ timer: inout (due: Duration, task: Task<Void, Never>)?, for due: HedgeRound.Due,
+        reporter: AsyncStream<HedgeRound.Report>.Continuation
+    ) {
+        let time: Duration? = if case .at(let time) = due { time } else { nil }
+        guard timer?.due != time else { return }
+        timer?.task.cancel()
+        timer = time.map { time in
+            let clock = plan.session.clock
+            let delay = time - clock.now()
+            return (
+                time,
+                Spawn.task {
+                    do {
+                        try await clock.sleep(delay)
+                    } catch {
+                        return  // Cancelled: the round ended, or the timer was replaced.
+                    }
+                    reporter.yield(.tick(due: time))
+                }
+            )
+        }
     }
 
     /// Has the parts settle the failures whose retry the retriers granted mid-round, and tells the observers of each,
     /// in order, as retried without delay: the request went on with the attempts in flight.
-    func tellGranted(in round: inout HedgeRound) async {
+    private func tellGranted(_ granted: [(number: Int, failed: AttemptResult)], of records: [RequestMachine.Recorded])
+        async
+    {
         let clock = plan.session.clock
-        for (number, granted) in round.granted.sorted(by: { $0.key < $1.key }) {
+        for (number, failed) in granted {
             let report = RequestMachine.Report(
-                attempt: number, data: granted.failed.data, elapsed: clock.now() - atStart.time.start)
-            let recorded = round.records.lazy.map(\.attempt)
-            if let outcome = plan.settle(report, decision: .retry(after: .zero), of: recorded) {
+                attempt: number, data: failed.data, elapsed: clock.now() - atStart.time.start)
+            if let outcome = plan.settle(report, decision: .retry(after: .zero), of: records.lazy.map(\.attempt)) {
                 await plan.tell(outcome)
             }
         }
-        round.granted = [:]
     }
 
-    /// Whether attempt `number` may start as `hedge`, the request it is judged as
-    /// (``HedgeRound/hedgeToJudge(after:router:)``) where an endpoint group sends it, in place of the retry of `failed`
-    /// if a failure started it: a request that may be repeated, let through by every hedge gate registered (a
-    /// throttle, a breaker, a limiter, a pacer, a budget), in order; a per-host gate judges the endpoint's host.
-    func admitsHedge(_ hedge: URLRequest, number: Int, after failed: Attempt?) -> Bool {
-        guard plan.mayBeRepeated(hedge) else { return false }
-        guard let roles = plan.registered else { return true }
-        for gate in roles.hedgeGates {
-            guard gate.admitHedge(hedge, of: plan.requestID, attempt: number, after: failed, roles: roles) != nil else {
-                continue
+    /// Whether `hedge` starts now, asking in order: an endpoint group that routes the request, where it goes; a host
+    /// that asked for quiet (`quiet`), whether its time passed at `now`; the round's learner, whether the host's cap on
+    /// hedges allows it (before the gates: a hedge it refuses spends nothing of a budget); whether the request may be
+    /// repeated; and every hedge gate registered (a throttle, a breaker, a limiter, a pacer, a budget), in order, about
+    /// it going there, in place of the retry of the failure that made it due, if one did: the first refusal wins. A
+    /// per-host gate judges the endpoint's host. A hedge that does not start gives back what was taken for it: the
+    /// group forgets the endpoint it picked, and the learner the share it took.
+    private func admit(_ hedge: HedgeRound.Hedge, quiet: HostQuiet, learning: Learning?, now: Duration) -> Admission {
+        let router = plan.registered?.router
+        let request =
+            router?.destination(ofHedge: hedge.judged, number: hedge.number, of: plan.requestID) ?? hedge.judged
+        if let until = quiet.until(for: request), now < until {
+            router?.hedgeRefused(hedge.number, of: plan.requestID)
+            return .held(until: until)
+        }
+        if let learning, !learning.learner.admitsHedge(for: learning.key) {
+            router?.hedgeRefused(hedge.number, of: plan.requestID)
+            return .refused
+        }
+        var admitted = plan.mayBeRepeated(request)
+        if admitted, let roles = plan.registered {
+            admitted = roles.hedgeGates.allSatisfy { gate in
+                gate.admitHedge(request, of: plan.requestID, attempt: hedge.number, after: hedge.retrying, roles: roles)
+                    == nil
             }
-            // The hedge never starts, and the next attempt takes its number: what a part in shadow mode hid of it goes.
-            roles.ledger.hedgeRefused(number)
-            return false
+            // A hedge refused never starts, and the next attempt takes its number: what a part in shadow mode hid of
+            // it goes.
+            if admitted { roles.ledger.startsHedge(hedge.number) } else { roles.ledger.hedgeRefused(hedge.number) }
         }
-        roles.ledger.startsHedge(number)
-        return true
-    }
-
-    /// Ends a round with `ending`: cancels the attempts still in flight, the questions still unanswered and the timer,
-    /// and ends the stream, which drops whatever they report later; records each attempt it cancelled (sent if it
-    /// handed its request over); and returns the round's records with the result of the attempt that ends the round,
-    /// recorded after them (with the retriers' answer about it, if any), and the reports of the losers: the failures
-    /// whose question is unanswered, then the attempts it cancelled, each by number. With no ending (the task was
-    /// cancelled), the newest attempt in flight is the one the request goes on with, recorded last.
-    private func end(_ round: HedgeRound, with ending: HedgeRound.Ending?) -> (RoundResult, [RequestMachine.Report]) {
-        var round = round
-        for attempt in round.inFlight.values { attempt.task.cancel() }
-        for question in round.asking.values { question.task?.cancel() }
-        round.timer?.task.cancel()
-        round.reporter.finish()
-        var ending = ending
-        if ending == nil, round.inFlight.isEmpty {
-            // Cancelled while the round waited with nothing in flight (a hedge never left): the request ends with its
-            // newest failure, no loser then.
-            let untold = round.untold
-            if let number = round.records.last(where: { untold[$0.attempt.number] != nil })?.attempt.number,
-                let failed = untold[number]
-            {
-                round.forget(number)
-                ending = .decided(number, failed, answer: .cancelled)
-            }
+        guard admitted else {
+            if let learning { learning.learner.hedgeNotStarted(for: learning.key) }
+            router?.hedgeRefused(hedge.number, of: plan.requestID)
+            return .refused
         }
-        let clock = plan.session.clock
-        let handoffs = round.handoffs.withLock { $0 }
-        var cancelled = round.inFlight.sorted { $0.key < $1.key }.map { number, attempt in
-            (number, attempt, AttemptResult(.cancelled, sent: handoffs[number]?.request, sentAt: handoffs[number]?.at))
-        }
-        let newest = ending == nil ? cancelled.popLast() : nil
-        var losers = round.untold.sorted { $0.key < $1.key }.map { number, failed in
-            RequestMachine.Report(attempt: number, data: failed.data, elapsed: clock.now() - atStart.time.start)
-        }
-        for (number, loser, result) in cancelled {
-            let now = clock.now()
-            round.records.append(
-                RequestMachine.Recorded(result, number: number, since: loser.start, now: now, hedge: loser.hedge))
-            losers.append(RequestMachine.Report(attempt: number, data: nil, elapsed: now - atStart.time.start))
-        }
-        let result: AttemptResult
-        var answer: RequestMachine.RetriersAnswer?
-        switch ending {
-        case .finished(let number, let attempt, let ended, let at):
-            round.records.append(
-                RequestMachine.Recorded(ended, number: number, since: attempt.start, now: at, hedge: attempt.hedge))
-            result = ended
-        case .decided(let number, let failed, let answered):
-            // Recorded when the retriers were asked about it: it goes after the losers.
-            round.moveLast(attempt: number)
-            (result, answer) = (failed, answered)
-        case nil:
-            if let (number, attempt, cancelled) = newest {
-                round.records.append(
-                    RequestMachine.Recorded(
-                        cancelled, number: number, since: attempt.start, now: clock.now(), hedge: attempt.hedge))
-                result = cancelled
-            } else {
-                result = .cancelledBeforeSending
-            }
-        }
-        let roundResult = RoundResult(
-            records: round.records, result: result, answer: answer, target: round.target, quiet: round.quiet)
-        return (roundResult, losers)
-    }
-}
-
-extension RetryResult {
-    /// Whether this declines a retry for the attempts the request made (a retry limit, a repeated failure), not for
-    /// what the failure was: a hedged round's attempts still in flight go on after it.
-    fileprivate var limitsAttempts: Bool {
-        guard case .doNotRetryBecause(let rule) = self else { return false }
-        return rule == .retryLimit || rule == .repeatedFailure
+        return .started
     }
 }
