@@ -41,7 +41,7 @@ struct HedgeRoundTests {
         var round = round()
         _ = round.start(at: .zero)
         _ = round.handle(.sent(number: 1, request: request()), now: .zero)
-        _ = round.handle(.tick(due: .milliseconds(50)), now: .milliseconds(50))
+        _ = round.handle(.tick(at: .milliseconds(50)), now: .milliseconds(50))
         _ = round.start(at: .milliseconds(50))
         _ = round.handle(.sent(number: 2, request: request()), now: .milliseconds(50))
         return round
@@ -55,7 +55,7 @@ struct HedgeRoundTests {
         // Sent at 20 ms, after waiting on the client: the delay counts from then.
         #expect(isGoOn(round.handle(.sent(number: 1, request: request()), now: .milliseconds(20))))
         #expect(round.due == .at(.milliseconds(70)) && round.nextHedge() == nil)
-        _ = round.handle(.tick(due: .milliseconds(70)), now: .milliseconds(70))
+        _ = round.handle(.tick(at: .milliseconds(70)), now: .milliseconds(70))
         let hedge = try #require(round.nextHedge())
         #expect(hedge.number == 2 && hedge.judged.url == exampleURL && hedge.retrying == nil)
         let second = round.start(at: .milliseconds(70))
@@ -69,9 +69,9 @@ struct HedgeRoundTests {
         _ = round.start(at: .zero)
         _ = round.handle(.sent(number: 1, request: request()), now: .zero)
         round.hedgeNotStarted(heldUntil: .seconds(3))
-        _ = round.handle(.tick(due: .milliseconds(50)), now: .milliseconds(50))
+        _ = round.handle(.tick(at: .milliseconds(50)), now: .milliseconds(50))
         #expect(round.due == .at(.seconds(3)) && round.nextHedge() == nil)
-        _ = round.handle(.tick(due: .seconds(3)), now: .seconds(3))
+        _ = round.handle(.tick(at: .seconds(3)), now: .seconds(3))
         #expect(round.due == .now && round.nextHedge() != nil)
     }
 
@@ -197,7 +197,7 @@ struct HedgeRoundTests {
         var round = round(policy: RetryPolicy(retryAfter: RetryAfter(signals: reads ? .shouldRetry : [])))
         _ = round.start(at: .zero)
         _ = round.handle(.sent(number: 1, request: request()), now: .zero)
-        _ = round.handle(.tick(due: .milliseconds(50)), now: .milliseconds(50))
+        _ = round.handle(.tick(at: .milliseconds(50)), now: .milliseconds(50))
         _ = round.start(at: .milliseconds(50))
         _ = round.handle(.sent(number: 2, request: request()), now: .milliseconds(50))
         let noRetry = status(503, headers: [("x-should-retry", "false")])
@@ -236,7 +236,7 @@ struct HedgeRoundTests {
         var round = round()
         _ = round.start(at: .zero)
         _ = round.handle(.sent(number: 1, request: adapted), now: .zero)
-        _ = round.handle(.tick(due: .milliseconds(50)), now: .milliseconds(50))
+        _ = round.handle(.tick(at: .milliseconds(50)), now: .milliseconds(50))
         _ = round.start(at: .milliseconds(50))
         _ = round.handle(.sent(number: 2, request: adapted), now: .milliseconds(50))
         _ = round.handle(.finished(number: 2, result: status(503)), now: .milliseconds(60))
@@ -267,6 +267,17 @@ struct HedgeRoundTests {
         #expect(isGoOn(round.handle(.finished(number: 2, result: status(503)), now: .milliseconds(61))))
         #expect(isGoOn(round.handle(.answered(number: 7, answer: .answered(.retry)), now: .milliseconds(61))))
         #expect(round.records.count == 1 && round.inFlight.keys.sorted() == [1])
+    }
+
+    @Test func aHandoffOfAnAttemptTheRoundNoLongerHasIsDropped() throws {
+        var round = roundWithAHedgeSent()
+        _ = round.handle(.finished(number: 2, result: status(503)), now: .milliseconds(60))
+        _ = round.handle(.answered(number: 2, answer: .answered(.retry)), now: .milliseconds(61))
+        _ = round.takeGranted()
+        let elsewhere = URLRequest(url: URL(string: "https://other.example.com/items")!)
+        #expect(isGoOn(round.handle(.sent(number: 2, request: elsewhere), now: .milliseconds(62))))
+        // The next hedge is still judged as the newest request the round's attempts sent.
+        #expect(try #require(round.nextHedge()).judged.url == exampleURL)
     }
 
     @Test func aCancelledRoundGoesOnWithItsNewestAttemptInFlight() {

@@ -12,7 +12,7 @@ import Foundation
 /// so that whatever forwards `adapt` keeps it; a gate of the user's own is asked about retries only.
 protocol HedgeGate: AnyObject, Sendable {
     /// Returns `nil` to let attempt `attempt` of request `requestID` start as a hedge, or why it must not; `request` is
-    /// what the hedge is judged as (`HedgeRound.nextHedge()`, at the endpoint a group picks), `failed`
+    /// what the hedge is judged as (`HedgeRound.Hedge.judged`, at the endpoint a group picks), `failed`
     /// the failure whose retry the hedge is, when a failure the retriers would retry starts it (a budget charges a
     /// hedge after a 401 no more than such a retry), `roles` the request's registrations (a part that spends for a
     /// hedge registers there to hear whether it was sent).

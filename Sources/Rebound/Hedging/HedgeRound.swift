@@ -11,8 +11,10 @@ import Foundation
 /// tells the round what they said.
 ///
 /// ```
-///   start(at:) ──▶ attempts in flight ──(a success; the last attempt in flight failing; a response no retrier
-///        ▲               │                would retry; the deadline or cancellation cutting a question)──▶ end
+///   start(at:) ──▶ attempts in flight ──(a success; an attempt cancelled or cut by the deadline; the last attempt in
+///        ▲               │                flight failing; a response no retrier would retry; the deadline or
+///        │               │                cancellation cutting a question; nothing in flight or asked after a hedge
+///        │               │                that never left)──▶ end
 ///        │               │ a failure while others are in flight: recorded, and the retriers asked about it
 ///        │               ▼
 ///        └──(a hedge is due: the delay passed after the newest attempt was sent, or the retriers would retry a
@@ -20,7 +22,8 @@ import Foundation
 /// ```
 ///
 /// Nothing here awaits, reads a clock or calls a part that keeps state: the time comes with each report, and it reads
-/// only the plan's settings (what the chain's retry policies read of a response, which methods may be repeated).
+/// only settings (what the chain's retry policies read of a response, which methods may be repeated, which endpoint of
+/// a group a URL is at).
 struct HedgeRound {
     /// What the round's tasks report, in the order it happened.
     enum Report: Sendable {
@@ -30,13 +33,14 @@ struct HedgeRound {
         case finished(number: Int, result: AttemptResult)
         /// The retriers answered about attempt `number`'s failure: `.answered`, or how the question ended without one.
         case answered(number: Int, answer: RequestMachine.RetriersAnswer)
-        /// The timer set for `due` fired: the hedging delay, or the quiet a failure asked for, passed.
-        case tick(due: Duration)
+        /// The timer set for time `at` fired: the hedging delay, or the quiet a failure asked for, passed.
+        case tick(at: Duration)
     }
 
     /// What the driver does after the round took a report.
     enum Step {
-        /// Nothing: start a hedge if one is due (``nextHedge()``), then read the next report.
+        /// Nothing more: the driver reads the next report, after it starts a hedge if one is due (``nextHedge()``), as
+        /// after every step but the end.
         case goOn
         /// Ask the retriers `question` about attempt `number`'s failure, within `limit`, in a task of the round, which
         /// reports their answer.
@@ -56,7 +60,7 @@ struct HedgeRound {
         /// The delay after the newest attempt hands its request to the transport: time it spends waiting on the
         /// client (for a concurrency limiter's place, say) is not the server being slow.
         case afterSend
-        /// At this time on the session's clock, which the driver's timer reports (``Report/tick(due:)``).
+        /// At this time on the session's clock, which the driver's timer reports (``Report/tick(at:)``).
         case at(Duration)
         /// Now, once the newest attempt was sent and the settings, the time left and the parts allow.
         case now
@@ -77,8 +81,9 @@ struct HedgeRound {
         let base: URLRequest
     }
 
-    /// A hedge the round would start now: attempt `number`, which the hedge gates judge as `judged`
-    /// (``judged(after:)``), in place of the retry of `retrying` if a failure the retriers would retry made it due.
+    /// A hedge the round would start now: attempt `number`, which the hedge gates judge as `judged` (the newest request
+    /// sent, or what ``judged(after:movedTo:)`` makes of it), in place of the retry of `retrying` if a failure the
+    /// retriers would retry made it due.
     struct Hedge {
         let number: Int
         let judged: URLRequest
@@ -144,8 +149,9 @@ struct HedgeRound {
     /// was sent (none with no delay; at once with zero).
     init(plan: RequestPlan, atStart: RequestMachine.RoundStart, delay: Duration?) {
         (self.plan, self.atStart, self.delay) = (plan, atStart, delay)
+        // With no delay, the round is stopped from the start: no hedge is ever due.
         stopped = delay == nil
-        due = delay == nil || delay == .zero ? .now : .afterSend
+        due = delay == .zero ? .now : .afterSend
     }
 
     /// How many attempts the request made so far, ended or in flight: the number of the one started last.
@@ -176,15 +182,19 @@ struct HedgeRound {
     mutating func handle(_ report: Report, now: Duration) -> Step {
         switch report {
         case .tick(let time):
-            // A tick of a timer replaced or stopped since (one queued as a hedge started) is dropped.
+            // A tick for another time than the one the round waits for (of a timer replaced or stopped since, queued
+            // as a hedge started, say) is dropped.
             if due == .at(time) { due = .now }
             return .goOn
         case .sent(let number, let request):
+            // An attempt the round no longer has (cut by its time limit while it was handing its request over) is
+            // not the request going on.
+            guard let base = inFlight[number]?.base else { return .goOn }
             if number == unsent {
                 unsent = nil
                 if let delay, due != .now { due = .at(now + delay) }
             }
-            if let base = inFlight[number]?.base { newestSent = Sent(number: number, request: request, base: base) }
+            newestSent = Sent(number: number, request: request, base: base)
             // The request goes on with an attempt sent: the retries granted meanwhile are told.
             return granted.isEmpty ? .goOn : .tellGranted
         case .finished(let number, let result):
@@ -261,7 +271,7 @@ struct HedgeRound {
         if inFlight.isEmpty, asking.isEmpty { return .end(endingWithNothingInFlight()) }
         // A retry granted is told as soon as an attempt in flight was sent (not one still in an adapter, which may
         // never leave).
-        return !granted.isEmpty && inFlight.keys.contains { $0 != unsent } ? .tellGranted : .goOn
+        return granted[number] != nil && inFlight.keys.contains { $0 != unsent } ? .tellGranted : .goOn
     }
 
     /// The hedge the round would start now: one is due, the newest attempt was sent, no rule stopped the round's
@@ -273,7 +283,8 @@ struct HedgeRound {
         else { return nil }
         // After a retrier moved the request mid-round, and until an attempt from the new request was sent, the hedge is
         // the new request.
-        let judged = target != nil && sent.number < firstFromTarget ? judged(after: sent) : sent.request
+        let judged =
+            if let target, sent.number < firstFromTarget { judged(after: sent, movedTo: target) } else { sent.request }
         return Hedge(number: attemptsMade + 1, judged: judged, retrying: retrying)
     }
 
@@ -354,15 +365,15 @@ struct HedgeRound {
 
     // MARK: What the transitions read
 
-    /// The request the hedge gates judge the round's next hedge by after a retrier moved the request mid-round, until
-    /// an attempt from the new request was sent: the new request, with the header fields the adapters gave the newest
+    /// The request the hedge gates judge the round's next hedge by after a retrier moved the request mid-round to
+    /// `target`, until an attempt from it was sent: `target`, with the header fields the adapters gave the newest
     /// attempt `sent` that it does not set (an idempotency key an adapter added), as going to its host; or, where an
     /// adapter sent the newest attempt to another host than its own request named (and not the endpoint group that
     /// routes the request, which so moved it knowingly), as going where that attempt went, its host not being known
     /// before its adapters run. The hedge is sent only if its own adapted request may be repeated
     /// (`RequestPlan.attempt(_:number:sending:onSend:repeatedOnly:)`).
-    private func judged(after sent: Sent) -> URLRequest {
-        var judged = target ?? sent.request
+    private func judged(after sent: Sent, movedTo target: URLRequest) -> URLRequest {
+        var judged = target
         // What the adapters gave the newest attempt they give the hedge too; a field the caller wrote on the old
         // request (its own idempotency key) the new request does not carry.
         for (name, value) in sent.request.allHTTPHeaderFields ?? [:]

@@ -8,11 +8,11 @@ import Foundation
 /// the request's machine, of which it reads what the action that starts it holds (``RequestMachine/RoundStart``) and
 /// which it never changes: the round returns its attempts, winner and losers, for the machine to record.
 ///
-/// The executor drives the round's state machine (``HedgeRound``), which keeps all the round knows: each attempt in
-/// flight, each question to the retriers about a failure while others are in flight, and the hedging timer runs in a
-/// task of its own, which reports through one stream; the executor's loop reads the reports in the order they came,
+/// The executor drives the round's state machine (``HedgeRound``), which keeps all the round knows. The executor runs
+/// each attempt in flight, each question to the retriers about a failure while others are in flight, and the hedging
+/// timer in a task of its own, which reports through one stream; its loop reads the reports in the order they came,
 /// feeds each to the round with the time, and performs the step the round returns. It is the only code of a round that
-/// awaits, starts a task, reads the clock or asks a part (a hedge gate, a learner, an endpoint group).
+/// awaits, starts a task, reads the clock or asks a part that keeps state (a hedge gate, a learner, an endpoint group).
 ///
 /// The tasks are unstructured (started through `Spawn`, like a race's), so that the loop goes on at once when an
 /// attempt wins, even if a loser ignores cancellation: the round's end cancels the loser and ends the stream, and the
@@ -176,7 +176,7 @@ struct HedgingExecutor {
         case started
         /// Its host asked for quiet until `until`: the next hedge is due then.
         case held(until: Duration)
-        /// A part refused it: no new hedge starts in this round.
+        /// A part refused it, or it may not be repeated: no new hedge starts in this round.
         case refused
     }
 
@@ -205,7 +205,7 @@ struct HedgingExecutor {
     }
 
     /// Keeps `timer` set for when the round's next hedge is `due`, if it is due at a time: a timer set for another
-    /// time is cancelled, and a new one reports ``HedgeRound/Report/tick(due:)`` when the time comes.
+    /// time is cancelled, and a new one reports ``HedgeRound/Report/tick(at:)`` when the time comes.
     private func setTimer(
         _ timer: inout (due: Duration, task: Task<Void, Never>)?, for due: HedgeRound.Due,
         reporter: AsyncStream<HedgeRound.Report>.Continuation
@@ -224,7 +224,7 @@ struct HedgingExecutor {
                     } catch {
                         return  // Cancelled: the round ended, or the timer was replaced.
                     }
-                    reporter.yield(.tick(due: time))
+                    reporter.yield(.tick(at: time))
                 }
             )
         }

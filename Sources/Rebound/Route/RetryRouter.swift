@@ -17,7 +17,7 @@ protocol RetryRouter: AnyObject, Sendable {
     func destination(ofRetry request: RetryRequest) -> URLRequest?
 
     /// The request hedge `number` of request `requestID` will be sent as, `sent` being what the round judges the hedge
-    /// as before its adapters run (`HedgeRound.nextHedge()`), under the endpoint picked for it (which
+    /// as before its adapters run (`HedgeRound.Hedge.judged`), under the endpoint picked for it (which
     /// the hedge's attempt then takes, if it is still in rotation); `nil` when the part does not route the request.
     func destination(ofHedge sent: URLRequest, number: Int, of requestID: UUID) -> URLRequest?
 
