@@ -101,9 +101,7 @@ struct HedgingExecutor {
         rounds: for await report in reports {
             // Cancelled: what is still queued is not read, and the round ends with its newest attempt.
             if Task.isCancelled { break }
-            let step = round.handle(report, now: clock.now())
-            setTimer(&timer, for: round.due, reporter: reporter)
-            switch step {
+            switch round.handle(report, now: clock.now()) {
             case .goOn:
                 break
             case .ask(let number, let question, let limit):
@@ -121,23 +119,26 @@ struct HedgingExecutor {
             case .answerAtOnce(let number):
                 reporter.yield(.answered(number: number, answer: .answered(.doNotRetry)))
             case .tellGranted:
+                // The hedging delay that report started runs while the observers hear.
+                setTimer(&timer, for: round.due, reporter: reporter)
                 await tellGranted(round.takeGranted(), of: round.records)
             case .end(let end):
                 ending = end
                 break rounds
             }
             // A hedge the round would start now, while the time left allows: the parts say whether it starts.
-            guard let hedge = round.nextHedge(), !Task.isCancelled, case let now = clock.now(),
+            if let hedge = round.nextHedge(), !Task.isCancelled, case let now = clock.now(),
                 atStart.time.hasTimeLeft(now: now)
-            else { continue }
-            switch admit(hedge, quiet: round.quiet, learning: learning, now: now) {
-            case .started:
-                let next = round.start(at: now)
-                tasks.append(run(next.number, next.attempt, reporter: reporter, handoffs: handoffs))
-            case .held(let until):
-                round.hedgeNotStarted(heldUntil: until)
-            case .refused:
-                round.hedgeNotStarted(heldUntil: nil)
+            {
+                switch admit(hedge, quiet: round.quiet, learning: learning, now: now) {
+                case .started:
+                    let next = round.start(at: now)
+                    tasks.append(run(next.number, next.attempt, reporter: reporter, handoffs: handoffs))
+                case .held(let until):
+                    round.hedgeNotStarted(heldUntil: until)
+                case .refused:
+                    round.hedgeNotStarted(heldUntil: nil)
+                }
             }
             setTimer(&timer, for: round.due, reporter: reporter)
         }
