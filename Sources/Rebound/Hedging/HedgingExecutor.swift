@@ -174,6 +174,7 @@ struct HedgingExecutor {
 
     /// What the parts said of a hedge the round would start.
     enum Admission {
+        /// Every part let it through: it starts now.
         case started
         /// Its host asked for quiet until `until`: the next hedge is due then.
         case held(until: Duration)
