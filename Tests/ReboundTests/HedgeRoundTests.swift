@@ -36,14 +36,15 @@ struct HedgeRoundTests {
     struct NoRoom: NonRetryableError {}
     let refusedBeforeSending = AttemptResult(.failure(.adaptationFailed(error: NoRoom())))
 
-    /// A round whose first attempt was sent at 0 s and whose hedge, attempt 2, started at 50 ms and was sent then.
-    func roundWithAHedgeSent() -> HedgeRound {
-        var round = round()
+    /// A round under `policy` whose first attempt was sent as `sent` at 0 s and whose hedge, attempt 2, started at
+    /// 50 ms and was sent as `sent` then.
+    func roundWithAHedgeSent(policy: RetryPolicy = RetryPolicy(), sent: URLRequest = request()) -> HedgeRound {
+        var round = round(policy: policy)
         _ = round.start(at: .zero)
-        _ = round.handle(.sent(number: 1, request: request()), now: .zero)
+        _ = round.handle(.sent(number: 1, request: sent), now: .zero)
         _ = round.handle(.tick(at: .milliseconds(50)), now: .milliseconds(50))
         _ = round.start(at: .milliseconds(50))
-        _ = round.handle(.sent(number: 2, request: request()), now: .milliseconds(50))
+        _ = round.handle(.sent(number: 2, request: sent), now: .milliseconds(50))
         return round
     }
 
@@ -194,12 +195,7 @@ struct HedgeRoundTests {
 
     @Test(arguments: [false, true])
     func aServerThatAsksForNoRetryStopsTheRoundsHedgingWhereThePolicyReadsIt(reads: Bool) {
-        var round = round(policy: RetryPolicy(retryAfter: RetryAfter(signals: reads ? .shouldRetry : [])))
-        _ = round.start(at: .zero)
-        _ = round.handle(.sent(number: 1, request: request()), now: .zero)
-        _ = round.handle(.tick(at: .milliseconds(50)), now: .milliseconds(50))
-        _ = round.start(at: .milliseconds(50))
-        _ = round.handle(.sent(number: 2, request: request()), now: .milliseconds(50))
+        var round = roundWithAHedgeSent(policy: RetryPolicy(retryAfter: RetryAfter(signals: reads ? .shouldRetry : [])))
         let noRetry = status(503, headers: [("x-should-retry", "false")])
         _ = round.handle(.finished(number: 2, result: noRetry), now: .seconds(1))
         #expect(round.stopped == reads)
@@ -233,12 +229,7 @@ struct HedgeRoundTests {
         let fallback = URLRequest(url: URL(string: "https://fallback.example.com/items")!)
         var adapted = request()
         adapted.setValue("key-1", forHTTPHeaderField: "Idempotency-Key")
-        var round = round()
-        _ = round.start(at: .zero)
-        _ = round.handle(.sent(number: 1, request: adapted), now: .zero)
-        _ = round.handle(.tick(at: .milliseconds(50)), now: .milliseconds(50))
-        _ = round.start(at: .milliseconds(50))
-        _ = round.handle(.sent(number: 2, request: adapted), now: .milliseconds(50))
+        var round = roundWithAHedgeSent(sent: adapted)
         _ = round.handle(.finished(number: 2, result: status(503)), now: .milliseconds(60))
         let moved = RetryResult.retryWithRequest(fallback, delay: .zero)
         _ = round.handle(.answered(number: 2, answer: .answered(moved)), now: .milliseconds(61))

@@ -219,8 +219,7 @@ struct HedgeRound {
     private mutating func failed(
         _ number: Int, _ attempt: InFlight, _ result: AttemptResult, reason: ReboundError.Reason, now: Duration
     ) -> Step {
-        records.append(
-            RequestMachine.Recorded(result, number: number, since: attempt.start, now: now, hedge: attempt.hedge))
+        records.append(RequestMachine.Recorded(result, number: number, of: attempt, now: now))
         if let head = result.response {
             if let asked = plan.quietAsked(by: head), asked > .zero {
                 // Under the host the attempt was sent to, before any redirect: the one the next attempts go to.
@@ -331,16 +330,14 @@ struct HedgeRound {
             RequestMachine.Report(attempt: number, data: failed.data, elapsed: elapsed)
         }
         for (number, loser, result) in cancelled {
-            records.append(
-                RequestMachine.Recorded(result, number: number, since: loser.start, now: now, hedge: loser.hedge))
+            records.append(RequestMachine.Recorded(result, number: number, of: loser, now: now))
             losers.append(RequestMachine.Report(attempt: number, data: nil, elapsed: elapsed))
         }
         let result: AttemptResult
         var answer: RequestMachine.RetriersAnswer?
         switch ending {
         case .finished(let number, let attempt, let ended, let at):
-            records.append(
-                RequestMachine.Recorded(ended, number: number, since: attempt.start, now: at, hedge: attempt.hedge))
+            records.append(RequestMachine.Recorded(ended, number: number, of: attempt, now: at))
             result = ended
         case .decided(let number, let failed, let answered):
             // Recorded when the retriers were asked about it: it goes after the losers.
@@ -350,9 +347,7 @@ struct HedgeRound {
             (result, answer) = (failed, answered)
         case nil:
             if let (number, attempt, cancelled) = newest {
-                records.append(
-                    RequestMachine.Recorded(
-                        cancelled, number: number, since: attempt.start, now: now, hedge: attempt.hedge))
+                records.append(RequestMachine.Recorded(cancelled, number: number, of: attempt, now: now))
                 result = cancelled
             } else {
                 result = .cancelledBeforeSending
@@ -423,6 +418,13 @@ extension RetryResult {
     fileprivate var limitsAttempts: Bool {
         guard case .doNotRetryBecause(let rule) = self else { return false }
         return rule == .retryLimit || rule == .repeatedFailure
+    }
+}
+
+extension RequestMachine.Recorded {
+    /// The record of the round's attempt `number`, in flight as `attempt`, that came to `result` `now`.
+    init(_ result: AttemptResult, number: Int, of attempt: HedgeRound.InFlight, now: Duration) {
+        self.init(result, number: number, since: attempt.start, now: now, hedge: attempt.hedge)
     }
 }
 
