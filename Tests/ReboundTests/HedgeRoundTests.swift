@@ -12,15 +12,16 @@ import Testing
 /// it returns is read; nothing is sent, slept or awaited, and no part is asked (the tests say what the parts answered).
 @Suite("HedgeRound")
 struct HedgeRoundTests {
-    /// A round of a GET under `hedging`, the request's first, with `delay` (the settings' by default); its chain is
-    /// `policy`, by default one that honours a `Retry-After` up to 60 s.
+    /// A round of a GET under `hedging`, the request's first, with `delay` (the settings' by default) and `deadline`
+    /// (none by default); its chain is `policy`, by default one that honours a `Retry-After` up to 60 s.
     func round(
-        _ hedging: Hedging = Hedging(delay: .milliseconds(50)), delay: Duration?? = nil,
+        _ hedging: Hedging = Hedging(delay: .milliseconds(50)), delay: Duration?? = nil, deadline: Duration? = nil,
         policy: RetryPolicy = RetryPolicy()
     ) -> HedgeRound {
         let session = Session(transport: ScriptedTransport([]), retriers: [policy], clock: ManualClock())
         let plan = RequestPlan(
-            session: session, original: .request(request()), deadline: nil, attemptTimeout: nil, hedging: hedging)
+            session: session, original: .request(request()), deadline: deadline, attemptTimeout: nil,
+            hedging: hedging)
         let start = RequestMachine.RoundStart(request(), hedging: hedging, of: RequestMachine(plan, now: .zero))
         return HedgeRound(plan: plan, atStart: start, delay: delay ?? hedging.delay)
     }
@@ -52,17 +53,17 @@ struct HedgeRoundTests {
         var round = round()
         let first = round.start(at: .zero)
         #expect(first.number == 1 && first.attempt.hedge == 0 && first.attempt.base.url == exampleURL)
-        #expect(round.due == .afterSend && round.nextHedge() == nil)
+        #expect(round.due == .afterSend && round.nextHedge(now: .zero) == nil)
         // Sent at 20 ms, after waiting on the client: the delay counts from then.
         #expect(isGoOn(round.handle(.sent(number: 1, request: request()), now: .milliseconds(20))))
-        #expect(round.due == .at(.milliseconds(70)) && round.nextHedge() == nil)
+        #expect(round.due == .at(.milliseconds(70)) && round.nextHedge(now: .milliseconds(20)) == nil)
         _ = round.handle(.tick(at: .milliseconds(70)), now: .milliseconds(70))
-        let hedge = try #require(round.nextHedge())
+        let hedge = try #require(round.nextHedge(now: .milliseconds(70)))
         #expect(hedge.number == 2 && hedge.judged.url == exampleURL && hedge.retrying == nil)
         let second = round.start(at: .milliseconds(70))
         #expect(second.number == 2 && second.attempt.hedge == 1 && second.attempt.start == .milliseconds(70))
         // No hedge before the new one was sent.
-        #expect(round.due == .afterSend && round.nextHedge() == nil)
+        #expect(round.due == .afterSend && round.nextHedge(now: .milliseconds(70)) == nil)
     }
 
     @Test func aTickOfATimerReplacedSinceIsDropped() {
@@ -71,21 +72,30 @@ struct HedgeRoundTests {
         _ = round.handle(.sent(number: 1, request: request()), now: .zero)
         round.hedgeNotStarted(heldUntil: .seconds(3))
         _ = round.handle(.tick(at: .milliseconds(50)), now: .milliseconds(50))
-        #expect(round.due == .at(.seconds(3)) && round.nextHedge() == nil)
+        #expect(round.due == .at(.seconds(3)) && round.nextHedge(now: .milliseconds(50)) == nil)
         _ = round.handle(.tick(at: .seconds(3)), now: .seconds(3))
-        #expect(round.due == .now && round.nextHedge() != nil)
+        #expect(round.due == .now && round.nextHedge(now: .seconds(3)) != nil)
+    }
+
+    @Test func noHedgeIsDueOnceTheDeadlineCame() {
+        var round = round(deadline: .milliseconds(100))
+        _ = round.start(at: .zero)
+        _ = round.handle(.sent(number: 1, request: request()), now: .zero)
+        _ = round.handle(.tick(at: .milliseconds(50)), now: .milliseconds(99))
+        #expect(round.nextHedge(now: .milliseconds(99))?.number == 2)
+        #expect(round.nextHedge(now: .milliseconds(100)) == nil)
     }
 
     @Test func aRoundWithNoDelaySendsNoHedgeAndOneWithZeroHedgesOnceTheFirstIsSent() {
         var none = round(delay: .some(nil))
         _ = none.start(at: .zero)
         _ = none.handle(.sent(number: 1, request: request()), now: .zero)
-        #expect(none.stopped && none.nextHedge() == nil)
+        #expect(none.stopped && none.nextHedge(now: .zero) == nil)
         var atOnce = round(Hedging(delay: .zero))
         _ = atOnce.start(at: .zero)
-        #expect(atOnce.due == .now && atOnce.nextHedge() == nil)
+        #expect(atOnce.due == .now && atOnce.nextHedge(now: .zero) == nil)
         _ = atOnce.handle(.sent(number: 1, request: request()), now: .zero)
-        #expect(atOnce.nextHedge()?.number == 2)
+        #expect(atOnce.nextHedge(now: .zero)?.number == 2)
     }
 
     @Test func aSuccessEndsTheRoundUnrecordedAndTheLosersAreRecordedBeforeIt() throws {
@@ -122,7 +132,7 @@ struct HedgeRoundTests {
         // place of the retry.
         #expect(isTellGranted(round.handle(.answered(number: 2, answer: .answered(.retry)), now: .milliseconds(61))))
         #expect(round.takeGranted().map(\.number) == [2])
-        let hedge = try #require(round.nextHedge())
+        let hedge = try #require(round.nextHedge(now: .milliseconds(61)))
         #expect(hedge.number == 3 && hedge.retrying?.number == 2)
     }
 
@@ -173,7 +183,7 @@ struct HedgeRoundTests {
         _ = round.handle(.finished(number: 2, result: status(503)), now: .milliseconds(60))
         let answer = RequestMachine.RetriersAnswer.answered(.doNotRetryBecause(.retryLimit))
         #expect(isGoOn(round.handle(.answered(number: 2, answer: answer), now: .milliseconds(61))))
-        #expect(round.stopped && round.nextHedge() == nil && round.inFlight.keys.sorted() == [1])
+        #expect(round.stopped && round.nextHedge(now: .milliseconds(61)) == nil && round.inFlight.keys.sorted() == [1])
         // Attempt 1's success wins; the declined failure is told as a loser.
         guard case .end(let ending) = round.handle(.finished(number: 1, result: status(200)), now: .milliseconds(90))
         else {
@@ -234,7 +244,7 @@ struct HedgeRoundTests {
         let moved = RetryResult.retryWithRequest(fallback, delay: .zero)
         _ = round.handle(.answered(number: 2, answer: .answered(moved)), now: .milliseconds(61))
         _ = round.takeGranted()
-        let hedge = try #require(round.nextHedge())
+        let hedge = try #require(round.nextHedge(now: .milliseconds(61)))
         #expect(hedge.judged.url == fallback.url)
         #expect(hedge.judged.value(forHTTPHeaderField: "Idempotency-Key") == "key-1")
         #expect(round.start(at: .milliseconds(61)).attempt.base.url == fallback.url)
@@ -268,7 +278,7 @@ struct HedgeRoundTests {
         let elsewhere = URLRequest(url: URL(string: "https://other.example.com/items")!)
         #expect(isGoOn(round.handle(.sent(number: 2, request: elsewhere), now: .milliseconds(62))))
         // The next hedge is still judged as the newest request the round's attempts sent.
-        #expect(try #require(round.nextHedge()).judged.url == exampleURL)
+        #expect(try #require(round.nextHedge(now: .milliseconds(62))).judged.url == exampleURL)
     }
 
     @Test func aCancelledRoundGoesOnWithItsNewestAttemptInFlight() {
@@ -288,14 +298,14 @@ struct HedgeRoundTests {
         _ = round.start(at: .zero)
         _ = round.handle(.sent(number: 2, request: request()), now: .zero)
         // Two in flight: no third until one ends.
-        #expect(round.nextHedge() == nil)
+        #expect(round.nextHedge(now: .zero) == nil)
         _ = round.handle(.finished(number: 1, result: status(503)), now: .milliseconds(10))
-        #expect(round.nextHedge()?.number == 3)
+        #expect(round.nextHedge(now: .milliseconds(10))?.number == 3)
         _ = round.start(at: .milliseconds(10))
         _ = round.handle(.sent(number: 3, request: request()), now: .milliseconds(10))
         // Three attempts in all: no fourth.
         _ = round.handle(.finished(number: 2, result: status(503)), now: .milliseconds(20))
-        #expect(round.nextHedge() == nil)
+        #expect(round.nextHedge(now: .milliseconds(20)) == nil)
     }
 
     func isGoOn(_ step: HedgeRound.Step) -> Bool {

@@ -7,7 +7,7 @@ import Foundation
 /// A hedged round as a pure state machine: what the round knows, and how each report of its tasks changes it. Its
 /// driver (`HedgingExecutor.execute()`) runs the attempts, the questions to the retriers and the timer in tasks of
 /// their own, reads their reports in the order they came, feeds each here with the time it read, and performs the
-/// ``Step`` that comes back; it asks the parts whether a hedge the round would start may start (``nextHedge()``), and
+/// ``Step`` that comes back; it asks the parts whether a hedge the round would start may start (``nextHedge(now:)``), and
 /// tells the round what they said.
 ///
 /// ```
@@ -39,7 +39,7 @@ struct HedgeRound {
 
     /// What the driver does after the round took a report.
     enum Step {
-        /// Nothing more: the driver reads the next report, after it starts a hedge if one is due (``nextHedge()``), as
+        /// Nothing more: the driver reads the next report, after it starts a hedge if one is due (``nextHedge(now:)``), as
         /// after every step but the end.
         case goOn
         /// Ask the retriers `question` about attempt `number`'s failure, within `limit`, in a task of the round, which
@@ -273,12 +273,14 @@ struct HedgeRound {
         return granted[number] != nil && inFlight.keys.contains { $0 != unsent } ? .tellGranted : .goOn
     }
 
-    /// The hedge the round would start now: one is due, the newest attempt was sent, no rule stopped the round's
-    /// hedging, and the settings allow another attempt in flight and in all. The driver then checks the time left and
-    /// asks the parts, and tells the round what they said: ``start(at:)``, or ``hedgeNotStarted(heldUntil:)``.
-    func nextHedge() -> Hedge? {
+    /// The hedge the round would start `now`: one is due, the newest attempt was sent, no rule stopped the round's
+    /// hedging, the request's deadline is still to come, and the settings allow another attempt in flight and in all.
+    /// The driver then asks the parts, and tells the round what they said: ``start(at:)``, or
+    /// ``hedgeNotStarted(heldUntil:)``.
+    func nextHedge(now: Duration) -> Hedge? {
         guard due == .now, unsent == nil, !stopped, let sent = newestSent,
-            inFlight.count < atStart.hedging.maximumInFlight, attemptsMade < atStart.hedging.maximumAttempts
+            inFlight.count < atStart.hedging.maximumInFlight, attemptsMade < atStart.hedging.maximumAttempts,
+            atStart.time.end.map({ now < $0 }) ?? true
         else { return nil }
         // After a retrier moved the request mid-round, and until an attempt from the new request was sent, the hedge is
         // the new request.
@@ -287,7 +289,7 @@ struct HedgeRound {
         return Hedge(number: attemptsMade + 1, judged: judged, retrying: retrying)
     }
 
-    /// Notes that the hedge ``nextHedge()`` gave did not start: its host asked for quiet, and the next hedge is due
+    /// Notes that the hedge ``nextHedge(now:)`` gave did not start: its host asked for quiet, and the next hedge is due
     /// at `heldUntil`; or, with no time, a part refused it, and no new hedge starts in this round.
     mutating func hedgeNotStarted(heldUntil: Duration?) {
         if let heldUntil { due = .at(heldUntil) } else { stopped = true }

@@ -101,7 +101,8 @@ struct HedgingExecutor {
         rounds: for await report in reports {
             // Cancelled: what is still queued is not read, and the round ends with its newest attempt.
             if Task.isCancelled { break }
-            switch round.handle(report, now: clock.now()) {
+            var now = clock.now()
+            switch round.handle(report, now: now) {
             case .goOn:
                 break
             case .ask(let number, let question, let limit):
@@ -122,14 +123,14 @@ struct HedgingExecutor {
                 // The hedging delay that report started runs while the observers hear.
                 setTimer(&timer, for: round.due, reporter: reporter)
                 await tellGranted(round.takeGranted(), of: round.records)
+                // The observers may have taken their time: a hedge due now is judged at the time they were done.
+                now = clock.now()
             case .end(let end):
                 ending = end
                 break rounds
             }
-            // A hedge the round would start now, while the time left allows: the parts say whether it starts.
-            if let hedge = round.nextHedge(), !Task.isCancelled, case let now = clock.now(),
-                atStart.time.hasTimeLeft(now: now)
-            {
+            // A hedge the round would start now: the parts say whether it starts.
+            if !Task.isCancelled, let hedge = round.nextHedge(now: now) {
                 switch admit(hedge, quiet: round.quiet, learning: learning, now: now) {
                 case .started:
                     let next = round.start(at: now)

@@ -167,9 +167,10 @@ struct RequestLedger: Sendable {
     /// the parts and the observers are to hear of the attempt; its untold refusals count as told from then on.
     func settling(attempt: Int?, endsRequest: Bool = false) -> Settlement {
         record.withLock { record in
-            if endsRequest { record.ledger.settled.endRequest() }
+            // Once the request ended, every attempt counts as settled: the attempt needs no mark of its own.
+            if endsRequest { record.ledger.settled.requestEnded = true }
             guard let attempt else { return Settlement(accountants: .none, hasObservers: false, untold: []) }
-            record.ledger.settled.insert(attempt)
+            if !endsRequest { record.ledger.settled.insert(attempt) }
             // No part moves a settled attempt: the credentials applied to it are not needed any more.
             if !record.ledger.credentialsApplied.isEmpty {
                 record.ledger.credentialsApplied.removeAll { $0.attempt == attempt }

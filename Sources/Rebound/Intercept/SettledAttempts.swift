@@ -5,8 +5,10 @@ extension RequestLedger {
         /// Attempt `n` is bit `n - 1` of word `(n - 1) / 64`; the first word is inline.
         private var first: UInt64 = 0
         private var more: [UInt64] = []
-        private(set) var requestEnded = false
+        /// Whether the request ended: every attempt counts as settled from then on.
+        var requestEnded = false
 
+        /// Marks `attempt` settled.
         mutating func insert(_ attempt: Int) {
             guard attempt >= 1 else { return }
             let (word, bit) = (attempt - 1).quotientAndRemainder(dividingBy: 64)
@@ -16,10 +18,6 @@ extension RequestLedger {
             }
             if more.count < word { more.append(contentsOf: repeatElement(0, count: word - more.count)) }
             more[word - 1] |= 1 << UInt64(bit)
-        }
-
-        mutating func endRequest() {
-            requestEnded = true
         }
 
         /// Whether `attempt` was settled, or the request ended.

@@ -304,11 +304,6 @@ struct RequestTime: Sendable {
     func allows(_ delay: Duration, from now: Duration) -> Bool {
         end.map { now + delay <= $0 } ?? true
     }
-
-    /// Whether the deadline is still to come, `now`.
-    func hasTimeLeft(now: Duration) -> Bool {
-        end.map { now < $0 } ?? true
-    }
 }
 
 /// A time limit on one awaited step of a request, and which limit it is.
