@@ -113,8 +113,9 @@ struct RequestMachineTests {
         _ = machine.handle(.start(first: request()), now: .zero)
         let refused = AttemptResult(.failure(.adaptationFailed(error: Refused())))
         let action = machine.handle(.attemptEnded(refused, admittedByBreaker: false), now: .seconds(1))
-        // Not offered to the retriers, so not routed either: the request ends.
-        #expect(try reported(action).decision == .failed)
+        // Not offered to the retriers, so not routed either: the request ends, stopped by no rule of Rebound's.
+        let report = try reported(action)
+        #expect(report.decision == .failed && report.error?.stopReason == .notRetried)
     }
 
     @Test func aSuccessAtTheFirstAttemptIsReportedThenEndsTheRequestWithNothingToGiveBack() throws {
@@ -342,6 +343,26 @@ struct RequestMachineTests {
             machine.handle(
                 .attemptEnded(AttemptResult(.failure(.circuitOpen(open))), admittedByBreaker: false), now: .zero))
         #expect(report.decision == .failed)
+        // Ended by the breaker's rule, with the refusal as its reason.
+        let error = try #require(report.error)
+        #expect(error.stopReason == .circuitOpen && error.attemptCount == 1)
+        guard case .circuitOpen = error.reason else {
+            Issue.record("the request ends with the breaker's refusal")
+            return
+        }
+    }
+
+    @Test func aRoundWhoseQuestionAboutANeverRetriedFailureWasCutEndsAsItsQuestionDid() throws {
+        var machine = machine(hedging: Hedging(delay: .milliseconds(50)))
+        _ = machine.handle(.start(first: request()), now: .zero)
+        let open = CircuitBreakerOpenError(key: "api.example.com", state: .open, retryAfter: .seconds(5))
+        let refused = AttemptResult(.failure(.circuitOpen(open)))
+        let round = HedgingExecutor.RoundResult(
+            records: [RequestMachine.Recorded(refused, number: 1, since: .zero, now: .milliseconds(10))],
+            result: refused, answer: .cancelled, target: nil, quiet: HostQuiet())
+        // The round was cancelled before its answer was read: the request is cancelled, not failed by the breaker.
+        let report = try reported(machine.handle(.roundEnded(round, admittedByBreaker: false), now: .milliseconds(10)))
+        #expect(report.decision == .cancelled && report.error == nil)
     }
 
     @Test func anAttemptTheDeadlineCutShortIsRecordedAsTimedOutAndEndsTheRequest() throws {

@@ -342,6 +342,15 @@ struct RequestMachine {
         case .deadlineReached:
             return finish(.failed(deadlineExceeded(after: Self.deadlineCutShort)), reporting: result.data, now: now)
         case .failure(let reason):
+            // A failure that is never retried (an open breaker, say) is not offered to the retriers: it ends the
+            // request, stopped by the rule whose refusal it is. (A hedged round that asked already says how its
+            // question ended, cut by cancellation or the deadline, say.)
+            if answer == nil, reason.isNonRetryable {
+                let error = failure(
+                    reason, response: result.response, data: result.data,
+                    stoppedBy: StopReason(failure: reason) ?? .notRetried)
+                return finish(.failed(error), reporting: result.data, now: now)
+            }
             // The first question of a request a breaker let through makes its backoff wait, which the breaker keeps
             // when it grants the retry, so that its opening ends the wait.
             if backoffWait == nil, admittedByBreaker { backoffWait = BackoffWait() }
@@ -352,8 +361,6 @@ struct RequestMachine {
             phase = .deciding(question)
             // A hedged round asked already: what came of its question is the retriers' answer, never asked again.
             if let answer { return handle(.retriersAnswered(answer), now: now) }
-            // A failure that is never retried (an open breaker, say) is not offered to the retriers at all.
-            if reason.isNonRetryable { return decide(question, after: .doNotRetry, now: now) }
             // Where a part may have registered as the request's router (an endpoint group), it picks where the retry
             // goes before the retriers are asked.
             if plan.registered != nil { return .route(question.request) }
