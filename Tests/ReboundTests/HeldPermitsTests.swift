@@ -113,4 +113,13 @@ struct InlineListTests {
         #expect(roles.ledger.requestEnded)
         #expect((1...210).allSatisfy { roles.ledger.isSettled(attempt: $0) })
     }
+
+    @Test func theAttemptThatEndsTheRequestIsSettledWithEveryOther() {
+        let roles = RegisteredRoles(besides: .none)
+        _ = roles.ledger.settling(attempt: 1)
+        #expect(!roles.ledger.isSettled(attempt: 2))
+        _ = roles.ledger.settling(attempt: 2, endsRequest: true)
+        #expect(roles.ledger.requestEnded)
+        #expect([1, 2, 3, 70].allSatisfy { roles.ledger.isSettled(attempt: $0) })
+    }
 }

@@ -5,7 +5,8 @@ extension RequestLedger {
         /// Attempt `n` is bit `n - 1` of word `(n - 1) / 64`; the first word is inline.
         private var first: UInt64 = 0
         private var more: [UInt64] = []
-        /// Whether the request ended: every attempt counts as settled from then on.
+        /// Whether the request ended: every attempt counts as settled from then on. Set once, as the request ends
+        /// (``RequestLedger/settling(attempt:endsRequest:)``), and never cleared.
         var requestEnded = false
 
         /// Marks `attempt` settled.

@@ -13,16 +13,16 @@ import Foundation
 /// ```
 ///            start
 ///              │
-///   ┌──▶ attempting ──(attempt ended: success, cancelled, cut by the deadline)─────────────┐
+///   ┌──▶ attempting ──(success, cancelled, cut by the deadline, a failure never retried)────┐
 ///   │          │ failure                                                                    │
 ///   │          ▼                                                                            │
-///   │      deciding ──(no retry, too late, cancelled, a retry past the deadline)──────────┤
+///   │      deciding ──(no retry, too late, cancelled, a retry past the deadline)────────────┤
 ///   │          │ retry (after a delay, or none)                                             │
 ///   │          ▼                                                                            ▼
 ///   │      admitting ──(a gate refused)──────────────────────────────────────────────▶ finished
 ///   │          │ granted: the attempt reported                                              ▲
 ///   │          ▼                                                                            │
-///   └──── backing off ──(cancelled, a gate that granted the retry ended the wait)──────────┘
+///   └──── backing off ──(cancelled, a gate that granted the retry ended the wait)───────────┘
 /// ```
 ///
 /// Nothing here awaits, reads a clock or calls a part: the time comes with each event, and what a part says comes back
@@ -340,15 +340,13 @@ struct RequestMachine {
         case .cancelled:
             return finish(.cancelled, reporting: result.data, now: now)
         case .deadlineReached:
-            return finish(.failed(deadlineExceeded(after: Self.deadlineCutShort)), reporting: result.data, now: now)
+            return finish(.failed(deadlineExceeded()), reporting: result.data, now: now)
         case .failure(let reason):
             // A failure that is never retried (an open breaker, say) is not offered to the retriers: it ends the
-            // request, stopped by the rule whose refusal it is. (A hedged round that asked already says how its
-            // question ended, cut by cancellation or the deadline, say.)
+            // request, stopped by the rule whose refusal it is (unless a hedged round says how its question ended).
             if answer == nil, reason.isNonRetryable {
-                let error = failure(
-                    reason, response: result.response, data: result.data,
-                    stoppedBy: StopReason(failure: reason) ?? .notRetried)
+                let rule = StopReason(failure: reason) ?? .notRetried
+                let error = failure(reason, response: result.response, data: result.data, stoppedBy: rule)
                 return finish(.failed(error), reporting: result.data, now: now)
             }
             // The first question of a request a breaker let through makes its backoff wait, which the breaker keeps
@@ -488,18 +486,12 @@ struct RequestMachine {
             stoppedBy: StopReason(refusal: abort) ?? .retrierError)
     }
 
-    /// The deadline error after `error`, with its response and body.
-    private func deadlineExceeded(after error: ReboundError, stoppedBy rule: StopReason = .deadline) -> ReboundError {
-        deadlineExceeded(after: error.reason, response: error.responseHead, data: error.data, stoppedBy: rule)
-    }
-
-    /// The deadline error after `reason`.
-    private func deadlineExceeded(
-        after reason: ReboundError.Reason, response: ResponseHead? = nil, data: Data? = nil,
-        stoppedBy rule: StopReason = .deadline
-    ) -> ReboundError {
+    /// The deadline error after `error`, with its response and body; with none, after an attempt the deadline cut short.
+    private func deadlineExceeded(after error: ReboundError? = nil, stoppedBy rule: StopReason = .deadline)
+        -> ReboundError
+    {
         failure(
-            .deadlineExceeded(deadline: plan.deadline ?? .zero, last: reason), response: response, data: data,
-            stoppedBy: rule)
+            .deadlineExceeded(deadline: plan.deadline ?? .zero, last: error?.reason ?? Self.deadlineCutShort),
+            response: error?.responseHead, data: error?.data, stoppedBy: rule)
     }
 }
