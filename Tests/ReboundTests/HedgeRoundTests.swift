@@ -16,14 +16,14 @@ struct HedgeRoundTests {
     /// (none by default); its chain is `policy`, by default one that honours a `Retry-After` up to 60 s.
     func round(
         _ hedging: Hedging = Hedging(delay: .milliseconds(50)), delay: Duration?? = nil, deadline: Duration? = nil,
-        policy: RetryPolicy = RetryPolicy()
+        policy: RetryPolicy = RetryPolicy(), learnsDelay: Bool = false
     ) -> HedgeRound {
         let session = Session(transport: ScriptedTransport([]), retriers: [policy], clock: ManualClock())
         let plan = RequestPlan(
             session: session, original: .request(request()), deadline: deadline, attemptTimeout: nil,
             hedging: hedging)
         let start = RequestMachine.RoundStart(request(), hedging: hedging, of: RequestMachine(plan, now: .zero))
-        return HedgeRound(plan: plan, atStart: start, delay: delay ?? hedging.delay)
+        return HedgeRound(plan: plan, atStart: start, delay: learnsDelay ? .learned : .fixed(delay ?? hedging.delay))
     }
 
     func status(_ code: Int, headers: [(String, String)] = []) -> AttemptResult {
@@ -64,6 +64,36 @@ struct HedgeRoundTests {
         #expect(second.number == 2 && second.attempt.hedge == 1 && second.attempt.start == .milliseconds(70))
         // No hedge before the new one was sent.
         #expect(round.due == .afterSend && round.nextHedge(now: .milliseconds(70)) == nil)
+    }
+
+    @Test func aLearnedDelayIsAskedForAsTheFirstAttemptIsSentAndCountsFromThen() {
+        var round = round(learnsDelay: true)
+        _ = round.start(at: .zero)
+        #expect(!round.stopped && round.delay == nil && round.nextHedge(now: .zero) == nil)
+        var keyed = request()
+        keyed.setValue("key-1", forHTTPHeaderField: "Idempotency-Key")
+        guard case .learnDelay(let sent) = round.handle(.sent(number: 1, request: keyed), now: .milliseconds(20)) else {
+            Issue.record("the first attempt's handoff asks for the learned delay")
+            return
+        }
+        // The request as the adapters sent it, for the driver to judge.
+        #expect(sent.value(forHTTPHeaderField: "Idempotency-Key") == "key-1")
+        round.delayLearned(.milliseconds(30), now: .milliseconds(20))
+        #expect(round.due == .at(.milliseconds(50)) && round.nextHedge(now: .milliseconds(20)) == nil)
+        _ = round.handle(.tick(at: .milliseconds(50)), now: .milliseconds(50))
+        #expect(round.nextHedge(now: .milliseconds(50))?.number == 2)
+        // The hedge's handoff asks nothing more: the delay is the round's.
+        _ = round.start(at: .milliseconds(50))
+        #expect(isGoOn(round.handle(.sent(number: 2, request: keyed), now: .milliseconds(50))))
+        #expect(round.due == .at(.milliseconds(80)))
+    }
+
+    @Test func aRoundTheLearnerGivesNoDelaySendsNoHedge() {
+        var round = round(learnsDelay: true)
+        _ = round.start(at: .zero)
+        _ = round.handle(.sent(number: 1, request: request()), now: .zero)
+        round.delayLearned(nil, now: .zero)
+        #expect(round.stopped && round.nextHedge(now: .seconds(10)) == nil)
     }
 
     @Test func aTickOfATimerReplacedSinceIsDropped() {

@@ -90,6 +90,23 @@ struct HedgingDelayLearnerTests {
         #expect(afterGet.samples == 0 && afterGet.rounds == 1)
     }
 
+    @Test func aPostTheAdaptersGiveAnIdempotencyKeyCountsAndTeaches() async throws {
+        let clock = ManualClock()
+        let learner = HedgingDelayLearner(clock: clock)
+        let transport = ScriptedTransport(clock: clock) { request, _ in
+            request.value(forHTTPHeaderField: "Idempotency-Key") == nil ? .status(400) : .status(201)
+        }
+        let session = Session(
+            transport: transport, adapters: [IdempotencyKeyAdapter()], retriers: [RetryPolicy()],
+            hedging: Hedging(learning: learner), clock: clock)
+        for _ in 0..<5 {
+            _ = try await session.send(URL(string: "https://a.example/orders")!, method: .post, body: Data("{}".utf8))
+        }
+        // Judged as it is sent, with its key: a request that may be repeated, as a GET.
+        let snapshot = learner.snapshot(for: "a.example")
+        #expect(snapshot.rounds == 5 && snapshot.samples == 5)
+    }
+
     @Test func anInvalidNumberIsRejectedNamingIt() {
         #expect(throws: ConfigurationError.self) {
             try HedgingDelayLearner.Configuration.validated(maximumExtraLoad: 0)
@@ -107,6 +124,7 @@ struct HedgingDelayLearnerTests {
     /// sent.
     @available(macOS 15.0, iOS 18.0, macCatalyst 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *)
     static func run(
+        method: HTTPMethod = .get, adapters: [any RequestAdapter] = [],
         latency: @escaping @Sendable (Int) -> Duration, hedgeLatency: @escaping @Sendable (Int) -> Duration
     ) async -> (times: [Duration], sent: Int) {
         let simulation = Simulation()
@@ -126,13 +144,13 @@ struct HedgingDelayLearnerTests {
             }
             let learner = HedgingDelayLearner(clock: clock)
             let session = Session(
-                transport: transport, adapters: [marker], retriers: [RetryPolicy()],
+                transport: transport, adapters: adapters + [marker], retriers: [RetryPolicy()],
                 hedging: Hedging(learning: learner), clock: clock)
             var times: [Duration] = []
             for index in 0..<1_000 {
                 let start = clock.now.offset
                 let task = Task(executorPreference: simulation.executor) {
-                    _ = try? await session.send(URL(string: "https://a.example/items/\(index)")!)
+                    _ = try? await session.send(URL(string: "https://a.example/items/\(index)")!, method: method)
                 }
                 await simulation.settle()
                 while let next = clock.nextDeadline {
@@ -158,6 +176,20 @@ struct HedgingDelayLearnerTests {
         // none waits 600 ms, and no other request is hedged.
         #expect(times.max()! <= .milliseconds(25), "slowest \(times.max()!)")
         #expect(sent - times.count == 10)
+    }
+
+    @Test func aPostIsHedgedAsAGetOnceTheAdaptersGiveItAnIdempotencyKey() async {
+        guard #available(macOS 15.0, iOS 18.0, macCatalyst 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *) else {
+            return
+        }
+        let slowTail: @Sendable (Int) -> Duration = { $0 % 100 == 50 ? .milliseconds(600) : .milliseconds(10) }
+        let fast: @Sendable (Int) -> Duration = { _ in .milliseconds(10) }
+        let keyed = await Self.run(
+            method: .post, adapters: [IdempotencyKeyAdapter()], latency: slowTail, hedgeLatency: fast)
+        #expect(keyed.times.max()! <= .milliseconds(25) && keyed.sent - keyed.times.count == 10)
+        // Without a key, a POST is never hedged: each slow one waits its 600 ms.
+        let unkeyed = await Self.run(method: .post, latency: slowTail, hedgeLatency: fast)
+        #expect(unkeyed.sent == unkeyed.times.count && unkeyed.times.max()! == .milliseconds(600))
     }
 
     @Test func whenEveryAnswerSlowsDownTheHedgesStayWithinTheExtraLoad() async {

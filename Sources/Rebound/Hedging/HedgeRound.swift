@@ -51,6 +51,10 @@ struct HedgeRound {
         /// Settle and tell the retries the retriers granted meanwhile (``takeGranted()``): the request went on with an
         /// attempt that was sent.
         case tellGranted
+        /// Ask the round's learner for the host's delay, now that the round's first attempt sent `sent` (the request as
+        /// its adapters made it, which is judged for whether it may be repeated), and tell the round
+        /// (``delayLearned(_:now:)``).
+        case learnDelay(sent: URLRequest)
         /// End the round.
         case end(Ending)
     }
@@ -90,6 +94,15 @@ struct HedgeRound {
         let retrying: Attempt?
     }
 
+    /// How a round's hedging delay is given.
+    enum Delay {
+        /// This delay after the newest attempt was sent; `nil` for a round that sends no hedge.
+        case fixed(Duration?)
+        /// The delay a learner gives the host, asked for once the round's first attempt was sent
+        /// (``Step/learnDelay(sent:)``).
+        case learned
+    }
+
     /// What ends a round.
     enum Ending {
         /// Attempt `number` came to `result` at `at`, which ends the round (a success, cancellation, the deadline, or
@@ -105,8 +118,11 @@ struct HedgeRound {
     /// What the round reads of the request as it starts (``RequestMachine/RoundStart``).
     let atStart: RequestMachine.RoundStart
     /// How long after the newest attempt was sent, with no answer, the next hedge is due; `nil` for a round that sends
-    /// no hedge (a learner with too few answers, a request that may not be repeated).
-    let delay: Duration?
+    /// no hedge (a learner with too few answers, a request that may not be repeated), and for a delay to be learned
+    /// until the first attempt was sent.
+    private(set) var delay: Duration?
+    /// Whether the delay is still to be learned: the round's first attempt was not sent yet.
+    private var learnsDelay: Bool
 
     /// The attempts in flight, by number.
     private(set) var inFlight: [Int: InFlight] = [:]
@@ -147,11 +163,15 @@ struct HedgeRound {
 
     /// A round of `plan`'s request from what `atStart` holds, whose hedges are due `delay` after the newest attempt
     /// was sent (none with no delay; at once with zero).
-    init(plan: RequestPlan, atStart: RequestMachine.RoundStart, delay: Duration?) {
-        (self.plan, self.atStart, self.delay) = (plan, atStart, delay)
-        // With no delay, the round is stopped from the start: no hedge is ever due.
-        stopped = delay == nil
-        due = delay == .zero ? .now : .afterSend
+    init(plan: RequestPlan, atStart: RequestMachine.RoundStart, delay: Delay) {
+        (self.plan, self.atStart) = (plan, atStart)
+        switch delay {
+        case .fixed(let fixed): (self.delay, learnsDelay) = (fixed, false)
+        case .learned: (self.delay, learnsDelay) = (nil, true)
+        }
+        // With no delay, and none to learn, the round is stopped from the start: no hedge is ever due.
+        stopped = self.delay == nil && !learnsDelay
+        due = self.delay == .zero ? .now : .afterSend
     }
 
     /// How many attempts the request made so far, ended or in flight: the number of the one started last.
@@ -195,6 +215,8 @@ struct HedgeRound {
                 if let delay, due != .now { due = .at(now + delay) }
             }
             newestSent = Sent(number: number, request: request, base: base)
+            // The first attempt was sent: the learner gives the delay, judging the request as it was sent.
+            if learnsDelay { return .learnDelay(sent: request) }
             // The request goes on with an attempt sent: the retries granted meanwhile are told.
             return granted.isEmpty ? .goOn : .tellGranted
         case .finished(let number, let result):
@@ -287,6 +309,17 @@ struct HedgeRound {
         let judged =
             if let target, sent.number < firstFromTarget { judged(after: sent, movedTo: target) } else { sent.request }
         return Hedge(number: attemptsMade + 1, judged: judged, retrying: retrying)
+    }
+
+    /// Takes the delay the learner gave `now`, as the round's first attempt was sent: the next hedge is due that long
+    /// after; with none (too few answers, a request that may not be repeated), the round sends no hedge.
+    mutating func delayLearned(_ learned: Duration?, now: Duration) {
+        (delay, learnsDelay) = (learned, false)
+        guard let learned else {
+            stopped = true
+            return
+        }
+        due = learned == .zero ? .now : .at(now + learned)
     }
 
     /// Notes that the hedge ``nextHedge(now:)`` gave did not start: its host asked for quiet, and the next hedge is due

@@ -74,18 +74,11 @@ struct HedgingExecutor {
     /// is told to the observers as a loser, with ``AttemptDecision/cancelled``.
     func execute() async -> RoundResult {
         let clock = plan.session.clock
-        // A learned delay is the host's, and its learner hears how long the round took to answer; a learner with too
-        // few answers gives none, and the round sends no hedge. A request that may not be repeated is never hedged,
-        // and neither counts for the host nor teaches it anything.
+        // A learned delay is the host's, asked for as the first attempt is sent, and its learner hears how long the
+        // round took to answer.
         var learning: Learning?
-        var delay: Duration? = hedging.delay
-        if let learner = hedging.learner {
-            let key = plan.mayBeRepeated(atStart.request) ? learner.key(for: plan.originalRequest) : nil
-            // A request counts once, at its first round: its retries' rounds add no share of a hedge.
-            delay = key.flatMap { learner.startRound(for: $0, counts: atStart.attempts.isEmpty) }
-            learning = key.map { Learning(learner: learner, key: $0) }
-        }
-        var round = HedgeRound(plan: plan, atStart: atStart, delay: delay)
+        var round = HedgeRound(
+            plan: plan, atStart: atStart, delay: hedging.learner == nil ? .fixed(hedging.delay) : .learned)
         let (reports, reporter) = AsyncStream.makeStream(of: HedgeRound.Report.self)
         // What each attempt handed to the transport, and when; written from the attempts' tasks as they hand it over,
         // so that a loser's record says whether it was sent, even when the round ended before its report was read.
@@ -119,6 +112,19 @@ struct HedgingExecutor {
                     })
             case .answerAtOnce(let number):
                 reporter.yield(.answered(number: number, answer: .answered(.doNotRetry)))
+            case .learnDelay(let sent):
+                // A request that may not be repeated, as its adapters sent it, is never hedged, and neither counts for
+                // the host nor teaches it anything (an `IdempotencyKeyAdapter`'s key makes a POST one that may be);
+                // a learner with too few answers gives no delay, and the round sends no hedge. A request counts once,
+                // at its first round: its retries' rounds add no share of a hedge.
+                if let learner = hedging.learner, plan.mayBeRepeated(sent),
+                    let key = learner.key(for: plan.originalRequest)
+                {
+                    learning = Learning(learner: learner, key: key)
+                    round.delayLearned(learner.startRound(for: key, counts: atStart.attempts.isEmpty), now: now)
+                } else {
+                    round.delayLearned(nil, now: now)
+                }
             case .tellGranted:
                 // The hedging delay that report started runs while the observers hear.
                 setTimer(&timer, for: round.due, reporter: reporter)
