@@ -14,7 +14,8 @@ import Foundation
 /// as the percentile (a tie) are not hedged. A latency is the time from a round's first attempt reaching the transport
 /// to the success that won the round, whatever attempt gave it; a round that ended otherwise (a failure, the deadline)
 /// teaches nothing. Until a host has ``Configuration/minimumSamples`` answers in the window, its requests are not
-/// hedged. Only requests that may be repeated count: a POST is never hedged, and neither counts nor teaches.
+/// hedged. Only requests that may be repeated, as their first attempt is sent, count: a POST without an
+/// `Idempotency-Key` is never hedged, and neither counts nor teaches; one an ``IdempotencyKeyAdapter`` keys does both.
 ///
 /// **The cap.** Each request to a host adds ``Configuration/maximumExtraLoad`` of a hedge to what the host may be sent,
 /// and each hedge takes one, never more than one in hand: over any stretch of requests, the hedges are at most that
