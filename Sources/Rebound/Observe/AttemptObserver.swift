@@ -19,8 +19,9 @@
 ///
 /// **Order and cost.** Observers are called one after another on the request's task: those found in the session's
 /// chain first, then the request's, in chain order, then those registered through a context, in the order they
-/// registered. The session waits for each, so keep the hooks quick. A chain without observers pays nothing. A class
-/// instance given or registered more than once is told once.
+/// registered. The session waits for each, and a request's deadline does not cut a hook short (every observer hears
+/// every outcome), so keep the hooks quick. A chain without observers pays nothing. A class instance given or
+/// registered more than once is told once.
 public protocol AttemptObserver: Sendable {
     /// Called once with the outcome of each attempt, including cancelled ones; does nothing by default.
     func attemptDidFinish(_ outcome: AttemptOutcome) async
