@@ -7,8 +7,8 @@ import Foundation
 /// A hedged round as a pure state machine: what the round knows, and how each report of its tasks changes it. Its
 /// driver (`HedgingExecutor.execute()`) runs the attempts, the questions to the retriers and the timer in tasks of
 /// their own, reads their reports in the order they came, feeds each here with the time it read, and performs the
-/// ``Step`` that comes back; it asks the parts whether a hedge the round would start may start (``nextHedge(now:)``), and
-/// tells the round what they said.
+/// ``Step`` that comes back; it asks the parts whether a hedge the round would start may start
+/// (``nextHedge(now:)``), and tells the round what they said.
 ///
 /// ```
 ///   start(at:) ──▶ attempts in flight ──(a success; an attempt cancelled or cut by the deadline; the last attempt in
@@ -39,8 +39,8 @@ struct HedgeRound {
 
     /// What the driver does after the round took a report.
     enum Step {
-        /// Nothing more: the driver reads the next report, after it starts a hedge if one is due (``nextHedge(now:)``), as
-        /// after every step but the end.
+        /// Nothing more: the driver reads the next report, after it starts a hedge if one is due
+        /// (``nextHedge(now:)``), as after every step but the end.
         case goOn
         /// Ask the retriers `question` about attempt `number`'s failure, within `limit`, in a task of the round, which
         /// reports their answer.

@@ -486,7 +486,8 @@ struct RequestMachine {
             stoppedBy: StopReason(refusal: abort) ?? .retrierError)
     }
 
-    /// The deadline error after `error`, with its response and body; with none, after an attempt the deadline cut short.
+    /// The deadline error after `error`, with its response and body; with none, after an attempt the deadline cut
+    /// short.
     private func deadlineExceeded(after error: ReboundError? = nil, stoppedBy rule: StopReason = .deadline)
         -> ReboundError
     {
