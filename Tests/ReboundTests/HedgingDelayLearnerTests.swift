@@ -119,6 +119,95 @@ struct HedgingDelayLearnerTests {
         }
     }
 
+    /// Sends `url` through `session` on `simulation`, moving `clock` to each deadline until the request ends; returns
+    /// its attempts (none if it failed) and how long it took.
+    @available(macOS 15.0, iOS 18.0, macCatalyst 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *)
+    static func send(
+        _ url: URL, method: HTTPMethod = .get, through session: Session, on simulation: Simulation, clock: ManualClock
+    ) async -> (attempts: [Attempt], elapsed: Duration) {
+        let start = clock.now.offset
+        let task = Task(executorPreference: simulation.executor) {
+            (try? await session.send(url, method: method))?.attempts ?? []
+        }
+        await simulation.settle()
+        while let next = clock.nextDeadline {
+            clock.advance(to: next)
+            await simulation.settle()
+        }
+        return (await task.value, clock.now.offset - start)
+    }
+
+    /// A learner on `clock` that learned 50 answers of 10 ms from `a.example` and counted 50 of its requests: its delay
+    /// is 10.5 ms, and one hedge is in hand.
+    static func trained(on clock: ManualClock) -> HedgingDelayLearner {
+        let learner = HedgingDelayLearner(clock: clock)
+        for _ in 0..<50 { learner.learn(.milliseconds(10), for: "a.example") }
+        for _ in 0..<50 { _ = learner.startRound(for: "a.example") }
+        return learner
+    }
+
+    @Test func theHedgeA401StartsInPlaceOfItsRetryIsNotCountedAgainstTheCap() async {
+        guard #available(macOS 15.0, iOS 18.0, macCatalyst 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *) else {
+            return
+        }
+        let simulation = Simulation()
+        let clock = ManualClock()
+        let (attempts, elapsed) = await simulation.run { [clock] () async -> ([Attempt], Duration) in
+            // The old credential gets a 401, after 600 ms on the first attempt and at once on the hedge; the new one a
+            // 200 after 10 ms.
+            let transport = ScriptedTransport(clock: clock) { request, number in
+                guard request.value(forHTTPHeaderField: "Authorization") == "Bearer 2" else {
+                    return .status(401).delayed(by: number == 1 ? .milliseconds(600) : .milliseconds(1))
+                }
+                return .status(200).delayed(by: .milliseconds(10))
+            }
+            let auth = AuthenticationInterceptor(
+                authenticator: TokenAuthenticator(), credential: Token(value: 1), clock: clock)
+            let session = Session(
+                transport: transport, interceptor: auth, hedging: Hedging(learning: Self.trained(on: clock)),
+                clock: clock)
+            return await Self.send(
+                URL(string: "https://a.example/items")!, through: session, on: simulation, clock: clock)
+        }
+        // The timed hedge took the one hedge in hand; the hedge its 401 starts, with the new credential, is that 401's
+        // retry and starts at once all the same: the request does not wait out the first attempt's 600 ms.
+        #expect(attempts.map(\.hedge) == [1, 0, 2] && attempts.last?.statusCode == 200)
+        #expect(elapsed < .milliseconds(100), "took \(elapsed)")
+    }
+
+    @Test func aHedgeNeverSentGivesItsShareBack() async {
+        guard #available(macOS 15.0, iOS 18.0, macCatalyst 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *) else {
+            return
+        }
+        let simulation = Simulation()
+        let clock = ManualClock()
+        let (first, second, hedges) = await simulation.run { [clock] () async -> ([Attempt], Duration, Int) in
+            // Each request's first attempt answers after 100 ms, a hedge after 10 ms; the hedge of `/first` waits 1 s
+            // in an adapter (a refresh, a limiter's queue), so its first attempt wins before the hedge is sent.
+            let transport = ScriptedTransport(clock: clock) { _, number in
+                .status(200).delayed(by: number <= 2 ? .milliseconds(100) : .milliseconds(10))
+            }
+            let holdsFirstHedge = Adapter { request, context in
+                if context.attempt > 1, request.url?.lastPathComponent == "first" {
+                    try await clock.sleep(for: .seconds(1))
+                }
+                return request
+            }
+            let learner = Self.trained(on: clock)
+            let session = Session(
+                transport: transport, adapters: [holdsFirstHedge], hedging: Hedging(learning: learner), clock: clock)
+            let first = await Self.send(
+                URL(string: "https://a.example/first")!, through: session, on: simulation, clock: clock)
+            let second = await Self.send(
+                URL(string: "https://a.example/second")!, through: session, on: simulation, clock: clock)
+            return (first.attempts, second.elapsed, learner.snapshot(for: "a.example").hedges)
+        }
+        #expect(first.map(\.hedge) == [1, 0] && first[0].request == nil)
+        // The hedge never sent was given back: the next slow request is hedged, and only the hedge sent is counted.
+        #expect(second < .milliseconds(50), "took \(second)")
+        #expect(hedges == 1)
+    }
+
     /// One request at a time to `a.example`, 1,000 of them, on a simulation: the first attempt of request `i` answers
     /// after `latency(i)`, a hedge after `hedgeLatency(i)`. Returns each request's time to its answer and the attempts
     /// sent.
@@ -148,17 +237,9 @@ struct HedgingDelayLearnerTests {
                 hedging: Hedging(learning: learner), clock: clock)
             var times: [Duration] = []
             for index in 0..<1_000 {
-                let start = clock.now.offset
-                let task = Task(executorPreference: simulation.executor) {
-                    _ = try? await session.send(URL(string: "https://a.example/items/\(index)")!, method: method)
-                }
-                await simulation.settle()
-                while let next = clock.nextDeadline {
-                    clock.advance(to: next)
-                    await simulation.settle()
-                }
-                await task.value
-                times.append(clock.now.offset - start)
+                let url = URL(string: "https://a.example/items/\(index)")!
+                let sent = await Self.send(url, method: method, through: session, on: simulation, clock: clock)
+                times.append(sent.elapsed)
             }
             return (times, transport.requestCount)
         }

@@ -200,13 +200,6 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
     /// How many requests hold hedges not yet settled; for tests that check nothing is kept.
     package var requestsWithHedges: Int { state.withLock { $0.hedges.count } }
 
-    /// Whether the retry of `failed`, whose response had `status`, costs nothing: after a 401 (a retry with a refreshed
-    /// credential) or a failure of the device's own network (the host saw nothing), neither says anything about the
-    /// host's health.
-    private static func retryIsFree(status: Int?, failed: Attempt?) -> Bool {
-        status == 401 || failed?.accountedFailure == .deviceNetwork
-    }
-
     /// Takes the retry's cost from the request's budget, or denies the retry with ``RetryBudgetExhausted``.
     ///
     /// A retry after a 401 is never charged nor denied: it retries with a refreshed credential and says nothing about
@@ -216,7 +209,8 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
     /// once it is back.
     public func admitRetry(_ request: RetryRequest, dueTo error: ReboundError, after delay: Duration) -> (any Error)? {
         guard let key = keyFunction(request.admittedRequest) else { return nil }
-        if Self.retryIsFree(status: request.responseHead?.statusCode, failed: request.attempts.last) { return nil }
+        // A retry that says nothing about the host's health (``Attempt/retryIsFree``) costs nothing.
+        if request.responseHead?.statusCode == 401 || request.attempts.last?.retryIsFree == true { return nil }
         let failed = request.attempts.count
         let failedWasSent = request.attempts.last?.request != nil
         // A ratio budget counts retries; a token bucket charges a timeout's and a throttled request's retry their own.
@@ -438,7 +432,7 @@ extension RetryBudget: HedgeGate {
     ) -> (any Error)? {
         guard let key = keyFunction(request) else { return nil }
         // In place of a retry that costs nothing, the hedge costs nothing either.
-        if let failed, Self.retryIsFree(status: failed.statusCode, failed: failed) { return nil }
+        if let failed, failed.retryIsFree { return nil }
         let cost = ratio != nil ? 1 : configuration.retryCost
         let now = now()
         let denial = state.withLock { state -> RetryBudgetExhausted? in

@@ -19,10 +19,11 @@ import Foundation
 ///
 /// **The cap.** Each request to a host adds ``Configuration/maximumExtraLoad`` of a hedge to what the host may be sent,
 /// and each hedge takes one, never more than one in hand: over any stretch of requests, the hedges are at most that
-/// share of them, and one more (a request's retries add nothing). So a host is hedged from its 50th request on (at 2%),
-/// and when every answer of a host slows down, the cap holds while the percentile moves up with them. A hedge still
-/// passes the request's hedge gates (a budget is charged for it, a breaker may refuse it; a hedge they refuse is given
-/// back).
+/// share of them, and one more (a request's retries add nothing, nor does a hedge in place of the retry of a 401 or of
+/// a failure of the device's own network). So a host is hedged from its 50th request on (at 2%), and when every answer
+/// of a host slows down, the cap holds while the percentile moves up with them. A hedge still passes the request's
+/// hedge gates (a budget is charged for it, a breaker may refuse it); a hedge they refuse, or one that never reaches
+/// the transport, is given back.
 ///
 /// **Sharing and memory.** One learner keeps every host's samples behind one lock: share one instance between the
 /// sessions that talk to the same hosts. It keeps at most ``Configuration/samples`` latencies per host (8 bytes each)
@@ -242,7 +243,8 @@ public final class HedgingDelayLearner: Sendable {
         }
     }
 
-    /// Gives back the hedge ``admitsHedge(for:)`` took for `key`'s host, which did not start (a gate refused it).
+    /// Gives back the hedge ``admitsHedge(for:)`` took for `key`'s host, which did not start (a gate refused it) or
+    /// never reached the transport.
     package func hedgeNotStarted(for key: String) {
         let now = clock.now()
         hosts.withLock { hosts in

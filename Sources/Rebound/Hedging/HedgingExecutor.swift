@@ -138,8 +138,9 @@ struct HedgingExecutor {
             // A hedge the round would start now: the parts say whether it starts.
             if !Task.isCancelled, let hedge = round.nextHedge(now: now) {
                 switch admit(hedge, quiet: round.quiet, learning: learning, now: now) {
-                case .started:
+                case .started(let learnerCounted):
                     let next = round.start(at: now)
+                    if learnerCounted { learning?.counted.append(next.number) }
                     tasks.append(run(next.number, next.attempt, reporter: reporter, handoffs: handoffs))
                 case .held(let until):
                     round.hedgeNotStarted(heldUntil: until)
@@ -162,6 +163,13 @@ struct HedgingExecutor {
                 await plan.tell(outcome)
             }
         }
+        // A hedge the learner counted that never reached the transport (an adapter stopped it, or the round ended
+        // before it was sent) is given back: only hedges sent are extra load on the host.
+        if let learning {
+            for number in learning.counted where handedOver[number] == nil {
+                learning.learner.hedgeNotStarted(for: learning.key)
+            }
+        }
         // A round won by an answer teaches how long the host took to give it: from the round's first attempt reaching
         // the transport to the winner's end, whichever attempt won.
         if let learning, case .success = result.result.kind, let winner = result.records.last?.attempt,
@@ -173,16 +181,18 @@ struct HedgingExecutor {
         return result
     }
 
-    /// A round's learner, and the key of the host whose delay it gives and whose hedges it caps.
+    /// A round's learner, the key of the host whose delay it gives and whose hedges it caps, and the hedges of the
+    /// round it counted against that cap.
     struct Learning {
         let learner: HedgingDelayLearner
         let key: String
+        var counted: [Int] = []
     }
 
     /// What the parts said of a hedge the round would start.
     enum Admission {
-        /// Every part let it through: it starts now.
-        case started
+        /// Every part let it through: it starts now, counted against the learner's cap when `learnerCounted`.
+        case started(learnerCounted: Bool)
         /// Its host asked for quiet until `until`: the next hedge is due then.
         case held(until: Duration)
         /// A part refused it, or it may not be repeated: no new hedge starts in this round.
@@ -256,7 +266,8 @@ struct HedgingExecutor {
 
     /// Whether `hedge` starts now, asking in order: an endpoint group that routes the request, where it goes; a host
     /// that asked for quiet (`quiet`), whether its time passed at `now`; the round's learner, whether the host's cap on
-    /// hedges allows it (before the gates: a hedge it refuses spends nothing of a budget); whether the request may be
+    /// hedges allows it (before the gates: a hedge it refuses spends nothing of a budget; not for a hedge in place of
+    /// a retry that says nothing about the host's health, ``Attempt/retryIsFree``); whether the request may be
     /// repeated; and every hedge gate registered (a throttle, a breaker, a limiter, a pacer, a budget), in order, about
     /// it going there, in place of the retry of the failure that made it due, if one did: the first refusal wins. A
     /// per-host gate judges the endpoint's host. A hedge that does not start gives back what was taken for it: the
@@ -269,7 +280,10 @@ struct HedgingExecutor {
             router?.hedgeRefused(hedge.number, of: plan.requestID)
             return .held(until: until)
         }
-        if let learning, !learning.learner.admitsHedge(for: learning.key) {
+        // A hedge in place of a retry that says nothing about the host's health (after a 401, or a failure of the
+        // device's own network) is that retry, not extra load: the learner's cap does not count it.
+        let capped = hedge.retrying?.retryIsFree == true ? nil : learning
+        if let capped, !capped.learner.admitsHedge(for: capped.key) {
             router?.hedgeRefused(hedge.number, of: plan.requestID)
             return .refused
         }
@@ -284,10 +298,10 @@ struct HedgingExecutor {
             if admitted { roles.ledger.startsHedge(hedge.number) } else { roles.ledger.hedgeRefused(hedge.number) }
         }
         guard admitted else {
-            if let learning { learning.learner.hedgeNotStarted(for: learning.key) }
+            if let capped { capped.learner.hedgeNotStarted(for: capped.key) }
             router?.hedgeRefused(hedge.number, of: plan.requestID)
             return .refused
         }
-        return .started
+        return .started(learnerCounted: capped != nil)
     }
 }

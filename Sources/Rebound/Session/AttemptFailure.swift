@@ -55,4 +55,11 @@ extension Attempt {
     var accountedFailure: AttemptFailure? {
         failure.map { AttemptFailure($0, response: responseHead, beforeSending: failedBeforeSending) }
     }
+
+    /// Whether retrying this failed attempt says nothing about its host's health, so that a part that counts retries
+    /// or hedges (a budget, a hedging learner's cap) charges nothing for the retry, nor for a hedge in its place: after
+    /// a 401 (a retry with a refreshed credential) or a failure of the device's own network (the host saw nothing).
+    var retryIsFree: Bool {
+        statusCode == 401 || accountedFailure == .deviceNetwork
+    }
 }
