@@ -210,7 +210,8 @@ public final class RetryBudget: RequestAdapter, RetryGate, AttemptObserver {
     public func admitRetry(_ request: RetryRequest, dueTo error: ReboundError, after delay: Duration) -> (any Error)? {
         guard let key = keyFunction(request.admittedRequest) else { return nil }
         // A retry that says nothing about the host's health (``Attempt/retryIsFree``) costs nothing.
-        if request.responseHead?.statusCode == 401 || request.attempts.last?.retryIsFree == true { return nil }
+        let status = request.responseHead?.statusCode
+        if Attempt.retryIsFree(status: status, failure: request.attempts.last?.accountedFailure) { return nil }
         let failed = request.attempts.count
         let failedWasSent = request.attempts.last?.request != nil
         // A ratio budget counts retries; a token bucket charges a timeout's and a throttled request's retry their own.

@@ -139,7 +139,8 @@ public final class HedgingDelayLearner: Sendable {
         public let delay: Duration?
         /// The requests whose first round started in the window.
         public let rounds: Int
-        /// The hedges started in the window.
+        /// The hedges started in the window and counted against the cap (not those in place of a retry after a 401
+        /// or a failure of the device's own network, which the cap does not count).
         public let hedges: Int
     }
 
@@ -243,8 +244,7 @@ public final class HedgingDelayLearner: Sendable {
         }
     }
 
-    /// Gives back the hedge ``admitsHedge(for:)`` took for `key`'s host, which did not start (a gate refused it) or
-    /// never reached the transport.
+    /// Gives back the hedge ``admitsHedge(for:)`` took for `key`'s host, which did not start (a gate refused it).
     package func hedgeNotStarted(for key: String) {
         let now = clock.now()
         hosts.withLock { hosts in
@@ -252,6 +252,15 @@ public final class HedgingDelayLearner: Sendable {
                 host.credit = min(host.credit + 1, 1)
                 host.tally.add(second: -1, at: now, window: configuration.window)
             }
+        }
+    }
+
+    /// Gives back the share ``admitsHedge(for:)`` took for `key`'s host for a hedge that started but never reached the
+    /// transport (an adapter stopped it, or the round ended first): it added no load. The hedge stays counted in the
+    /// window's hedges (``Snapshot/hedges``), as one that started.
+    package func hedgeNotSent(for key: String) {
+        hosts.withLock { hosts in
+            hosts.modify(key) { host in host.credit = min(host.credit + 1, 1) }
         }
     }
 

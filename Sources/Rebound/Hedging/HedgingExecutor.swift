@@ -156,18 +156,18 @@ struct HedgingExecutor {
         reporter.finish()
         let handedOver = handoffs.withLock { $0 }
         let (result, losers) = round.end(with: ending, handoffs: handedOver, now: clock.now())
+        // A hedge the learner counted that never reached the transport (an adapter stopped it, or the round ended
+        // before it was sent) gives its share back: only hedges sent are extra load on the host.
+        if let learning {
+            for number in learning.counted where handedOver[number] == nil {
+                learning.learner.hedgeNotSent(for: learning.key)
+            }
+        }
         // The parts settle the losers, and the observers hear of them, before the request goes on with the attempt
         // that ended the round.
         for loser in losers {
             if let outcome = plan.settle(loser, decision: .cancelled, of: result.records.lazy.map(\.attempt)) {
                 await plan.tell(outcome)
-            }
-        }
-        // A hedge the learner counted that never reached the transport (an adapter stopped it, or the round ended
-        // before it was sent) is given back: only hedges sent are extra load on the host.
-        if let learning {
-            for number in learning.counted where handedOver[number] == nil {
-                learning.learner.hedgeNotStarted(for: learning.key)
             }
         }
         // A round won by an answer teaches how long the host took to give it: from the round's first attempt reaching

@@ -60,6 +60,12 @@ extension Attempt {
     /// or hedges (a budget, a hedging learner's cap) charges nothing for the retry, nor for a hedge in its place: after
     /// a 401 (a retry with a refreshed credential) or a failure of the device's own network (the host saw nothing).
     var retryIsFree: Bool {
-        statusCode == 401 || accountedFailure == .deviceNetwork
+        Self.retryIsFree(status: statusCode, failure: accountedFailure)
+    }
+
+    /// Whether the retry of a failed attempt whose response had `status` and whose failure is accounted as `failure`
+    /// is free (``retryIsFree``).
+    static func retryIsFree(status: Int?, failure: AttemptFailure?) -> Bool {
+        status == 401 || failure == .deviceNetwork
     }
 }
