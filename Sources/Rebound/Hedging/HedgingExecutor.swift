@@ -276,17 +276,16 @@ struct HedgingExecutor {
         let router = plan.registered?.router
         let request =
             router?.destination(ofHedge: hedge.judged, number: hedge.number, of: plan.requestID) ?? hedge.judged
-        if let until = quiet.until(for: request), now < until {
+        // Every way the hedge does not start gives the group the endpoint it picked back.
+        func notStarted(_ admission: Admission) -> Admission {
             router?.hedgeRefused(hedge.number, of: plan.requestID)
-            return .held(until: until)
+            return admission
         }
+        if let until = quiet.until(for: request), now < until { return notStarted(.held(until: until)) }
         // A hedge in place of a retry that says nothing about the host's health (after a 401, or a failure of the
         // device's own network) is that retry, not extra load: the learner's cap does not count it.
         let capped = hedge.retrying?.retryIsFree == true ? nil : learning
-        if let capped, !capped.learner.admitsHedge(for: capped.key) {
-            router?.hedgeRefused(hedge.number, of: plan.requestID)
-            return .refused
-        }
+        if let capped, !capped.learner.admitsHedge(for: capped.key) { return notStarted(.refused) }
         var admitted = plan.mayBeRepeated(request)
         if admitted, let roles = plan.registered {
             admitted = roles.hedgeGates.allSatisfy { gate in
@@ -299,8 +298,7 @@ struct HedgingExecutor {
         }
         guard admitted else {
             if let capped { capped.learner.hedgeNotStarted(for: capped.key) }
-            router?.hedgeRefused(hedge.number, of: plan.requestID)
-            return .refused
+            return notStarted(.refused)
         }
         return .started(learnerCounted: capped != nil)
     }
